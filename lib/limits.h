@@ -1,0 +1,54 @@
+/* limits.h - every bound on buffers, queues and outside input, in one place.
+ *
+ * A size that comes from outside the process (an API body, a spec field, a
+ * streamed response, a worker message, a dataset) is checked against one of
+ * these before anything is allocated for it. Change a bound here, document
+ * it in docs/limits.md, and the code follows.
+ */
+#ifndef HR_LIMITS_H
+#define HR_LIMITS_H
+
+/* REST API */
+#define HR_MAX_BODY_BYTES (1u << 20)      /* largest accepted request body: 1 MiB -> 413 */
+#define HR_MAX_PAGE_LIMIT 1000            /* GET /runs?limit= upper bound */
+#define HR_DEFAULT_PAGE_LIMIT 50
+
+/* run spec */
+#define HR_MAX_NAME_LEN 256
+#define HR_MAX_URL_LEN 2048
+#define HR_MAX_LABELS 64
+#define HR_MAX_LABEL_LEN 256
+#define HR_MAX_HEADERS 64
+#define HR_MAX_WORKERS 256
+#define HR_MAX_CONCURRENCY 100000
+#define HR_MAX_REQUESTS 100000000LL
+#define HR_MAX_DURATION_S (7 * 24 * 3600.0)
+#define HR_MAX_ISL 1000000
+#define HR_MAX_OSL 1000000
+#define HR_MAX_TIMEOUT_S 3600.0
+
+/* streamed responses (worker side) */
+#define HR_MAX_SSE_LINE (1u << 20)        /* one SSE line: longer is malformed_stream */
+#define HR_MAX_SSE_EVENT (4u << 20)       /* one event's accumulated data */
+#define HR_MAX_RESPONSE_BYTES (64u << 20) /* a non-streamed body */
+#define HR_MAX_CHUNKS_PER_REQUEST 1000000u
+#define HR_MAX_ERROR_MSG 512
+
+/* worker protocol */
+#define HR_MAX_PROTO_MSG (16u << 20)      /* one ZeroMQ frame */
+#define HR_MAX_RECORDS_PER_BATCH 4096u
+#define HR_RECORD_BATCH_FLUSH_NS 50000000LL /* worker ships records at least every 50 ms */
+#define HR_HEARTBEAT_NS 250000000LL       /* worker heartbeat period */
+#define HR_WORKER_SILENCE_NS 5000000000LL /* a worker silent this long is declared lost */
+#define HR_WORKER_HELLO_NS 10000000000LL  /* time allowed for all workers to say hello */
+#define HR_ZMQ_HWM 10000                  /* messages queued per ZeroMQ socket */
+
+/* daemon */
+#define HR_STORE_QUEUE_MAX 1024           /* writer commands waiting; producers block beyond */
+#define HR_READ_POOL_SIZE 8               /* SQLite read connections */
+
+/* mock server */
+#define HR_MOCK_MAX_CONNS 65536
+#define HR_MOCK_MAX_REQUEST_BYTES (1u << 20)
+
+#endif

@@ -1,0 +1,43 @@
+/* metrics.h - per-request metric definitions (docs/metrics.md, version 1).
+ *
+ * One table lists every per-request metric with its AIPerf tag, unit and
+ * the function computing it from a record; the summary, the records
+ * export and the CLI all iterate the same table, so a metric added here
+ * appears everywhere. Inter-chunk latency is pooled (one value per gap)
+ * and handled by metrics_chunk_gaps.
+ */
+#ifndef HR_METRICS_H
+#define HR_METRICS_H
+
+#include <stddef.h>
+
+#include "record.h"
+
+#define METRICS_VERSION 1
+
+struct metric_def {
+	const char *tag;  /* AIPerf's name, e.g. "time_to_first_token" */
+	const char *unit; /* "ms", "tokens", "tokens/sec/user" */
+	const char *label; /* human name for tables */
+	/* The value for one record; NAN when it does not apply. */
+	double (*fn)(const struct hr_record *r);
+};
+
+extern const struct metric_def metric_defs[];
+extern const size_t metric_defs_count;
+
+/* A record is valid (counts in every latency and throughput metric) when
+ * its status is 200, it has no error, and a streamed one carried at least
+ * one content-bearing chunk. */
+int record_is_valid(const struct hr_record *r);
+
+/* Appends each gap between consecutive chunks (ms) via push(ctx, value). */
+void metrics_chunk_gaps(const struct hr_record *r, void (*push)(void *ctx, double v), void *ctx);
+
+/* ns -> ms exactly as every export and summary does it. */
+static inline double ns_to_ms(long long ns)
+{
+	return (double)ns / 1e6;
+}
+
+#endif

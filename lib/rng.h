@@ -1,0 +1,30 @@
+/* rng.h - counter-based random numbers for reproducible schedules.
+ *
+ * Every random choice is a pure function of (seed, stream, index): the
+ * stream names the concern (input length, output length, prompt text...)
+ * so changing one setting never perturbs another, and the index is the
+ * global request number so a request gets the same prompt whichever
+ * worker sends it.
+ */
+#ifndef HR_RNG_H
+#define HR_RNG_H
+
+#include <stdint.h>
+
+enum rng_stream {
+	RNG_STREAM_ISL = 1,
+	RNG_STREAM_OSL = 2,
+	RNG_STREAM_PROMPT = 3,
+};
+
+/* A 64-bit hash of the triple (splitmix64 finaliser over a mix). */
+uint64_t rng_hash(uint64_t seed, uint64_t stream, uint64_t index);
+/* Uniform in [0, 1) with 53 random bits. */
+double rng_uniform(uint64_t seed, uint64_t stream, uint64_t index);
+/* Standard normal (Box-Muller over two uniforms derived from index). */
+double rng_normal(uint64_t seed, uint64_t stream, uint64_t index);
+/* A length drawn from N(mean, stddev), rounded, clamped to [lo, hi]. */
+int rng_length(uint64_t seed, uint64_t stream, uint64_t index, double mean, double stddev, int lo,
+	       int hi);
+
+#endif

@@ -1,0 +1,417 @@
+/* spec.c - run spec validation and normalisation (see spec.h). */
+#include "spec.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "limits.h"
+#include "util.h"
+
+/* Validation walks the document with a path for messages. */
+struct vctx {
+	struct spec_error *err;
+	int failed;
+};
+
+static int fail(struct vctx *v, const char *code, const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+static int fail(struct vctx *v, const char *code, const char *field, const char *fmt, ...)
+{
+	if (v->failed)
+		return -1;
+	v->failed = 1;
+	snprintf(v->err->code, sizeof v->err->code, "%s", code);
+	snprintf(v->err->field, sizeof v->err->field, "%s", field);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(v->err->message, sizeof v->err->message, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Rejects keys of obj that are not in allowed (NULL-terminated). */
+static int check_keys(struct vctx *v, json_t *obj, const char *prefix, const char *const *allowed)
+{
+	const char *key;
+	json_t *val;
+	json_object_foreach(obj, key, val)
+	{
+		int ok = 0;
+		for (const char *const *a = allowed; *a; a++)
+			if (strcmp(*a, key) == 0)
+				ok = 1;
+		if (!ok) {
+			char path[128];
+			snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
+			return fail(v, "unknown_field", path, "unknown field '%s'", path);
+		}
+	}
+	return 0;
+}
+
+static json_t *get_obj(struct vctx *v, json_t *parent, const char *key, const char *path,
+		       int required)
+{
+	json_t *o = json_object_get(parent, key);
+	if (!o || json_is_null(o)) {
+		if (required) {
+			fail(v, "missing_field", path, "'%s' is required", path);
+			return NULL;
+		}
+		o = json_object();
+		json_object_set_new(parent, key, o);
+		return o;
+	}
+	if (!json_is_object(o)) {
+		fail(v, "wrong_type", path, "'%s' must be an object", path);
+		return NULL;
+	}
+	return o;
+}
+
+static const char *get_str(struct vctx *v, json_t *parent, const char *key, const char *path,
+			   const char *def, size_t maxlen)
+{
+	json_t *s = json_object_get(parent, key);
+	if (!s || json_is_null(s)) {
+		if (!def) {
+			fail(v, "missing_field", path, "'%s' is required", path);
+			return NULL;
+		}
+		json_object_set_new(parent, key, json_string(def));
+		return json_string_value(json_object_get(parent, key));
+	}
+	if (!json_is_string(s)) {
+		fail(v, "wrong_type", path, "'%s' must be a string", path);
+		return NULL;
+	}
+	if (json_string_length(s) > maxlen) {
+		fail(v, "out_of_range", path, "'%s' is longer than %zu bytes", path, maxlen);
+		return NULL;
+	}
+	if (strlen(json_string_value(s)) != json_string_length(s)) {
+		fail(v, "invalid_value", path, "'%s' contains a NUL character", path);
+		return NULL;
+	}
+	return json_string_value(s);
+}
+
+static int get_bool(struct vctx *v, json_t *parent, const char *key, const char *path, int def)
+{
+	json_t *b = json_object_get(parent, key);
+	if (!b || json_is_null(b)) {
+		json_object_set_new(parent, key, json_boolean(def));
+		return def;
+	}
+	if (!json_is_boolean(b))
+		return fail(v, "wrong_type", path, "'%s' must be true or false", path);
+	return json_is_true(b);
+}
+
+/* Numbers: integers are accepted where reals are; reals where integers are
+ * expected only when they are whole. */
+static int get_num(struct vctx *v, json_t *parent, const char *key, const char *path, double def,
+		   int has_def, double min, double max, int integer, double *out)
+{
+	json_t *n = json_object_get(parent, key);
+	if (!n || json_is_null(n)) {
+		if (!has_def)
+			return fail(v, "missing_field", path, "'%s' is required", path);
+		*out = def;
+		json_object_set_new(parent, key,
+				    integer ? json_integer((json_int_t)def) : json_real(def));
+		return 0;
+	}
+	if (!json_is_number(n))
+		return fail(v, "wrong_type", path, "'%s' must be a number", path);
+	double d = json_number_value(n);
+	if (integer && (!json_is_integer(n) && floor(d) != d))
+		return fail(v, "wrong_type", path, "'%s' must be an integer", path);
+	if (!isfinite(d) || d < min || d > max)
+		return fail(v, "out_of_range", path, "'%s' must be between %g and %g", path, min,
+			    max);
+	*out = d;
+	return 0;
+}
+
+static int check_string_map(struct vctx *v, json_t *obj, const char *path, size_t max_entries)
+{
+	if (json_object_size(obj) > max_entries)
+		return fail(v, "out_of_range", path, "'%s' has more than %zu entries", path,
+			    max_entries);
+	const char *key;
+	json_t *val;
+	json_object_foreach(obj, key, val)
+	{
+		char p[128];
+		snprintf(p, sizeof p, "%s.%s", path, key);
+		if (strlen(key) == 0 || strlen(key) > HR_MAX_LABEL_LEN)
+			return fail(v, "invalid_value", p, "keys of '%s' must be 1..%d bytes", path,
+				    HR_MAX_LABEL_LEN);
+		if (!json_is_string(val))
+			return fail(v, "wrong_type", p, "'%s' must be a string", p);
+		if (json_string_length(val) > HR_MAX_LABEL_LEN * 16)
+			return fail(v, "out_of_range", p, "'%s' is too long", p);
+	}
+	return 0;
+}
+
+static int valid_header_name(const char *s)
+{
+	if (!*s)
+		return 0;
+	for (; *s; s++)
+		if (!(isalnum((unsigned char)*s) || strchr("!#$%&'*+-.^_`|~", *s)))
+			return 0;
+	return 1;
+}
+
+static int parse_dist(struct vctx *v, json_t *wl, const char *key, double def_mean,
+		      double max, struct spec_dist *d)
+{
+	char path[64], p2[80];
+	snprintf(path, sizeof path, "workload.%s", key);
+	json_t *o = get_obj(v, wl, key, path, 0);
+	if (!o)
+		return -1;
+	static const char *const keys[] = {"mean", "stddev", NULL};
+	if (check_keys(v, o, path, keys) < 0)
+		return -1;
+	snprintf(p2, sizeof p2, "%s.mean", path);
+	if (get_num(v, o, "mean", p2, def_mean, 1, 0, max, 1, &d->mean) < 0)
+		return -1;
+	snprintf(p2, sizeof p2, "%s.stddev", path);
+	return get_num(v, o, "stddev", p2, 0, 1, 0, max, 0, &d->stddev);
+}
+
+static int validate(struct vctx *v, json_t *root, int default_workers, struct spec *s)
+{
+	static const char *const top[] = {"name", "labels", "target", "workload", "load",
+					  "workers", NULL};
+	if (check_keys(v, root, "", top) < 0)
+		return -1;
+	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
+	if (!s->name)
+		return -1;
+	json_t *labels = get_obj(v, root, "labels", "labels", 0);
+	if (!labels || check_string_map(v, labels, "labels", HR_MAX_LABELS) < 0)
+		return -1;
+
+	/* target */
+	json_t *t = get_obj(v, root, "target", "target", 1);
+	if (!t)
+		return -1;
+	static const char *const tkeys[] = {"url",	   "endpoint", "model",	    "stream",
+					    "api_key_env", "headers",  "extra_body", "timeout_s",
+					    NULL};
+	if (check_keys(v, t, "target", tkeys) < 0)
+		return -1;
+	s->target.url = get_str(v, t, "url", "target.url", NULL, HR_MAX_URL_LEN);
+	if (!s->target.url)
+		return -1;
+	if (strncmp(s->target.url, "http://", 7) != 0 && strncmp(s->target.url, "https://", 8) != 0)
+		return fail(v, "invalid_value", "target.url",
+			    "'target.url' must start with http:// or https://");
+	for (const char *c = s->target.url; *c; c++)
+		if ((unsigned char)*c <= ' ' || *c == 0x7f)
+			return fail(v, "invalid_value", "target.url",
+				    "'target.url' contains whitespace or control characters");
+	const char *ep = get_str(v, t, "endpoint", "target.endpoint", "chat", 32);
+	if (!ep)
+		return -1;
+	if (strcmp(ep, "chat") == 0)
+		s->target.endpoint = SPEC_EP_CHAT;
+	else if (strcmp(ep, "completions") == 0)
+		s->target.endpoint = SPEC_EP_COMPLETIONS;
+	else
+		return fail(v, "invalid_value", "target.endpoint",
+			    "'target.endpoint' must be \"chat\" or \"completions\"");
+	s->target.model = get_str(v, t, "model", "target.model", NULL, HR_MAX_NAME_LEN);
+	if (!s->target.model)
+		return -1;
+	int stream = get_bool(v, t, "stream", "target.stream", 1);
+	if (stream < 0)
+		return -1;
+	s->target.stream = stream;
+	json_t *ake = json_object_get(t, "api_key_env");
+	if (ake && !json_is_null(ake)) {
+		s->target.api_key_env =
+			get_str(v, t, "api_key_env", "target.api_key_env", NULL, 128);
+		if (!s->target.api_key_env)
+			return -1;
+		const char *e = s->target.api_key_env;
+		int ok = *e && !isdigit((unsigned char)*e);
+		for (; *e; e++)
+			ok = ok && (isalnum((unsigned char)*e) || *e == '_');
+		if (!ok)
+			return fail(v, "invalid_value", "target.api_key_env",
+				    "'target.api_key_env' must name an environment variable");
+	} else {
+		json_object_del(t, "api_key_env");
+		s->target.api_key_env = NULL;
+	}
+	s->target.headers = get_obj(v, t, "headers", "target.headers", 0);
+	if (!s->target.headers ||
+	    check_string_map(v, s->target.headers, "target.headers", HR_MAX_HEADERS) < 0)
+		return -1;
+	const char *hk;
+	json_t *hv;
+	json_object_foreach(s->target.headers, hk, hv)
+	{
+		char p[160];
+		snprintf(p, sizeof p, "target.headers.%s", hk);
+		if (!valid_header_name(hk))
+			return fail(v, "invalid_value", p, "'%s' is not a valid header name", hk);
+		if (strpbrk(json_string_value(hv), "\r\n"))
+			return fail(v, "invalid_value", p, "header values may not contain CR or LF");
+	}
+	s->target.extra_body = get_obj(v, t, "extra_body", "target.extra_body", 0);
+	if (!s->target.extra_body)
+		return -1;
+	if (get_num(v, t, "timeout_s", "target.timeout_s", 600, 1, 0.001, HR_MAX_TIMEOUT_S, 0,
+		    &s->target.timeout_s) < 0)
+		return -1;
+
+	/* workload */
+	json_t *wl = get_obj(v, root, "workload", "workload", 0);
+	if (!wl)
+		return -1;
+	static const char *const wkeys[] = {"kind", "isl", "osl", "seed", NULL};
+	if (check_keys(v, wl, "workload", wkeys) < 0)
+		return -1;
+	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
+	if (!kind)
+		return -1;
+	if (strcmp(kind, "synthetic") != 0)
+		return fail(v, "invalid_value", "workload.kind",
+			    "'workload.kind' must be \"synthetic\"");
+	s->workload.kind = SPEC_WL_SYNTHETIC;
+	if (parse_dist(v, wl, "isl", 128, HR_MAX_ISL, &s->workload.isl) < 0 ||
+	    parse_dist(v, wl, "osl", 128, HR_MAX_OSL, &s->workload.osl) < 0)
+		return -1;
+	double seed;
+	if (get_num(v, wl, "seed", "workload.seed", 0, 1, 0, 9007199254740991.0, 1, &seed) < 0)
+		return -1;
+	s->workload.seed = (uint64_t)seed;
+
+	/* load */
+	json_t *ld = get_obj(v, root, "load", "load", 1);
+	if (!ld)
+		return -1;
+	static const char *const lkeys[] = {"mode", "concurrency", "requests", "duration_s", NULL};
+	if (check_keys(v, ld, "load", lkeys) < 0)
+		return -1;
+	const char *mode = get_str(v, ld, "mode", "load.mode", "concurrency", 32);
+	if (!mode)
+		return -1;
+	if (strcmp(mode, "concurrency") != 0)
+		return fail(v, "invalid_value", "load.mode", "'load.mode' must be \"concurrency\"");
+	s->load.mode = SPEC_LOAD_CONCURRENCY;
+	double conc;
+	if (get_num(v, ld, "concurrency", "load.concurrency", 1, 1, 1, HR_MAX_CONCURRENCY, 1,
+		    &conc) < 0)
+		return -1;
+	s->load.concurrency = (int)conc;
+	json_t *rq = json_object_get(ld, "requests"), *du = json_object_get(ld, "duration_s");
+	if (rq && json_is_null(rq)) {
+		json_object_del(ld, "requests");
+		rq = NULL;
+	}
+	if (du && json_is_null(du)) {
+		json_object_del(ld, "duration_s");
+		du = NULL;
+	}
+	if (rq && du)
+		return fail(v, "invalid_value", "load.duration_s",
+			    "give either 'load.requests' or 'load.duration_s', not both");
+	if (!rq && !du)
+		return fail(v, "missing_field", "load.requests",
+			    "one of 'load.requests' or 'load.duration_s' is required");
+	double d;
+	if (rq) {
+		if (get_num(v, ld, "requests", "load.requests", 0, 0, 1, (double)HR_MAX_REQUESTS,
+			    1, &d) < 0)
+			return -1;
+		s->load.requests = (int64_t)d;
+		s->load.duration_s = 0;
+	} else {
+		if (get_num(v, ld, "duration_s", "load.duration_s", 0, 0, 0.001, HR_MAX_DURATION_S,
+			    0, &d) < 0)
+			return -1;
+		s->load.duration_s = d;
+		s->load.requests = 0;
+	}
+
+	/* workers: default from the core count, never more than the slots */
+	int defw = default_workers < 1 ? 1 : default_workers;
+	if (defw > s->load.concurrency)
+		defw = s->load.concurrency;
+	double w;
+	if (get_num(v, root, "workers", "workers", defw, 1, 1, HR_MAX_WORKERS, 1, &w) < 0)
+		return -1;
+	s->workers = (int)w;
+	if (s->workers > s->load.concurrency)
+		return fail(v, "out_of_range", "workers",
+			    "'workers' (%d) exceeds 'load.concurrency' (%d): a worker needs a slot",
+			    s->workers, s->load.concurrency);
+	return 0;
+}
+
+int spec_from_json(json_t *root, int default_workers, struct spec *out, struct spec_error *err)
+{
+	struct vctx v = {.err = err, .failed = 0};
+	memset(out, 0, sizeof *out);
+	memset(err, 0, sizeof *err);
+	if (!json_is_object(root)) {
+		fail(&v, "wrong_type", "", "the run spec must be a JSON object");
+		return -1;
+	}
+	out->json = json_deep_copy(root);
+	if (!out->json)
+		xalloc_die();
+	if (validate(&v, out->json, default_workers, out) < 0) {
+		json_decref(out->json);
+		memset(out, 0, sizeof *out);
+		return -1;
+	}
+	return 0;
+}
+
+int spec_parse(const char *text, size_t len, int default_workers, struct spec *out,
+	       struct spec_error *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root) {
+		memset(out, 0, sizeof *out);
+		memset(err, 0, sizeof *err);
+		snprintf(err->code, sizeof err->code, "invalid_json");
+		snprintf(err->message, sizeof err->message, "not valid JSON: %s (line %d, column %d)",
+			 jerr.text, jerr.line, jerr.column);
+		return -1;
+	}
+	int rc = spec_from_json(root, default_workers, out, err);
+	json_decref(root);
+	return rc;
+}
+
+void spec_release(struct spec *s)
+{
+	if (s->json)
+		json_decref(s->json);
+	memset(s, 0, sizeof *s);
+}
+
+const char *spec_endpoint_name(int ep)
+{
+	return ep == SPEC_EP_COMPLETIONS ? "completions" : "chat";
+}
+
+const char *spec_endpoint_path(int ep)
+{
+	return ep == SPEC_EP_COMPLETIONS ? "/v1/completions" : "/v1/chat/completions";
+}

@@ -1,0 +1,40 @@
+/* stats.h - summary statistics of a sample, as AIPerf reports them.
+ *
+ * count, avg, min, max, population std (ddof = 0), and the percentiles
+ * p1 p5 p10 p25 p50 p75 p90 p95 p99 computed exactly as numpy's default
+ * ('linear') method does, including its rounding: h = (n - 1) * q with
+ * q = p / 100, lo = floor(h), g = h - lo, and
+ *   result = a + (b - a) * g        when g <  0.5
+ *   result = b - (b - a) * (1 - g)  when g >= 0.5
+ * so numbers exported and re-computed with numpy match bit for bit.
+ */
+#ifndef HR_STATS_H
+#define HR_STATS_H
+
+#include <stddef.h>
+
+#define STATS_NPCT 9
+extern const double stats_pcts[STATS_NPCT];     /* 1 5 10 25 50 75 90 95 99 */
+extern const char *const stats_pct_names[STATS_NPCT]; /* "p1" ... "p99" */
+
+struct stats {
+	size_t count;
+	double avg, min, max, std;
+	double p[STATS_NPCT];
+};
+
+/* Growable vector of doubles (embedded: dvec_init / dvec_release). */
+struct dvec {
+	double *v;
+	size_t n, cap;
+};
+void dvec_init(struct dvec *d);
+void dvec_release(struct dvec *d);
+void dvec_push(struct dvec *d, double x);
+
+/* Sorts vals in place and fills out. n == 0 gives count 0 and NaN elsewhere. */
+void stats_compute(double *vals, size_t n, struct stats *out);
+/* Percentile (0..100) of an ascending array of n > 0 values, numpy 'linear'. */
+double stats_percentile_sorted(const double *sorted, size_t n, double pct);
+
+#endif

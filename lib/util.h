@@ -1,0 +1,44 @@
+/* util.h - small helpers every program uses: allocation that aborts on
+ * exhaustion, clocks with typed units, error buffers, string formatting.
+ *
+ * Allocation failure of internal objects is not recoverable and aborts via
+ * xalloc_die(); sizes that come from outside must be checked against
+ * limits.h before they reach these functions.
+ */
+#ifndef HR_UTIL_H
+#define HR_UTIL_H
+
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#define HR_ARRAY_LEN(a) (sizeof(a) / sizeof((a)[0]))
+#define HR_ERRLEN 256 /* size of the caller-supplied error buffers */
+
+void *xmalloc(size_t n);
+void *xcalloc(size_t n, size_t size);
+void *xrealloc(void *p, size_t n);
+char *xstrdup(const char *s);
+char *xstrndup(const char *s, size_t n);
+/* Returns a newly allocated formatted string; caller frees. */
+char *xasprintf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+_Noreturn void xalloc_die(void);
+
+/* Monotonic nanoseconds (CLOCK_MONOTONIC): for durations and schedules. */
+int64_t mono_ns(void);
+/* Wall-clock nanoseconds since the Unix epoch: only for stored timestamps. */
+int64_t wall_ns(void);
+
+/* Format into a caller-supplied error buffer of HR_ERRLEN bytes (err may be
+ * NULL). Always returns -1 so callers can write `return errf(...)`. */
+int errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+/* Shortest decimal text that reads back as exactly the same double
+ * (%.15g, %.16g or %.17g). buf must hold 32 bytes. Returns its length. */
+int fmt_double(char *buf, double v);
+
+/* Parse "HOST:PORT" (IPv4 literal, name or [IPv6]). host must hold 256
+ * bytes. Returns 0 or -1 with a message in err. */
+int parse_hostport(const char *s, char *host, int *port, char *err);
+
+#endif

@@ -1,0 +1,45 @@
+#!/bin/sh
+# install-deps.sh - install the Debian packages headroom needs to build and test.
+#
+# Idempotent: packages already present are left alone, and apt is only
+# consulted when something is missing. Run as root on Debian 12 (or with
+# sudo available). Used by `make demo` and `make check`.
+set -eu
+
+BUILD_PKGS="build-essential cmake pkg-config libmicrohttpd-dev libcurl4-openssl-dev
+libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev"
+TEST_PKGS="python3 python3-numpy python3-yaml python3-jsonschema python3-zmq curl"
+
+want="$BUILD_PKGS $TEST_PKGS"
+# Node.js and npm drive the client-compatibility tests (the official openai
+# npm client). A Node.js that already ships npm (for example from
+# NodeSource) conflicts with Debian's npm package, so only ask for what is
+# missing.
+command -v node >/dev/null 2>&1 || want="$want nodejs"
+command -v npm >/dev/null 2>&1 || want="$want npm"
+
+missing=""
+for p in $want; do
+	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+		missing="$missing $p"
+	fi
+done
+
+if [ -z "$missing" ]; then
+	exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then
+	if command -v sudo >/dev/null 2>&1; then
+		SUDO="sudo"
+	else
+		echo "install-deps: need root to install:$missing" >&2
+		exit 1
+	fi
+fi
+
+echo "install-deps: installing:$missing"
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck disable=SC2086
+$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing

@@ -1,0 +1,525 @@
+/* api.c - REST routes, request bodies, JSON and streamed responses. */
+#include "api.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <microhttpd.h>
+#include <netdb.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/socket.h>
+
+#include "dynbuf.h"
+#include "export.h"
+#include "limits.h"
+#include "runs.h"
+#include "spec.h"
+#include "summary.h"
+#include "util.h"
+
+#define HEADROOM_VERSION "0.1.0"
+#define EXPORT_BLOCK (64u * 1024u)
+
+struct api {
+	struct MHD_Daemon *mhd;
+	struct store *store;
+	struct runner *runner;
+	struct api_opts o;
+	char address[300];
+};
+
+/* Per-request state, kept in MHD's con_cls across upload calls. */
+struct req {
+	struct dynbuf body;
+	int too_large;
+};
+
+struct call {
+	struct api *a;
+	struct MHD_Connection *conn;
+	int64_t id; /* the {id} path parameter, when the route has one */
+	const char *body;
+	size_t body_len;
+};
+
+/* --- responses --------------------------------------------------------------- */
+
+static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
+				  char *text /* taken */, size_t len)
+{
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* Steals body. */
+static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
+{
+	char *s = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	json_decref(body);
+	if (!s)
+		xalloc_die();
+	size_t n = strlen(s);
+	return reply_text(c, status, "application/json", s, n);
+}
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
+				   const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+
+static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
+				   const char *field, const char *fmt, ...)
+{
+	char msg[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_t *e = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", msg,
+			      "field", field && *field ? json_string(field) : json_null());
+	return reply_json(c, status, e);
+}
+
+static enum MHD_Result reply_internal(struct MHD_Connection *c, const char *err)
+{
+	fprintf(stderr, "headroomd: internal error: %s\n", err);
+	return reply_error(c, 500, "internal", NULL, "internal error: %s", err);
+}
+
+static const char *arg(struct MHD_Connection *c, const char *name)
+{
+	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
+}
+
+/* Strict decimal integer in [lo, hi]. */
+static int parse_int(const char *s, long long lo, long long hi, long long *out)
+{
+	if (!s || !*s)
+		return -1;
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end || v < lo || v > hi || !(*s >= '0' && *s <= '9'))
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* --- handlers ------------------------------------------------------------------ */
+
+static enum MHD_Result h_healthz(struct call *k)
+{
+	int q, r;
+	if (runs_counts(k->a->store, &q, &r) < 0)
+		return reply_internal(k->conn, "cannot read the run queue");
+	return reply_json(k->conn, 200,
+			  json_pack("{s:s, s:s, s:i, s:i}", "status", "ok", "version",
+				    HEADROOM_VERSION, "queued", q, "running", r));
+}
+
+static enum MHD_Result h_create(struct call *k)
+{
+	struct spec spec;
+	struct spec_error se;
+	char err[HR_ERRLEN];
+	if (spec_parse(k->body, k->body_len, k->a->o.default_workers, &spec, &se) < 0)
+		return reply_error(k->conn, 400, se.code, se.field, "%s", se.message);
+	int64_t id;
+	int rc = runs_create(k->a->store, spec.json, &id, err);
+	spec_release(&spec);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	runner_kick(k->a->runner);
+	char url[64];
+	snprintf(url, sizeof url, "/api/v1/runs/%lld", (long long)id);
+	char *s = xasprintf("{\"id\":%lld,\"state\":\"queued\",\"url\":\"%s\"}", (long long)id,
+			    url);
+	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s,
+								 MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, url);
+	enum MHD_Result ret = MHD_queue_response(k->conn, 201, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static const char *const states[] = {RUN_QUEUED, RUN_RUNNING,	  RUN_SUCCEEDED,
+				     RUN_FAILED, RUN_CANCELLED, RUN_INTERRUPTED};
+
+static enum MHD_Result h_list(struct call *k)
+{
+	long long limit = HR_DEFAULT_PAGE_LIMIT, before = 0;
+	const char *s = arg(k->conn, "limit");
+	if (s && parse_int(s, 1, HR_MAX_PAGE_LIMIT, &limit) < 0)
+		return reply_error(k->conn, 400, "out_of_range", "limit",
+				   "'limit' must be an integer from 1 to %d", HR_MAX_PAGE_LIMIT);
+	s = arg(k->conn, "before");
+	if (s && parse_int(s, 1, INT64_MAX, &before) < 0)
+		return reply_error(k->conn, 400, "invalid_value", "before",
+				   "'before' must be a positive run id");
+	const char *state = arg(k->conn, "state");
+	if (state) {
+		int ok = 0;
+		for (size_t i = 0; i < HR_ARRAY_LEN(states); i++)
+			ok |= strcmp(state, states[i]) == 0;
+		if (!ok)
+			return reply_error(k->conn, 400, "invalid_value", "state",
+					   "'state' must be one of queued, running, succeeded, "
+					   "failed, cancelled, interrupted");
+	}
+	json_t *out;
+	char err[HR_ERRLEN];
+	if (runs_list(k->a->store, (int)limit, before, state, &out, err) < 0)
+		return reply_internal(k->conn, err);
+	return reply_json(k->conn, 200, out);
+}
+
+static enum MHD_Result not_found(struct call *k)
+{
+	return reply_error(k->conn, 404, "not_found", "id", "no run with id %lld",
+			   (long long)k->id);
+}
+
+static enum MHD_Result h_get(struct call *k)
+{
+	json_t *out;
+	char err[HR_ERRLEN];
+	int rc = runs_get(k->a->store, k->id, 1, &out, err);
+	if (rc == -404)
+		return not_found(k);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	return reply_json(k->conn, 200, out);
+}
+
+static enum MHD_Result h_cancel(struct call *k)
+{
+	const char *state;
+	char err[HR_ERRLEN];
+	int rc = runs_cancel(k->a->store, k->id, &state, err);
+	if (rc == -404)
+		return not_found(k);
+	if (rc == -409)
+		return reply_error(k->conn, 409, "conflict", NULL,
+				   "run %lld has already finished (%s)", (long long)k->id, state);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	if (strcmp(state, RUN_RUNNING) == 0)
+		runner_cancel(k->a->runner, k->id);
+	return reply_json(k->conn, 202,
+			  json_pack("{s:I, s:s, s:b}", "id", (json_int_t)k->id, "state", state,
+				    "cancel_requested", 1));
+}
+
+static int want_format(struct call *k, const char *const *allowed, const char **fmt)
+{
+	const char *f = arg(k->conn, "format");
+	*fmt = allowed[0];
+	if (!f)
+		return 0;
+	for (const char *const *a = allowed; *a; a++)
+		if (strcmp(f, *a) == 0) {
+			*fmt = *a;
+			return 0;
+		}
+	return -1;
+}
+
+static enum MHD_Result h_summary(struct call *k)
+{
+	static const char *const fmts[] = {"json", "csv", NULL};
+	const char *fmt;
+	if (want_format(k, fmts, &fmt) < 0)
+		return reply_error(k->conn, 400, "invalid_value", "format",
+				   "'format' must be json or csv");
+	int rc;
+	char *text = runs_summary_text(k->a->store, k->id, &rc);
+	if (rc == -404)
+		return not_found(k);
+	if (rc == -409)
+		return reply_error(k->conn, 409, "not_ready", NULL,
+				   "run %lld has no summary yet", (long long)k->id);
+	if (!text)
+		return reply_internal(k->conn, "cannot read the summary");
+	if (strcmp(fmt, "json") == 0)
+		return reply_text(k->conn, 200, "application/json", text, strlen(text));
+	json_t *j = json_loads(text, 0, NULL);
+	free(text);
+	if (!j)
+		return reply_internal(k->conn, "stored summary is not valid JSON");
+	char *csv = summary_to_csv(j);
+	json_decref(j);
+	return reply_text(k->conn, 200, "text/csv; charset=utf-8", csv, strlen(csv));
+}
+
+/* Streaming records: the response pulls rows from a cursor as the client
+ * reads, so memory stays at one block whatever the run's size. */
+struct rec_stream {
+	struct rec_cursor *cur;
+	enum export_format fmt;
+	struct dynbuf buf;
+	size_t off;
+	int eof, failed;
+};
+
+static ssize_t rec_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct rec_stream *rs = cls;
+	while (rs->buf.len - rs->off < max && !rs->eof) {
+		if (rs->off) { /* compact what was already sent */
+			memmove(rs->buf.data, rs->buf.data + rs->off, rs->buf.len - rs->off);
+			rs->buf.len -= rs->off;
+			rs->off = 0;
+		}
+		const struct hr_record *r;
+		int rc = rec_cursor_next(rs->cur, &r);
+		if (rc == 0) {
+			rs->eof = 1;
+		} else if (rc < 0 || export_record(&rs->buf, rs->fmt, r) < 0) {
+			rs->eof = rs->failed = 1;
+		}
+	}
+	size_t avail = rs->buf.len - rs->off;
+	if (avail == 0)
+		return rs->failed ? MHD_CONTENT_READER_END_WITH_ERROR
+				  : MHD_CONTENT_READER_END_OF_STREAM;
+	size_t n = avail < max ? avail : max;
+	memcpy(out, rs->buf.data + rs->off, n);
+	rs->off += n;
+	return (ssize_t)n;
+}
+
+static void rec_stream_free(void *cls)
+{
+	struct rec_stream *rs = cls;
+	rec_cursor_free(rs->cur);
+	dynbuf_release(&rs->buf);
+	free(rs);
+}
+
+static enum MHD_Result h_records(struct call *k)
+{
+	static const char *const fmts[] = {"jsonl", "csv", NULL};
+	const char *fmt;
+	if (want_format(k, fmts, &fmt) < 0)
+		return reply_error(k->conn, 400, "invalid_value", "format",
+				   "'format' must be jsonl or csv");
+	json_t *run;
+	char err[HR_ERRLEN];
+	int rc = runs_get(k->a->store, k->id, 0, &run, err);
+	if (rc == -404)
+		return not_found(k);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	json_decref(run);
+	struct rec_stream *rs = xcalloc(1, sizeof *rs);
+	rs->fmt = strcmp(fmt, "csv") == 0 ? EXPORT_CSV : EXPORT_JSONL;
+	dynbuf_init(&rs->buf, (size_t)HR_MAX_CHUNKS_PER_REQUEST * 24 + EXPORT_BLOCK * 2);
+	rs->cur = rec_cursor_open(k->a->store, k->id);
+	if (!rs->cur) {
+		rec_stream_free(rs);
+		return reply_internal(k->conn, "cannot open the records");
+	}
+	if (rs->fmt == EXPORT_CSV)
+		export_csv_header(&rs->buf);
+	struct MHD_Response *r = MHD_create_response_from_callback(
+		MHD_SIZE_UNKNOWN, EXPORT_BLOCK, rec_stream_read, rs, rec_stream_free);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				rs->fmt == EXPORT_CSV ? "text/csv; charset=utf-8"
+						      : "application/x-ndjson");
+	enum MHD_Result ret = MHD_queue_response(k->conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+/* --- routing ---------------------------------------------------------------------- */
+
+struct route {
+	const char *method;
+	const char *path; /* "{id}" matches a run id */
+	enum MHD_Result (*fn)(struct call *k);
+};
+
+static const struct route routes[] = {
+	{"GET", "/api/v1/healthz", h_healthz},
+	{"POST", "/api/v1/runs", h_create},
+	{"GET", "/api/v1/runs", h_list},
+	{"GET", "/api/v1/runs/{id}", h_get},
+	{"POST", "/api/v1/runs/{id}/cancel", h_cancel},
+	{"GET", "/api/v1/runs/{id}/summary", h_summary},
+	{"GET", "/api/v1/runs/{id}/records", h_records},
+};
+
+void api_list_routes(FILE *out)
+{
+	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++)
+		fprintf(out, "%s %s\n", routes[i].method, routes[i].path);
+}
+
+/* Matches url against a pattern; on "{id}" parses a run id (a non-numeric
+ * segment still matches, with id 0, so the handler answers 404). */
+static int match(const char *pat, const char *url, int64_t *id)
+{
+	while (*pat && *url) {
+		if (strncmp(pat, "{id}", 4) == 0) {
+			const char *seg = url;
+			while (*url && *url != '/')
+				url++;
+			if (url == seg)
+				return 0;
+			char tmp[32];
+			size_t n = (size_t)(url - seg);
+			long long v = 0;
+			if (n < sizeof tmp) {
+				memcpy(tmp, seg, n);
+				tmp[n] = '\0';
+				if (parse_int(tmp, 1, INT64_MAX, &v) < 0)
+					v = 0;
+			}
+			*id = v;
+			pat += 4;
+			continue;
+		}
+		if (*pat != *url)
+			return 0;
+		pat++;
+		url++;
+	}
+	if (*url == '/' && url[1] == '\0') /* tolerate one trailing slash */
+		url++;
+	return *pat == '\0' && *url == '\0';
+}
+
+static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, const char *url,
+				const char *method, struct req *rq)
+{
+	struct call k = {.a = a, .conn = conn};
+	int path_known = 0;
+	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {
+		int64_t id = 0;
+		if (!match(routes[i].path, url, &id))
+			continue;
+		path_known = 1;
+		if (strcmp(routes[i].method, method) != 0)
+			continue;
+		k.id = id;
+		if (strstr(routes[i].path, "{id}") && id <= 0)
+			return reply_error(conn, 404, "not_found", "id",
+					   "'%s' is not a run id", url);
+		k.body = rq->body.data ? rq->body.data : "";
+		k.body_len = rq->body.len;
+		return routes[i].fn(&k);
+	}
+	if (path_known)
+		return reply_error(conn, 405, "method_not_allowed", NULL,
+				   "%s is not allowed on %s", method, url);
+	return reply_error(conn, 404, "not_found", NULL, "no such route: %s", url);
+}
+
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	struct api *a = cls;
+	struct req *rq = *con_cls;
+	if (!rq) {
+		rq = xcalloc(1, sizeof *rq);
+		dynbuf_init(&rq->body, HR_MAX_BODY_BYTES);
+		*con_cls = rq;
+		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							     MHD_HTTP_HEADER_CONTENT_LENGTH);
+		long long n;
+		if (cl && parse_int(cl, 0, INT64_MAX, &n) == 0 && n > (long long)HR_MAX_BODY_BYTES)
+			rq->too_large = 1;
+		else
+			return MHD_YES;
+	}
+	if (*upload_data_size) {
+		if (!rq->too_large && dynbuf_add(&rq->body, upload_data, *upload_data_size) < 0)
+			rq->too_large = 1;
+		*upload_data_size = 0;
+		if (!rq->too_large)
+			return MHD_YES;
+	}
+	if (rq->too_large)
+		return reply_error(conn, 413, "body_too_large", NULL,
+				   "request body is larger than %u bytes", HR_MAX_BODY_BYTES);
+	return dispatch(a, conn, url, method, rq);
+}
+
+static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
+			 enum MHD_RequestTerminationCode toe)
+{
+	struct req *rq = *con_cls;
+	if (!rq)
+		return;
+	dynbuf_release(&rq->body);
+	free(rq);
+	*con_cls = NULL;
+}
+
+/* --- lifecycle ------------------------------------------------------------------------ */
+
+int api_start(struct store *s, struct runner *r, const struct api_opts *o, struct api **out,
+	      char *err)
+{
+	char host[256];
+	int port;
+	if (parse_hostport(o->listen, host, &port, err) < 0)
+		return -1;
+	struct addrinfo hints = {.ai_family = AF_UNSPEC, .ai_socktype = SOCK_STREAM,
+				 .ai_flags = AI_NUMERICSERV};
+	struct addrinfo *ai = NULL;
+	char portstr[8];
+	snprintf(portstr, sizeof portstr, "%d", port);
+	int gai = getaddrinfo(host, portstr, &hints, &ai);
+	if (gai != 0)
+		return errf(err, "cannot resolve %s: %s", host, gai_strerror(gai));
+	struct api *a = xcalloc(1, sizeof *a);
+	a->store = s;
+	a->runner = r;
+	a->o = *o;
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	if (ai->ai_family == AF_INET6)
+		flags |= MHD_USE_IPv6;
+	a->mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, a,
+				  MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
+				  (unsigned)4, MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
+				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
+				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
+				  MHD_OPTION_END);
+	freeaddrinfo(ai);
+	if (!a->mhd) {
+		free(a);
+		return errf(err, "cannot listen on %s (address in use?)", o->listen);
+	}
+	const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_LISTEN_FD);
+	struct sockaddr_storage ss;
+	socklen_t sl = sizeof ss;
+	int bound = port;
+	if (info && getsockname(info->listen_fd, (struct sockaddr *)&ss, &sl) == 0)
+		bound = ntohs(ss.ss_family == AF_INET6 ? ((struct sockaddr_in6 *)&ss)->sin6_port
+						       : ((struct sockaddr_in *)&ss)->sin_port);
+	snprintf(a->address, sizeof a->address, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
+		 bound);
+	*out = a;
+	return 0;
+}
+
+const char *api_address(const struct api *a)
+{
+	return a->address;
+}
+
+void api_free(struct api *a)
+{
+	if (!a)
+		return;
+	MHD_stop_daemon(a->mhd);
+	free(a);
+}

@@ -1,0 +1,33 @@
+/* api.h - the REST API (docs/api.md, api/openapi.yaml) on libmicrohttpd.
+ *
+ * Threading: MHD runs a small pool of threads; a handler validates its
+ * input, then either reads through a pooled reader connection or hands a
+ * write to the store thread and waits for it (a few milliseconds at most).
+ * Record exports stream from a cursor and never hold a run in memory.
+ */
+#ifndef HR_API_H
+#define HR_API_H
+
+#include <stdio.h>
+
+#include "runner.h"
+#include "store.h"
+
+struct api;
+
+struct api_opts {
+	const char *listen;    /* HOST:PORT; port 0 picks a free one */
+	int default_workers;   /* for specs without "workers" */
+	const char *web_dir;   /* static dashboard files, may be NULL */
+};
+
+int api_start(struct store *s, struct runner *r, const struct api_opts *o, struct api **out,
+	      char *err);
+/* The address actually bound, "HOST:PORT" (borrowed). */
+const char *api_address(const struct api *a);
+void api_free(struct api *a);
+
+/* Writes "METHOD PATH" per route, one per line (for the OpenAPI test). */
+void api_list_routes(FILE *out);
+
+#endif

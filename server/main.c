@@ -1,0 +1,166 @@
+/* main.c - headroomd: options, start-up order, signals, shutdown order.
+ *
+ * Start: store (migrations, recovery of interrupted runs) -> runner thread
+ * -> HTTP API. Stop (SIGINT/SIGTERM): API first (no new work), then the
+ * runner (a run in progress ends 'interrupted' with its records kept),
+ * then the store (every queued write is committed).
+ */
+#include <errno.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "api.h"
+#include "runner.h"
+#include "runs.h"
+#include "store.h"
+#include "util.h"
+
+static void usage(FILE *f)
+{
+	fputs("usage: headroomd [--listen HOST:PORT] [--data DIR] [options]\n"
+	      "\n"
+	      "  --listen HOST:PORT   address of the REST API (default 127.0.0.1:8080;\n"
+	      "                       port 0 picks a free port)\n"
+	      "  --data DIR           directory of the SQLite store (default ./headroom-data)\n"
+	      "  --worker-bin PATH    headroom-worker to launch (default: beside headroomd)\n"
+	      "  --transport ipc|tcp  how workers connect (default ipc)\n"
+	      "  --default-workers N  workers per run when a spec gives none\n"
+	      "                       (default: number of CPU cores)\n"
+	      "  --list-routes        print the API routes and exit\n"
+	      "  --version, --help\n",
+	      f);
+}
+
+static char *default_worker_bin(void)
+{
+	char self[4096];
+	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+	if (n <= 0)
+		return xstrdup("headroom-worker");
+	self[n] = '\0';
+	char *slash = strrchr(self, '/');
+	if (slash)
+		*slash = '\0';
+	return xasprintf("%s/headroom-worker", self);
+}
+
+int main(int argc, char **argv)
+{
+	const char *listen = "127.0.0.1:8080", *data = "headroom-data", *transport = "ipc";
+	char *worker_bin = NULL, *data_abs = NULL;
+	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
+	int default_workers = ncpu > 0 ? (int)ncpu : 1;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else if (strcmp(a, "--version") == 0) {
+			puts("headroomd 0.1.0");
+			return 0;
+		} else if (strcmp(a, "--list-routes") == 0) {
+			api_list_routes(stdout);
+			return 0;
+		} else if (!v) {
+			fprintf(stderr, "headroomd: %s needs a value (or is unknown)\n", a);
+			usage(stderr);
+			return 2;
+		} else if (strcmp(a, "--listen") == 0) {
+			listen = v;
+		} else if (strcmp(a, "--data") == 0) {
+			data = v;
+		} else if (strcmp(a, "--worker-bin") == 0) {
+			free(worker_bin);
+			worker_bin = xstrdup(v);
+		} else if (strcmp(a, "--transport") == 0) {
+			if (strcmp(v, "ipc") != 0 && strcmp(v, "tcp") != 0) {
+				fprintf(stderr, "headroomd: --transport must be ipc or tcp\n");
+				return 2;
+			}
+			transport = v;
+		} else if (strcmp(a, "--default-workers") == 0) {
+			char *end;
+			long n = strtol(v, &end, 10);
+			if (*end || n < 1 || n > 256) {
+				fprintf(stderr, "headroomd: --default-workers must be 1..256\n");
+				return 2;
+			}
+			default_workers = (int)n;
+		} else {
+			fprintf(stderr, "headroomd: unknown option %s\n", a);
+			usage(stderr);
+			return 2;
+		}
+		i++;
+	}
+	if (!worker_bin)
+		worker_bin = default_worker_bin();
+	if (access(worker_bin, X_OK) != 0) {
+		fprintf(stderr, "headroomd: worker program %s is not executable: %s\n", worker_bin,
+			strerror(errno));
+		free(worker_bin);
+		return 1;
+	}
+
+	/* Signals: block them in every thread, wait for them here. */
+	sigset_t set;
+	sigemptyset(&set);
+	sigaddset(&set, SIGINT);
+	sigaddset(&set, SIGTERM);
+	pthread_sigmask(SIG_BLOCK, &set, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	char err[HR_ERRLEN];
+	struct store *store = NULL;
+	struct runner *runner = NULL;
+	struct api *api = NULL;
+	int status = 1;
+	if (store_open(data, &store, err) < 0) {
+		fprintf(stderr, "headroomd: %s\n", err);
+		goto out;
+	}
+	int n = runs_recover(store, err);
+	if (n < 0) {
+		fprintf(stderr, "headroomd: %s\n", err);
+		goto out;
+	}
+	if (n > 0)
+		fprintf(stderr, "headroomd: %d run(s) were running when the daemon last stopped; "
+				"marked interrupted\n",
+			n);
+	/* workers connect to an ipc socket in the data directory: use its
+	 * absolute path so the endpoint does not depend on anyone's cwd */
+	data_abs = realpath(data, NULL);
+	struct runner_opts ro = {.data_dir = data_abs ? data_abs : data,
+				 .worker_bin = worker_bin,
+				 .transport = transport,
+				 .default_workers = default_workers};
+	if (runner_start(store, &ro, &runner, err) < 0) {
+		fprintf(stderr, "headroomd: %s\n", err);
+		goto out;
+	}
+	struct api_opts ao = {.listen = listen, .default_workers = default_workers};
+	if (api_start(store, runner, &ao, &api, err) < 0) {
+		fprintf(stderr, "headroomd: %s\n", err);
+		goto out;
+	}
+	printf("headroomd listening on http://%s (data %s)\n", api_address(api), store_path(store));
+	fflush(stdout);
+
+	int sig = 0;
+	sigwait(&set, &sig);
+	fprintf(stderr, "headroomd: signal %d, shutting down\n", sig);
+	status = 0;
+out:
+	api_free(api);
+	runner_free(runner);
+	store_free(store);
+	free(worker_bin);
+	free(data_abs);
+	return status;
+}

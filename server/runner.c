@@ -1,0 +1,585 @@
+/* runner.c - executes runs one at a time with a pool of worker processes. */
+#include "runner.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdarg.h>
+#include <stdatomic.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "limits.h"
+#include "proto.h"
+#include "runs.h"
+#include "spec.h"
+#include "summary.h"
+#include "util.h"
+
+extern char **environ;
+
+#define STOP_GRACE_NS 3000000000LL   /* after STOP, how long workers get to finish */
+#define START_LEAD_NS 50000000LL     /* t0 is this far after the last READY */
+#define PROGRESS_EVERY_NS 500000000LL
+
+struct runner {
+	struct store *store;
+	struct runner_opts o;
+	void *zctx;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv;
+	int kicked;
+	atomic_int stopping;
+	atomic_llong cancel_id;
+};
+
+enum wstate { W_SPAWNED, W_HELLO, W_READY, W_DONE };
+
+struct wk {
+	pid_t pid;
+	int state;
+	int exited; /* reaped */
+	int status; /* wait status */
+	int64_t last_seen;
+	long long sent, completed, errors, in_flight, records;
+};
+
+struct run_ctx {
+	struct runner *r;
+	int64_t id;
+	struct spec spec;
+	void *sock;
+	char endpoint[300];
+	char sockpath[256]; /* ipc file to unlink, "" for tcp */
+	int n;
+	struct wk *w;
+	int64_t started, t0;
+	int stopping;          /* STOP sent */
+	int64_t stop_deadline;
+	char *fail_reason;     /* first failure wins */
+	int cancelled, interrupted;
+	long long records;
+};
+
+/* --- helpers ------------------------------------------------------------------ */
+
+static void fail_run(struct run_ctx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void fail_run(struct run_ctx *c, const char *fmt, ...)
+{
+	if (c->fail_reason)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	char buf[512];
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	c->fail_reason = xstrdup(buf);
+}
+
+static void describe_exit(char *buf, size_t n, int status)
+{
+	if (WIFEXITED(status))
+		snprintf(buf, n, "exited with status %d", WEXITSTATUS(status));
+	else if (WIFSIGNALED(status))
+		snprintf(buf, n, "was killed by signal %d", WTERMSIG(status));
+	else
+		snprintf(buf, n, "ended (wait status %d)", status);
+}
+
+static int ident_index(const struct run_ctx *c, const char *ident)
+{
+	if (ident[0] != 'w' || !ident[1])
+		return -1;
+	char *end;
+	long i = strtol(ident + 1, &end, 10);
+	if (*end || i < 0 || i >= c->n)
+		return -1;
+	return (int)i;
+}
+
+static void send_stop(struct run_ctx *c, const char *reason)
+{
+	if (c->stopping)
+		return;
+	c->stopping = 1;
+	c->stop_deadline = mono_ns() + STOP_GRACE_NS;
+	json_t *m = json_pack("{s:s}", "reason", reason);
+	for (int i = 0; i < c->n; i++) {
+		if (c->w[i].state >= W_HELLO && c->w[i].state != W_DONE && !c->w[i].exited) {
+			char id[16];
+			snprintf(id, sizeof id, "w%d", i);
+			proto_send_json(c->sock, id, PROTO_STOP, m, ZMQ_DONTWAIT);
+		}
+	}
+	json_decref(m);
+}
+
+/* The worker's slice of slots and requests (api/protocol.md). */
+static json_t *make_share(const struct run_ctx *c, int i)
+{
+	int conc = c->spec.load.concurrency, n = c->n;
+	int slots = conc / n + (i < conc % n ? 1 : 0);
+	long long base = 0, stride = 1, req = 0;
+	if (c->spec.load.requests > 0) {
+		/* proportional to slots, exact in sum: cumulative floor */
+		long long cum_before = 0;
+		for (int k = 0; k < i; k++)
+			cum_before += conc / n + (k < conc % n ? 1 : 0);
+		long long R = c->spec.load.requests;
+		long long b0 = (long long)((__int128)R * cum_before / conc);
+		long long b1 = (long long)((__int128)R * (cum_before + slots) / conc);
+		base = b0;
+		req = b1 - b0;
+	} else {
+		base = i;
+		stride = n;
+	}
+	json_t *share = json_pack("{s:i, s:I, s:f, s:I, s:I}", "slots", slots, "requests",
+				  (json_int_t)req, "duration_s", c->spec.load.duration_s,
+				  "req_id_base", (json_int_t)base, "req_id_stride",
+				  (json_int_t)stride);
+	return json_pack("{s:I, s:i, s:i, s:O, s:o}", "run_id", (json_int_t)c->id, "worker", i,
+			 "workers", n, "spec", c->spec.json, "share", share);
+}
+
+static int spawn_worker(struct run_ctx *c, int i)
+{
+	char idx[16];
+	snprintf(idx, sizeof idx, "%d", i);
+	char *argv[] = {(char *)"headroom-worker", (char *)"--connect", c->endpoint,
+			(char *)"--index", idx, NULL};
+	pid_t pid;
+	int rc = posix_spawn(&pid, c->r->o.worker_bin, NULL, NULL, argv, environ);
+	if (rc != 0) {
+		fail_run(c, "cannot start %s: %s", c->r->o.worker_bin, strerror(rc));
+		return -1;
+	}
+	c->w[i].pid = pid;
+	c->w[i].state = W_SPAWNED;
+	c->w[i].last_seen = mono_ns();
+	runs_worker_update(c->r->store, c->id, i, pid, 0, 0, "started", -1, NULL);
+	return 0;
+}
+
+/* --- message handling ------------------------------------------------------------ */
+
+static void on_message(struct run_ctx *c, struct proto_msg *m)
+{
+	int i = ident_index(c, m->ident);
+	if (i < 0) {
+		fprintf(stderr, "headroomd: run %lld: message from unknown peer '%s' ignored\n",
+			(long long)c->id, m->ident);
+		return;
+	}
+	struct wk *w = &c->w[i];
+	w->last_seen = mono_ns();
+	switch (m->type) {
+	case PROTO_HELLO: {
+		json_t *proto = json_object_get(m->json, "protocol");
+		if (!json_is_integer(proto) || json_integer_value(proto) != PROTO_VERSION) {
+			fail_run(c, "worker %d speaks another protocol version", i);
+			return;
+		}
+		if (w->state != W_SPAWNED) {
+			fail_run(c, "worker %d said hello twice", i);
+			return;
+		}
+		w->state = W_HELLO;
+		json_t *mono = json_object_get(m->json, "mono_ns");
+		json_t *wall = json_object_get(m->json, "wall_ns");
+		runs_worker_update(c->r->store, c->id, i, 0,
+				   json_is_integer(mono) ? json_integer_value(mono) : 0,
+				   json_is_integer(wall) ? json_integer_value(wall) : 0, "hello", -1,
+				   NULL);
+		if (c->stopping)
+			return;
+		json_t *sched = make_share(c, i);
+		proto_send_json(c->sock, m->ident, PROTO_SCHEDULE, sched, 0);
+		json_decref(sched);
+		break;
+	}
+	case PROTO_READY: {
+		if (w->state != W_HELLO) {
+			fail_run(c, "worker %d sent ready out of order", i);
+			return;
+		}
+		w->state = W_READY;
+		int all = 1;
+		for (int k = 0; k < c->n; k++)
+			all = all && c->w[k].state == W_READY;
+		if (all && !c->stopping) {
+			c->t0 = mono_ns() + START_LEAD_NS;
+			int64_t t0_wall = wall_ns() + START_LEAD_NS;
+			json_t *st = json_pack("{s:I, s:I}", "t0_mono_ns", (json_int_t)c->t0,
+					       "t0_wall_ns", (json_int_t)t0_wall);
+			for (int k = 0; k < c->n; k++) {
+				char id[16];
+				snprintf(id, sizeof id, "w%d", k);
+				proto_send_json(c->sock, id, PROTO_START, st, 0);
+			}
+			json_decref(st);
+			runs_set_t0(c->r->store, c->id, t0_wall);
+		}
+		break;
+	}
+	case PROTO_HEARTBEAT: {
+		json_t *j = m->json;
+#define GETC(name) \
+	if (json_is_integer(json_object_get(j, #name))) \
+	w->name = json_integer_value(json_object_get(j, #name))
+		GETC(sent);
+		GETC(completed);
+		GETC(errors);
+		GETC(in_flight);
+#undef GETC
+		break;
+	}
+	case PROTO_RECORDS: {
+		struct hr_record *recs;
+		size_t n;
+		char err[HR_ERRLEN];
+		if (record_batch_decode(m->data, m->len, &recs, &n, err) < 0) {
+			fail_run(c, "worker %d sent a malformed record batch: %s", i, err);
+			send_stop(c, "protocol error");
+			return;
+		}
+		for (size_t k = 0; k < n; k++)
+			recs[k].worker = (uint32_t)i; /* the sender is authoritative */
+		c->records += (long long)n;
+		w->records += (long long)n;
+		if (n)
+			runs_add_records(c->r->store, c->id, recs, n);
+		else
+			free(recs);
+		break;
+	}
+	case PROTO_DONE: {
+		json_t *j = m->json;
+		if (json_is_integer(json_object_get(j, "sent")))
+			w->sent = json_integer_value(json_object_get(j, "sent"));
+		if (json_is_integer(json_object_get(j, "completed")))
+			w->completed = json_integer_value(json_object_get(j, "completed"));
+		if (json_is_integer(json_object_get(j, "errors")))
+			w->errors = json_integer_value(json_object_get(j, "errors"));
+		w->in_flight = 0;
+		w->state = W_DONE;
+		runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "done", -1, NULL);
+		break;
+	}
+	case PROTO_FAIL: {
+		const char *msg = json_string_value(json_object_get(m->json, "message"));
+		fail_run(c, "worker %d failed: %.300s", i, msg ? msg : "(no message)");
+		runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "failed", -1, msg);
+		send_stop(c, "another worker failed");
+		break;
+	}
+	default:
+		fail_run(c, "worker %d sent an unexpected %s message", i, proto_type_name(m->type));
+		send_stop(c, "protocol error");
+	}
+}
+
+/* --- supervision ------------------------------------------------------------------ */
+
+static void reap(struct run_ctx *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct wk *w = &c->w[i];
+		if (w->exited || w->pid <= 0)
+			continue;
+		int status;
+		pid_t p = waitpid(w->pid, &status, WNOHANG);
+		if (p != w->pid)
+			continue;
+		w->exited = 1;
+		w->status = status;
+		char how[96];
+		describe_exit(how, sizeof how, status);
+		runs_worker_update(c->r->store, c->id, i, 0, 0, 0,
+				   w->state == W_DONE ? "done" : "failed",
+				   WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status), how);
+		if (w->state != W_DONE && !c->stopping) {
+			fail_run(c, "worker %d (pid %d) %s before finishing", i, (int)w->pid, how);
+			send_stop(c, "another worker died");
+		} else if (w->state == W_DONE &&
+			   !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
+			fail_run(c, "worker %d (pid %d) %s after finishing", i, (int)w->pid, how);
+		}
+	}
+}
+
+static void check_silence(struct run_ctx *c, int64_t now)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct wk *w = &c->w[i];
+		if (w->exited || w->state == W_DONE)
+			continue;
+		int64_t limit = w->state == W_SPAWNED ? HR_WORKER_HELLO_NS : HR_WORKER_SILENCE_NS;
+		if (now - w->last_seen > limit) {
+			fail_run(c, "worker %d (pid %d) was silent for %.1f s", i, (int)w->pid,
+				 (double)(now - w->last_seen) / 1e9);
+			send_stop(c, "another worker fell silent");
+			kill(w->pid, SIGKILL);
+			w->last_seen = now; /* report once */
+		}
+	}
+}
+
+static int all_finished(const struct run_ctx *c)
+{
+	for (int i = 0; i < c->n; i++)
+		if (c->w[i].state != W_DONE && !c->w[i].exited)
+			return 0;
+	return 1;
+}
+
+static void post_progress(struct run_ctx *c)
+{
+	long long sent = 0, completed = 0, errors = 0, in_flight = 0;
+	for (int i = 0; i < c->n; i++) {
+		sent += c->w[i].sent;
+		completed += c->w[i].completed;
+		errors += c->w[i].errors;
+		in_flight += c->w[i].in_flight;
+	}
+	json_t *p = json_pack("{s:I, s:I, s:I, s:I, s:I, s:i}", "sent", (json_int_t)sent,
+			      "completed", (json_int_t)completed, "errors", (json_int_t)errors,
+			      "in_flight", (json_int_t)in_flight, "records",
+			      (json_int_t)c->records, "workers", c->n);
+	runs_set_progress(c->r->store, c->id, p);
+	json_decref(p);
+}
+
+static void terminate_all(struct run_ctx *c)
+{
+	for (int i = 0; i < c->n; i++)
+		if (!c->w[i].exited && c->w[i].pid > 0)
+			kill(c->w[i].pid, SIGKILL);
+	for (int i = 0; i < c->n; i++) {
+		if (c->w[i].exited || c->w[i].pid <= 0)
+			continue;
+		int status;
+		if (waitpid(c->w[i].pid, &status, 0) == c->w[i].pid) {
+			c->w[i].exited = 1;
+			c->w[i].status = status;
+		}
+	}
+}
+
+static int open_socket(struct run_ctx *c)
+{
+	c->sock = zmq_socket(c->r->zctx, ZMQ_ROUTER);
+	proto_socket_defaults(c->sock);
+	int one = 1;
+	zmq_setsockopt(c->sock, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
+	if (strcmp(c->r->o.transport, "tcp") == 0) {
+		if (zmq_bind(c->sock, "tcp://127.0.0.1:*") < 0)
+			goto err;
+		size_t len = sizeof c->endpoint;
+		zmq_getsockopt(c->sock, ZMQ_LAST_ENDPOINT, c->endpoint, &len);
+		return 0;
+	}
+	snprintf(c->sockpath, sizeof c->sockpath, "%s/run-%lld.sock", c->r->o.data_dir,
+		 (long long)c->id);
+	if (strlen(c->sockpath) > 100) /* sun_path is short */
+		snprintf(c->sockpath, sizeof c->sockpath, "/tmp/headroom-%d-run-%lld.sock",
+			 (int)getpid(), (long long)c->id);
+	unlink(c->sockpath);
+	snprintf(c->endpoint, sizeof c->endpoint, "ipc://%s", c->sockpath);
+	if (zmq_bind(c->sock, c->endpoint) < 0)
+		goto err;
+	return 0;
+err:
+	fail_run(c, "cannot bind the worker socket: %s", zmq_strerror(zmq_errno()));
+	return -1;
+}
+
+static void execute(struct runner *r, int64_t id, json_t *spec_json)
+{
+	struct run_ctx c = {.r = r, .id = id};
+	struct spec_error serr;
+	char err[HR_ERRLEN];
+	if (spec_from_json(spec_json, r->o.default_workers, &c.spec, &serr) < 0) {
+		runs_finish(r->store, id, RUN_FAILED, serr.message, NULL, err);
+		return;
+	}
+	c.n = c.spec.workers;
+	if (c.spec.load.requests > 0 && c.spec.load.requests < c.n)
+		c.n = (int)c.spec.load.requests; /* a worker with nothing to send is useless */
+	c.w = xcalloc((size_t)c.n, sizeof *c.w);
+	c.started = mono_ns();
+	fprintf(stderr, "headroomd: run %lld started with %d worker(s)\n", (long long)id, c.n);
+
+	if (open_socket(&c) == 0) {
+		for (int i = 0; i < c.n; i++)
+			if (spawn_worker(&c, i) < 0) {
+				for (int k = i; k < c.n; k++)
+					c.w[k].exited = 1; /* never started */
+				break;
+			}
+	}
+	int64_t last_progress = 0;
+	while (c.sock) {
+		zmq_pollitem_t pi = {c.sock, 0, ZMQ_POLLIN, 0};
+		zmq_poll(&pi, 1, 100);
+		for (int k = 0; k < 256; k++) {
+			struct proto_msg m;
+			char perr[HR_ERRLEN];
+			int rc = proto_recv(c.sock, 1, &m, ZMQ_DONTWAIT, perr);
+			if (rc == 0 || rc == -1)
+				break;
+			if (rc == -2) {
+				int i = ident_index(&c, m.ident);
+				fail_run(&c, "worker %d sent a malformed message: %s", i, perr);
+				send_stop(&c, "protocol error");
+				continue;
+			}
+			on_message(&c, &m);
+			proto_msg_release(&m);
+		}
+		reap(&c);
+		int64_t now = mono_ns();
+		check_silence(&c, now);
+		if (atomic_load(&r->cancel_id) == id && !c.cancelled) {
+			c.cancelled = 1;
+			send_stop(&c, "cancelled");
+		}
+		if (atomic_load(&r->stopping) && !c.interrupted) {
+			c.interrupted = 1;
+			send_stop(&c, "daemon stopping");
+		}
+		if (c.fail_reason && !c.stopping)
+			send_stop(&c, "run failed");
+		if (now - last_progress > PROGRESS_EVERY_NS) {
+			post_progress(&c);
+			last_progress = now;
+		}
+		if (all_finished(&c))
+			break;
+		if (c.stopping && now > c.stop_deadline)
+			break;
+	}
+	terminate_all(&c);
+	reap(&c);
+	post_progress(&c);
+	if (c.sock)
+		zmq_close(c.sock);
+	if (c.sockpath[0])
+		unlink(c.sockpath);
+
+	runs_sync(r->store);
+	long long valid = 0;
+	json_t *summary = summary_compute(r->store, id, &valid, err);
+	if (!summary)
+		fprintf(stderr, "headroomd: run %lld: summary failed: %s\n", (long long)id, err);
+	const char *state = RUN_SUCCEEDED;
+	char reason[600] = "";
+	if (c.interrupted) {
+		state = RUN_INTERRUPTED;
+		snprintf(reason, sizeof reason, "the daemon was stopped during the run");
+	} else if (c.cancelled) {
+		state = RUN_CANCELLED;
+		snprintf(reason, sizeof reason, "cancelled by request");
+	} else if (c.fail_reason) {
+		state = RUN_FAILED;
+		snprintf(reason, sizeof reason, "%s", c.fail_reason);
+	} else if (valid == 0) {
+		state = RUN_FAILED;
+		json_t *errs = summary ? json_object_get(summary, "errors") : NULL;
+		char *e = errs ? json_dumps(errs, JSON_COMPACT) : NULL;
+		snprintf(reason, sizeof reason, "no request succeeded (errors: %s)",
+			 e ? e : "unknown");
+		free(e);
+	}
+	if (runs_finish(r->store, id, state, reason[0] ? reason : NULL, summary, err) < 0)
+		fprintf(stderr, "headroomd: run %lld: cannot store the result: %s\n",
+			(long long)id, err);
+	fprintf(stderr, "headroomd: run %lld %s%s%s\n", (long long)id, state,
+		reason[0] ? ": " : "", reason);
+	json_decref(summary);
+	free(c.fail_reason);
+	free(c.w);
+	spec_release(&c.spec);
+}
+
+static void *runner_main(void *arg)
+{
+	struct runner *r = arg;
+	while (!atomic_load(&r->stopping)) {
+		int64_t id;
+		json_t *spec = NULL;
+		char err[HR_ERRLEN];
+		int rc = runs_claim_next(r->store, &id, &spec, err);
+		if (rc < 0)
+			fprintf(stderr, "headroomd: cannot take the next run: %s\n", err);
+		if (rc == 1) {
+			execute(r, id, spec);
+			json_decref(spec);
+			continue;
+		}
+		pthread_mutex_lock(&r->mu);
+		if (!r->kicked && !atomic_load(&r->stopping)) {
+			struct timespec ts;
+			clock_gettime(CLOCK_REALTIME, &ts);
+			ts.tv_sec += 1;
+			pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+		}
+		r->kicked = 0;
+		pthread_mutex_unlock(&r->mu);
+	}
+	return NULL;
+}
+
+int runner_start(struct store *s, const struct runner_opts *o, struct runner **out, char *err)
+{
+	struct runner *r = xcalloc(1, sizeof *r);
+	r->store = s;
+	r->o = *o;
+	if (!r->o.transport)
+		r->o.transport = "ipc";
+	r->zctx = zmq_ctx_new();
+	pthread_mutex_init(&r->mu, NULL);
+	pthread_cond_init(&r->cv, NULL);
+	atomic_init(&r->stopping, 0);
+	atomic_init(&r->cancel_id, 0);
+	if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
+		zmq_ctx_term(r->zctx);
+		free(r);
+		return errf(err, "cannot start the runner thread");
+	}
+	*out = r;
+	return 0;
+}
+
+void runner_kick(struct runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->kicked = 1;
+	pthread_cond_signal(&r->cv);
+	pthread_mutex_unlock(&r->mu);
+}
+
+void runner_cancel(struct runner *r, int64_t id)
+{
+	atomic_store(&r->cancel_id, id);
+}
+
+void runner_free(struct runner *r)
+{
+	if (!r)
+		return;
+	atomic_store(&r->stopping, 1);
+	runner_kick(r);
+	pthread_join(r->thread, NULL);
+	zmq_ctx_term(r->zctx);
+	pthread_mutex_destroy(&r->mu);
+	pthread_cond_destroy(&r->cv);
+	free(r);
+}

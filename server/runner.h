@@ -1,0 +1,35 @@
+/* runner.h - the run executor: one thread that takes queued runs in
+ * submission order and drives each through its worker pool.
+ *
+ * For a run it binds a ZeroMQ ROUTER, spawns the workers, hands out the
+ * schedule shares, ingests record batches (passed on to the store's
+ * writer), watches heartbeats and child processes, and when the run ends
+ * computes and stores the summary. Lifecycle and failure rules:
+ * api/protocol.md and ARCHITECTURE.md. The runner thread owns its ZeroMQ
+ * socket; other threads only call runner_kick/runner_cancel/runner_free.
+ */
+#ifndef HR_RUNNER_H
+#define HR_RUNNER_H
+
+#include <stdint.h>
+
+#include "store.h"
+
+struct runner_opts {
+	const char *data_dir;    /* borrowed; ipc sockets live here when short enough */
+	const char *worker_bin;  /* borrowed; path of headroom-worker */
+	const char *transport;   /* "ipc" (default) or "tcp" */
+	int default_workers;     /* used when a spec gives none */
+};
+
+struct runner;
+
+int runner_start(struct store *s, const struct runner_opts *o, struct runner **out, char *err);
+/* A run was queued: wake the runner. Any thread. */
+void runner_kick(struct runner *r);
+/* Stop run id if it is the one running (the store already has the request). */
+void runner_cancel(struct runner *r, int64_t id);
+/* Stops the current run (it ends 'interrupted', its records kept), joins. */
+void runner_free(struct runner *r);
+
+#endif

@@ -1,0 +1,707 @@
+/* runs.c - SQL for runs, workers and records (see runs.h). */
+#include "runs.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "dynbuf.h"
+#include "limits.h"
+#include "util.h"
+
+static int64_t now_ms(void)
+{
+	return wall_ns() / 1000000;
+}
+
+int run_state_is_terminal(const char *st)
+{
+	return strcmp(st, RUN_SUCCEEDED) == 0 || strcmp(st, RUN_FAILED) == 0 ||
+	       strcmp(st, RUN_CANCELLED) == 0 || strcmp(st, RUN_INTERRUPTED) == 0;
+}
+
+void fmt_time_ms(char *buf, int64_t ms)
+{
+	time_t t = (time_t)(ms / 1000);
+	struct tm tm;
+	gmtime_r(&t, &tm);
+	size_t n = strftime(buf, 32, "%Y-%m-%dT%H:%M:%S", &tm);
+	snprintf(buf + n, 32 - n, ".%03dZ", (int)(ms % 1000));
+}
+
+static int sql_fail(struct store_tx *tx, char *err)
+{
+	return errf(err, "sqlite: %s", sqlite3_errmsg(tx->db));
+}
+
+/* --- create --------------------------------------------------------------- */
+
+struct create_args {
+	json_t *spec;
+	int64_t id;
+};
+
+static int create_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct create_args *a = arg;
+	static const char sql[] = "INSERT INTO runs (name, state, spec, labels, created_at) "
+				  "VALUES (?, 'queued', ?, ?, ?)";
+	sqlite3_stmt *st = store_tx_stmt(tx, sql);
+	char *spec = json_dumps(a->spec, JSON_COMPACT);
+	char *labels = json_dumps(json_object_get(a->spec, "labels"), JSON_COMPACT);
+	const char *name = json_string_value(json_object_get(a->spec, "name"));
+	sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 2, spec, -1, SQLITE_TRANSIENT);
+	sqlite3_bind_text(st, 3, labels ? labels : "{}", -1, SQLITE_TRANSIENT);
+	sqlite3_bind_int64(st, 4, now_ms());
+	int rc = sqlite3_step(st);
+	free(spec);
+	free(labels);
+	if (rc != SQLITE_DONE)
+		return sql_fail(tx, err);
+	a->id = sqlite3_last_insert_rowid(tx->db);
+	return 0;
+}
+
+int runs_create(struct store *s, json_t *spec, int64_t *id, char *err)
+{
+	struct create_args a = {.spec = spec};
+	if (store_exec(s, create_job, &a, err) < 0)
+		return -1;
+	*id = a.id;
+	return 0;
+}
+
+/* --- recover / claim / cancel / finish -------------------------------------- */
+
+static int recover_job(struct store_tx *tx, void *arg, char *err)
+{
+	static const char sql[] =
+		"UPDATE runs SET state = 'interrupted', finished_at = ?, "
+		"reason = 'the daemon stopped while the run was running' WHERE state = 'running'";
+	sqlite3_stmt *st = store_tx_stmt(tx, sql);
+	sqlite3_bind_int64(st, 1, now_ms());
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return sql_fail(tx, err);
+	*(int *)arg = sqlite3_changes(tx->db);
+	return 0;
+}
+
+int runs_recover(struct store *s, char *err)
+{
+	int n = 0;
+	if (store_exec(s, recover_job, &n, err) < 0)
+		return -1;
+	return n;
+}
+
+struct claim_args {
+	int64_t id;
+	char *spec;
+};
+
+static int claim_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct claim_args *a = arg;
+	static const char q[] = "SELECT id, spec FROM runs WHERE state = 'queued' ORDER BY id LIMIT 1";
+	static const char u[] = "UPDATE runs SET state = 'running', started_at = ? WHERE id = ?";
+	sqlite3_stmt *st = store_tx_stmt(tx, q);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return sql_fail(tx, err);
+	a->id = sqlite3_column_int64(st, 0);
+	a->spec = xstrdup((const char *)sqlite3_column_text(st, 1));
+	sqlite3_reset(st);
+	st = store_tx_stmt(tx, u);
+	sqlite3_bind_int64(st, 1, now_ms());
+	sqlite3_bind_int64(st, 2, a->id);
+	if (sqlite3_step(st) != SQLITE_DONE) {
+		free(a->spec);
+		a->spec = NULL;
+		return sql_fail(tx, err);
+	}
+	return 0;
+}
+
+int runs_claim_next(struct store *s, int64_t *id, json_t **spec, char *err)
+{
+	struct claim_args a = {0};
+	if (store_exec(s, claim_job, &a, err) < 0)
+		return -1;
+	if (!a.spec)
+		return 0;
+	*id = a.id;
+	*spec = json_loads(a.spec, 0, NULL);
+	free(a.spec);
+	if (!*spec)
+		return errf(err, "run %lld: stored spec is not valid JSON", (long long)a.id);
+	return 1;
+}
+
+struct cancel_args {
+	int64_t id;
+	int rc;
+	const char *state;
+};
+
+static const char *static_state(const char *s)
+{
+	static const char *const all[] = {RUN_QUEUED,	 RUN_RUNNING,	RUN_SUCCEEDED,
+					  RUN_FAILED,	 RUN_CANCELLED, RUN_INTERRUPTED};
+	for (size_t i = 0; i < HR_ARRAY_LEN(all); i++)
+		if (s && strcmp(s, all[i]) == 0)
+			return all[i];
+	return "?";
+}
+
+static int cancel_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct cancel_args *a = arg;
+	static const char q[] = "SELECT state FROM runs WHERE id = ?";
+	static const char uq[] = "UPDATE runs SET state = 'cancelled', finished_at = ?, "
+				 "reason = 'cancelled before it started' WHERE id = ?";
+	static const char ur[] = "UPDATE runs SET cancel_requested = 1 WHERE id = ?";
+	sqlite3_stmt *st = store_tx_stmt(tx, q);
+	sqlite3_bind_int64(st, 1, a->id);
+	int rc = sqlite3_step(st);
+	if (rc == SQLITE_DONE) {
+		a->rc = -404;
+		return 0;
+	}
+	if (rc != SQLITE_ROW)
+		return sql_fail(tx, err);
+	a->state = static_state((const char *)sqlite3_column_text(st, 0));
+	sqlite3_reset(st);
+	if (strcmp(a->state, RUN_QUEUED) == 0) {
+		st = store_tx_stmt(tx, uq);
+		sqlite3_bind_int64(st, 1, now_ms());
+		sqlite3_bind_int64(st, 2, a->id);
+		a->state = RUN_CANCELLED;
+	} else if (strcmp(a->state, RUN_RUNNING) == 0) {
+		st = store_tx_stmt(tx, ur);
+		sqlite3_bind_int64(st, 1, a->id);
+	} else {
+		a->rc = -409;
+		return 0;
+	}
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return sql_fail(tx, err);
+	a->rc = 0;
+	return 0;
+}
+
+int runs_cancel(struct store *s, int64_t id, const char **state_after, char *err)
+{
+	struct cancel_args a = {.id = id};
+	if (store_exec(s, cancel_job, &a, err) < 0)
+		return -1;
+	*state_after = a.state;
+	return a.rc;
+}
+
+struct finish_args {
+	int64_t id;
+	const char *state, *reason;
+	char *summary;
+};
+
+static int finish_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct finish_args *a = arg;
+	static const char sql[] = "UPDATE runs SET state = ?, reason = ?, summary = ?, "
+				  "finished_at = ? WHERE id = ?";
+	sqlite3_stmt *st = store_tx_stmt(tx, sql);
+	sqlite3_bind_text(st, 1, a->state, -1, SQLITE_STATIC);
+	if (a->reason)
+		sqlite3_bind_text(st, 2, a->reason, -1, SQLITE_STATIC);
+	if (a->summary)
+		sqlite3_bind_text(st, 3, a->summary, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 4, now_ms());
+	sqlite3_bind_int64(st, 5, a->id);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return sql_fail(tx, err);
+	return 0;
+}
+
+int runs_finish(struct store *s, int64_t id, const char *state, const char *reason,
+		json_t *summary, char *err)
+{
+	struct finish_args a = {.id = id, .state = state, .reason = reason};
+	a.summary = summary ? json_dumps(summary, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
+	int rc = store_exec(s, finish_job, &a, err);
+	free(a.summary);
+	return rc;
+}
+
+/* --- small asynchronous updates ---------------------------------------------- */
+
+struct kv_args {
+	int64_t id;
+	int64_t n;
+	char *text;
+};
+
+static void kv_free(void *p)
+{
+	struct kv_args *a = p;
+	free(a->text);
+	free(a);
+}
+
+static int t0_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct kv_args *a = arg;
+	static const char sql[] = "UPDATE runs SET t0_wall_ns = ? WHERE id = ?";
+	sqlite3_stmt *st = store_tx_stmt(tx, sql);
+	sqlite3_bind_int64(st, 1, a->n);
+	sqlite3_bind_int64(st, 2, a->id);
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : sql_fail(tx, err);
+}
+
+void runs_set_t0(struct store *s, int64_t id, int64_t t0_wall_ns)
+{
+	struct kv_args *a = xcalloc(1, sizeof *a);
+	a->id = id;
+	a->n = t0_wall_ns;
+	store_post(s, t0_job, a, kv_free);
+}
+
+static int progress_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct kv_args *a = arg;
+	static const char sql[] = "UPDATE runs SET progress = ? WHERE id = ?";
+	sqlite3_stmt *st = store_tx_stmt(tx, sql);
+	sqlite3_bind_text(st, 1, a->text, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(st, 2, a->id);
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : sql_fail(tx, err);
+}
+
+void runs_set_progress(struct store *s, int64_t id, json_t *progress)
+{
+	struct kv_args *a = xcalloc(1, sizeof *a);
+	a->id = id;
+	a->text = json_dumps(progress, JSON_COMPACT);
+	store_post(s, progress_job, a, kv_free);
+}
+
+struct worker_args {
+	int64_t id, mono, wall;
+	int idx, pid, exit_status;
+	const char *state;
+	char *detail;
+};
+
+static void worker_args_free(void *p)
+{
+	struct worker_args *a = p;
+	free(a->detail);
+	free(a);
+}
+
+static int worker_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct worker_args *a = arg;
+	static const char sql[] =
+		"INSERT INTO run_workers (run_id, idx, pid, mono_anchor_ns, wall_anchor_ns, state, "
+		"exit_status, detail) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) "
+		"ON CONFLICT (run_id, idx) DO UPDATE SET "
+		"pid = coalesce(?3, pid), mono_anchor_ns = coalesce(?4, mono_anchor_ns), "
+		"wall_anchor_ns = coalesce(?5, wall_anchor_ns), state = ?6, "
+		"exit_status = coalesce(?7, exit_status), detail = coalesce(?8, detail)";
+	sqlite3_stmt *st = store_tx_stmt(tx, sql);
+	sqlite3_bind_int64(st, 1, a->id);
+	sqlite3_bind_int(st, 2, a->idx);
+	if (a->pid > 0)
+		sqlite3_bind_int(st, 3, a->pid);
+	if (a->mono)
+		sqlite3_bind_int64(st, 4, a->mono);
+	if (a->wall)
+		sqlite3_bind_int64(st, 5, a->wall);
+	sqlite3_bind_text(st, 6, a->state, -1, SQLITE_STATIC);
+	if (a->exit_status != -1)
+		sqlite3_bind_int(st, 7, a->exit_status);
+	if (a->detail)
+		sqlite3_bind_text(st, 8, a->detail, -1, SQLITE_STATIC);
+	return sqlite3_step(st) == SQLITE_DONE ? 0 : sql_fail(tx, err);
+}
+
+void runs_worker_update(struct store *s, int64_t id, int idx, int pid, int64_t mono_anchor,
+			int64_t wall_anchor, const char *state, int exit_status, const char *detail)
+{
+	struct worker_args *a = xcalloc(1, sizeof *a);
+	a->id = id;
+	a->idx = idx;
+	a->pid = pid;
+	a->mono = mono_anchor;
+	a->wall = wall_anchor;
+	a->state = state; /* static strings only */
+	a->exit_status = exit_status;
+	a->detail = detail ? xstrdup(detail) : NULL;
+	store_post(s, worker_job, a, worker_args_free);
+}
+
+/* --- records ------------------------------------------------------------------- */
+
+struct records_args {
+	int64_t id;
+	struct hr_record *recs;
+	size_t n;
+};
+
+static void records_free(void *p)
+{
+	struct records_args *a = p;
+	for (size_t i = 0; i < a->n; i++)
+		record_release(&a->recs[i]);
+	free(a->recs);
+	free(a);
+}
+
+static void bind_time(sqlite3_stmt *st, int col, int64_t t)
+{
+	if (t == HR_NO_TIME)
+		sqlite3_bind_null(st, col);
+	else
+		sqlite3_bind_int64(st, col, t);
+}
+
+static void bind_count(sqlite3_stmt *st, int col, int32_t v)
+{
+	if (v < 0)
+		sqlite3_bind_null(st, col);
+	else
+		sqlite3_bind_int(st, col, v);
+}
+
+static int records_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct records_args *a = arg;
+	static const char sql[] =
+		"INSERT OR REPLACE INTO records (run_id, worker, seq, req_id, phase, session, turn, "
+		"flags, http_status, error, error_msg, intended_ns, start_ns, headers_ns, "
+		"first_output_ns, end_ns, done_ns, isl, osl, reasoning_tokens, isl_src, osl_src, "
+		"n_chunks, chunks) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+	struct dynbuf blob;
+	dynbuf_init(&blob, (size_t)HR_MAX_CHUNKS_PER_REQUEST * 10 + 16);
+	for (size_t i = 0; i < a->n; i++) {
+		const struct hr_record *r = &a->recs[i];
+		sqlite3_stmt *st = store_tx_stmt(tx, sql);
+		sqlite3_bind_int64(st, 1, a->id);
+		sqlite3_bind_int64(st, 2, r->worker);
+		sqlite3_bind_int64(st, 3, (sqlite3_int64)r->seq);
+		sqlite3_bind_int64(st, 4, (sqlite3_int64)r->req_id);
+		sqlite3_bind_int(st, 5, r->phase);
+		sqlite3_bind_int64(st, 6, r->session);
+		sqlite3_bind_int64(st, 7, r->turn);
+		sqlite3_bind_int(st, 8, r->flags);
+		sqlite3_bind_int(st, 9, r->http_status);
+		sqlite3_bind_int(st, 10, r->error);
+		if (r->error_msg)
+			sqlite3_bind_text(st, 11, r->error_msg, -1, SQLITE_STATIC);
+		bind_time(st, 12, r->intended_ns);
+		bind_time(st, 13, r->start_ns);
+		bind_time(st, 14, r->headers_ns);
+		bind_time(st, 15, r->first_output_ns);
+		bind_time(st, 16, r->end_ns);
+		bind_time(st, 17, r->done_ns);
+		bind_count(st, 18, r->isl);
+		bind_count(st, 19, r->osl);
+		bind_count(st, 20, r->reasoning_tokens);
+		sqlite3_bind_int(st, 21, r->isl_src);
+		sqlite3_bind_int(st, 22, r->osl_src);
+		sqlite3_bind_int64(st, 23, r->n_chunks);
+		dynbuf_reset(&blob);
+		record_chunks_encode(&blob, r);
+		sqlite3_bind_blob(st, 24, blob.data, (int)blob.len, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE) {
+			dynbuf_release(&blob);
+			return sql_fail(tx, err);
+		}
+	}
+	dynbuf_release(&blob);
+	return 0;
+}
+
+void runs_add_records(struct store *s, int64_t id, struct hr_record *recs, size_t n)
+{
+	struct records_args *a = xcalloc(1, sizeof *a);
+	a->id = id;
+	a->recs = recs;
+	a->n = n;
+	store_post(s, records_job, a, records_free);
+}
+
+static int noop_job(struct store_tx *tx, void *arg, char *err)
+{
+	return 0;
+}
+
+int runs_sync(struct store *s)
+{
+	return store_exec(s, noop_job, NULL, NULL);
+}
+
+/* --- reads ------------------------------------------------------------------------ */
+
+static json_t *col_time(sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		return json_null();
+	char buf[32];
+	fmt_time_ms(buf, sqlite3_column_int64(st, col));
+	return json_string(buf);
+}
+
+static json_t *col_text(sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	return t ? json_string((const char *)t) : json_null();
+}
+
+static json_t *col_json(sqlite3_stmt *st, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+	json_t *j = t ? json_loads(t, 0, NULL) : NULL;
+	return j ? j : json_null();
+}
+
+#define RUN_COLS "id, name, state, labels, created_at, started_at, finished_at, reason, progress"
+
+/* Builds the run object from a row selected with RUN_COLS (+ spec, summary). */
+static json_t *run_row(sqlite3_stmt *st, int with_spec)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 0)));
+	json_object_set_new(o, "name", col_text(st, 1));
+	json_object_set_new(o, "state", col_text(st, 2));
+	json_t *labels = col_json(st, 3);
+	json_object_set_new(o, "labels", json_is_object(labels) ? labels : json_object());
+	if (!json_is_object(labels))
+		json_decref(labels);
+	json_object_set_new(o, "created_at", col_time(st, 4));
+	json_object_set_new(o, "started_at", col_time(st, 5));
+	json_object_set_new(o, "finished_at", col_time(st, 6));
+	json_object_set_new(o, "reason", col_text(st, 7));
+	json_object_set_new(o, "progress", col_json(st, 8));
+	if (with_spec) {
+		json_object_set_new(o, "spec", col_json(st, 9));
+		json_object_set_new(o, "summary", col_json(st, 10));
+	}
+	return o;
+}
+
+int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+	if (sqlite3_prepare_v2(db, "SELECT " RUN_COLS ", spec, summary FROM runs WHERE id = ?", -1,
+			       &st, NULL) != SQLITE_OK) {
+		errf(err, "sqlite: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, id);
+	int step = sqlite3_step(st);
+	if (step == SQLITE_ROW) {
+		*out = run_row(st, with_spec);
+		rc = 0;
+	} else if (step == SQLITE_DONE) {
+		rc = -404;
+	} else {
+		errf(err, "sqlite: %s", sqlite3_errmsg(db));
+	}
+out:
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return rc;
+}
+
+int runs_list(struct store *s, int limit, int64_t before, const char *state, json_t **out,
+	      char *err)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT " RUN_COLS " FROM runs WHERE id < ?1 AND (?2 IS NULL OR "
+			       "state = ?2) ORDER BY id DESC LIMIT ?3",
+			       -1, &st, NULL) != SQLITE_OK) {
+		errf(err, "sqlite: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	sqlite3_bind_int64(st, 1, before > 0 ? before : INT64_MAX);
+	if (state)
+		sqlite3_bind_text(st, 2, state, -1, SQLITE_STATIC);
+	sqlite3_bind_int(st, 3, limit + 1);
+	json_t *runs = json_array();
+	int n = 0, step;
+	int64_t last = 0;
+	int more = 0;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		if (n == limit) {
+			more = 1;
+			break;
+		}
+		last = sqlite3_column_int64(st, 0);
+		json_array_append_new(runs, run_row(st, 0));
+		n++;
+	}
+	if (step != SQLITE_ROW && step != SQLITE_DONE) {
+		json_decref(runs);
+		errf(err, "sqlite: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	*out = json_pack("{s:o, s:o}", "runs", runs, "next_before",
+			 more ? json_integer(last) : json_null());
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return rc;
+}
+
+char *runs_summary_text(struct store *s, int64_t id, int *rc)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	char *text = NULL;
+	*rc = -1;
+	if (sqlite3_prepare_v2(db, "SELECT summary FROM runs WHERE id = ?", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		int step = sqlite3_step(st);
+		if (step == SQLITE_ROW && sqlite3_column_type(st, 0) != SQLITE_NULL) {
+			text = xstrdup((const char *)sqlite3_column_text(st, 0));
+			*rc = 0;
+		} else if (step == SQLITE_ROW) {
+			*rc = -409;
+		} else if (step == SQLITE_DONE) {
+			*rc = -404;
+		}
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return text;
+}
+
+int runs_counts(struct store *s, int *queued, int *running)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+	*queued = *running = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT sum(state = 'queued'), sum(state = 'running') FROM runs "
+			       "WHERE state IN ('queued', 'running')",
+			       -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW) {
+		*queued = sqlite3_column_int(st, 0);
+		*running = sqlite3_column_int(st, 1);
+		rc = 0;
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return rc;
+}
+
+/* --- record cursor ------------------------------------------------------------------ */
+
+struct rec_cursor {
+	struct store *store;
+	sqlite3 *db;
+	sqlite3_stmt *st;
+	struct hr_record rec;
+	size_t chunk_cap;
+	char *msg;
+};
+
+struct rec_cursor *rec_cursor_open(struct store *s, int64_t run_id)
+{
+	struct rec_cursor *c = xcalloc(1, sizeof *c);
+	c->store = s;
+	c->db = store_reader(s);
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT worker, seq, req_id, phase, session, turn, flags, "
+			       "http_status, error, error_msg, intended_ns, start_ns, headers_ns, "
+			       "first_output_ns, end_ns, done_ns, isl, osl, reasoning_tokens, "
+			       "isl_src, osl_src, chunks FROM records WHERE run_id = ? "
+			       "ORDER BY worker, seq",
+			       -1, &c->st, NULL) != SQLITE_OK) {
+		rec_cursor_free(c);
+		return NULL;
+	}
+	sqlite3_bind_int64(c->st, 1, run_id);
+	return c;
+}
+
+static int64_t col_ns(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? HR_NO_TIME
+							    : sqlite3_column_int64(st, col);
+}
+
+static int32_t col_count(sqlite3_stmt *st, int col)
+{
+	return sqlite3_column_type(st, col) == SQLITE_NULL ? -1 : sqlite3_column_int(st, col);
+}
+
+int rec_cursor_next(struct rec_cursor *c, const struct hr_record **out)
+{
+	int rc = sqlite3_step(c->st);
+	if (rc == SQLITE_DONE)
+		return 0;
+	if (rc != SQLITE_ROW)
+		return -1;
+	sqlite3_stmt *st = c->st;
+	struct hr_record *r = &c->rec;
+	int64_t *chunks = r->chunk_ns;
+	memset(r, 0, sizeof *r);
+	r->chunk_ns = chunks;
+	r->worker = (uint32_t)sqlite3_column_int64(st, 0);
+	r->seq = (uint64_t)sqlite3_column_int64(st, 1);
+	r->req_id = (uint64_t)sqlite3_column_int64(st, 2);
+	r->phase = (uint8_t)sqlite3_column_int(st, 3);
+	r->session = (uint32_t)sqlite3_column_int64(st, 4);
+	r->turn = (uint32_t)sqlite3_column_int64(st, 5);
+	r->flags = (uint8_t)sqlite3_column_int(st, 6);
+	r->http_status = sqlite3_column_int(st, 7);
+	r->error = (uint8_t)sqlite3_column_int(st, 8);
+	free(c->msg);
+	c->msg = NULL;
+	if (sqlite3_column_type(st, 9) != SQLITE_NULL)
+		c->msg = xstrdup((const char *)sqlite3_column_text(st, 9));
+	r->error_msg = c->msg;
+	r->intended_ns = col_ns(st, 10);
+	r->start_ns = col_ns(st, 11);
+	r->headers_ns = col_ns(st, 12);
+	r->first_output_ns = col_ns(st, 13);
+	r->end_ns = col_ns(st, 14);
+	r->done_ns = col_ns(st, 15);
+	r->isl = col_count(st, 16);
+	r->osl = col_count(st, 17);
+	r->reasoning_tokens = col_count(st, 18);
+	r->isl_src = (uint8_t)sqlite3_column_int(st, 19);
+	r->osl_src = (uint8_t)sqlite3_column_int(st, 20);
+	long n = record_chunks_decode(sqlite3_column_blob(st, 21),
+				      (size_t)sqlite3_column_bytes(st, 21), r->start_ns,
+				      &r->chunk_ns, &c->chunk_cap);
+	if (n < 0)
+		return -1;
+	r->n_chunks = (uint32_t)n;
+	*out = r;
+	return 1;
+}
+
+void rec_cursor_free(struct rec_cursor *c)
+{
+	if (!c)
+		return;
+	sqlite3_finalize(c->st);
+	store_reader_put(c->store, c->db);
+	free(c->rec.chunk_ns);
+	free(c->msg);
+	free(c);
+}

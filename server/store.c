@@ -1,0 +1,335 @@
+/* store.c - SQLite writer thread, job queue, reader pool, migrations. */
+#include "store.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "limits.h"
+#include "migrations.h"
+#include "util.h"
+
+struct job {
+	store_fn fn;
+	void *arg;
+	void (*free_arg)(void *);
+	/* synchronous jobs only */
+	int sync, done, rc;
+	char *err;
+	struct job *next;
+};
+
+#define STMT_CACHE 32
+
+struct store {
+	char *path;
+	sqlite3 *wdb;
+	pthread_t thread;
+	pthread_mutex_t mu;
+	pthread_cond_t cv_work; /* writer waits for jobs */
+	pthread_cond_t cv_done; /* sync callers wait for results, producers for room */
+	struct job *head, *tail;
+	int queued, stopping;
+	struct {
+		const char *sql;
+		sqlite3_stmt *stmt;
+	} cache[STMT_CACHE];
+
+	pthread_mutex_t rmu;
+	pthread_cond_t rcv;
+	sqlite3 *readers[HR_READ_POOL_SIZE];
+	int nfree;
+};
+
+static int db_exec(sqlite3 *db, const char *sql, char *err)
+{
+	char *msg = NULL;
+	if (sqlite3_exec(db, sql, NULL, NULL, &msg) != SQLITE_OK) {
+		errf(err, "sqlite: %s", msg ? msg : sqlite3_errmsg(db));
+		sqlite3_free(msg);
+		return -1;
+	}
+	return 0;
+}
+
+static int open_conn(const char *path, int readonly, sqlite3 **out, char *err)
+{
+	int flags = readonly ? SQLITE_OPEN_READONLY : SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE;
+	flags |= SQLITE_OPEN_NOMUTEX; /* each connection belongs to one thread at a time */
+	sqlite3 *db = NULL;
+	if (sqlite3_open_v2(path, &db, flags, NULL) != SQLITE_OK) {
+		errf(err, "cannot open %s: %s", path, db ? sqlite3_errmsg(db) : "out of memory");
+		sqlite3_close(db);
+		return -1;
+	}
+	sqlite3_busy_timeout(db, 10000);
+	if (db_exec(db, "PRAGMA foreign_keys = ON;", err) < 0) {
+		sqlite3_close(db);
+		return -1;
+	}
+	*out = db;
+	return 0;
+}
+
+static int migrate(sqlite3 *db, char *err)
+{
+	if (db_exec(db,
+		    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+		    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);",
+		    err) < 0)
+		return -1;
+	for (int i = 0; i < migrations_count; i++) {
+		const struct migration *m = &migrations[i];
+		sqlite3_stmt *st;
+		sqlite3_prepare_v2(db, "SELECT 1 FROM schema_migrations WHERE version = ?", -1, &st,
+				   NULL);
+		sqlite3_bind_int(st, 1, m->version);
+		int have = sqlite3_step(st) == SQLITE_ROW;
+		sqlite3_finalize(st);
+		if (have)
+			continue;
+		if (db_exec(db, "BEGIN IMMEDIATE;", err) < 0)
+			return -1;
+		char why[HR_ERRLEN];
+		if (db_exec(db, m->sql, why) < 0) {
+			db_exec(db, "ROLLBACK;", NULL);
+			return errf(err, "migration %s failed: %s", m->name, why);
+		}
+		sqlite3_prepare_v2(db,
+				   "INSERT INTO schema_migrations (version, name, applied_at) "
+				   "VALUES (?, ?, ?)",
+				   -1, &st, NULL);
+		sqlite3_bind_int(st, 1, m->version);
+		sqlite3_bind_text(st, 2, m->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(st, 3, wall_ns() / 1000000);
+		int rc = sqlite3_step(st);
+		sqlite3_finalize(st);
+		if (rc != SQLITE_DONE || db_exec(db, "COMMIT;", err) < 0) {
+			db_exec(db, "ROLLBACK;", NULL);
+			return errf(err, "recording migration %s failed", m->name);
+		}
+	}
+	return 0;
+}
+
+sqlite3_stmt *store_tx_stmt(struct store_tx *tx, const char *sql)
+{
+	struct store *s = tx->store;
+	int slot = -1;
+	for (int i = 0; i < STMT_CACHE; i++) {
+		if (s->cache[i].sql == sql) {
+			sqlite3_reset(s->cache[i].stmt);
+			sqlite3_clear_bindings(s->cache[i].stmt);
+			return s->cache[i].stmt;
+		}
+		if (!s->cache[i].sql && slot < 0)
+			slot = i;
+	}
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v3(tx->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
+		fprintf(stderr, "headroomd: cannot prepare statement: %s\n", sqlite3_errmsg(tx->db));
+		abort(); /* a programming error: every statement is static SQL */
+	}
+	if (slot >= 0) {
+		s->cache[slot].sql = sql;
+		s->cache[slot].stmt = st;
+	} else {
+		abort(); /* raise STMT_CACHE */
+	}
+	return st;
+}
+
+static void run_batch(struct store *s, struct job *batch)
+{
+	struct store_tx tx = {.db = s->wdb, .store = s};
+	char err[HR_ERRLEN];
+	int in_tx = db_exec(s->wdb, "BEGIN IMMEDIATE;", err) == 0;
+	if (!in_tx)
+		fprintf(stderr, "headroomd: store: %s\n", err);
+	for (struct job *j = batch; j; j = j->next) {
+		err[0] = '\0';
+		db_exec(s->wdb, "SAVEPOINT job;", NULL);
+		j->rc = j->fn(&tx, j->arg, err);
+		if (j->rc < 0) {
+			db_exec(s->wdb, "ROLLBACK TO job;", NULL);
+			if (!j->sync && err[0])
+				fprintf(stderr, "headroomd: store job failed: %s\n", err);
+		}
+		db_exec(s->wdb, "RELEASE job;", NULL);
+		if (j->sync && j->err)
+			snprintf(j->err, HR_ERRLEN, "%s", err);
+	}
+	if (in_tx && db_exec(s->wdb, "COMMIT;", err) < 0) {
+		fprintf(stderr, "headroomd: store commit failed: %s\n", err);
+		db_exec(s->wdb, "ROLLBACK;", NULL);
+		for (struct job *j = batch; j; j = j->next)
+			if (j->rc == 0) {
+				j->rc = -1;
+				if (j->sync && j->err)
+					snprintf(j->err, HR_ERRLEN, "commit failed: %.200s", err);
+			}
+	}
+}
+
+static void *writer_main(void *arg)
+{
+	struct store *s = arg;
+	pthread_mutex_lock(&s->mu);
+	for (;;) {
+		while (!s->head && !s->stopping)
+			pthread_cond_wait(&s->cv_work, &s->mu);
+		if (!s->head && s->stopping)
+			break;
+		struct job *batch = s->head;
+		s->head = s->tail = NULL;
+		s->queued = 0;
+		pthread_cond_broadcast(&s->cv_done); /* room for producers */
+		pthread_mutex_unlock(&s->mu);
+
+		run_batch(s, batch);
+
+		pthread_mutex_lock(&s->mu);
+		for (struct job *j = batch, *next; j; j = next) {
+			next = j->next;
+			if (j->sync) {
+				j->done = 1;
+			} else {
+				if (j->free_arg)
+					j->free_arg(j->arg);
+				free(j);
+			}
+		}
+		pthread_cond_broadcast(&s->cv_done);
+	}
+	pthread_mutex_unlock(&s->mu);
+	return NULL;
+}
+
+static void enqueue(struct store *s, struct job *j)
+{
+	pthread_mutex_lock(&s->mu);
+	while (!j->sync && s->queued >= HR_STORE_QUEUE_MAX)
+		pthread_cond_wait(&s->cv_done, &s->mu);
+	j->next = NULL;
+	if (s->tail)
+		s->tail->next = j;
+	else
+		s->head = j;
+	s->tail = j;
+	s->queued++;
+	pthread_cond_signal(&s->cv_work);
+	if (j->sync)
+		while (!j->done)
+			pthread_cond_wait(&s->cv_done, &s->mu);
+	pthread_mutex_unlock(&s->mu);
+}
+
+int store_exec(struct store *s, store_fn fn, void *arg, char *err)
+{
+	struct job j = {.fn = fn, .arg = arg, .sync = 1, .err = err};
+	if (err)
+		err[0] = '\0';
+	enqueue(s, &j);
+	return j.rc;
+}
+
+void store_post(struct store *s, store_fn fn, void *arg, void (*free_arg)(void *))
+{
+	struct job *j = xcalloc(1, sizeof *j);
+	j->fn = fn;
+	j->arg = arg;
+	j->free_arg = free_arg;
+	enqueue(s, j);
+}
+
+sqlite3 *store_reader(struct store *s)
+{
+	pthread_mutex_lock(&s->rmu);
+	while (s->nfree == 0)
+		pthread_cond_wait(&s->rcv, &s->rmu);
+	sqlite3 *db = s->readers[--s->nfree];
+	pthread_mutex_unlock(&s->rmu);
+	return db;
+}
+
+void store_reader_put(struct store *s, sqlite3 *db)
+{
+	pthread_mutex_lock(&s->rmu);
+	s->readers[s->nfree++] = db;
+	pthread_cond_signal(&s->rcv);
+	pthread_mutex_unlock(&s->rmu);
+}
+
+const char *store_path(const struct store *s)
+{
+	return s->path;
+}
+
+int store_open(const char *dir, struct store **out, char *err)
+{
+	struct stat stt;
+	if (stat(dir, &stt) < 0) {
+		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
+			return errf(err, "cannot create data directory %s: %s", dir,
+				    strerror(errno));
+	} else if (!S_ISDIR(stt.st_mode)) {
+		return errf(err, "%s is not a directory", dir);
+	}
+	struct store *s = xcalloc(1, sizeof *s);
+	s->path = xasprintf("%s/headroom.db", dir);
+	pthread_mutex_init(&s->mu, NULL);
+	pthread_cond_init(&s->cv_work, NULL);
+	pthread_cond_init(&s->cv_done, NULL);
+	pthread_mutex_init(&s->rmu, NULL);
+	pthread_cond_init(&s->rcv, NULL);
+	if (open_conn(s->path, 0, &s->wdb, err) < 0)
+		goto err;
+	if (db_exec(s->wdb, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", err) < 0)
+		goto err;
+	if (migrate(s->wdb, err) < 0)
+		goto err;
+	for (int i = 0; i < HR_READ_POOL_SIZE; i++) {
+		if (open_conn(s->path, 1, &s->readers[i], err) < 0)
+			goto err;
+		s->nfree++;
+	}
+	if (pthread_create(&s->thread, NULL, writer_main, s) != 0) {
+		errf(err, "cannot start the store thread");
+		goto err;
+	}
+	*out = s;
+	return 0;
+err:
+	for (int i = 0; i < s->nfree; i++)
+		sqlite3_close(s->readers[i]);
+	sqlite3_close(s->wdb);
+	free(s->path);
+	free(s);
+	return -1;
+}
+
+void store_free(struct store *s)
+{
+	if (!s)
+		return;
+	pthread_mutex_lock(&s->mu);
+	s->stopping = 1;
+	pthread_cond_signal(&s->cv_work);
+	pthread_mutex_unlock(&s->mu);
+	pthread_join(s->thread, NULL);
+	for (int i = 0; i < STMT_CACHE; i++)
+		sqlite3_finalize(s->cache[i].stmt);
+	for (int i = 0; i < s->nfree; i++)
+		sqlite3_close(s->readers[i]);
+	sqlite3_close(s->wdb);
+	pthread_mutex_destroy(&s->mu);
+	pthread_cond_destroy(&s->cv_work);
+	pthread_cond_destroy(&s->cv_done);
+	pthread_mutex_destroy(&s->rmu);
+	pthread_cond_destroy(&s->rcv);
+	free(s->path);
+	free(s);
+}

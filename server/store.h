@@ -1,0 +1,52 @@
+/* store.h - the SQLite store: one writer thread, a pool of readers.
+ *
+ * Threading rule: exactly one thread (the store's writer) writes. Other
+ * threads hand it jobs: store_exec waits for the result, store_post does
+ * not (the queue is bounded by HR_STORE_QUEUE_MAX; a producer blocks when
+ * it is full, which is the ingestion back-pressure). The writer runs the
+ * jobs it finds queued together inside one transaction, each in its own
+ * savepoint, so a failing job rolls back alone and ingestion is batched.
+ * Readers borrow a read-only connection from a pool; WAL mode means they
+ * never block the writer and see committed data only.
+ */
+#ifndef HR_STORE_H
+#define HR_STORE_H
+
+#include <sqlite3.h>
+
+struct store;
+
+/* What a job sees on the writer thread. */
+struct store_tx {
+	sqlite3 *db;
+	struct store *store;
+};
+
+/* A job: runs on the writer thread inside a savepoint. Returns 0 or
+ * negative (the savepoint is then rolled back); may write a message into
+ * err (HR_ERRLEN bytes) for store_exec's caller. */
+typedef int (*store_fn)(struct store_tx *tx, void *arg, char *err);
+
+/* Opens (creating) DIR/headroom.db, applies pending migrations, starts the
+ * writer thread. Returns 0 and *out, or -1 with err. */
+int store_open(const char *dir, struct store **out, char *err);
+/* Runs every queued job, stops the writer, closes all connections. NULL ok. */
+void store_free(struct store *s);
+
+/* Runs fn on the writer thread and waits. Returns fn's result. */
+int store_exec(struct store *s, store_fn fn, void *arg, char *err);
+/* Queues fn without waiting; free_arg(arg) runs after it (may be NULL). */
+void store_post(struct store *s, store_fn fn, void *arg, void (*free_arg)(void *));
+
+/* A prepared statement cached per writer connection, keyed by the address
+ * of a static SQL string. Reset and cleared before it is returned. */
+sqlite3_stmt *store_tx_stmt(struct store_tx *tx, const char *sql);
+
+/* Borrow / return a read-only connection (blocks while all are lent). */
+sqlite3 *store_reader(struct store *s);
+void store_reader_put(struct store *s, sqlite3 *db);
+
+/* Path of the database file (borrowed). */
+const char *store_path(const struct store *s);
+
+#endif

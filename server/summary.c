@@ -1,0 +1,169 @@
+/* summary.c - exact run summaries from stored records (see summary.h). */
+#include "summary.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynbuf.h"
+#include "metrics.h"
+#include "runs.h"
+#include "stats.h"
+#include "util.h"
+
+static json_t *stats_json(const char *unit, double *vals, size_t n)
+{
+	struct stats st;
+	stats_compute(vals, n, &st);
+	json_t *o = json_object();
+	json_object_set_new(o, "unit", json_string(unit));
+	json_object_set_new(o, "count", json_integer((json_int_t)st.count));
+	if (st.count == 0)
+		return o;
+	json_object_set_new(o, "avg", json_real(st.avg));
+	json_object_set_new(o, "min", json_real(st.min));
+	json_object_set_new(o, "max", json_real(st.max));
+	json_object_set_new(o, "std", json_real(st.std));
+	for (int i = 0; i < STATS_NPCT; i++)
+		json_object_set_new(o, stats_pct_names[i], json_real(st.p[i]));
+	return o;
+}
+
+static json_t *scalar_json(const char *unit, double v)
+{
+	return json_pack("{s:s, s:f}", "unit", unit, "avg", v);
+}
+
+static void push_gap(void *ctx, double v)
+{
+	dvec_push(ctx, v);
+}
+
+json_t *summary_compute(struct store *s, int64_t run_id, long long *valid_out, char *err)
+{
+	struct rec_cursor *c = rec_cursor_open(s, run_id);
+	if (!c) {
+		errf(err, "cannot read the records of run %lld", (long long)run_id);
+		return NULL;
+	}
+	struct dvec vals[32], gaps;
+	size_t nm = metric_defs_count;
+	for (size_t i = 0; i < nm; i++)
+		dvec_init(&vals[i]);
+	dvec_init(&gaps);
+	long long requests = 0, valid = 0, warmup = 0, errors_by[HR_ERR__COUNT] = {0};
+	long long sum_isl = 0, sum_osl = 0;
+	int64_t first_start = INT64_MAX, last_end = INT64_MIN;
+	const struct hr_record *r;
+	int rc;
+	while ((rc = rec_cursor_next(c, &r)) == 1) {
+		if (r->phase != HR_PHASE_PROFILING) {
+			warmup++;
+			continue;
+		}
+		requests++;
+		if (!record_is_valid(r)) {
+			errors_by[r->error < HR_ERR__COUNT ? r->error : HR_ERR_TRANSPORT]++;
+			if (r->error == HR_ERR_NONE) /* 200 without content, or odd status */
+				errors_by[HR_ERR_NO_CONTENT]++;
+			continue;
+		}
+		valid++;
+		for (size_t i = 0; i < nm; i++) {
+			double v = metric_defs[i].fn(r);
+			if (!isnan(v))
+				dvec_push(&vals[i], v);
+		}
+		metrics_chunk_gaps(r, push_gap, &gaps);
+		if (r->isl > 0)
+			sum_isl += r->isl;
+		if (r->osl > 0)
+			sum_osl += r->osl;
+		if (r->start_ns < first_start)
+			first_start = r->start_ns;
+		if (r->end_ns > last_end)
+			last_end = r->end_ns;
+	}
+	rec_cursor_free(c);
+	json_t *out = NULL;
+	if (rc < 0) {
+		errf(err, "run %lld: a stored record is malformed", (long long)run_id);
+		goto done;
+	}
+
+	json_t *metrics = json_object();
+	for (size_t i = 0; i < nm; i++) {
+		json_object_set_new(metrics, metric_defs[i].tag,
+				    stats_json(metric_defs[i].unit, vals[i].v, vals[i].n));
+		if (strcmp(metric_defs[i].tag, "inter_token_latency") == 0)
+			json_object_set_new(metrics, "inter_chunk_latency",
+					    stats_json("ms", gaps.v, gaps.n));
+	}
+	double window_s = valid ? (double)(last_end - first_start) / 1e9 : 0;
+	if (window_s > 0) {
+		json_object_set_new(metrics, "request_throughput",
+				    scalar_json("requests/sec", (double)valid / window_s));
+		json_object_set_new(metrics, "output_token_throughput",
+				    scalar_json("tokens/sec", (double)sum_osl / window_s));
+		json_object_set_new(metrics, "total_token_throughput",
+				    scalar_json("tokens/sec", (double)(sum_isl + sum_osl) / window_s));
+	}
+	json_t *errors = json_object();
+	long long nerr = 0;
+	for (int e = 1; e < HR_ERR__COUNT; e++)
+		if (errors_by[e]) {
+			json_object_set_new(errors, hr_err_name(e), json_integer(errors_by[e]));
+		}
+	nerr = requests - valid;
+	out = json_pack("{s:I, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:o, s:o}", "run_id",
+			(json_int_t)run_id, "metrics_version", METRICS_VERSION, "window_s",
+			window_s, "counts", "requests", (json_int_t)requests, "valid",
+			(json_int_t)valid, "errors", (json_int_t)nerr, "warmup", (json_int_t)warmup,
+			"errors", errors, "metrics", metrics);
+	if (valid_out)
+		*valid_out = valid;
+done:
+	for (size_t i = 0; i < nm; i++)
+		dvec_release(&vals[i]);
+	dvec_release(&gaps);
+	return out;
+}
+
+static void csv_num(struct dynbuf *b, json_t *v)
+{
+	char buf[32];
+	if (json_is_number(v)) {
+		if (json_is_integer(v))
+			dynbuf_printf(b, ",%lld", (long long)json_integer_value(v));
+		else {
+			fmt_double(buf, json_number_value(v));
+			dynbuf_printf(b, ",%s", buf);
+		}
+	} else {
+		dynbuf_add(b, ",", 1);
+	}
+}
+
+char *summary_to_csv(json_t *summary)
+{
+	static const char *const cols[] = {"count", "avg", "min", "max", "std", "p1",  "p5",
+					   "p10",   "p25", "p50", "p75", "p90", "p95", "p99"};
+	struct dynbuf b;
+	dynbuf_init(&b, 16u << 20);
+	dynbuf_addstr(&b, "metric,unit");
+	for (size_t i = 0; i < HR_ARRAY_LEN(cols); i++)
+		dynbuf_printf(&b, ",%s", cols[i]);
+	dynbuf_addstr(&b, "\n");
+	const char *tag;
+	json_t *m;
+	json_object_foreach(json_object_get(summary, "metrics"), tag, m)
+	{
+		const char *unit = json_string_value(json_object_get(m, "unit"));
+		dynbuf_printf(&b, "%s,%s", tag, unit ? unit : "");
+		for (size_t i = 0; i < HR_ARRAY_LEN(cols); i++)
+			csv_num(&b, json_object_get(m, cols[i]));
+		dynbuf_addstr(&b, "\n");
+	}
+	return dynbuf_take(&b, NULL);
+}

@@ -1,0 +1,23 @@
+/* summary.h - a run's summary, computed exactly from its stored records.
+ *
+ * Reads every record of the run (a reader connection, streaming), keeps
+ * one array of values per metric, sorts them and applies stats.h. The
+ * result follows docs/api.md ("Summary JSON"); metric definitions are
+ * lib/metrics.h, versioned by METRICS_VERSION.
+ */
+#ifndef HR_SUMMARY_H
+#define HR_SUMMARY_H
+
+#include <jansson.h>
+#include <stdint.h>
+
+#include "store.h"
+
+/* Returns a new summary object, or NULL with err. valid_out (may be NULL)
+ * receives the number of valid profiling records. */
+json_t *summary_compute(struct store *s, int64_t run_id, long long *valid_out, char *err);
+
+/* Summary JSON -> CSV text (caller frees). */
+char *summary_to_csv(json_t *summary);
+
+#endif
