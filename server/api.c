@@ -17,6 +17,7 @@
 #include "spec.h"
 #include "summary.h"
 #include "util.h"
+#include "web_assets.h"
 
 #define HEADROOM_VERSION "0.1.0"
 #define EXPORT_BLOCK (64u * 1024u)
@@ -395,9 +396,33 @@ static int match(const char *pat, const char *url, int64_t *id)
 	return *pat == '\0' && *url == '\0';
 }
 
+/* The dashboard: static files compiled in from web/, outside /api/v1. */
+static int serve_asset(struct MHD_Connection *conn, const char *url, const char *method,
+		       enum MHD_Result *ret)
+{
+	if (strcmp(method, "GET") != 0 && strcmp(method, "HEAD") != 0)
+		return 0;
+	if (strcmp(url, "/") == 0)
+		url = "/index.html";
+	for (int i = 0; i < web_assets_count; i++) {
+		if (strcmp(web_assets[i].path, url) != 0)
+			continue;
+		struct MHD_Response *r = MHD_create_response_from_buffer(
+			web_assets[i].size, (void *)web_assets[i].data, MHD_RESPMEM_PERSISTENT);
+		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, web_assets[i].type);
+		*ret = MHD_queue_response(conn, 200, r);
+		MHD_destroy_response(r);
+		return 1;
+	}
+	return 0;
+}
+
 static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, const char *url,
 				const char *method, struct req *rq)
 {
+	enum MHD_Result ret;
+	if (strncmp(url, "/api/", 5) != 0 && serve_asset(conn, url, method, &ret))
+		return ret;
 	struct call k = {.a = a, .conn = conn};
 	int path_known = 0;
 	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {

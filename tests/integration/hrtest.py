@@ -1,0 +1,119 @@
+"""hrtest.py - shared helpers for integration tests: start the real
+headroom-mock and headroomd on free ports, talk to the REST API, wait for
+runs, and always clean up the processes a test started."""
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+import time
+import urllib.error
+import urllib.request
+
+BIN = os.environ.get("HEADROOM_BIN", os.path.join(os.path.dirname(__file__), "../../build/bin"))
+SRC = os.environ.get("HEADROOM_SRC", os.path.join(os.path.dirname(__file__), "../.."))
+TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
+
+
+def _read_banner(proc, marker, timeout=15):
+    """Reads stdout lines until one contains marker; returns that line."""
+    deadline = time.time() + timeout
+    while time.time() < deadline:
+        line = proc.stdout.readline()
+        if not line:
+            if proc.poll() is not None:
+                raise RuntimeError("process exited early with %s" % proc.returncode)
+            continue
+        if marker in line:
+            return line.strip()
+    raise RuntimeError("no '%s' line within %s s" % (marker, timeout))
+
+
+class Proc:
+    """A child process that is killed when the test ends."""
+
+    def __init__(self, argv, marker, env=None):
+        self.argv = argv
+        self.p = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=None, text=True,
+                                  env=env)
+        self.banner = _read_banner(self.p, marker)
+        # host:port is the last word, possibly prefixed by http://
+        addr = [w for w in self.banner.split() if ":" in w][0]
+        self.addr = addr.replace("http://", "")
+
+    def stop(self, sig=signal.SIGTERM, timeout=20):
+        if self.p.poll() is None:
+            self.p.send_signal(sig)
+            try:
+                self.p.wait(timeout)
+            except subprocess.TimeoutExpired:
+                self.p.kill()
+                self.p.wait()
+        if self.p.stdout:
+            self.p.stdout.close()
+        return self.p.returncode
+
+
+def start_mock(*extra):
+    return Proc([os.path.join(BIN, "headroom-mock"), "--listen", "127.0.0.1:0", *extra],
+                "listening on")
+
+
+def start_daemon(data_dir, *extra):
+    return Proc([os.path.join(BIN, "headroomd"), "--listen", "127.0.0.1:0", "--data", data_dir,
+                 *extra], "listening on")
+
+
+class Api:
+    def __init__(self, addr):
+        self.base = "http://%s/api/v1" % addr
+
+    def call(self, method, path, body=None, raw=None, headers=None):
+        """Returns (status, parsed JSON or text, headers)."""
+        data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        req = urllib.request.Request(self.base + path, data=data, method=method,
+                                     headers=headers or {})
+        try:
+            with urllib.request.urlopen(req, timeout=60) as r:
+                status, text, hdrs = r.status, r.read().decode(), r.headers
+        except urllib.error.HTTPError as e:
+            status, text, hdrs = e.code, e.read().decode(), e.headers
+        ctype = hdrs.get("Content-Type", "")
+        if ctype.startswith("application/json"):
+            return status, json.loads(text), hdrs
+        return status, text, hdrs
+
+    def submit(self, spec):
+        st, body, _ = self.call("POST", "/runs", spec)
+        if st != 201:
+            raise AssertionError("submit failed: %s %s" % (st, body))
+        return body["id"]
+
+    def wait(self, run_id, timeout=120, states=TERMINAL):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            st, run, _ = self.call("GET", "/runs/%d" % run_id)
+            if st == 200 and run["state"] in states:
+                return run
+            time.sleep(0.1)
+        raise AssertionError("run %d not in %s after %s s" % (run_id, states, timeout))
+
+
+def spec(url, **load):
+    """A small valid spec against url; load fields override."""
+    ld = {"mode": "concurrency", "concurrency": 4, "requests": 20}
+    ld.update(load)
+    return {"name": "test", "target": {"url": "http://" + url, "model": "mock-model",
+                                       "endpoint": "chat", "stream": True},
+            "workload": {"isl": {"mean": 16, "stddev": 0}, "osl": {"mean": 8, "stddev": 0}},
+            "load": ld, "workers": 1}
+
+
+def tempdir():
+    return tempfile.TemporaryDirectory(prefix="headroom-test-")
+
+
+def numpy_percentile(values, pct):
+    import numpy
+    return float(numpy.percentile(numpy.array(values, dtype=numpy.float64), pct))

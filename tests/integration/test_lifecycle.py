@@ -1,0 +1,150 @@
+"""test_lifecycle.py - runs that do not end normally: a daemon killed and
+restarted with runs queued, a worker killed or frozen mid-run, cancels."""
+
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import hrtest
+
+
+def worker_pids(daemon_pid):
+    out = subprocess.run(["pgrep", "-P", str(daemon_pid), "-f", "headroom-worker"],
+                         capture_output=True, text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def slow_spec(mock_addr, duration=30.0, workers=1, concurrency=4):
+    s = hrtest.spec(mock_addr, concurrency=concurrency)
+    del s["load"]["requests"]
+    s["load"]["duration_s"] = duration
+    s["workers"] = workers
+    return s
+
+
+class Lifecycle(unittest.TestCase):
+    def setUp(self):
+        self.tmp = hrtest.tempdir()
+        # every request takes ~0.1 + 8 * 0.05 = 0.5 s
+        self.mock = hrtest.start_mock("--ttft-ms", "100", "--itl-ms", "50")
+        self.daemon = hrtest.start_daemon(self.tmp.name)
+        self.api = hrtest.Api(self.daemon.addr)
+
+    def tearDown(self):
+        self.daemon.stop()
+        self.mock.stop()
+        self.tmp.cleanup()
+
+    def wait_records(self, run_id, n=1, timeout=30):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            st, run, _ = self.api.call("GET", "/runs/%d" % run_id)
+            p = run.get("progress") or {}
+            if run["state"] == "running" and p.get("records", 0) >= n:
+                return run
+            time.sleep(0.1)
+        self.fail("run %d never reported %d records" % (run_id, n))
+
+    def records(self, run_id):
+        st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl" % run_id)
+        self.assertEqual(st, 200)
+        return [json.loads(line) for line in text.splitlines()]
+
+    def test_daemon_killed_then_restarted_keeps_queue_and_results(self):
+        done = self.api.submit(hrtest.spec(self.mock.addr, requests=8))
+        self.assertEqual(self.api.wait(done)["state"], "succeeded")
+        running = self.api.submit(slow_spec(self.mock.addr))
+        queued = [self.api.submit(hrtest.spec(self.mock.addr, requests=8)) for _ in range(2)]
+        self.wait_records(running)
+        pid = self.daemon.p.pid
+        workers = worker_pids(pid)
+        self.assertTrue(workers)
+        self.daemon.stop(signal.SIGKILL)
+        # orphaned workers get SIGTERM from the kernel and exit
+        deadline = time.time() + 10
+        while time.time() < deadline and any(os.path.exists("/proc/%d" % w) and
+                                             open("/proc/%d/stat" % w).read().split()[2] != "Z"
+                                             for w in workers):
+            time.sleep(0.1)
+        for w in workers:
+            alive = os.path.exists("/proc/%d" % w) and \
+                open("/proc/%d/stat" % w).read().split()[2] != "Z"
+            self.assertFalse(alive, "worker %d outlived its daemon" % w)
+
+        self.daemon = hrtest.start_daemon(self.tmp.name)
+        self.api = hrtest.Api(self.daemon.addr)
+        st, run, _ = self.api.call("GET", "/runs/%d" % running)
+        self.assertEqual(run["state"], "interrupted")
+        self.assertIn("daemon stopped", run["reason"])
+        for q in queued:
+            self.assertEqual(self.api.wait(q)["state"], "succeeded")
+        st, old, _ = self.api.call("GET", "/runs/%d" % done)
+        self.assertEqual(old["state"], "succeeded")
+        self.assertEqual(old["summary"]["counts"]["valid"], 8)
+        self.assertEqual(len(self.records(done)), 8)
+
+    def test_graceful_stop_interrupts_and_keeps_records(self):
+        run_id = self.api.submit(slow_spec(self.mock.addr))
+        self.wait_records(run_id, n=4)
+        self.assertEqual(self.daemon.stop(signal.SIGTERM), 0)
+        self.daemon = hrtest.start_daemon(self.tmp.name)
+        self.api = hrtest.Api(self.daemon.addr)
+        st, run, _ = self.api.call("GET", "/runs/%d" % run_id)
+        self.assertEqual(run["state"], "interrupted")
+        rows = self.records(run_id)
+        self.assertGreaterEqual(len(rows), 4)
+        self.assertTrue(any(r["error"] == "cancelled" for r in rows))
+        self.assertIsNotNone(run["summary"])
+
+    def test_worker_killed_mid_run(self):
+        run_id = self.api.submit(slow_spec(self.mock.addr, workers=2))
+        self.wait_records(run_id, n=2)
+        workers = worker_pids(self.daemon.p.pid)
+        self.assertEqual(len(workers), 2)
+        os.kill(workers[0], signal.SIGKILL)
+        run = self.api.wait(run_id, timeout=30)
+        self.assertEqual(run["state"], "failed")
+        self.assertIn("killed by signal 9", run["reason"])
+        self.assertGreaterEqual(len(self.records(run_id)), 2)  # kept what arrived
+
+    def test_worker_frozen_is_declared_silent(self):
+        run_id = self.api.submit(slow_spec(self.mock.addr))
+        self.wait_records(run_id)
+        workers = worker_pids(self.daemon.p.pid)
+        os.kill(workers[0], signal.SIGSTOP)
+        try:
+            run = self.api.wait(run_id, timeout=30)
+        finally:
+            for w in workers:
+                try:
+                    os.kill(w, signal.SIGCONT)
+                except ProcessLookupError:
+                    pass
+        self.assertEqual(run["state"], "failed")
+        self.assertIn("silent", run["reason"])
+        self.assertGreaterEqual(len(self.records(run_id)), 1)
+
+    def test_cancel_running_and_queued(self):
+        running = self.api.submit(slow_spec(self.mock.addr))
+        queued = self.api.submit(slow_spec(self.mock.addr))
+        self.wait_records(running)
+        st, body, _ = self.api.call("POST", "/runs/%d/cancel" % queued)
+        self.assertEqual((st, body["state"]), (202, "cancelled"))
+        st, body, _ = self.api.call("POST", "/runs/%d/cancel" % running)
+        self.assertEqual((st, body["state"]), (202, "running"))
+        t = time.time()
+        run = self.api.wait(running, timeout=15)
+        self.assertLess(time.time() - t, 5)
+        self.assertEqual(run["state"], "cancelled")
+        rows = self.records(running)
+        self.assertTrue(any(r["error"] == "cancelled" for r in rows))
+        st, body, _ = self.api.call("POST", "/runs/%d/cancel" % running)
+        self.assertEqual(st, 409)
+        self.assertEqual(self.api.wait(queued)["state"], "cancelled")
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,131 @@
+/* test_spec.c - run spec validation: defaults, every error names its field. */
+#include <jansson.h>
+#include <string.h>
+
+#include "spec.h"
+#include "tap.h"
+
+static const char *base = "{\"target\":{\"url\":\"http://127.0.0.1:8000\",\"model\":\"m\"},"
+			  "\"load\":{\"concurrency\":8,\"requests\":100}}";
+
+static void test_defaults(void)
+{
+	struct spec s;
+	struct spec_error e;
+	CHECK_EQ_INT(spec_parse(base, strlen(base), 4, &s, &e), 0);
+	CHECK_STR(s.target.url, "http://127.0.0.1:8000");
+	CHECK_EQ_INT(s.target.endpoint, SPEC_EP_CHAT);
+	CHECK(s.target.stream);
+	CHECK_EQ_DBL(s.target.timeout_s, 600);
+	CHECK_EQ_DBL(s.workload.isl.mean, 128);
+	CHECK_EQ_DBL(s.workload.osl.stddev, 0);
+	CHECK_EQ_INT(s.load.concurrency, 8);
+	CHECK_EQ_INT(s.load.requests, 100);
+	CHECK_EQ_INT(s.workers, 4);
+	/* the normalised JSON carries every default */
+	CHECK_STR(json_string_value(json_object_get(json_object_get(s.json, "target"), "endpoint")),
+		  "chat");
+	CHECK_EQ_INT(json_integer_value(json_object_get(s.json, "workers")), 4);
+	CHECK(json_is_object(json_object_get(s.json, "labels")));
+	/* a normalised spec parses to the same thing (workers stay fixed) */
+	struct spec s2;
+	CHECK_EQ_INT(spec_from_json(s.json, 1, &s2, &e), 0);
+	CHECK_EQ_INT(s2.workers, 4);
+	CHECK(json_equal(s.json, s2.json));
+	spec_release(&s2);
+	spec_release(&s);
+
+	/* default workers never exceed the concurrency */
+	const char *c2 = "{\"target\":{\"url\":\"http://h\",\"model\":\"m\"},"
+			 "\"load\":{\"concurrency\":2,\"duration_s\":1.5}}";
+	CHECK_EQ_INT(spec_parse(c2, strlen(c2), 16, &s, &e), 0);
+	CHECK_EQ_INT(s.workers, 2);
+	CHECK_EQ_DBL(s.load.duration_s, 1.5);
+	CHECK_EQ_INT(s.load.requests, 0);
+	spec_release(&s);
+}
+
+struct bad {
+	const char *json;
+	const char *code;
+	const char *field;
+};
+
+#define T "\"target\":{\"url\":\"http://h\",\"model\":\"m\"}"
+#define L "\"load\":{\"requests\":10}"
+
+static const struct bad bads[] = {
+	{"{", "invalid_json", ""},
+	{"[]", "wrong_type", ""},
+	{"{" T "," L ",\"extra\":1}", "unknown_field", "extra"},
+	{"{" L "}", "missing_field", "target"},
+	{"{\"target\":{\"model\":\"m\"}," L "}", "missing_field", "target.url"},
+	{"{\"target\":{\"url\":\"ftp://h\",\"model\":\"m\"}," L "}", "invalid_value", "target.url"},
+	{"{\"target\":{\"url\":\"http://h x\",\"model\":\"m\"}," L "}", "invalid_value",
+	 "target.url"},
+	{"{\"target\":{\"url\":\"http://h\"}," L "}", "missing_field", "target.model"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"stream\":1}," L "}", "wrong_type",
+	 "target.stream"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"endpoint\":\"x\"}," L "}",
+	 "invalid_value", "target.endpoint"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"nope\":1}," L "}", "unknown_field",
+	 "target.nope"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"headers\":{\"X\":1}}," L "}",
+	 "wrong_type", "target.headers.X"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"headers\":{\"X\":\"a\\r\\nb\"}}," L
+	 "}",
+	 "invalid_value", "target.headers.X"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"headers\":{\"a b\":\"x\"}}," L "}",
+	 "invalid_value", "target.headers.a b"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"api_key_env\":\"1X\"}," L "}",
+	 "invalid_value", "target.api_key_env"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"timeout_s\":0}," L "}",
+	 "out_of_range", "target.timeout_s"},
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"extra_body\":[]}," L "}",
+	 "wrong_type", "target.extra_body"},
+	{"{" T ",\"load\":{\"concurrency\":0,\"requests\":1}}", "out_of_range", "load.concurrency"},
+	{"{" T ",\"load\":{\"concurrency\":1.5,\"requests\":1}}", "wrong_type",
+	 "load.concurrency"},
+	{"{" T ",\"load\":{\"concurrency\":\"4\",\"requests\":1}}", "wrong_type",
+	 "load.concurrency"},
+	{"{" T ",\"load\":{\"requests\":1,\"duration_s\":1}}", "invalid_value", "load.duration_s"},
+	{"{" T ",\"load\":{}}", "missing_field", "load.requests"},
+	{"{" T ",\"load\":{\"requests\":0}}", "out_of_range", "load.requests"},
+	{"{" T ",\"load\":{\"requests\":1e300}}", "out_of_range", "load.requests"},
+	{"{" T ",\"load\":{\"duration_s\":-1}}", "out_of_range", "load.duration_s"},
+	{"{" T ",\"load\":{\"mode\":\"rate\",\"requests\":1}}", "invalid_value", "load.mode"},
+	{"{" T "," L ",\"workers\":0}", "out_of_range", "workers"},
+	{"{" T ",\"load\":{\"concurrency\":2,\"requests\":9},\"workers\":3}", "out_of_range",
+	 "workers"},
+	{"{" T "," L ",\"workload\":{\"isl\":{\"mean\":-1}}}", "out_of_range",
+	 "workload.isl.mean"},
+	{"{" T "," L ",\"workload\":{\"osl\":{\"mean\":1,\"p\":2}}}", "unknown_field",
+	 "workload.osl.p"},
+	{"{" T "," L ",\"workload\":{\"kind\":\"sharegpt\"}}", "invalid_value", "workload.kind"},
+	{"{" T "," L ",\"workload\":{\"seed\":-3}}", "out_of_range", "workload.seed"},
+	{"{" T "," L ",\"labels\":{\"a\":1}}", "wrong_type", "labels.a"},
+	{"{" T "," L ",\"labels\":[]}", "wrong_type", "labels"},
+	{"{" T "," L ",\"name\":5}", "wrong_type", "name"},
+	{"{" T "," L ",\"name\":\"a\",\"name\":\"b\"}", "invalid_json", ""},
+};
+
+static void test_errors(void)
+{
+	for (size_t i = 0; i < sizeof bads / sizeof bads[0]; i++) {
+		struct spec s;
+		struct spec_error e;
+		int rc = spec_parse(bads[i].json, strlen(bads[i].json), 2, &s, &e);
+		if (!CHECK_EQ_INT(rc, -1))
+			spec_release(&s);
+		CHECK_STR(e.code, bads[i].code);
+		CHECK_STR(e.field, bads[i].field);
+		CHECK(e.message[0] != '\0');
+	}
+}
+
+int main(void)
+{
+	test_defaults();
+	test_errors();
+	return tap_done();
+}
