@@ -26,9 +26,11 @@
 
 /* Called for each dispatched event. event/data are borrowed, valid only
  * during the call, NUL-terminated; event is "message" when no event field
- * was given. A nonzero return stops parsing and is returned by sse_feed. */
+ * was given. A nonzero return stops parsing and is returned by sse_feed;
+ * the rest of that feed is dropped, so stop feeding this stream then. */
 typedef int (*sse_event_fn)(void *ud, const char *event, const char *data, size_t data_len);
-/* Optional: called for each comment line (keep-alives); may be NULL. */
+/* Optional: called for each comment line (keep-alives) with the text after
+ * ':' minus one leading space; may be NULL. */
 typedef void (*sse_comment_fn)(void *ud, const char *text, size_t len);
 
 struct sse_parser {
@@ -49,7 +51,8 @@ void sse_release(struct sse_parser *p);
 int sse_feed(struct sse_parser *p, const char *buf, size_t len);
 /* End of stream. A final line without terminator is processed as a line;
  * an event not yet terminated by a blank line is discarded (as browsers do).
- * Returns 0 or the callback's nonzero return. */
+ * Returns 0, or SSE_ERR_OVERSIZE when the parser is spent. The parser is
+ * then reset and may take a new stream without reallocating. */
 int sse_finish(struct sse_parser *p);
 
 #endif
