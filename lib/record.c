@@ -187,7 +187,8 @@ void record_chunks_encode(struct dynbuf *out, const struct hr_record *r)
 	put_u(out, r->n_chunks);
 	int64_t prev = r->start_ns;
 	for (uint32_t i = 0; i < r->n_chunks; i++) {
-		put_s(out, r->chunk_ns[i] - prev);
+		/* wrap-around arithmetic: defined for any input, exact on decode */
+		put_s(out, (int64_t)((uint64_t)r->chunk_ns[i] - (uint64_t)prev));
 		prev = r->chunk_ns[i];
 	}
 }
@@ -206,10 +207,10 @@ static long chunks_read(struct rd *rd, int64_t start_ns, int64_t **arr, size_t *
 		*arr = xrealloc(*arr, n * sizeof **arr);
 		*cap = n;
 	}
-	int64_t t = start_ns;
+	uint64_t t = (uint64_t)start_ns;
 	for (uint64_t i = 0; i < n; i++) {
-		t += get_s(rd);
-		(*arr)[i] = t;
+		t += (uint64_t)get_s(rd);
+		(*arr)[i] = (int64_t)t;
 	}
 	return rd->bad ? -1 : (long)n;
 }
@@ -261,8 +262,8 @@ static int decode_one(struct rd *rd, struct hr_record *r)
 		return -1;
 	r->n_chunks = (uint32_t)n;
 	uint64_t ml = get_bounded(rd, HR_MAX_ERROR_MSG);
-	if (rd->bad || ml > (uint64_t)(rd->end - rd->p))
-		return -1;
+	if (rd->bad || ml > (uint64_t)(rd->end - rd->p) || memchr(rd->p, 0, ml))
+		return -1; /* messages are text: a NUL would silently truncate */
 	if (ml) {
 		r->error_msg = xstrndup((const char *)rd->p, ml);
 		rd->p += ml;
