@@ -45,7 +45,7 @@ static int check_keys(struct vctx *v, json_t *obj, const char *prefix, const cha
 			if (strcmp(*a, key) == 0)
 				ok = 1;
 		if (!ok) {
-			char path[128];
+			char path[512];
 			snprintf(path, sizeof path, "%s%s%s", prefix, *prefix ? "." : "", key);
 			return fail(v, "unknown_field", path, "unknown field '%s'", path);
 		}
@@ -147,7 +147,7 @@ static int check_string_map(struct vctx *v, json_t *obj, const char *path, size_
 	json_t *val;
 	json_object_foreach(obj, key, val)
 	{
-		char p[128];
+		char p[512];
 		snprintf(p, sizeof p, "%s.%s", path, key);
 		if (strlen(key) == 0 || strlen(key) > HR_MAX_LABEL_LEN)
 			return fail(v, "invalid_value", p, "keys of '%s' must be 1..%d bytes", path,
@@ -262,7 +262,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	json_t *hv;
 	json_object_foreach(s->target.headers, hk, hv)
 	{
-		char p[160];
+		char p[512];
 		snprintf(p, sizeof p, "target.headers.%s", hk);
 		if (!valid_header_name(hk))
 			return fail(v, "invalid_value", p, "'%s' is not a valid header name", hk);

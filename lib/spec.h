@@ -55,8 +55,8 @@ struct spec {
 struct spec_error {
 	char code[32];     /* invalid_json, unknown_field, wrong_type, out_of_range,
 			      missing_field, invalid_value */
-	char field[128];   /* dotted path, "" for the whole document */
-	char message[256];
+	char field[512];   /* dotted path, "" for the whole document */
+	char message[768];
 };
 
 /* Parse text (not necessarily NUL-terminated). default_workers is used when

@@ -132,3 +132,54 @@ int parse_hostport(const char *s, char *host, int *port, char *err)
 	*port = (int)p;
 	return 0;
 }
+
+/* Length of the valid UTF-8 sequence at s (1..4), 0 when invalid, -1 when
+ * it is cut short by the terminating NUL. */
+static int utf8_seq(const unsigned char *s)
+{
+	unsigned char c = s[0];
+	int n;
+	unsigned int cp;
+	if (c < 0x80)
+		return 1;
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2;
+		cp = c & 0x1f;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3;
+		cp = c & 0x0f;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4;
+		cp = c & 0x07;
+	} else {
+		return 0;
+	}
+	for (int i = 1; i < n; i++) {
+		if (s[i] == 0)
+			return -1;
+		if ((s[i] & 0xc0) != 0x80)
+			return 0;
+		cp = (cp << 6) | (s[i] & 0x3f);
+	}
+	if ((n == 3 && (cp < 0x800 || (cp >= 0xd800 && cp <= 0xdfff))) ||
+	    (n == 4 && (cp < 0x10000 || cp > 0x10ffff)))
+		return 0;
+	return n;
+}
+
+char *utf8_sanitize(char *s)
+{
+	unsigned char *p = (unsigned char *)s;
+	while (*p) {
+		int n = utf8_seq(p);
+		if (n > 0) {
+			p += n;
+		} else if (n < 0) {
+			*p = '\0';
+			break;
+		} else {
+			*p++ = '?';
+		}
+	}
+	return s;
+}

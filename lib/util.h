@@ -37,6 +37,10 @@ int errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
  * (%.15g, %.16g or %.17g). buf must hold 32 bytes. Returns its length. */
 int fmt_double(char *buf, double v);
 
+/* Makes s valid UTF-8 in place: invalid bytes become '?', a sequence cut
+ * short at the end (by truncation) is dropped. Returns s. */
+char *utf8_sanitize(char *s);
+
 /* Parse "HOST:PORT" (IPv4 literal, name or [IPv6]). host must hold 256
  * bytes. Returns 0 or -1 with a message in err. */
 int parse_hostport(const char *s, char *host, int *port, char *err);

@@ -61,10 +61,15 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
 /* Steals body. */
 static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
-	char *s = json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
 	json_decref(body);
-	if (!s)
-		xalloc_die();
+	if (!s) {
+		/* only reachable through a bug (e.g. invalid UTF-8 slipped through) */
+		static const char fixed[] = "{\"error\":{\"code\":\"internal\",\"message\":"
+					    "\"response could not be encoded\",\"field\":null}}";
+		s = xstrdup(fixed);
+		status = 500;
+	}
 	size_t n = strlen(s);
 	return reply_text(c, status, "application/json", s, n);
 }
@@ -76,13 +81,18 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
 static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
 				   const char *field, const char *fmt, ...)
 {
-	char msg[512];
+	char msg[512], fld[256];
 	va_list ap;
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
 	va_end(ap);
+	/* messages quote client input (URLs, field names), possibly truncated
+	 * mid-character: JSON needs valid UTF-8 */
+	utf8_sanitize(msg);
+	snprintf(fld, sizeof fld, "%s", field ? field : "");
+	utf8_sanitize(fld);
 	json_t *e = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", msg,
-			      "field", field && *field ? json_string(field) : json_null());
+			      "field", fld[0] ? json_string(fld) : json_null());
 	return reply_json(c, status, e);
 }
 
@@ -460,16 +470,18 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		long long n;
 		if (cl && parse_int(cl, 0, INT64_MAX, &n) == 0 && n > (long long)HR_MAX_BODY_BYTES)
-			rq->too_large = 1;
-		else
-			return MHD_YES;
+			return reply_error(conn, 413, "body_too_large", NULL,
+					   "request body is larger than %u bytes",
+					   HR_MAX_BODY_BYTES);
+		return MHD_YES;
 	}
 	if (*upload_data_size) {
+		/* a body that outgrows the bound (chunked uploads have no length
+		 * up front) is read and discarded; the 413 goes on the final call */
 		if (!rq->too_large && dynbuf_add(&rq->body, upload_data, *upload_data_size) < 0)
 			rq->too_large = 1;
 		*upload_data_size = 0;
-		if (!rq->too_large)
-			return MHD_YES;
+		return MHD_YES;
 	}
 	if (rq->too_large)
 		return reply_error(conn, 413, "body_too_large", NULL,

@@ -1,0 +1,702 @@
+#!/usr/bin/env python3
+"""test_openapi.py - keeps api/openapi.yaml true.
+
+1. Route coverage: `headroomd --list-routes` and the document's paths must
+   name the same (method, path) pairs, both ways; the document is checked
+   for well-formedness (every $ref resolves, every schema is a valid JSON
+   Schema 2020-12) and its bounds against lib/limits.h.
+2. Response validation: the real headroomd (and headroom-mock) are driven
+   over real sockets through every route, and every answer is checked
+   against the document: its status must be documented for its route, its
+   Content-Type must be a documented media type, its documented headers
+   must be present and valid, and its body must validate against the
+   documented schema (JSON bodies; each JSONL line against RecordRow; CSV
+   headers against the documented columns).
+
+The response tests are split by what they need:
+
+- ApiSurfaceTest runs headroomd with a stand-in worker program that starts
+  and then never speaks (a shell script sleeping), so a run stays `running`
+  until cancelled and the runs after it stay `queued`. It exercises every
+  route and every error without depending on headroom-worker.
+- FinishedRunTest runs headroomd with the real headroom-worker against the
+  zero-delay mock: a run that succeeds (summary with real numbers, records
+  JSONL/CSV), and a long run that is cancelled while running with a second
+  one queued behind it. It needs a functional headroom-worker.
+
+Run: HEADROOM_BIN=build/bin /usr/bin/python3 tests/integration/test_openapi.py
+"""
+import csv
+import io
+import json
+import os
+import re
+import socket
+import stat
+import subprocess
+import sys
+import time
+import unittest
+import http.client
+import urllib.parse
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hrtest  # noqa: E402
+import yaml  # noqa: E402
+from jsonschema import Draft202012Validator, FormatChecker, RefResolver  # noqa: E402
+
+DOC_PATH = os.path.join(hrtest.SRC, "api", "openapi.yaml")
+LIMITS_H = os.path.join(hrtest.SRC, "lib", "limits.h")
+HEADROOMD = os.path.join(hrtest.BIN, "headroomd")
+METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
+MAX_BODY = 1 << 20
+
+
+def load_doc():
+    with open(DOC_PATH, encoding="utf-8") as f:
+        return yaml.safe_load(f)
+
+
+class Doc:
+    """The OpenAPI document, with lookups by (method, concrete path, status)."""
+
+    def __init__(self, doc):
+        self.doc = doc
+        self.resolver = RefResolver.from_schema(doc)
+        self.seen = set()  # (template, method, status) validated so far
+
+    def pointer(self, ref):
+        if not ref.startswith("#/"):
+            raise AssertionError("only local $refs are used: %s" % ref)
+        node = self.doc
+        for part in ref[2:].split("/"):
+            part = part.replace("~1", "/").replace("~0", "~")
+            node = node[part]
+        return node
+
+    def deref(self, obj):
+        """Follows an OpenAPI-level {"$ref": ...} (response, parameter, header)."""
+        while isinstance(obj, dict) and "$ref" in obj:
+            obj = self.pointer(obj["$ref"])
+        return obj
+
+    def validate(self, schema, instance, what):
+        v = Draft202012Validator(schema, resolver=self.resolver, format_checker=FormatChecker())
+        errors = sorted(v.iter_errors(instance), key=lambda e: list(e.path))
+        if errors:
+            msgs = ["%s at %s: %s" % (what, "/".join(str(p) for p in e.path) or "(root)",
+                                      e.message[:300]) for e in errors[:5]]
+            raise AssertionError("\n".join(msgs) + "\ninstance: %s" % json.dumps(instance)[:2000])
+
+    def schema(self, name):
+        return {"$ref": "#/components/schemas/" + name}
+
+    def match_path(self, path):
+        """The templates matching a concrete path, the way server/api.c matches."""
+        path = path.split("?", 1)[0]
+        if path.endswith("/") and len(path) > 1:
+            path = path[:-1]  # one trailing slash is tolerated
+        segs = path.split("/")
+        out = []
+        for tpl in self.doc["paths"]:
+            tsegs = tpl.split("/")
+            if len(tsegs) != len(segs):
+                continue
+            if all(t == s or (t.startswith("{") and s != "") for t, s in zip(tsegs, segs)):
+                out.append(tpl)
+        return out
+
+    def operation(self, method, path):
+        """(template, operation) or (template, None) when the path is known but the
+        method is not, or (None, None)."""
+        tpls = self.match_path(path)
+        for tpl in tpls:
+            op = self.doc["paths"][tpl].get(method.lower())
+            if op:
+                return tpl, op
+        return (tpls[0] if tpls else None), None
+
+    def parameters(self, tpl, op):
+        params = [self.deref(p) for p in self.doc["paths"][tpl].get("parameters", [])]
+        params += [self.deref(p) for p in op.get("parameters", [])]
+        return params
+
+    def check(self, method, path, status, headers, body):
+        """Checks one answer against the document; returns the parsed body.
+
+        body: bytes. headers: a message object (get() by name)."""
+        tpl, op = self.operation(method, path)
+        if tpl is None:
+            if status != 404:
+                raise AssertionError("%s %s: unknown path answered %d, not 404"
+                                     % (method, path, status))
+            resp = self.deref({"$ref": "#/components/responses/NotFound"})
+            key = ("(unknown)", method, status)
+        elif op is None:
+            if status not in (405, 413):
+                raise AssertionError("%s %s: method not in the document for %s, but the "
+                                     "server answered %d" % (method, path, tpl, status))
+            resp = self.deref({"$ref": "#/components/responses/%s" %
+                               ("MethodNotAllowed" if status == 405 else "TooLarge")})
+            key = (tpl, method, status)
+        else:
+            # every query parameter used must be documented for the operation
+            query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query,
+                                          keep_blank_values=True)
+            documented = {p["name"] for p in self.parameters(tpl, op) if p["in"] == "query"}
+            for q in query:
+                if q not in documented:
+                    raise AssertionError("%s %s: query parameter %r is not documented"
+                                         % (method, tpl, q))
+            responses = op["responses"]
+            if str(status) not in responses:
+                raise AssertionError("%s %s answered %d, which the document does not list "
+                                     "(it lists %s); body: %r"
+                                     % (method, tpl, status, sorted(responses), body[:300]))
+            resp = self.deref(responses[str(status)])
+            key = (tpl, method, status)
+        self.seen.add(key)
+        what = "%s %s -> %d" % (method, key[0], status)
+        for name, h in (resp.get("headers") or {}).items():
+            h = self.deref(h)
+            value = headers.get(name)
+            if value is None:
+                raise AssertionError("%s: documented header %s is missing" % (what, name))
+            self.validate(h["schema"], value, "%s header %s" % (what, name))
+        content = resp.get("content") or {}
+        ctype = headers.get("Content-Type") or ""
+        media = ctype.split(";")[0].strip().lower()
+        if media not in content:
+            raise AssertionError("%s: Content-Type %r is not documented (%s)"
+                                 % (what, ctype, sorted(content)))
+        mt = content[media]
+        text = body.decode("utf-8")  # every body is UTF-8
+        if media == "application/json":
+            parsed = json.loads(text)
+            self.validate(mt["schema"], parsed, what)
+            return parsed
+        if media == "application/x-ndjson":
+            if text and not text.endswith("\n"):
+                raise AssertionError("%s: JSONL body does not end with a newline" % what)
+            rows = []
+            for i, line in enumerate(text.splitlines()):
+                row = json.loads(line)
+                self.validate(mt["x-itemSchema"], row, "%s line %d" % (what, i + 1))
+                rows.append(row)
+            return rows
+        if media == "text/csv":
+            if "charset=utf-8" not in ctype.replace(" ", "").lower():
+                raise AssertionError("%s: CSV without charset=utf-8: %r" % (what, ctype))
+            return text
+        raise AssertionError("%s: no check for media type %s" % (what, media))
+
+    def record_columns(self, csv_only=False):
+        props = self.doc["components"]["schemas"]["RecordRow"]["properties"]
+        return [k for k, v in props.items() if not (csv_only and v.get("x-jsonl-only"))]
+
+
+def http_call(addr, method, path, body=None, headers=None, timeout=30):
+    """One request over a fresh connection; returns (status, headers, raw body)."""
+    host, port = addr.rsplit(":", 1)
+    c = http.client.HTTPConnection(host, int(port), timeout=timeout)
+    try:
+        hdrs = dict(headers or {})
+        if body is not None and "Content-Type" not in hdrs:
+            hdrs["Content-Type"] = "application/json"
+        c.request(method, path, body=body, headers=hdrs)
+        r = c.getresponse()
+        return r.status, r.headers, r.read()
+    finally:
+        c.close()
+
+
+def upload(addr, head, pieces, timeout=20):
+    """Sends head then the body pieces on a raw socket, stopping as soon as the
+    server answers (it may answer before the body is complete); returns
+    (status, headers, body) or raises AssertionError when the connection
+    closes without an answer."""
+    import select
+    host, port = addr.rsplit(":", 1)
+    s = socket.create_connection((host, int(port)), timeout=timeout)
+    try:
+        s.sendall(head)
+        for p in pieces:
+            r, _, _ = select.select([s], [], [], 0)
+            if r:
+                break  # an early answer
+            try:
+                s.sendall(p)
+            except (BrokenPipeError, ConnectionResetError):
+                break
+        resp = http.client.HTTPResponse(s, method="POST")
+        try:
+            resp.begin()
+        except (http.client.RemoteDisconnected, ConnectionResetError) as e:
+            raise AssertionError("the server closed the connection without an answer: %r" % e)
+        return resp.status, resp.headers, resp.read()
+    finally:
+        s.close()
+
+
+def chunked(total, size=65536, byte=b" "):
+    sent = 0
+    while sent < total:
+        n = min(size, total - sent)
+        yield b"%x\r\n" % n + byte * n + b"\r\n"
+        sent += n
+    yield b"0\r\n\r\n"
+
+
+def c_limits():
+    """The #defines of lib/limits.h, evaluated."""
+    out = {}
+    with open(LIMITS_H) as f:
+        for line in f:
+            m = re.match(r"#define\s+(HR_\w+)\s+(.*?)\s*(/\*.*)?$", line)
+            if not m or not m.group(2):
+                continue
+            expr = re.sub(r"(\d)(?:[uU]|LL|ll|[uU]LL)\b", r"\1", m.group(2))
+            out[m.group(1)] = eval(expr, {"__builtins__": {}}, out)  # trusted source file
+    return out
+
+
+class DocumentTest(unittest.TestCase):
+    """The document itself, and the routes the server has."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.raw = load_doc()
+        cls.doc = Doc(cls.raw)
+
+    def test_routes_match_the_server(self):
+        out = subprocess.run([HEADROOMD, "--list-routes"], capture_output=True, text=True,
+                             timeout=30, check=True).stdout
+        server = set()
+        for line in out.splitlines():
+            if line.strip():
+                method, path = line.split()
+                server.add((method.upper(), path))
+        self.assertTrue(server, "headroomd --list-routes printed nothing")
+        documented = set()
+        for path, item in self.raw["paths"].items():
+            for m in item:
+                if m in METHODS:
+                    documented.add((m.upper(), path))
+        self.assertEqual(sorted(server - documented), [],
+                         "routes of headroomd missing from api/openapi.yaml")
+        self.assertEqual(sorted(documented - server), [],
+                         "operations in api/openapi.yaml that headroomd does not have")
+
+    def test_document_is_well_formed(self):
+        d = self.raw
+        self.assertEqual(d["openapi"], "3.1.0")
+        self.assertEqual(d["info"]["title"], "headroom")
+        version = subprocess.run([HEADROOMD, "--version"], capture_output=True, text=True,
+                                 timeout=30).stdout.split()[-1]
+        self.assertEqual(d["info"]["version"], version)
+        self.assertTrue(d.get("servers"))
+        for name, s in d["components"]["schemas"].items():
+            Draft202012Validator.check_schema(s)
+
+        # every $ref resolves
+        def walk(node, where):
+            if isinstance(node, dict):
+                if "$ref" in node:
+                    try:
+                        self.doc.pointer(node["$ref"])
+                    except (KeyError, TypeError):
+                        self.fail("%s: $ref %s does not resolve" % (where, node["$ref"]))
+                for k, v in node.items():
+                    walk(v, where + "/" + str(k))
+            elif isinstance(node, list):
+                for i, v in enumerate(node):
+                    walk(v, "%s/%d" % (where, i))
+        walk(d, "#")
+
+        ids = set()
+        for path, item in d["paths"].items():
+            names = set(re.findall(r"{(\w+)}", path))
+            for m, op in item.items():
+                if m not in METHODS:
+                    continue
+                self.assertNotIn(op["operationId"], ids)
+                ids.add(op["operationId"])
+                params = self.doc.parameters(path, op)
+                in_path = {p["name"] for p in params if p["in"] == "path"}
+                self.assertEqual(in_path, names, "%s %s path parameters" % (m, path))
+                for p in params:
+                    Draft202012Validator.check_schema(p["schema"])
+                self.assertTrue(op["responses"], "%s %s has no responses" % (m, path))
+                for status, r in op["responses"].items():
+                    r = self.doc.deref(r)
+                    self.assertRegex(status, r"^[1-5][0-9][0-9]$")
+                    self.assertTrue(r.get("description"), "%s %s %s" % (m, path, status))
+                    for media, mt in (r.get("content") or {}).items():
+                        Draft202012Validator.check_schema(mt["schema"])
+                    if status[0] in "45":
+                        self.assertIn("application/json", r["content"])
+                if m == "post" and path == "/api/v1/runs":
+                    self.assertEqual(op["requestBody"]["content"]["application/json"]["schema"],
+                                     self.doc.schema("RunSpec"))
+
+    def test_bounds_match_limits_h(self):
+        lim = c_limits()
+        sch = self.raw["components"]["schemas"]
+        spec = sch["RunSpec"]["properties"]
+        tgt = spec["target"]["properties"]
+        load = spec["load"]["properties"]
+        dist = sch["LengthDist"]["properties"]
+        pairs = [
+            (spec["name"]["maxLength"], lim["HR_MAX_NAME_LEN"]),
+            (spec["labels"]["maxProperties"], lim["HR_MAX_LABELS"]),
+            (spec["labels"]["propertyNames"]["maxLength"], lim["HR_MAX_LABEL_LEN"]),
+            (spec["labels"]["additionalProperties"]["maxLength"], lim["HR_MAX_LABEL_LEN"] * 16),
+            (tgt["url"]["maxLength"], lim["HR_MAX_URL_LEN"]),
+            (tgt["model"]["maxLength"], lim["HR_MAX_NAME_LEN"]),
+            (tgt["headers"]["maxProperties"], lim["HR_MAX_HEADERS"]),
+            (tgt["headers"]["propertyNames"]["maxLength"], lim["HR_MAX_LABEL_LEN"]),
+            (tgt["headers"]["additionalProperties"]["maxLength"], lim["HR_MAX_LABEL_LEN"] * 16),
+            (tgt["timeout_s"]["maximum"], lim["HR_MAX_TIMEOUT_S"]),
+            (load["concurrency"]["maximum"], lim["HR_MAX_CONCURRENCY"]),
+            (load["requests"]["maximum"], lim["HR_MAX_REQUESTS"]),
+            (load["duration_s"]["maximum"], lim["HR_MAX_DURATION_S"]),
+            (spec["workers"]["maximum"], lim["HR_MAX_WORKERS"]),
+            (dist["mean"]["maximum"], lim["HR_MAX_ISL"]),
+            (dist["mean"]["maximum"], lim["HR_MAX_OSL"]),
+            (dist["stddev"]["maximum"], lim["HR_MAX_ISL"]),
+        ]
+        for got, want in pairs:
+            self.assertEqual(got, want)
+        list_params = {p["name"]: p for p in self.raw["paths"]["/api/v1/runs"]["get"]["parameters"]}
+        self.assertEqual(list_params["limit"]["schema"]["maximum"], lim["HR_MAX_PAGE_LIMIT"])
+        self.assertEqual(list_params["limit"]["schema"]["default"], lim["HR_DEFAULT_PAGE_LIMIT"])
+        self.assertIn(str(lim["HR_MAX_BODY_BYTES"]),
+                      self.raw["components"]["responses"]["TooLarge"]["description"])
+
+    def test_spec_schema_examples(self):
+        """The RunSpec schema accepts the documented examples and expresses
+        'exactly one of requests and duration_s'."""
+        v = Draft202012Validator(self.doc.schema("RunSpec"), resolver=self.doc.resolver)
+        good = hrtest.spec("127.0.0.1:1")
+        for ex in self.raw["components"]["schemas"]["RunSpec"]["examples"] + [good]:
+            v.validate(ex)
+        dur = json.loads(json.dumps(good))
+        del dur["load"]["requests"]
+        dur["load"]["duration_s"] = 1.5
+        v.validate(dur)
+        both = json.loads(json.dumps(good))
+        both["load"]["duration_s"] = 1.5
+        self.assertFalse(v.is_valid(both), "requests and duration_s together must be invalid")
+        neither = json.loads(json.dumps(good))
+        del neither["load"]["requests"]
+        self.assertFalse(v.is_valid(neither), "a load without requests or duration_s is invalid")
+        nulls = json.loads(json.dumps(good))
+        nulls["load"]["duration_s"] = None
+        v.validate(nulls)
+
+
+class _ApiBase(unittest.TestCase):
+    """Shared: a daemon, the document, and a checked request helper."""
+
+    worker_bin = None  # None: the real headroom-worker beside headroomd
+
+    @classmethod
+    def setUpClass(cls):
+        cls.doc = Doc(load_doc())
+        cls.tmp = hrtest.tempdir()
+        cls.mock = hrtest.start_mock("--quiet")
+        extra = ()
+        if cls.worker_bin == "stub":
+            stub = os.path.join(cls.tmp.name, "stub-worker")
+            with open(stub, "w") as f:
+                f.write("#!/bin/sh\n# a worker that starts and never speaks\nexec sleep 60\n")
+            os.chmod(stub, stat.S_IRWXU)
+            extra = ("--worker-bin", stub)
+        data = os.path.join(cls.tmp.name, "data")
+        os.mkdir(data)
+        cls.daemon = hrtest.start_daemon(data, *extra)
+        cls.api = hrtest.Api(cls.daemon.addr)
+
+    @classmethod
+    def tearDownClass(cls):
+        rc = cls.daemon.stop()
+        cls.mock.stop()
+        cls.tmp.cleanup()
+        if rc != 0:
+            raise AssertionError("headroomd exited with status %s" % rc)
+
+    def req(self, method, path, expect, body=None, raw=None, headers=None):
+        """A request to /api/v1 + path, checked against the document; returns
+        (parsed body, headers)."""
+        if raw is None and body is not None:
+            raw = json.dumps(body).encode()
+        full = "/api/v1" + path
+        status, hdrs, data = http_call(self.daemon.addr, method, full, raw, headers)
+        parsed = self.doc.check(method, full, status, hdrs, data)
+        self.assertEqual(status, expect, "%s %s: %r" % (method, full, data[:500]))
+        return parsed, hdrs
+
+    def error(self, method, path, expect, code, field="?", **kw):
+        body, _ = self.req(method, path, expect, **kw)
+        self.assertEqual(body["error"]["code"], code, body)
+        if field != "?":
+            self.assertEqual(body["error"]["field"], field, body)
+        return body
+
+    def create(self, spec):
+        body, hdrs = self.req("POST", "/runs", 201, body=spec)
+        self.assertEqual(hdrs.get("Location"), body["url"])
+        self.assertEqual(body["url"], "/api/v1/runs/%d" % body["id"])
+        return body["id"]
+
+    def get(self, run_id):
+        return self.req("GET", "/runs/%d" % run_id, 200)[0]
+
+    def wait(self, run_id, states, timeout=30, cond=None):
+        deadline = time.time() + timeout
+        while True:
+            run = self.get(run_id)
+            if run["state"] in states and (cond is None or cond(run)):
+                return run
+            if time.time() > deadline:
+                raise AssertionError("run %d did not reach %s in %s s: %s"
+                                     % (run_id, states, timeout, json.dumps(run)[:1500]))
+            time.sleep(0.05)
+
+    def check_summary_csv(self, text, summary):
+        cols = self.doc.doc["paths"]["/api/v1/runs/{id}/summary"]["get"]["responses"]["200"][
+            "content"]["text/csv"]["x-csv-columns"]
+        rows = list(csv.reader(io.StringIO(text)))
+        self.assertEqual(rows[0], cols)
+        self.assertEqual([r[0] for r in rows[1:]], list(summary["metrics"]))
+        for r in rows[1:]:
+            self.assertEqual(len(r), len(cols), r)
+            m = summary["metrics"][r[0]]
+            self.assertEqual(r[1], m["unit"])
+            for name, cell in zip(cols[2:], r[2:]):
+                if name in m:
+                    self.assertEqual(float(cell), float(m[name]), (r[0], name))
+                else:
+                    self.assertEqual(cell, "", (r[0], name))
+
+    def check_records(self, run_id, expect_rows=None):
+        """JSONL and CSV exports of a run: schema, column order, agreement."""
+        rows, _ = self.req("GET", "/runs/%d/records" % run_id, 200)
+        also, _ = self.req("GET", "/runs/%d/records?format=jsonl" % run_id, 200)
+        self.assertEqual(rows, also)
+        if expect_rows is not None:
+            self.assertEqual(len(rows), expect_rows)
+        order = self.doc.record_columns()
+        for row in rows:
+            self.assertEqual(list(row), order, "JSONL keys are not in RecordRow's order")
+        text, _ = self.req("GET", "/runs/%d/records?format=csv" % run_id, 200)
+        table = list(csv.reader(io.StringIO(text)))
+        cols = self.doc.record_columns(csv_only=True)
+        self.assertEqual(table[0], cols, "CSV header differs from RecordRow's properties")
+        self.assertEqual(len(table) - 1, len(rows))
+        for row, cells in zip(rows, table[1:]):
+            self.assertEqual(len(cells), len(cols))
+            for name, cell in zip(cols, cells):
+                v = row[name]
+                if v is None:
+                    self.assertEqual(cell, "", name)
+                elif isinstance(v, bool):
+                    self.assertEqual(cell, "true" if v else "false")
+                elif isinstance(v, (int, float)):
+                    self.assertEqual(float(cell), float(v), name)
+                else:
+                    self.assertEqual(cell, v, name)
+        return rows
+
+
+class ApiSurfaceTest(_ApiBase):
+    """Every route and error against headroomd with a stand-in worker that never
+    speaks: a started run stays `running` until cancelled, the next ones
+    stay `queued`. Does not depend on headroom-worker."""
+
+    worker_bin = "stub"
+
+    def test_healthz(self):
+        h, _ = self.req("GET", "/healthz", 200)
+        self.assertEqual(h["status"], "ok")
+        self.req("GET", "/healthz/", 200)  # one trailing slash is tolerated
+
+    def test_errors(self):
+        s = hrtest.spec(self.mock.addr)
+        self.error("POST", "/runs", 400, "invalid_json", None, raw=b"{not json")
+        self.error("POST", "/runs", 400, "invalid_json", None, raw=b"")
+        self.error("POST", "/runs", 400, "wrong_type", None, raw=b"[]")
+        bad = dict(s, colour="red")
+        self.error("POST", "/runs", 400, "unknown_field", "colour", body=bad)
+        bad = json.loads(json.dumps(s))
+        bad["load"]["concurrency"] = 0
+        self.error("POST", "/runs", 400, "out_of_range", "load.concurrency", body=bad)
+        for path in ("/runs/999999", "/runs/abc", "/runs/0", "/runs/-1", "/runs/1.5",
+                     "/runs/99999999999999999999999"):
+            self.error("GET", path, 404, "not_found", "id")
+        self.error("GET", "/runs/999999/summary", 404, "not_found", "id")
+        self.error("GET", "/runs/999999/records", 404, "not_found", "id")
+        self.error("POST", "/runs/999999/cancel", 404, "not_found", "id")
+        self.error("POST", "/runs/x/cancel", 404, "not_found", "id")
+        self.error("GET", "/nope", 404, "not_found", None)
+        self.error("GET", "/runs/1/nope", 404, "not_found", None)
+        self.error("DELETE", "/runs", 405, "method_not_allowed", None)
+        self.error("PUT", "/runs/1", 405, "method_not_allowed", None, body={})
+        self.error("GET", "/runs/1/cancel", 405, "method_not_allowed", None)
+        self.error("POST", "/healthz", 405, "method_not_allowed", None, raw=b"")
+        self.error("POST", "/runs/1/summary", 405, "method_not_allowed", None, raw=b"")
+        self.error("DELETE", "/runs/1/records", 405, "method_not_allowed", None)
+        for q, field, code in (("limit=0", "limit", "out_of_range"),
+                               ("limit=1001", "limit", "out_of_range"),
+                               ("limit=x", "limit", "out_of_range"),
+                               ("before=0", "before", "invalid_value"),
+                               ("before=abc", "before", "invalid_value"),
+                               ("state=done", "state", "invalid_value")):
+            self.error("GET", "/runs?" + q, 400, code, field)
+        self.error("GET", "/runs/999999/summary?format=xml", 400, "invalid_value", "format")
+        self.error("GET", "/runs/999999/records?format=json", 400, "invalid_value", "format")
+
+    def test_too_large(self):
+        addr = self.daemon.addr
+        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Content-Length: %d\r\n\r\n" % (MAX_BODY + 1))
+        st, hdrs, body = upload(addr, head, [b" " * 65536] * 16 + [b" "])
+        self.assertEqual(st, 413)
+        parsed = self.doc.check("POST", "/api/v1/runs", st, hdrs, body)
+        self.assertEqual(parsed["error"]["code"], "body_too_large")
+        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                b"Transfer-Encoding: chunked\r\n\r\n")
+        st, hdrs, body = upload(addr, head, chunked(MAX_BODY + 4096))
+        self.assertEqual(st, 413, body)
+        parsed = self.doc.check("POST", "/api/v1/runs", st, hdrs, body)
+        self.assertEqual(parsed["error"]["code"], "body_too_large")
+        self.req("GET", "/healthz", 200)
+
+    def test_lifecycle(self):
+        s = hrtest.spec(self.mock.addr, requests=5)
+        s["labels"] = {"suite": "openapi"}
+        first = self.create(s)
+        run = self.wait(first, ("running",))
+        self.assertIsNotNone(run["started_at"])
+        second = self.create(dict(s, name="queued one"))
+        third = self.create(dict(s, name="queued two"))
+
+        q = self.get(second)
+        self.assertEqual(q["state"], "queued")
+        self.assertIsNone(q["started_at"])
+        self.assertIsNone(q["progress"])
+        self.assertIsNone(q["summary"])
+        self.assertEqual(q["labels"], {"suite": "openapi"})
+        self.assertEqual(q["spec"]["workload"]["kind"], "synthetic")  # normalised
+
+        h, _ = self.req("GET", "/healthz", 200)
+        self.assertEqual((h["queued"], h["running"]), (2, 1))
+
+        # list: paging and filters
+        page, _ = self.req("GET", "/runs", 200)
+        ids = [r["id"] for r in page["runs"]]
+        self.assertEqual(ids[:3], [third, second, first])
+        page, _ = self.req("GET", "/runs?limit=2", 200)
+        self.assertEqual([r["id"] for r in page["runs"]], [third, second])
+        self.assertEqual(page["next_before"], second)
+        page, _ = self.req("GET", "/runs?limit=2&before=%d" % second, 200)
+        self.assertEqual(page["runs"][0]["id"], first)
+        page, _ = self.req("GET", "/runs?state=queued&limit=1000", 200)
+        self.assertEqual([r["id"] for r in page["runs"]], [third, second])
+        self.assertIsNone(page["next_before"])
+        page, _ = self.req("GET", "/runs?state=running", 200)
+        self.assertEqual([r["id"] for r in page["runs"]], [first])
+        page, _ = self.req("GET", "/runs/?state=interrupted", 200)
+        self.assertEqual(page["runs"], [])
+
+        # no summary yet; records of a queued run: empty
+        self.error("GET", "/runs/%d/summary" % second, 409, "not_ready", None)
+        self.error("GET", "/runs/%d/summary?format=csv" % first, 409, "not_ready", None)
+        self.check_records(second, expect_rows=0)
+
+        # cancel the queued ones at once
+        c, _ = self.req("POST", "/runs/%d/cancel" % second, 202)
+        self.assertEqual((c["id"], c["state"]), (second, "cancelled"))
+        c, _ = self.req("POST", "/runs/%d/cancel" % third, 202, raw=b"ignored")
+        self.assertEqual(c["state"], "cancelled")
+        q = self.get(second)
+        self.assertEqual(q["state"], "cancelled")
+        self.assertIsNone(q["started_at"])
+        self.assertIsNotNone(q["finished_at"])
+        self.assertIsNotNone(q["reason"])
+        self.error("POST", "/runs/%d/cancel" % second, 409, "conflict", None)
+        self.error("GET", "/runs/%d/summary" % second, 409, "not_ready", None)
+
+        # cancel the running one: it ends cancelled, with a (empty) summary
+        c, _ = self.req("POST", "/runs/%d/cancel" % first, 202)
+        self.assertEqual((c["id"], c["state"]), (first, "running"))
+        run = self.wait(first, hrtest.TERMINAL, timeout=20)
+        self.assertEqual(run["state"], "cancelled", run)
+        self.assertIsNotNone(run["finished_at"])
+        self.assertIsNotNone(run["summary"])
+        self.assertIsNotNone(run["progress"])
+        summary, _ = self.req("GET", "/runs/%d/summary" % first, 200)
+        self.assertEqual(summary, run["summary"])
+        self.assertEqual(summary["run_id"], first)
+        text, _ = self.req("GET", "/runs/%d/summary?format=csv" % first, 200)
+        self.check_summary_csv(text, summary)
+        self.check_records(first, expect_rows=0)
+        self.error("POST", "/runs/%d/cancel" % first, 409, "conflict", None)
+        h, _ = self.req("GET", "/healthz", 200)
+        self.assertEqual((h["queued"], h["running"]), (0, 0))
+
+
+class FinishedRunTest(_ApiBase):
+    """Runs that really send requests: needs a functional headroom-worker."""
+
+    def test_finished_run(self):
+        s = hrtest.spec(self.mock.addr, requests=20, concurrency=4)
+        run_id = self.create(s)
+        run = self.wait(run_id, hrtest.TERMINAL, timeout=30)
+        self.assertEqual(run["state"], "succeeded", "the run did not succeed: %s" % run["reason"])
+        self.assertIsNotNone(run["started_at"])
+        self.assertEqual(run["progress"]["records"], 20)
+        summary, _ = self.req("GET", "/runs/%d/summary?format=json" % run_id, 200)
+        self.assertEqual(summary, run["summary"])
+        self.assertEqual(summary["counts"]["requests"], 20)
+        self.assertEqual(summary["counts"]["valid"], 20)
+        self.assertEqual(summary["metrics"]["request_latency"]["count"], 20)
+        self.assertIn("request_throughput", summary["metrics"])
+        text, _ = self.req("GET", "/runs/%d/summary?format=csv" % run_id, 200)
+        self.check_summary_csv(text, summary)
+        rows = self.check_records(run_id, expect_rows=20)
+        self.assertTrue(all(r["valid"] for r in rows))
+        self.assertEqual(sorted(r["req_id"] for r in rows), list(range(20)))
+        self.error("POST", "/runs/%d/cancel" % run_id, 409, "conflict", None)
+
+    def test_running_then_cancelled(self):
+        slow = hrtest.start_mock("--quiet", "--ttft-ms", "20", "--itl-ms", "5")
+        try:
+            long_id = self.create(hrtest.spec(slow.addr, requests=None, duration_s=30,
+                                                     concurrency=2))
+            run = self.wait(long_id, ("running",) + hrtest.TERMINAL, timeout=30,
+                            cond=lambda r: r["state"] != "running" or
+                            (r["progress"] or {}).get("completed", 0) > 0)
+            self.assertEqual(run["state"], "running", "the long run ended: %s" % run["reason"])
+            queued_id = self.create(hrtest.spec(self.mock.addr, requests=5))
+            self.assertEqual(self.get(queued_id)["state"], "queued")
+            self.error("GET", "/runs/%d/summary" % long_id, 409, "not_ready", None)
+            c, _ = self.req("POST", "/runs/%d/cancel" % queued_id, 202)
+            self.assertEqual(c["state"], "cancelled")
+            c, _ = self.req("POST", "/runs/%d/cancel" % long_id, 202)
+            self.assertEqual(c["state"], "running")
+            run = self.wait(long_id, hrtest.TERMINAL, timeout=20)
+            self.assertEqual(run["state"], "cancelled", run["reason"])
+            summary, _ = self.req("GET", "/runs/%d/summary" % long_id, 200)
+            self.assertGreater(summary["counts"]["requests"], 0)
+            text, _ = self.req("GET", "/runs/%d/summary?format=csv" % long_id, 200)
+            self.check_summary_csv(text, summary)
+            rows = self.check_records(long_id)
+            self.assertGreater(len(rows), 0)
+            self.assertEqual(self.get(queued_id)["state"], "cancelled")
+        finally:
+            slow.stop()
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
