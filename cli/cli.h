@@ -1,0 +1,51 @@
+/* cli.h - what the `headroom` command-line client's files share: its
+ * version, exit codes, the parsed command line and the subcommands.
+ *
+ * main.c parses arguments and dispatches; commands.c runs each subcommand
+ * against the daemon (http.h) and renders answers (show.h, table.h).
+ */
+#ifndef HR_CLI_H
+#define HR_CLI_H
+
+#include <signal.h>
+
+#define HEADROOM_VERSION "0.1.0"
+#define HEADROOM_DEFAULT_URL "http://127.0.0.1:8080"
+
+/* Exit codes (docs/cli.md). */
+enum cli_exit {
+	EXIT_OK = 0,           /* done; for `submit --wait`: the run succeeded */
+	EXIT_RUN_FAILED = 1,   /* the run ended failed/cancelled/interrupted; or a local
+	                        * output could not be written */
+	EXIT_USAGE = 2,        /* bad command line or unusable local input */
+	EXIT_DAEMON = 3,       /* daemon unreachable, an error answer, or a malformed one */
+	EXIT_INTERRUPTED = 130 /* Ctrl-C / SIGTERM while waiting or streaming */
+};
+
+/* The parsed command line. Strings are borrowed from argv / environ. */
+struct cli_opts {
+	const char *url;    /* daemon base URL */
+	const char *arg;    /* the positional argument: SPEC or ID, else NULL */
+	long long id;       /* arg as a run id, for commands that take one */
+	int wait;           /* submit --wait */
+	long poll_ms;       /* submit --poll-ms */
+	long limit;         /* list --limit, 0: the daemon's default */
+	const char *state;  /* list --state, NULL: any */
+	long long before;   /* list --before, 0: from the newest */
+	int json;           /* show --json */
+	const char *format; /* export --format, NULL: default */
+	int records;        /* export --records */
+	const char *output; /* export -o, NULL: stdout */
+};
+
+/* Set by the SIGINT/SIGTERM handler; transfers and waits stop when nonzero. */
+extern volatile sig_atomic_t cli_stop;
+
+/* Each returns an enum cli_exit value. */
+int cmd_submit(const struct cli_opts *o);
+int cmd_list(const struct cli_opts *o);
+int cmd_show(const struct cli_opts *o);
+int cmd_cancel(const struct cli_opts *o);
+int cmd_export(const struct cli_opts *o);
+
+#endif

@@ -1,0 +1,582 @@
+/* commands.c - the subcommands of `headroom`: each talks to the daemon
+ * through http.h, checks every answer (hostile input: wrong types show as
+ * "-", malformed answers are errors, never crashes) and maps the outcome
+ * to an exit code (cli.h, docs/cli.md). */
+#include "cli.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "dynbuf.h"
+#include "http.h"
+#include "limits.h"
+#include "show.h"
+#include "table.h"
+#include "util.h"
+#include "view.h"
+
+#define WAIT_QUIET_PRINT_NS 5000000000LL /* non-TTY progress: a line at least this often */
+#define WAIT_RETRY_NS 10000000000LL      /* keep polling an unreachable daemon this long */
+#define LIST_NAME_WIDTH 48               /* longer names are cut in `list` */
+
+volatile sig_atomic_t cli_stop;
+
+static void on_signal(int sig)
+{
+	cli_stop = sig;
+}
+
+/* SIGINT and SIGTERM set cli_stop; no SA_RESTART, so sleeps wake up. */
+static void catch_signals(void)
+{
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+}
+
+static int client_open(const struct cli_opts *o, struct http_client *c)
+{
+	char err[HR_ERRLEN];
+	if (http_client_init(c, o->url, err) < 0) {
+		fprintf(stderr, "headroom: %s\n", err);
+		http_client_release(c);
+		return EXIT_USAGE;
+	}
+	c->stop = &cli_stop;
+	return EXIT_OK;
+}
+
+/* Prints why a request failed and returns the exit code for it. */
+static int transport_failure(int rc, const char *err)
+{
+	if (rc == HTTP_FAIL_STOPPED)
+		return EXIT_INTERRUPTED;
+	fprintf(stderr, "error: %s\n", err);
+	return rc == HTTP_FAIL_WRITE ? EXIT_RUN_FAILED : EXIT_DAEMON;
+}
+
+/* Prints a non-2xx answer as `error: <message> (field: <field>)`. */
+static int answer_failure(const struct http_resp *r)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &jerr);
+	json_t *e = json_object_get(doc, "error");
+	const char *msg = view_str(e, "message");
+	const char *field = view_str(e, "field");
+	const char *code = view_str(e, "code");
+	if (msg) {
+		char *m = view_clean(msg);
+		if (field && *field) {
+			char *f = view_clean(field);
+			fprintf(stderr, "error: %s (field: %s)\n", m, f);
+			free(f);
+		} else {
+			fprintf(stderr, "error: %s\n", m);
+		}
+		free(m);
+	} else if (code) {
+		char *m = view_clean(code);
+		fprintf(stderr, "error: HTTP %ld: %s\n", r->status, m);
+		free(m);
+	} else {
+		char head[201];
+		size_t n = r->body.len < sizeof(head) - 1 ? r->body.len : sizeof(head) - 1;
+		memcpy(head, r->body.data ? r->body.data : "", n);
+		head[n] = '\0';
+		char *nl = strpbrk(head, "\r\n");
+		if (nl)
+			*nl = '\0';
+		char *h = view_clean(head);
+		fprintf(stderr, "error: HTTP %ld from the daemon%s%s\n", r->status, *h ? ": " : "",
+		        h);
+		free(h);
+	}
+	json_decref(doc);
+	return EXIT_DAEMON;
+}
+
+static int is_2xx(long status)
+{
+	return status >= 200 && status < 300;
+}
+
+/* Parses a 2xx answer that must be a JSON object; NULL (message printed)
+ * when it is not. Caller decrefs. */
+static json_t *answer_object(const struct http_resp *r)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &jerr);
+	if (!json_is_object(doc)) {
+		fprintf(stderr, "error: malformed answer from the daemon: %s\n",
+		        doc ? "not a JSON object" : jerr.text);
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
+
+/* GET or POST (body != NULL) path and parse the 2xx answer as an object.
+ * Returns it (caller decrefs) or NULL with *ex set and a message printed. */
+static json_t *call(struct http_client *c, const char *path, const char *body, size_t len, int *ex)
+{
+	char err[HR_ERRLEN];
+	struct http_resp r;
+	http_resp_init(&r);
+	int rc = body ? http_post(c, path, body, len, &r, err) : http_get(c, path, &r, err);
+	json_t *doc = NULL;
+	if (rc < 0)
+		*ex = transport_failure(rc, err);
+	else if (!is_2xx(r.status))
+		*ex = answer_failure(&r);
+	else if (!(doc = answer_object(&r)))
+		*ex = EXIT_DAEMON;
+	http_resp_release(&r);
+	return doc;
+}
+
+static int is_terminal(const char *state)
+{
+	static const char *const terminal[] = {"succeeded", "failed", "cancelled", "interrupted"};
+	for (size_t i = 0; i < HR_ARRAY_LEN(terminal); i++)
+		if (strcmp(state, terminal[i]) == 0)
+			return 1;
+	return 0;
+}
+
+/* Sleeps ms milliseconds unless cli_stop is raised. */
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (ms % 1000) * 1000000L};
+	while (!cli_stop && nanosleep(&ts, &ts) < 0 && errno == EINTR)
+		;
+}
+
+/* One progress line: "run 12: running  sent 10  completed 8/100  errors 0". */
+static void progress_text(char *buf, size_t n, long long id, json_t *run, const char *state)
+{
+	json_t *p = json_object_get(run, "progress");
+	char sent[32], done[32], errs[32];
+	view_scalar(sent, sizeof(sent), json_object_get(p, "sent"));
+	view_scalar(done, sizeof(done), json_object_get(p, "completed"));
+	view_scalar(errs, sizeof(errs), json_object_get(p, "errors"));
+	char total[40] = "";
+	json_t *req =
+	    json_object_get(json_object_get(json_object_get(run, "spec"), "load"), "requests");
+	if (json_is_integer(req) && json_integer_value(req) > 0)
+		snprintf(total, sizeof(total), "/%" JSON_INTEGER_FORMAT, json_integer_value(req));
+	char *st = view_clean(state);
+	snprintf(buf, n, "run %lld: %.40s  sent %s  completed %s%s  errors %s", id, st, sent, done,
+	         total, errs);
+	free(st);
+}
+
+/* Polls the run until it ends, then prints its summary. */
+static int wait_run(struct http_client *c, long long id, long poll_ms)
+{
+	char *path = xasprintf("/runs/%lld", id);
+	int tty = isatty(STDERR_FILENO);
+	char last_state[64] = "";
+	char line[256];
+	size_t last_len = 0;
+	int64_t last_print = 0, fail_since = -1;
+	int ex = EXIT_OK;
+	json_t *run = NULL;
+
+	catch_signals();
+	for (;;) {
+		if (cli_stop) {
+			ex = EXIT_INTERRUPTED;
+			break;
+		}
+		char err[HR_ERRLEN];
+		struct http_resp r;
+		http_resp_init(&r);
+		int rc = http_get(c, path, &r, err);
+		if (rc == HTTP_FAIL_TRANSPORT) {
+			int64_t now = mono_ns();
+			http_resp_release(&r);
+			if (fail_since < 0) {
+				fail_since = now;
+				fprintf(stderr, "%swarning: %s; retrying\n",
+				        tty && last_len ? "\n" : "", err);
+				last_len = 0;
+			} else if (now - fail_since > WAIT_RETRY_NS) {
+				ex = transport_failure(rc, err);
+				break;
+			}
+			sleep_ms(poll_ms);
+			continue;
+		}
+		fail_since = -1;
+		if (rc < 0) {
+			ex = transport_failure(rc, err);
+		} else if (!is_2xx(r.status)) {
+			if (tty && last_len)
+				fputc('\n', stderr);
+			last_len = 0;
+			ex = answer_failure(&r);
+		} else if (!(run = answer_object(&r))) {
+			ex = EXIT_DAEMON;
+		}
+		http_resp_release(&r);
+		if (ex != EXIT_OK)
+			break;
+
+		const char *state = view_str(run, "state");
+		if (!state) {
+			fprintf(stderr,
+			        "error: malformed answer from the daemon: run has no state\n");
+			ex = EXIT_DAEMON;
+			break;
+		}
+		progress_text(line, sizeof(line), id, run, state);
+		int64_t now = mono_ns();
+		int changed = strcmp(state, last_state) != 0;
+		if (tty) {
+			size_t len = strlen(line);
+			fprintf(stderr, "\r%s%*s", line, len < last_len ? (int)(last_len - len) : 0,
+			        "");
+			last_len = len;
+		} else if (changed || now - last_print >= WAIT_QUIET_PRINT_NS) {
+			fprintf(stderr, "%s\n", line);
+			last_print = now;
+		}
+		fflush(stderr);
+		snprintf(last_state, sizeof(last_state), "%s", state);
+		if (is_terminal(state))
+			break;
+		json_decref(run);
+		run = NULL;
+		sleep_ms(poll_ms);
+	}
+	if (tty && last_len)
+		fputc('\n', stderr);
+	if (ex == EXIT_INTERRUPTED)
+		fprintf(stderr,
+		        "headroom: stopped waiting; run %lld goes on "
+		        "(`headroom cancel %lld` stops it)\n",
+		        id, id);
+	if (ex == EXIT_OK) {
+		show_run(stdout, run);
+		ex = strcmp(view_str(run, "state"), "succeeded") == 0 ? EXIT_OK : EXIT_RUN_FAILED;
+	}
+	json_decref(run);
+	free(path);
+	return ex;
+}
+
+/* Reads the spec file (or stdin for "-") into b, bounded by the API's
+ * body limit. Returns 0 or an exit code with a message printed. */
+static int read_spec(const char *name, struct dynbuf *b)
+{
+	int use_stdin = strcmp(name, "-") == 0;
+	FILE *f = use_stdin ? stdin : fopen(name, "rb");
+	if (!f) {
+		fprintf(stderr, "headroom: cannot open %s: %s\n", name, strerror(errno));
+		return EXIT_USAGE;
+	}
+	int ex = EXIT_OK;
+	char chunk[16384];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
+		if (dynbuf_add(b, chunk, n) < 0) {
+			fprintf(stderr, "headroom: %s is larger than %u KiB, the daemon's limit\n",
+			        use_stdin ? "the spec on stdin" : name, HR_MAX_BODY_BYTES >> 10);
+			ex = EXIT_USAGE;
+			break;
+		}
+	}
+	if (ex == EXIT_OK && ferror(f)) {
+		fprintf(stderr, "headroom: cannot read %s: %s\n", name, strerror(errno));
+		ex = EXIT_USAGE;
+	}
+	if (!use_stdin)
+		fclose(f);
+	return ex;
+}
+
+int cmd_submit(const struct cli_opts *o)
+{
+	struct dynbuf spec;
+	dynbuf_init(&spec, HR_MAX_BODY_BYTES);
+	int ex = read_spec(o->arg, &spec);
+	if (ex != EXIT_OK) {
+		dynbuf_release(&spec);
+		return ex;
+	}
+	struct http_client c;
+	if ((ex = client_open(o, &c)) != EXIT_OK) {
+		dynbuf_release(&spec);
+		return ex;
+	}
+	json_t *ans = call(&c, "/runs", spec.data ? spec.data : "", spec.len, &ex);
+	dynbuf_release(&spec);
+	if (ans) {
+		json_t *id = json_object_get(ans, "id");
+		if (!json_is_integer(id)) {
+			fprintf(stderr, "error: malformed answer from the daemon: no run id\n");
+			ex = EXIT_DAEMON;
+		} else {
+			long long rid = (long long)json_integer_value(id);
+			char *st = view_clean(view_str(ans, "state"));
+			printf("run %lld %s\n", rid, st);
+			free(st);
+			fflush(stdout);
+			if (o->wait)
+				ex = wait_run(&c, rid, o->poll_ms);
+		}
+		json_decref(ans);
+	}
+	http_client_release(&c);
+	return ex;
+}
+
+/* Copies s cut to at most max code points ("..." marks a cut) into a new
+ * string. Caller frees. */
+static char *cut_width(const char *s, size_t max)
+{
+	if (view_width(s) <= max)
+		return xstrdup(s);
+	size_t i = 0, w = 0;
+	for (; s[i]; i++) {
+		if (((unsigned char)s[i] & 0xc0) != 0x80 && w++ == max - 3)
+			break;
+	}
+	return xasprintf("%.*s...", (int)i, s);
+}
+
+static void list_row(struct table *t, json_t *run, int64_t now_ms)
+{
+	char id[32], created[64], dur[32];
+	view_scalar(id, sizeof(id), json_object_get(run, "id"));
+	const char *state = view_str(run, "state");
+	const char *name = view_str(run, "name");
+	char *cut = cut_width(name ? name : "-", LIST_NAME_WIDTH);
+	view_fmt_time(created, sizeof(created), view_str(run, "created_at"));
+	int64_t t0, t1;
+	snprintf(dur, sizeof(dur), "-");
+	if (view_parse_time(view_str(run, "started_at"), &t0) == 0) {
+		if (view_parse_time(view_str(run, "finished_at"), &t1) == 0)
+			view_fmt_duration(dur, sizeof(dur), t1 - t0);
+		else if (state && strcmp(state, "running") == 0)
+			view_fmt_duration(dur, sizeof(dur), now_ms - t0);
+	}
+	const char *cells[5] = {id, state, cut, created, dur};
+	table_add_row(t, cells);
+	free(cut);
+}
+
+int cmd_list(const struct cli_opts *o)
+{
+	struct http_client c;
+	int ex = client_open(o, &c);
+	if (ex != EXIT_OK)
+		return ex;
+	struct dynbuf path;
+	dynbuf_init(&path, 4096);
+	dynbuf_addstr(&path, "/runs");
+	char sep = '?';
+	if (o->limit > 0) {
+		dynbuf_printf(&path, "%climit=%ld", sep, o->limit);
+		sep = '&';
+	}
+	if (o->state) { /* one of the known states (main.c checks), no escaping needed */
+		dynbuf_printf(&path, "%cstate=%s", sep, o->state);
+		sep = '&';
+	}
+	if (o->before > 0)
+		dynbuf_printf(&path, "%cbefore=%lld", sep, o->before);
+
+	json_t *ans = call(&c, path.data, NULL, 0, &ex);
+	dynbuf_release(&path);
+	if (ans) {
+		json_t *runs = json_object_get(ans, "runs");
+		if (!json_is_array(runs)) {
+			fprintf(stderr, "error: malformed answer from the daemon: no runs array\n");
+			ex = EXIT_DAEMON;
+		} else {
+			struct table *t = table_new(5);
+			table_column(t, 0, "ID", TABLE_RIGHT);
+			table_column(t, 1, "STATE", TABLE_LEFT);
+			table_column(t, 2, "NAME", TABLE_LEFT);
+			table_column(t, 3, "CREATED", TABLE_LEFT);
+			table_column(t, 4, "DURATION", TABLE_RIGHT);
+			int64_t now_ms = wall_ns() / 1000000;
+			size_t i;
+			json_t *run;
+			json_array_foreach(runs, i, run)
+			{
+				list_row(t, run, now_ms);
+			}
+			table_print(t, stdout, TABLE_PLAIN);
+			table_free(t);
+			json_t *next = json_object_get(ans, "next_before");
+			if (json_is_integer(next))
+				fprintf(stderr,
+				        "(more: headroom list --before %" JSON_INTEGER_FORMAT ")\n",
+				        json_integer_value(next));
+		}
+		json_decref(ans);
+	}
+	http_client_release(&c);
+	return ex;
+}
+
+int cmd_show(const struct cli_opts *o)
+{
+	struct http_client c;
+	int ex = client_open(o, &c);
+	if (ex != EXIT_OK)
+		return ex;
+	char *path = xasprintf("/runs/%lld", o->id);
+	char err[HR_ERRLEN];
+	struct http_resp r;
+	http_resp_init(&r);
+	int rc = http_get(&c, path, &r, err);
+	json_t *run = NULL;
+	if (rc < 0)
+		ex = transport_failure(rc, err);
+	else if (!is_2xx(r.status))
+		ex = answer_failure(&r);
+	else if (!(run = answer_object(&r)))
+		ex = EXIT_DAEMON;
+	else if (o->json) {
+		fwrite(r.body.data, 1, r.body.len, stdout);
+		if (r.body.data[r.body.len - 1] != '\n')
+			putchar('\n');
+	} else {
+		show_run(stdout, run);
+	}
+	json_decref(run);
+	http_resp_release(&r);
+	free(path);
+	http_client_release(&c);
+	return ex;
+}
+
+int cmd_cancel(const struct cli_opts *o)
+{
+	struct http_client c;
+	int ex = client_open(o, &c);
+	if (ex != EXIT_OK)
+		return ex;
+	char *path = xasprintf("/runs/%lld/cancel", o->id);
+	json_t *ans = call(&c, path, "", 0, &ex);
+	if (ans) {
+		char *st = view_clean(view_str(ans, "state"));
+		printf("run %lld %s\n", o->id, st);
+		free(st);
+		json_decref(ans);
+	}
+	free(path);
+	http_client_release(&c);
+	return ex;
+}
+
+/* Output of an export: stdout, the file itself (not a regular file, e.g. a
+ * FIFO), or a temporary file renamed over the target once complete. */
+struct sink {
+	FILE *f;
+	char *tmp; /* owned, NULL unless writing through a temporary file */
+};
+
+static int sink_open(struct sink *s, const char *output)
+{
+	s->f = NULL;
+	s->tmp = NULL;
+	if (!output || strcmp(output, "-") == 0) {
+		s->f = stdout;
+		return 0;
+	}
+	struct stat st;
+	if (stat(output, &st) == 0 && !S_ISREG(st.st_mode)) {
+		s->f = fopen(output, "wb");
+	} else {
+		s->tmp = xasprintf("%s.XXXXXX", output);
+		int fd = mkstemp(s->tmp);
+		if (fd >= 0) {
+			mode_t mask = umask(0);
+			umask(mask);
+			if (fchmod(fd, 0666 & ~mask) < 0 || !(s->f = fdopen(fd, "wb")))
+				close(fd);
+		}
+	}
+	if (!s->f) {
+		fprintf(stderr, "headroom: cannot create %s: %s\n", output, strerror(errno));
+		if (s->tmp)
+			unlink(s->tmp);
+		free(s->tmp);
+		s->tmp = NULL;
+		return -1;
+	}
+	return 0;
+}
+
+/* Finishes the sink: keeps the output when ok, else removes a temporary
+ * file. Returns 0, or -1 when flushing or renaming failed (printed). */
+static int sink_close(struct sink *s, const char *output, int ok)
+{
+	int rc = 0;
+	if (s->f == stdout) {
+		if ((fflush(stdout) != 0 || ferror(stdout)) && ok) {
+			fprintf(stderr, "error: cannot write the output: %s\n", strerror(errno));
+			rc = -1;
+		}
+		return rc;
+	}
+	if (fclose(s->f) != 0 && ok) {
+		fprintf(stderr, "error: cannot write %s: %s\n", output, strerror(errno));
+		rc = -1;
+	}
+	if (s->tmp) {
+		if (ok && rc == 0 && rename(s->tmp, output) < 0) {
+			fprintf(stderr, "error: cannot rename to %s: %s\n", output,
+			        strerror(errno));
+			rc = -1;
+		}
+		if (!ok || rc < 0)
+			unlink(s->tmp);
+		free(s->tmp);
+	}
+	return rc;
+}
+
+int cmd_export(const struct cli_opts *o)
+{
+	struct http_client c;
+	int ex = client_open(o, &c);
+	if (ex != EXIT_OK)
+		return ex;
+	struct sink s;
+	if (sink_open(&s, o->output) < 0) {
+		http_client_release(&c);
+		return EXIT_RUN_FAILED;
+	}
+	catch_signals();
+	char *path = xasprintf("/runs/%lld/%s?format=%s", o->id, o->records ? "records" : "summary",
+	                       o->format);
+	char err[HR_ERRLEN];
+	struct http_resp r;
+	http_resp_init(&r);
+	int rc = http_get_stream(&c, path, s.f, &r, err);
+	if (rc < 0)
+		ex = transport_failure(rc, err);
+	else if (!is_2xx(r.status))
+		ex = answer_failure(&r);
+	if (sink_close(&s, o->output, ex == EXIT_OK) < 0 && ex == EXIT_OK)
+		ex = EXIT_RUN_FAILED;
+	http_resp_release(&r);
+	free(path);
+	http_client_release(&c);
+	return ex;
+}

@@ -1,0 +1,66 @@
+/* http.h - the CLI's tiny blocking HTTP client for the daemon's REST API.
+ *
+ * A thin wrapper over one libcurl easy handle (reused, so polling keeps
+ * its connection). Paths are relative to <base>/api/v1. Bodies of ordinary
+ * answers are collected into a dynbuf bounded by HTTP_MAX_BODY; exports
+ * stream straight into a FILE instead, never holding the whole body.
+ * The caller runs curl_global_init once before http_client_init.
+ *
+ * Return convention of the request functions: 0 when a complete HTTP
+ * answer arrived (whatever its status: check resp->status), or a negative
+ * enum http_fail with a message in err (HR_ERRLEN bytes).
+ * Thread affinity: one client per thread.
+ */
+#ifndef HR_CLI_HTTP_H
+#define HR_CLI_HTTP_H
+
+#include <signal.h>
+#include <stddef.h>
+#include <stdio.h>
+
+#include "dynbuf.h"
+
+#define HTTP_MAX_BODY (64u << 20)       /* largest answer held in memory */
+#define HTTP_MAX_ERROR_BODY (64u << 10) /* error body kept while streaming */
+
+enum http_fail {
+	HTTP_FAIL_TRANSPORT = -1, /* no complete answer: connect, timeout, reset, oversize */
+	HTTP_FAIL_WRITE = -2,     /* streaming: writing to the output failed */
+	HTTP_FAIL_STOPPED = -3,   /* the stop flag was raised */
+};
+
+struct http_client {
+	void *curl;                        /* CURL *, owned */
+	char *base;                        /* owned: "<url>/api/v1" */
+	char *url;                         /* owned: the daemon URL as given, for messages */
+	const volatile sig_atomic_t *stop; /* borrowed, may be NULL: nonzero aborts a transfer */
+};
+
+struct http_resp {
+	long status;        /* HTTP status, 0 when none arrived */
+	struct dynbuf body; /* the answer (or, for a streamed 2xx, nothing) */
+};
+
+/* base_url: http:// or https:// URL of the daemon; a trailing '/' is
+ * ignored. Returns 0, or -1 with a message in err. */
+int http_client_init(struct http_client *c, const char *base_url, char *err);
+void http_client_release(struct http_client *c);
+
+void http_resp_init(struct http_resp *r);
+void http_resp_release(struct http_resp *r);
+
+/* GET <base><path> into r (reset first). */
+int http_get(struct http_client *c, const char *path, struct http_resp *r, char *err);
+
+/* POST len bytes of body (borrowed; a JSON document, or nothing when len is
+ * 0) to <base><path>, answer into r. */
+int http_post(struct http_client *c, const char *path, const void *body, size_t len,
+              struct http_resp *r, char *err);
+
+/* GET <base><path>; a 2xx body is written to out (borrowed) as it arrives,
+ * any other body goes to r->body, which is re-created with the bound
+ * HTTP_MAX_ERROR_BODY (the excess is dropped, the transfer goes on). */
+int http_get_stream(struct http_client *c, const char *path, FILE *out, struct http_resp *r,
+                    char *err);
+
+#endif

@@ -1,0 +1,425 @@
+/* main.c - `headroom`, the command-line client of headroomd's REST API:
+ * argument parsing (options may come before or after the subcommand),
+ * help texts, and dispatch to the subcommands in commands.c. */
+#include <curl/curl.h>
+#include <errno.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "limits.h"
+#include "util.h"
+
+#define POLL_MS_DEFAULT 500L
+#define POLL_MS_MIN 10L
+#define POLL_MS_MAX 3600000L
+
+enum cmd { CMD_NONE, CMD_SUBMIT, CMD_LIST, CMD_SHOW, CMD_CANCEL, CMD_EXPORT, CMD_HELP, CMD__COUNT };
+
+static const char general_help[] =
+    "usage: headroom [--url URL] COMMAND [ARGS]\n"
+    "\n"
+    "Command-line client of headroomd, the headroom benchmark daemon.\n"
+    "\n"
+    "commands:\n"
+    "  submit SPEC.json [--wait] [--poll-ms N]      submit a run (SPEC - reads stdin)\n"
+    "  list [--limit N] [--state S] [--before ID]   list runs, newest first\n"
+    "  show ID [--json]                             show a run and its summary\n"
+    "  cancel ID                                    cancel a queued or running run\n"
+    "  export ID [--records] [--format F] [-o FILE] export a summary or the records\n"
+    "  help [COMMAND]                               help on one command\n"
+    "\n"
+    "options (anywhere on the line):\n"
+    "  --url URL      daemon address; default $HEADROOM_URL, else " HEADROOM_DEFAULT_URL "\n"
+    "  -h, --help     show help (of COMMAND when one is given)\n"
+    "  -V, --version  print the version\n"
+    "\n"
+    "exit codes: 0 success (submit --wait: the run succeeded); 1 the waited-for run\n"
+    "ended failed, cancelled or interrupted, or an output could not be written;\n"
+    "2 usage error or unreadable spec; 3 daemon unreachable, error answer or\n"
+    "malformed answer; 130 interrupted (Ctrl-C). See docs/cli.md.\n";
+
+static const char submit_help[] =
+    "usage: headroom submit SPEC.json [--wait] [--poll-ms N]\n"
+    "\n"
+    "POSTs the run spec (a JSON file, or stdin when SPEC is -) to the daemon and\n"
+    "prints the new run's id and state (\"run 12 queued\").\n"
+    "\n"
+    "  --wait       poll the run until it ends, showing progress on stderr, then\n"
+    "               print its summary (as `headroom show`)\n"
+    "  --poll-ms N  poll every N milliseconds (with --wait; default 500)\n"
+    "\n"
+    "Ctrl-C while waiting only stops waiting: the run goes on in the daemon\n"
+    "(`headroom cancel ID` stops it); the exit code is then 130.\n"
+    "\n"
+    "exit codes: 0 submitted (with --wait: the run succeeded); 1 with --wait, the\n"
+    "run ended failed, cancelled or interrupted; 2 usage error or unreadable spec;\n"
+    "3 daemon unreachable or it rejected the spec (the error's message and field\n"
+    "are printed).\n";
+
+static const char list_help[] =
+    "usage: headroom list [--limit N] [--state S] [--before ID]\n"
+    "\n"
+    "Prints a table of runs, newest first: ID, STATE, NAME, CREATED (UTC),\n"
+    "DURATION (started to finished; so far, for a running run).\n"
+    "\n"
+    "  --limit N     at most N runs (1..1000; default: the daemon's, 50)\n"
+    "  --state S     only runs in state S: queued, running, succeeded, failed,\n"
+    "                cancelled, interrupted\n"
+    "  --before ID   only runs older than run ID (the next page)\n";
+
+static const char show_help[] =
+    "usage: headroom show ID [--json]\n"
+    "\n"
+    "Prints run ID: name, state, reason, times, target, load, progress, then the\n"
+    "metrics table (avg min max p99 p90 p50 std), counts and errors by category.\n"
+    "\n"
+    "  --json   print the daemon's JSON for the run instead\n";
+
+static const char cancel_help[] =
+    "usage: headroom cancel ID\n"
+    "\n"
+    "Cancels run ID: a queued run at once, a running one stops its workers.\n"
+    "Prints the run's state; exit code 3 when the run has already finished.\n";
+
+static const char export_help[] =
+    "usage: headroom export ID [--format json|csv] [-o FILE]\n"
+    "       headroom export ID --records [--format jsonl|csv] [-o FILE]\n"
+    "\n"
+    "Writes the run's summary (default format json), or with --records every\n"
+    "per-request record (default format jsonl), as the daemon streams it.\n"
+    "--format jsonl implies --records.\n"
+    "\n"
+    "  --records          export the per-request records\n"
+    "  --format F         json or csv (summary), jsonl or csv (records)\n"
+    "  -o, --output FILE  write to FILE (replaced only once complete) instead of\n"
+    "                     stdout\n";
+
+static const char help_help[] = "usage: headroom help [COMMAND]\n"
+                                "\n"
+                                "Prints the help of COMMAND, or the general help.\n";
+
+static int run_help(const struct cli_opts *o);
+
+static const struct command {
+	const char *name;
+	int (*run)(const struct cli_opts *o);
+	int min_pos, max_pos; /* positional arguments after the name */
+	const char *help;
+} commands[CMD__COUNT] = {
+    [CMD_NONE] = {"", NULL, 0, 0, general_help},
+    [CMD_SUBMIT] = {"submit", cmd_submit, 1, 1, submit_help},
+    [CMD_LIST] = {"list", cmd_list, 0, 0, list_help},
+    [CMD_SHOW] = {"show", cmd_show, 1, 1, show_help},
+    [CMD_CANCEL] = {"cancel", cmd_cancel, 1, 1, cancel_help},
+    [CMD_EXPORT] = {"export", cmd_export, 1, 1, export_help},
+    [CMD_HELP] = {"help", run_help, 0, 1, help_help},
+};
+
+enum opt_id {
+	OPT_URL,
+	OPT_HELP,
+	OPT_VERSION,
+	OPT_WAIT,
+	OPT_POLL_MS,
+	OPT_LIMIT,
+	OPT_STATE,
+	OPT_BEFORE,
+	OPT_JSON,
+	OPT_FORMAT,
+	OPT_RECORDS,
+	OPT_OUTPUT,
+	OPT__COUNT
+};
+
+#define FOR(c) (1u << (c))
+#define ANY_CMD (~0u)
+
+static const struct optdef {
+	const char *lng;
+	char shrt;
+	int has_arg;
+	unsigned cmds; /* FOR() mask of the commands that take it */
+} optdefs[OPT__COUNT] = {
+    [OPT_URL] = {"url", 0, 1, ANY_CMD},
+    [OPT_HELP] = {"help", 'h', 0, ANY_CMD},
+    [OPT_VERSION] = {"version", 'V', 0, ANY_CMD},
+    [OPT_WAIT] = {"wait", 0, 0, FOR(CMD_SUBMIT)},
+    [OPT_POLL_MS] = {"poll-ms", 0, 1, FOR(CMD_SUBMIT)},
+    [OPT_LIMIT] = {"limit", 0, 1, FOR(CMD_LIST)},
+    [OPT_STATE] = {"state", 0, 1, FOR(CMD_LIST)},
+    [OPT_BEFORE] = {"before", 0, 1, FOR(CMD_LIST)},
+    [OPT_JSON] = {"json", 0, 0, FOR(CMD_SHOW)},
+    [OPT_FORMAT] = {"format", 0, 1, FOR(CMD_EXPORT)},
+    [OPT_RECORDS] = {"records", 0, 0, FOR(CMD_EXPORT)},
+    [OPT_OUTPUT] = {"output", 'o', 1, FOR(CMD_EXPORT)},
+};
+
+static const char *const run_states[] = {"queued", "running",   "succeeded",
+                                         "failed", "cancelled", "interrupted"};
+
+struct parsed {
+	enum cmd cmd;
+	int seen[OPT__COUNT];
+	const char *val[OPT__COUNT]; /* last value given */
+	const char **pos;            /* positional arguments after the command, borrowed */
+	int npos;
+};
+
+/* Prints a usage error and returns EXIT_USAGE. */
+static int usage_error(enum cmd cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int usage_error(enum cmd cmd, const char *fmt, ...)
+{
+	va_list ap;
+	fputs("headroom: ", stderr);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	if (cmd != CMD_NONE && cmd != CMD_HELP)
+		fprintf(stderr, "\nTry 'headroom help %s'.\n", commands[cmd].name);
+	else
+		fputs("\nTry 'headroom --help'.\n", stderr);
+	return EXIT_USAGE;
+}
+
+static enum cmd find_command(const char *name)
+{
+	for (int c = CMD_NONE + 1; c < CMD__COUNT; c++)
+		if (strcmp(commands[c].name, name) == 0)
+			return (enum cmd)c;
+	return CMD_NONE;
+}
+
+static int find_long(const char *name, size_t len)
+{
+	for (int i = 0; i < OPT__COUNT; i++)
+		if (strlen(optdefs[i].lng) == len && strncmp(optdefs[i].lng, name, len) == 0)
+			return i;
+	return -1;
+}
+
+static int find_short(char ch)
+{
+	for (int i = 0; i < OPT__COUNT; i++)
+		if (optdefs[i].shrt && optdefs[i].shrt == ch)
+			return i;
+	return -1;
+}
+
+/* Splits argv into command, options and positionals. Returns 0 or EXIT_USAGE. */
+static int parse_args(int argc, char **argv, struct parsed *p)
+{
+	int only_pos = 0;
+	for (int i = 1; i < argc; i++) {
+		const char *a = argv[i];
+		if (only_pos || a[0] != '-' || a[1] == '\0') {
+			if (p->cmd == CMD_NONE) {
+				p->cmd = find_command(a);
+				if (p->cmd == CMD_NONE)
+					return usage_error(CMD_NONE, "unknown command '%s'", a);
+			} else {
+				p->pos[p->npos++] = a;
+			}
+			continue;
+		}
+		if (strcmp(a, "--") == 0) {
+			only_pos = 1;
+			continue;
+		}
+		int id;
+		const char *value = NULL;
+		if (a[1] == '-') {
+			const char *eq = strchr(a + 2, '=');
+			size_t len = eq ? (size_t)(eq - (a + 2)) : strlen(a + 2);
+			id = find_long(a + 2, len);
+			if (id < 0)
+				return usage_error(p->cmd, "unknown option '%.*s'", (int)(len + 2),
+				                   a);
+			if (eq) {
+				if (!optdefs[id].has_arg)
+					return usage_error(p->cmd, "option '--%s' takes no value",
+					                   optdefs[id].lng);
+				value = eq + 1;
+			}
+		} else {
+			id = find_short(a[1]);
+			if (id < 0)
+				return usage_error(p->cmd, "unknown option '-%c'", a[1]);
+			if (a[2] != '\0') {
+				if (!optdefs[id].has_arg)
+					return usage_error(p->cmd, "unknown option '%s'", a);
+				value = a + 2;
+			}
+		}
+		if (optdefs[id].has_arg && !value) {
+			if (i + 1 >= argc)
+				return usage_error(p->cmd, "option '--%s' needs a value",
+				                   optdefs[id].lng);
+			value = argv[++i];
+		}
+		p->seen[id] = 1;
+		p->val[id] = value;
+	}
+	return 0;
+}
+
+static int parse_long(const char *s, long min, long max, long *out)
+{
+	char *end;
+	errno = 0;
+	long v = strtol(s, &end, 10);
+	if (errno || end == s || *end || v < min || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* A run id: decimal digits only, 1..LLONG_MAX. */
+static int parse_id(const char *s, long long *out)
+{
+	if (!*s || strspn(s, "0123456789") != strlen(s))
+		return -1;
+	char *end;
+	errno = 0;
+	long long v = strtoll(s, &end, 10);
+	if (errno || *end || v < 1)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+static int is_state(const char *s)
+{
+	for (size_t i = 0; i < HR_ARRAY_LEN(run_states); i++)
+		if (strcmp(run_states[i], s) == 0)
+			return 1;
+	return 0;
+}
+
+/* Checks the options against the command and fills o. Returns 0 or EXIT_USAGE. */
+static int build_opts(const struct parsed *p, struct cli_opts *o)
+{
+	enum cmd cmd = p->cmd;
+	for (int i = 0; i < OPT__COUNT; i++)
+		if (p->seen[i] && !(optdefs[i].cmds & FOR(cmd)))
+			return usage_error(cmd, "option '--%s' does not apply to '%s'",
+			                   optdefs[i].lng,
+			                   cmd == CMD_NONE ? "headroom" : commands[cmd].name);
+	if (p->npos < commands[cmd].min_pos)
+		return usage_error(cmd, "'%s' needs %s", commands[cmd].name,
+		                   cmd == CMD_SUBMIT ? "a spec file (or - for stdin)" : "a run id");
+	if (p->npos > commands[cmd].max_pos)
+		return usage_error(cmd, "unexpected argument '%s'", p->pos[commands[cmd].max_pos]);
+
+	const char *env = getenv("HEADROOM_URL");
+	o->url = p->seen[OPT_URL] ? p->val[OPT_URL] : (env && *env ? env : HEADROOM_DEFAULT_URL);
+	o->arg = p->npos > 0 ? p->pos[0] : NULL;
+	if ((cmd == CMD_SHOW || cmd == CMD_CANCEL || cmd == CMD_EXPORT) &&
+	    parse_id(o->arg, &o->id) < 0)
+		return usage_error(cmd, "invalid run id '%s'", o->arg);
+	if (cmd == CMD_SUBMIT && !*o->arg)
+		return usage_error(cmd, "empty spec file name");
+
+	o->wait = p->seen[OPT_WAIT];
+	o->poll_ms = POLL_MS_DEFAULT;
+	if (p->seen[OPT_POLL_MS]) {
+		if (!o->wait)
+			return usage_error(cmd, "--poll-ms only applies with --wait");
+		if (parse_long(p->val[OPT_POLL_MS], POLL_MS_MIN, POLL_MS_MAX, &o->poll_ms) < 0)
+			return usage_error(cmd,
+			                   "--poll-ms wants a number of milliseconds, %ld..%ld",
+			                   POLL_MS_MIN, POLL_MS_MAX);
+	}
+	if (p->seen[OPT_LIMIT] &&
+	    parse_long(p->val[OPT_LIMIT], 1, HR_MAX_PAGE_LIMIT, &o->limit) < 0)
+		return usage_error(cmd, "--limit wants a number, 1..%d", HR_MAX_PAGE_LIMIT);
+	if (p->seen[OPT_STATE]) {
+		o->state = p->val[OPT_STATE];
+		if (!is_state(o->state))
+			return usage_error(
+			    cmd,
+			    "unknown state '%s' (queued, running, succeeded, failed, "
+			    "cancelled, interrupted)",
+			    o->state);
+	}
+	if (p->seen[OPT_BEFORE] && parse_id(p->val[OPT_BEFORE], &o->before) < 0)
+		return usage_error(cmd, "invalid run id '%s' for --before", p->val[OPT_BEFORE]);
+	o->json = p->seen[OPT_JSON];
+
+	if (cmd == CMD_EXPORT) {
+		const char *f = p->seen[OPT_FORMAT] ? p->val[OPT_FORMAT] : NULL;
+		o->records = p->seen[OPT_RECORDS] || (f && strcmp(f, "jsonl") == 0);
+		if (!f)
+			f = o->records ? "jsonl" : "json";
+		if (o->records && strcmp(f, "jsonl") != 0 && strcmp(f, "csv") != 0)
+			return usage_error(cmd, "records export as jsonl or csv, not '%s'", f);
+		if (!o->records && strcmp(f, "json") != 0 && strcmp(f, "csv") != 0)
+			return usage_error(cmd, "a summary exports as json or csv, not '%s'", f);
+		o->format = f;
+		if (p->seen[OPT_OUTPUT]) {
+			o->output = p->val[OPT_OUTPUT];
+			if (!*o->output)
+				return usage_error(cmd, "empty output file name");
+		}
+	}
+	return 0;
+}
+
+static int run_help(const struct cli_opts *o)
+{
+	if (!o->arg) {
+		fputs(general_help, stdout);
+		return EXIT_OK;
+	}
+	enum cmd c = find_command(o->arg);
+	if (c == CMD_NONE)
+		return usage_error(CMD_HELP, "unknown command '%s'", o->arg);
+	fputs(commands[c].help, stdout);
+	return EXIT_OK;
+}
+
+int main(int argc, char **argv)
+{
+	struct parsed p;
+	memset(&p, 0, sizeof(p));
+	p.pos = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*p.pos));
+	struct cli_opts o;
+	memset(&o, 0, sizeof(o));
+	int ex = parse_args(argc, argv, &p);
+	if (ex != EXIT_OK)
+		goto out;
+	if (p.seen[OPT_HELP]) {
+		fputs(commands[p.cmd].help, stdout);
+		goto out;
+	}
+	if (p.seen[OPT_VERSION]) {
+		puts("headroom " HEADROOM_VERSION);
+		goto out;
+	}
+	if (p.cmd == CMD_NONE) {
+		fputs(general_help, stderr);
+		ex = EXIT_USAGE;
+		goto out;
+	}
+	if ((ex = build_opts(&p, &o)) != EXIT_OK)
+		goto out;
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		fputs("headroom: cannot initialise libcurl\n", stderr);
+		ex = EXIT_DAEMON;
+		goto out;
+	}
+	ex = commands[p.cmd].run(&o);
+	curl_global_cleanup();
+out:
+	free(p.pos);
+	if (fflush(stdout) != 0 || ferror(stdout)) {
+		if (ex == EXIT_OK)
+			fprintf(stderr, "headroom: cannot write to stdout: %s\n", strerror(errno));
+		if (ex == EXIT_OK)
+			ex = EXIT_RUN_FAILED;
+	}
+	return ex;
+}

@@ -1,0 +1,326 @@
+/* show.c - renders a run and its summary as text: header lines, the
+ * metrics table (known metrics in a fixed order, any others after them
+ * alphabetically, so new metrics appear without code changes), counts and
+ * errors by category. Input is untrusted; every read is type-checked. */
+#include "show.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "dynbuf.h"
+#include "table.h"
+#include "util.h"
+#include "view.h"
+
+#define SCALAR_LEN 512 /* longest value shown on a header line */
+
+static const struct {
+	const char *tag, *name;
+} known_metrics[] = {
+    {"time_to_first_token", "Time to First Token"},
+    {"time_to_second_token", "Time to Second Token"},
+    {"request_latency", "Request Latency"},
+    {"inter_token_latency", "Inter Token Latency"},
+    {"inter_chunk_latency", "Inter Chunk Latency"},
+    {"output_token_throughput_per_user", "Output Token Throughput Per User"},
+    {"input_sequence_length", "Input Sequence Length"},
+    {"output_sequence_length", "Output Sequence Length"},
+    {"request_throughput", "Request Throughput"},
+    {"output_token_throughput", "Output Token Throughput"},
+    {"total_token_throughput", "Total Token Throughput"},
+};
+
+/* Columns after "Metric", in order. */
+static const char *const stat_cols[] = {"avg", "min", "max", "p99", "p90", "p50", "std"};
+
+static int known_index(const char *tag)
+{
+	for (size_t i = 0; i < HR_ARRAY_LEN(known_metrics); i++)
+		if (strcmp(known_metrics[i].tag, tag) == 0)
+			return (int)i;
+	return -1;
+}
+
+char *show_metric_name(const char *tag)
+{
+	int k = known_index(tag);
+	if (k >= 0)
+		return xstrdup(known_metrics[k].name);
+	char *s = xstrdup(tag);
+	int word_start = 1;
+	for (char *p = s; *p; p++) {
+		if (*p == '_')
+			*p = ' ';
+		if (*p == ' ') {
+			word_start = 1;
+		} else {
+			if (word_start && *p >= 'a' && *p <= 'z')
+				*p = (char)(*p - 'a' + 'A');
+			word_start = 0;
+		}
+	}
+	return s;
+}
+
+/* "label     value" with value cleaned; NULL value gives "-". */
+static void kv_line(FILE *out, const char *label, const char *value)
+{
+	char *c = view_clean(value);
+	fprintf(out, "  %-9s %s\n", label, c);
+	free(c);
+}
+
+static void time_line(FILE *out, const char *label, const char *ts, const char *extra)
+{
+	char buf[SCALAR_LEN];
+	int64_t ms;
+	view_fmt_time(buf, sizeof(buf), ts);
+	int parsed = ts && view_parse_time(ts, &ms) == 0;
+	fprintf(out, "  %-9s %s%s%s\n", label, buf, parsed ? " UTC" : "", extra ? extra : "");
+}
+
+/* Appends "key value" pairs of obj's scalar members to b, separated by
+ * ", ": first the keys in order[] (NULL-terminated, may be NULL), then the
+ * others in the object's order. */
+static void pairs(struct dynbuf *b, json_t *obj, const char *const *order)
+{
+	char val[SCALAR_LEN];
+	const char *key;
+	json_t *v;
+	int first = 1;
+	for (size_t i = 0; order && order[i]; i++) {
+		v = json_object_get(obj, order[i]);
+		if (!v || json_is_object(v) || json_is_array(v) || json_is_null(v))
+			continue;
+		dynbuf_printf(b, "%s%s %s", first ? "" : ", ", order[i],
+		              view_scalar(val, sizeof(val), v));
+		first = 0;
+	}
+	json_object_foreach(obj, key, v)
+	{
+		int listed = 0;
+		for (size_t i = 0; order && order[i]; i++)
+			if (strcmp(order[i], key) == 0)
+				listed = 1;
+		if (listed || json_is_object(v) || json_is_array(v) || json_is_null(v))
+			continue;
+		dynbuf_printf(b, "%s%s %s", first ? "" : ", ", key,
+		              view_scalar(val, sizeof(val), v));
+		first = 0;
+	}
+}
+
+static void pairs_line(FILE *out, const char *label, json_t *obj, const char *const *order)
+{
+	if (!json_is_object(obj))
+		return;
+	struct dynbuf b;
+	dynbuf_init(&b, 1u << 20);
+	pairs(&b, obj, order);
+	if (b.len)
+		kv_line(out, label, b.data);
+	dynbuf_release(&b);
+}
+
+static void target_line(FILE *out, json_t *spec)
+{
+	json_t *target = json_object_get(spec, "target");
+	if (!json_is_object(spec) || !json_is_object(target)) {
+		kv_line(out, "target", NULL);
+		return;
+	}
+	char url[SCALAR_LEN], model[SCALAR_LEN], ep[SCALAR_LEN];
+	fprintf(out, "  %-9s %s  model %s  endpoint %s\n", "target",
+	        view_scalar(url, sizeof(url), json_object_get(target, "url")),
+	        view_scalar(model, sizeof(model), json_object_get(target, "model")),
+	        view_scalar(ep, sizeof(ep), json_object_get(target, "endpoint")));
+}
+
+static void labels_line(FILE *out, json_t *labels)
+{
+	if (!json_is_object(labels) || json_object_size(labels) == 0)
+		return;
+	struct dynbuf b;
+	dynbuf_init(&b, 1u << 20);
+	char val[SCALAR_LEN];
+	const char *key;
+	json_t *v;
+	json_object_foreach(labels, key, v)
+	{
+		dynbuf_printf(&b, "%s%s=%s", b.len ? ", " : "", key,
+		              view_scalar(val, sizeof(val), v));
+	}
+	kv_line(out, "labels", b.data);
+	dynbuf_release(&b);
+}
+
+static void header(FILE *out, json_t *run)
+{
+	char id[64], buf[SCALAR_LEN];
+	char *name = view_clean(view_str(run, "name"));
+	fprintf(out, "Run %s: %s\n", view_scalar(id, sizeof(id), json_object_get(run, "id")), name);
+	free(name);
+	kv_line(out, "state", view_str(run, "state"));
+	const char *reason = view_str(run, "reason");
+	if (reason && *reason)
+		kv_line(out, "reason", reason);
+	const char *created = view_str(run, "created_at");
+	const char *started = view_str(run, "started_at");
+	const char *finished = view_str(run, "finished_at");
+	time_line(out, "created", created, NULL);
+	time_line(out, "started", started, NULL);
+	int64_t t0, t1;
+	char extra[96] = "";
+	if (view_parse_time(started, &t0) == 0 && view_parse_time(finished, &t1) == 0)
+		snprintf(extra, sizeof(extra), "  (took %s)",
+		         view_fmt_duration(buf, sizeof(buf), t1 - t0));
+	time_line(out, "finished", finished, extra);
+
+	json_t *spec = json_object_get(run, "spec");
+	target_line(out, spec);
+	if (json_is_object(spec)) {
+		static const char *const load_order[] = {"mode",     "concurrency", "rate",
+		                                         "requests", "duration_s",  NULL};
+		pairs_line(out, "load", json_object_get(spec, "load"), load_order);
+		json_t *workers = json_object_get(spec, "workers");
+		if (json_is_integer(workers))
+			kv_line(out, "workers", view_scalar(buf, sizeof(buf), workers));
+	}
+	labels_line(out, json_object_get(run, "labels"));
+	static const char *const progress_order[] = {"sent",    "completed", "errors",
+	                                             "records", "workers",   NULL};
+	pairs_line(out, "progress", json_object_get(run, "progress"), progress_order);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+static void metric_row(struct table *t, const char *tag, json_t *m)
+{
+	const char *cells[1 + HR_ARRAY_LEN(stat_cols)];
+	char nums[HR_ARRAY_LEN(stat_cols)][VIEW_NUMLEN];
+	char *name = show_metric_name(tag);
+	const char *unit = view_str(m, "unit");
+	char *label = unit && *unit ? xasprintf("%s (%s)", name, unit) : xstrdup(name);
+	cells[0] = label;
+	for (size_t i = 0; i < HR_ARRAY_LEN(stat_cols); i++) {
+		double v;
+		cells[1 + i] = view_num(m, stat_cols[i], &v) ? view_fmt_num(nums[i], v) : "-";
+	}
+	table_add_row(t, cells);
+	free(label);
+	free(name);
+}
+
+static void metrics_table(FILE *out, json_t *metrics)
+{
+	if (!json_is_object(metrics) || json_object_size(metrics) == 0) {
+		fputs("No metrics in the summary.\n", out);
+		return;
+	}
+	struct table *t = table_new(1 + HR_ARRAY_LEN(stat_cols));
+	table_column(t, 0, "Metric", TABLE_LEFT);
+	for (size_t i = 0; i < HR_ARRAY_LEN(stat_cols); i++)
+		table_column(t, 1 + i, stat_cols[i], TABLE_RIGHT);
+
+	for (size_t i = 0; i < HR_ARRAY_LEN(known_metrics); i++) {
+		json_t *m = json_object_get(metrics, known_metrics[i].tag);
+		if (m)
+			metric_row(t, known_metrics[i].tag, m);
+	}
+	size_t n = 0;
+	const char **others = xcalloc(json_object_size(metrics), sizeof(*others));
+	const char *key;
+	json_t *v;
+	json_object_foreach(metrics, key, v)
+	{
+		if (known_index(key) < 0)
+			others[n++] = key;
+	}
+	qsort(others, n, sizeof(*others), cmp_str);
+	for (size_t i = 0; i < n; i++)
+		metric_row(t, others[i], json_object_get(metrics, others[i]));
+	free(others);
+
+	table_print(t, out, TABLE_BOX);
+	table_free(t);
+}
+
+struct err_count {
+	const char *name;
+	double n;
+	int has_n;
+};
+
+static int cmp_err(const void *a, const void *b)
+{
+	const struct err_count *x = a, *y = b;
+	if (x->has_n != y->has_n)
+		return y->has_n - x->has_n;
+	if (x->has_n && x->n != y->n)
+		return x->n < y->n ? 1 : -1;
+	return strcmp(x->name, y->name);
+}
+
+static void errors_table(FILE *out, json_t *errors)
+{
+	if (!json_is_object(errors) || json_object_size(errors) == 0)
+		return;
+	size_t n = 0;
+	struct err_count *e = xcalloc(json_object_size(errors), sizeof(*e));
+	const char *key;
+	json_t *v;
+	json_object_foreach(errors, key, v)
+	{
+		e[n].name = key;
+		e[n].has_n = json_is_number(v);
+		e[n].n = e[n].has_n ? json_number_value(v) : 0;
+		n++;
+	}
+	qsort(e, n, sizeof(*e), cmp_err);
+	struct table *t = table_new(2);
+	table_column(t, 0, "Error category", TABLE_LEFT);
+	table_column(t, 1, "Count", TABLE_RIGHT);
+	for (size_t i = 0; i < n; i++) {
+		char num[SCALAR_LEN];
+		const char *cells[2] = {
+		    e[i].name, view_scalar(num, sizeof(num), json_object_get(errors, e[i].name))};
+		table_add_row(t, cells);
+	}
+	fputc('\n', out);
+	table_print(t, out, TABLE_BOX);
+	table_free(t);
+	free(e);
+}
+
+void show_run(FILE *out, json_t *run)
+{
+	header(out, run);
+	json_t *summary = json_object_get(run, "summary");
+	if (!json_is_object(summary)) {
+		const char *st = view_str(run, "state");
+		int ended = st && (strcmp(st, "succeeded") == 0 || strcmp(st, "failed") == 0 ||
+		                   strcmp(st, "cancelled") == 0 || strcmp(st, "interrupted") == 0);
+		fputs(ended ? "\nNo summary: the run ended without one.\n" : "\nNo summary yet.\n",
+		      out);
+		return;
+	}
+	double window;
+	char wbuf[VIEW_NUMLEN];
+	fputc('\n', out);
+	if (view_num(summary, "window_s", &window))
+		fprintf(out, "Metrics (benchmark window %s s)\n", view_fmt_num(wbuf, window));
+	else
+		fputs("Metrics\n", out);
+	metrics_table(out, json_object_get(summary, "metrics"));
+
+	static const char *const count_order[] = {"requests", "valid", "errors", "warmup", NULL};
+	json_t *counts = json_object_get(summary, "counts");
+	if (json_is_object(counts)) {
+		fputc('\n', out);
+		pairs_line(out, "counts", counts, count_order);
+	}
+	errors_table(out, json_object_get(summary, "errors"));
+}
