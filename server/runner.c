@@ -321,7 +321,9 @@ static void check_silence(struct run_ctx *c, int64_t now)
 		struct wk *w = &c->w[i];
 		if (w->exited || w->state == W_DONE)
 			continue;
-		int64_t limit = w->state == W_SPAWNED ? HR_WORKER_HELLO_NS : HR_WORKER_SILENCE_NS;
+		/* workers heartbeat from START on; until then they only wait for
+		 * the slowest peer to say hello */
+		int64_t limit = c->t0 ? HR_WORKER_SILENCE_NS : HR_WORKER_HELLO_NS;
 		if (now - w->last_seen > limit) {
 			fail_run(c, "worker %d (pid %d) was silent for %.1f s", i, (int)w->pid,
 				 (double)(now - w->last_seen) / 1e9);

@@ -110,6 +110,16 @@ def spec(url, **load):
             "load": ld, "workers": 1}
 
 
+def closed_port():
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
 def tempdir():
     return tempfile.TemporaryDirectory(prefix="headroom-test-")
 

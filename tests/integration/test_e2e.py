@@ -130,7 +130,7 @@ class EndToEnd(unittest.TestCase):
         self.assertTrue(all(r["start_ns"] < 1.0e9 for r in rows))
 
     def test_unreachable_target_finishes_with_errors(self):
-        spec = hrtest.spec("127.0.0.1:1", concurrency=4, requests=30)
+        spec = hrtest.spec("127.0.0.1:%d" % hrtest.closed_port(), concurrency=4, requests=30)
         run = self.api.wait(self.api.submit(spec), timeout=60)
         self.assertEqual(run["state"], "failed")
         self.assertIn("no request succeeded", run["reason"])

@@ -17,6 +17,15 @@ def worker_pids(daemon_pid):
     return [int(p) for p in out.split()]
 
 
+def alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
 def slow_spec(mock_addr, duration=30.0, workers=1, concurrency=4):
     s = hrtest.spec(mock_addr, concurrency=concurrency)
     del s["load"]["requests"]
@@ -65,14 +74,10 @@ class Lifecycle(unittest.TestCase):
         self.daemon.stop(signal.SIGKILL)
         # orphaned workers get SIGTERM from the kernel and exit
         deadline = time.time() + 10
-        while time.time() < deadline and any(os.path.exists("/proc/%d" % w) and
-                                             open("/proc/%d/stat" % w).read().split()[2] != "Z"
-                                             for w in workers):
+        while time.time() < deadline and any(alive(w) for w in workers):
             time.sleep(0.1)
         for w in workers:
-            alive = os.path.exists("/proc/%d" % w) and \
-                open("/proc/%d/stat" % w).read().split()[2] != "Z"
-            self.assertFalse(alive, "worker %d outlived its daemon" % w)
+            self.assertFalse(alive(w), "worker %d outlived its daemon" % w)
 
         self.daemon = hrtest.start_daemon(self.tmp.name)
         self.api = hrtest.Api(self.daemon.addr)

@@ -1,0 +1,730 @@
+"""test_worker.py - headroom-worker against headroom-mock, driven by a fake
+daemon.
+
+The test plays headroomd's part of api/protocol.md: it binds a ZeroMQ
+ROUTER on an ipc path in a temporary directory, starts headroom-worker
+(and headroom-mock, or a small scripted Python server for odd responses),
+answers HELLO with SCHEDULE and READY with START, collects RECORDS,
+HEARTBEAT and DONE, and checks what the records say.
+
+Environment: HEADROOM_BIN is the build's bin directory (default:
+build/bin of this checkout). Needs Python 3 and python3-zmq.
+"""
+
+import http.server
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import unittest
+
+import zmq
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hrrecords  # noqa: E402
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BIN = os.environ.get("HEADROOM_BIN") or os.path.join(HERE, "..", "..", "build", "bin")
+WORKER = os.path.join(BIN, "headroom-worker")
+MOCK = os.path.join(BIN, "headroom-mock")
+
+HELLO, SCHEDULE, READY, START, HEARTBEAT, RECORDS, STOP, DONE, FAIL = range(1, 10)
+MS = 1000000
+
+
+def closed_port():
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+class Mock:
+    """headroom-mock on a free port."""
+
+    def __init__(self, *args):
+        self.proc = subprocess.Popen([MOCK, "--listen", "127.0.0.1:0", "--quiet"] + list(args),
+                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                                     text=True)
+        line = self.proc.stdout.readline()
+        if not line.startswith("listening on "):
+            self.proc.kill()
+            raise RuntimeError("headroom-mock did not start: %r" % line)
+        self.url = "http://" + line.split()[-1]
+
+    def close(self):
+        self.proc.terminate()
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+        self.proc.stdout.close()
+
+
+# Streamed chunks that probe the worker's JSON fast path (worker/chunkscan.c):
+# (payload, content chunks it adds, whether the stream is malformed).
+DIFF_CASES = [
+    (b'{"choices":[{"delta":{"content":"a"}}]}', 1, False),
+    (b'{"choices":[{"delta":{"content":"a","content":""}}]}', 0, False),
+    (b'{"choices":[{"delta":{"content":""},"delta":{"content":"x"}}]}', 1, False),
+    (b'{"choices":[{"delta":{"content":"x"}}],"choices":[]}', 0, False),
+    (b'{"choices":[{"delta":{"content":"\\u00e9\\ud83d\\ude00\\n"}}]}', 1, False),
+    ('{"choices":[{"delta":{"content":"\u00e9\u4e2d\U0001F600"}}]}'.encode(), 1, False),
+    (b'{"choices":[{"delta":{"reasoning":"r"}}]}', 1, False),
+    (b'{"choices":[{"delta":{"content":null,"reasoning_content":"r"}}]}', 1, False),
+    (b'{"choices":[{"delta":{"content":5}}]}', 0, False),
+    (b'{"choices":[{"delta":{}},{"delta":{"content":"x"}}]}', 0, False),
+    (b'{"choices":{"0":{"delta":{"content":"x"}}}}', 0, False),
+    (b'{"choices":[{"delta":"content"}]}', 0, False),
+    (b'{"choices":[{"text":"x","delta":{"content":"y"}}]}', 1, False),
+    (b'{"x":[1.5e10,-0,0.25,1E+2,-1234567890,true,false,null,{},[]],'
+     b'"choices":[{"delta":{"content":"n"}}]}', 1, False),
+    (b'{"usage":{"prompt_tokens":5,"completion_tokens":7,"completion_tokens":3,'
+     b'"completion_tokens_details":{"reasoning_tokens":2}}}', 0, False),
+    (b'{"usage":{"prompt_tokens":-1,"completion_tokens":2.0}}', 0, False),
+    (b'{"usage":{"prompt_tokens":4},"usage":null}', 0, False),
+    (b'{"choices":[{"delta":{"cont\\u0065nt":"x"}}]}', 1, False),
+    (b'{"error":null,"choices":[{"delta":{"content":"z"}}]}', 1, False),
+    (b'{"a":' + b"[" * 40 + b"]" * 40 + b',"choices":[{"delta":{"content":"d"}}]}', 1, False),
+    (b' \t{ "choices" : [ { "delta" : { "content" : "w" } } ] }\r ', 1, False),
+    (b'{"a":1,}', 0, True),
+    (b'{"a":01}', 0, True),
+    (b'{"a":"\\u0000"}', 0, True),
+    (b'{"a":"\\ud800"}', 0, True),
+    (b'{"a":"\\udc00\\ud800"}', 0, True),
+    (b'{"a":"\xc0\x80"}', 0, True),
+    (b'{"a":"\xed\xa0\x80"}', 0, True),
+    (b'{"a":"\xf4\x90\x80\x80"}', 0, True),
+    (b'{"a":"\x01"}', 0, True),
+    (b'{"a":1e999}', 0, True),
+    (b'{"a":123456789012345678901}', 0, True),
+    (b'{"a":-}', 0, True),
+    (b'{"a":1.}', 0, True),
+    (b'[1]', 0, True),
+    (b'{"a":1} x', 0, True),
+    (b'{"a":tru}', 0, True),
+    (b'{"a":"\\x"}', 0, True),
+    (b'{"a" 1}', 0, True),
+    (b'', 0, True),
+]
+
+
+class Scripted:
+    """A Python HTTP server whose answer is chosen by the model name; it
+    keeps what it received (headers, body) for inspection."""
+
+    def __init__(self):
+        self.requests = []
+        self.counter = 0
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *a):
+                pass
+
+            def do_POST(self):
+                n = int(self.headers.get("Content-Length", "0"))
+                body = json.loads(self.rfile.read(n))
+                outer.requests.append((self.path, dict(self.headers), body))
+                getattr(outer, "answer_" + body["model"])(self, body)
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+        self.thread.start()
+
+    def close(self):
+        self.server.shutdown()
+        self.server.server_close()
+
+    @staticmethod
+    def sse(h, events, status=200):
+        h.send_response(status)
+        h.send_header("Content-Type", "text/event-stream")
+        h.send_header("Connection", "close")
+        h.end_headers()
+        h.close_connection = True
+        try:
+            for e in events:
+                h.wfile.write(e if isinstance(e, bytes) else e.encode())
+                h.wfile.flush()
+        except (BrokenPipeError, ConnectionResetError):
+            pass  # the worker gave up on a malformed stream
+
+    @staticmethod
+    def chunk(delta=None, usage=None, choices=True):
+        obj = {"object": "chat.completion.chunk"}
+        obj["choices"] = [{"index": 0, "delta": delta or {}}] if choices else []
+        if usage:
+            obj["usage"] = usage
+        return "data: %s\n\n" % json.dumps(obj)
+
+    def answer_reasoning(self, h, body):
+        c = self.chunk
+        self.sse(h, [": keep-alive\n\n", c({"role": "assistant"}),
+                     c({"reasoning_content": "hmm"}), c({"reasoning_content": "ok"}),
+                     c({"content": "a"}), c({"content": ""}), c({"content": "b"}),
+                     c(choices=False, usage={"prompt_tokens": 3, "completion_tokens": 4}),
+                     "data: [DONE]\n\n"])
+
+    def answer_nousage(self, h, body):
+        # split across writes, CRLF line ends, no usage, no [DONE]
+        c = self.chunk
+        self.sse(h, [c({"role": "assistant"}), c({"content": "x"}).replace("\n", "\r\n"),
+                     "data: {\"choices\":[{\"delta\":{\"con", "tent\":\"y\"}}]}\n", "\n"])
+
+    def answer_badjson(self, h, body):
+        self.sse(h, [self.chunk({"content": "a"}), "data: {not json\n\n",
+                     self.chunk({"content": "b"})])
+
+    def answer_empty(self, h, body):
+        self.sse(h, [self.chunk({"role": "assistant"}), "data: [DONE]\n\n"])
+
+    def answer_err500(self, h, body):
+        msg = b'{"error": {"message": "overloaded\nreally"}}' + b"x" * 1000
+        h.send_response(503)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(msg)))
+        h.end_headers()
+        h.wfile.write(msg)
+
+    def answer_diff(self, h, body):
+        case = DIFF_CASES[self.counter % len(DIFF_CASES)][0]
+        self.counter += 1
+        self.sse(h, [b"data: " + case + b"\n\n",
+                     self.chunk({"content": "end"}).encode(), "data: [DONE]\n\n"])
+
+    def answer_huge(self, h, body):
+        self.sse(h, [self.chunk({"content": "a"}), "data: " + "x" * (1100 * 1024)])
+
+    def answer_badbody(self, h, body):
+        msg = b'{"choices": [{"message": {"content": 7}}]}'
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(msg)))
+        h.end_headers()
+        h.wfile.write(msg)
+
+    def answer_goodbody(self, h, body):
+        msg = json.dumps({"choices": [{"message": {"content": "hello"}}],
+                          "usage": {"prompt_tokens": 3, "completion_tokens": 2}}).encode()
+        h.send_response(200)
+        h.send_header("Content-Type", "application/json")
+        h.send_header("Content-Length", str(len(msg)))
+        h.end_headers()
+        h.wfile.write(msg)
+
+    def answer_echo(self, h, body):
+        self.sse(h, [self.chunk({"content": "hi"}), "data: [DONE]\n\n"])
+
+
+class Result:
+    def __init__(self):
+        self.records = []
+        self.heartbeats = []
+        self.done = None
+        self.fail = None
+        self.rc = None
+        self.t0 = None
+        self.done_at = None
+        self.stop_at = None
+        self.stderr = ""
+
+
+class WorkerCase(unittest.TestCase):
+    def setUp(self):
+        self.tmp = tempfile.mkdtemp(prefix="hrw-")
+        self.ctx = zmq.Context()
+        self.sock = self.ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.endpoint = "ipc://" + os.path.join(self.tmp, "d.sock")
+        self.sock.bind(self.endpoint)
+        self.servers = []
+        self.procs = []
+
+    def tearDown(self):
+        for p in self.procs:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+        for s in self.servers:
+            s.close()
+        self.sock.close()
+        self.ctx.term()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+    # --- plumbing -----------------------------------------------------
+
+    def mock(self, *args):
+        m = Mock(*args)
+        self.servers.append(m)
+        return m
+
+    def scripted(self):
+        s = Scripted()
+        self.servers.append(s)
+        return s
+
+    def recv(self, timeout):
+        if not self.sock.poll(int(timeout * 1000)):
+            raise TimeoutError("no message from the worker in %.1f s" % timeout)
+        frames = self.sock.recv_multipart()
+        self.assertEqual(len(frames), 3, "routing id, header, payload")
+        ident, hdr, payload = frames
+        self.assertEqual(ident, b"w0")
+        self.assertEqual(len(hdr), 2)
+        self.assertEqual(hdr[0], 1, "protocol version")
+        if hdr[1] == RECORDS:
+            return hdr[1], hrrecords.decode_batch(payload)
+        obj = json.loads(payload)
+        self.assertIsInstance(obj, dict)
+        return hdr[1], obj
+
+    def send(self, typ, obj):
+        self.sock.send_multipart([b"w0", bytes([1, typ]), json.dumps(obj).encode()])
+
+    def start_worker(self, env=None):
+        err = open(os.path.join(self.tmp, "worker.err"), "w+", errors="replace")
+        e = dict(os.environ)
+        e.update(env or {})
+        p = subprocess.Popen([WORKER, "--connect", self.endpoint, "--index", "0"],
+                             stdout=subprocess.DEVNULL, stderr=err, env=e)
+        self.procs.append(p)
+        self.err = err
+        return p
+
+    def run_worker(self, spec, share, env=None, stop_after=None, timeout=20.0,
+                   schedule=None):
+        res = Result()
+        p = self.start_worker(env)
+        typ, hello = self.recv(5)
+        self.assertEqual(typ, HELLO)
+        self.assertEqual(hello["index"], 0)
+        self.assertEqual(hello["pid"], p.pid)
+        self.assertEqual(hello["protocol"], 1)
+        for k in ("version", "mono_ns", "wall_ns"):
+            self.assertIn(k, hello)
+        if schedule is None:
+            schedule = {"run_id": 1, "worker": 0, "workers": 1, "spec": spec, "share": share}
+        self.send(SCHEDULE, schedule)
+        typ, msg = self.recv(5)
+        if typ == FAIL:
+            res.fail = msg
+            res.rc = p.wait(5)
+            return self.finish(res)
+        self.assertEqual(typ, READY, msg)
+        res.t0 = time.monotonic_ns() + 50 * MS
+        self.send(START, {"t0_mono_ns": res.t0, "t0_wall_ns": time.time_ns() + 50 * MS})
+        deadline = time.monotonic() + timeout
+        while True:
+            wait = deadline - time.monotonic()
+            if stop_after is not None and res.stop_at is None:
+                wait = min(wait, max(0.0, (res.t0 + stop_after * 1e9 - time.monotonic_ns()) / 1e9))
+            try:
+                typ, msg = self.recv(max(wait, 0.001))
+            except TimeoutError:
+                if stop_after is not None and res.stop_at is None:
+                    res.stop_at = time.monotonic_ns()
+                    self.send(STOP, {"reason": "test"})
+                    continue
+                raise
+            if typ == RECORDS:
+                res.records.extend(msg)
+            elif typ == HEARTBEAT:
+                res.heartbeats.append(msg)
+            elif typ == DONE:
+                res.done = msg
+                res.done_at = time.monotonic_ns()
+                break
+            else:
+                self.fail("unexpected message type %d: %r" % (typ, msg))
+        res.rc = p.wait(5)
+        return self.finish(res)
+
+    def finish(self, res):
+        self.err.seek(0)
+        res.stderr = self.err.read()
+        self.err.close()
+        for bad in ("Sanitizer", "runtime error:"):
+            self.assertNotIn(bad, res.stderr)
+        return res
+
+    @staticmethod
+    def spec(url, concurrency=1, requests=None, duration_s=None, endpoint="chat",
+             stream=True, isl=10, osl=20, model="mock-model", **target):
+        load = {"concurrency": concurrency}
+        if duration_s is not None:
+            load["duration_s"] = duration_s
+        else:
+            load["requests"] = requests or 1
+        t = {"url": url, "model": model, "endpoint": endpoint, "stream": stream,
+             "timeout_s": 10}
+        t.update(target)
+        return {"name": "t", "target": t,
+                "workload": {"isl": {"mean": isl}, "osl": {"mean": osl}, "seed": 7},
+                "load": load}
+
+    def check_common(self, res, n):
+        """Invariants of every record of a run that sent n requests."""
+        self.assertEqual(res.rc, 0, res.stderr)
+        self.assertIsNotNone(res.done)
+        self.assertEqual(len(res.records), n)
+        self.assertEqual(res.done["sent"], n)
+        self.assertEqual(res.done["completed"], n)
+        self.assertEqual(res.done["records"], n)
+        self.assertEqual(res.done["errors"],
+                         sum(1 for r in res.records if r["error"]))
+        self.assertEqual(sorted(r["seq"] for r in res.records), list(range(n)))
+        for r in res.records:
+            self.assertEqual(r["worker"], 0)
+            self.assertEqual(r["phase"], 1)
+            self.assertLessEqual(0, r["intended_ns"])
+            self.assertLessEqual(r["intended_ns"], r["start_ns"])
+            self.assertLessEqual(r["start_ns"], r["done_ns"])
+            ch = r["chunks"]
+            self.assertEqual(ch, sorted(ch))
+            if ch:
+                self.assertLessEqual(r["start_ns"], ch[0])
+                self.assertEqual(ch[-1], r["end_ns"])
+                self.assertLessEqual(r["end_ns"], r["done_ns"])
+            if r["headers_ns"] != -1:
+                self.assertLessEqual(r["start_ns"], r["headers_ns"])
+                if ch:
+                    self.assertLessEqual(r["headers_ns"], ch[0])
+
+    @staticmethod
+    def max_in_flight(records):
+        events = []
+        for r in records:
+            events.append((r["start_ns"], 1))
+            events.append((r["done_ns"], -1))
+        events.sort(key=lambda e: (e[0], e[1]))  # a finish before a start at the same ns
+        cur = peak = 0
+        for _, d in events:
+            cur += d
+            peak = max(peak, cur)
+        return peak
+
+    # --- tests ----------------------------------------------------------
+
+    def test_a_streamed_chat(self):
+        m = self.mock()
+        share = {"slots": 16, "requests": 200, "duration_s": 0, "req_id_base": 3,
+                 "req_id_stride": 2}
+        res = self.run_worker(self.spec(m.url, 16, 200), share)
+        self.check_common(res, 200)
+        for r in res.records:
+            self.assertEqual(r["http_status"], 200)
+            self.assertEqual(r["error_name"], "", r["error_msg"])
+            self.assertEqual(r["flags"], hrrecords.FLAG_STREAMED)
+            self.assertEqual(r["req_id"], 3 + 2 * r["seq"])
+            self.assertEqual(len(r["chunks"]), 20)
+            self.assertEqual(r["osl"], 20)
+            self.assertEqual(r["osl_src_name"], "server_usage")
+            self.assertEqual(r["isl"], 10)
+            self.assertEqual(r["isl_src_name"], "server_usage")
+            self.assertEqual(r["reasoning_tokens"], 0)
+            self.assertEqual(r["first_output_ns"], r["chunks"][0])
+            self.assertNotEqual(r["headers_ns"], -1)
+        self.assertLessEqual(self.max_in_flight(res.records), 16)
+        first_wave = [r for r in res.records if r["intended_ns"] == 0]
+        self.assertEqual(len(first_wave), 16)
+
+    def test_b_completions_and_non_streaming(self):
+        m = self.mock()
+        for endpoint, stream in (("completions", True), ("chat", False),
+                                 ("completions", False)):
+            with self.subTest(endpoint=endpoint, stream=stream):
+                self.setUpSocket()
+                res = self.run_worker(self.spec(m.url, 4, 12, endpoint=endpoint, stream=stream),
+                                      {"slots": 4, "requests": 12})
+                self.check_common(res, 12)
+                for r in res.records:
+                    self.assertEqual(r["error_name"], "", r["error_msg"])
+                    self.assertEqual(r["http_status"], 200)
+                    self.assertEqual(r["osl"], 20)
+                    self.assertEqual(r["isl"], 10)
+                    if stream:
+                        self.assertEqual(len(r["chunks"]), 20)
+                        self.assertEqual(r["flags"], hrrecords.FLAG_STREAMED)
+                    else:
+                        self.assertEqual(r["chunks"], [])
+                        self.assertEqual(r["flags"], 0)
+                        self.assertEqual(r["end_ns"], r["done_ns"])
+                        self.assertEqual(r["first_output_ns"], r["done_ns"])
+
+    def setUpSocket(self):
+        """A fresh ROUTER for a sub-test (the previous worker's id is gone)."""
+        self.sock.close()
+        self.sock = self.ctx.socket(zmq.ROUTER)
+        self.sock.setsockopt(zmq.LINGER, 0)
+        self.endpoint = "ipc://" + os.path.join(self.tmp, "d%d.sock" % len(self.procs))
+        self.sock.bind(self.endpoint)
+
+    def test_c_timing(self):
+        m = self.mock("--ttft-ms", "30", "--itl-ms", "5")
+        res = self.run_worker(self.spec(m.url, 4, 8), {"slots": 4, "requests": 8})
+        self.check_common(res, 8)
+        gaps = []
+        for r in res.records:
+            self.assertEqual(r["error_name"], "", r["error_msg"])
+            ttft = r["chunks"][0] - r["start_ns"]
+            self.assertGreaterEqual(ttft, 29 * MS)
+            self.assertLess(ttft, 500 * MS)
+            gaps += [b - a for a, b in zip(r["chunks"], r["chunks"][1:])]
+        gaps.sort()
+        median = gaps[len(gaps) // 2]
+        self.assertGreaterEqual(median, 4 * MS)
+        self.assertLessEqual(median, 8 * MS)
+        self.assertGreaterEqual(len(res.heartbeats), 1)
+        hb = res.heartbeats[-1]
+        for k in ("sent", "completed", "errors", "in_flight", "records"):
+            self.assertIn(k, hb)
+
+    def test_d_unreachable(self):
+        url = "http://127.0.0.1:%d" % closed_port()
+        t = time.monotonic()
+        res = self.run_worker(self.spec(url, 4, 20), {"slots": 4, "requests": 20})
+        self.assertLess(time.monotonic() - t, 5)
+        self.check_common(res, 20)
+        for r in res.records:
+            self.assertEqual(r["error_name"], "connect", r["error_msg"])
+            self.assertEqual(r["http_status"], 0)
+            self.assertTrue(r["error_msg"])
+            self.assertEqual(r["headers_ns"], -1)
+        self.assertEqual(res.done["errors"], 20)
+
+    def test_e_stop(self):
+        m = self.mock("--ttft-ms", "2000")
+        res = self.run_worker(self.spec(m.url, 8, 100), {"slots": 8, "requests": 100},
+                              stop_after=0.3)
+        self.assertIsNotNone(res.stop_at)
+        self.assertLess(res.done_at - res.stop_at, 1000 * MS)
+        self.check_common(res, 8)
+        for r in res.records:
+            self.assertEqual(r["error_name"], "cancelled")
+            self.assertIn("test", r["error_msg"])
+            self.assertEqual(r["chunks"], [])
+
+    def test_f_bad_schedule(self):
+        m_url = "http://127.0.0.1:1"
+        good = self.spec(m_url, 2, 4)
+        no_target = dict(good)
+        del no_target["target"]
+        cases = [
+            ("spec without target", no_target, {"slots": 2, "requests": 4}, "target"),
+            ("slots a string", good, {"slots": "2", "requests": 4}, "slots"),
+            ("slots zero", good, {"slots": 0, "requests": 4}, "slots"),
+            ("share missing", good, None, "share"),
+            ("negative stride", good, {"slots": 2, "requests": 4, "req_id_stride": -1},
+             "req_id_stride"),
+            ("requests and duration", good, {"slots": 2, "requests": 4, "duration_s": 1},
+             "duration_s"),
+        ]
+        for name, spec, share, word in cases:
+            with self.subTest(name):
+                self.setUpSocket()
+                sched = {"run_id": 1, "worker": 0, "spec": spec}
+                if share is not None:
+                    sched["share"] = share
+                res = self.run_worker(None, None, schedule=sched)
+                self.assertIsNotNone(res.fail, name)
+                self.assertIn(word, res.fail["message"])
+                self.assertEqual(res.rc, 1)
+
+    def test_g_duration(self):
+        m = self.mock("--itl-ms", "5")
+        res = self.run_worker(self.spec(m.url, 4, duration_s=1),
+                              {"slots": 4, "requests": 0, "duration_s": 1})
+        n = len(res.records)
+        self.check_common(res, n)
+        self.assertGreater(n, 8)
+        for r in res.records:
+            self.assertEqual(r["error_name"], "", r["error_msg"])
+            self.assertLess(r["start_ns"], 1000 * MS)
+        last_done = max(r["done_ns"] for r in res.records)
+        self.assertGreaterEqual(last_done, 1000 * MS)
+        # ~100 ms requests: everything is over well before 1.5 s
+        self.assertLess(res.done_at - res.t0, 1500 * MS)
+        self.assertGreaterEqual(len(res.heartbeats), 3)
+
+    def test_h_api_key(self):
+        var = "HEADROOM_TEST_UNSET_KEY_4711"
+        env = dict(os.environ)
+        env.pop(var, None)
+        spec = self.spec("http://127.0.0.1:1", 1, 1, api_key_env=var)
+        res = self.run_worker(spec, {"slots": 1, "requests": 1})
+        self.assertIsNotNone(res.fail)
+        self.assertIn(var, res.fail["message"])
+        self.assertEqual(res.rc, 1)
+
+    def test_i_request_shape(self):
+        s = self.scripted()
+        spec = self.spec(s.url + "/", 1, 1, model="echo", api_key_env="HR_TEST_KEY",
+                         headers={"X-Run": "abc", "Accept": "*/*"},
+                         extra_body={"temperature": 0.5, "max_tokens": 7})
+        res = self.run_worker(spec, {"slots": 1, "requests": 1},
+                              env={"HR_TEST_KEY": "sekrit"})
+        self.check_common(res, 1)
+        path, headers, body = s.requests[0]
+        self.assertEqual(path, "/v1/chat/completions")
+        self.assertEqual(headers["Authorization"], "Bearer sekrit")
+        self.assertEqual(headers["X-Run"], "abc")
+        self.assertEqual(headers["Accept"], "*/*")
+        self.assertEqual(headers["Content-Type"], "application/json")
+        self.assertNotIn("Expect", headers)
+        self.assertEqual(body["model"], "echo")
+        self.assertEqual(body["max_tokens"], 7)
+        self.assertEqual(body["temperature"], 0.5)
+        self.assertIs(body["stream"], True)
+        self.assertEqual(body["stream_options"], {"include_usage": True})
+        self.assertEqual(body["messages"][0]["role"], "user")
+        self.assertEqual(len(body["messages"][0]["content"].split()), 10)
+        r = res.records[0]
+        self.assertEqual(r["osl"], 1)
+        self.assertEqual(r["osl_src_name"], "chunks")
+        self.assertEqual(r["isl"], 10)
+        self.assertEqual(r["isl_src_name"], "requested")
+
+    def test_j_odd_streams(self):
+        s = self.scripted()
+        cases = {
+            "reasoning": dict(error="", n=4, osl=4, isl=3, reasoning=2, first_output=2),
+            "nousage": dict(error="", n=2, osl=2, isl=10, reasoning=0, first_output=0),
+            "badjson": dict(error="malformed_stream", n=1),
+            "empty": dict(error="no_content", n=0),
+            "err500": dict(error="http_5xx", n=0),
+        }
+        for model, want in cases.items():
+            with self.subTest(model):
+                self.setUpSocket()
+                res = self.run_worker(self.spec(s.url, 1, 1, model=model),
+                                      {"slots": 1, "requests": 1})
+                self.check_common(res, 1)
+                r = res.records[0]
+                self.assertEqual(r["error_name"], want["error"], r["error_msg"])
+                self.assertEqual(len(r["chunks"]), want["n"])
+                if want["error"]:
+                    self.assertTrue(r["error_msg"])
+                else:
+                    self.assertEqual(r["osl"], want["osl"])
+                    self.assertEqual(r["isl"], want["isl"])
+                    self.assertEqual(r["reasoning_tokens"], want["reasoning"])
+                    self.assertEqual(r["first_output_ns"], r["chunks"][want["first_output"]])
+                if model == "err500":
+                    self.assertEqual(r["http_status"], 503)
+                    self.assertTrue(r["error_msg"].startswith("HTTP 503: "))
+                    self.assertIn("overloaded really", r["error_msg"])
+                    self.assertLessEqual(len(r["error_msg"]), 300)
+
+    def test_l_json_fast_path_agrees(self):
+        s = self.scripted()
+        n = len(DIFF_CASES)
+        runs = {}
+        for mode in ("fast", "jansson"):
+            self.setUpSocket()
+            s.counter = 0
+            env = {"HEADROOM_WORKER_JSON": mode}
+            res = self.run_worker(self.spec(s.url, 1, n, model="diff"),
+                                  {"slots": 1, "requests": n}, env=env)
+            self.check_common(res, n)
+            runs[mode] = sorted(res.records, key=lambda r: r["seq"])
+        keys = ("error", "osl", "osl_src", "isl", "isl_src", "reasoning_tokens", "http_status")
+        for (payload, chunks, bad), a, b in zip(DIFF_CASES, runs["fast"], runs["jansson"]):
+            with self.subTest(payload=payload):
+                self.assertEqual({k: a[k] for k in keys}, {k: b[k] for k in keys})
+                self.assertEqual(len(a["chunks"]), len(b["chunks"]))
+                self.assertEqual(a["first_output_ns"] == -1, b["first_output_ns"] == -1)
+                if bad:
+                    self.assertEqual(a["error_name"], "malformed_stream")
+                else:
+                    self.assertEqual(a["error_name"], "", a["error_msg"])
+                    self.assertEqual(len(a["chunks"]), chunks + 1)
+
+    def test_m_odd_bodies(self):
+        s = self.scripted()
+        for model, stream, err in (("huge", True, "malformed_stream"),
+                                   ("badbody", False, "malformed_stream"),
+                                   ("goodbody", False, ""),
+                                   ("err500", False, "http_5xx")):
+            with self.subTest(model):
+                self.setUpSocket()
+                res = self.run_worker(self.spec(s.url, 1, 1, model=model, stream=stream),
+                                      {"slots": 1, "requests": 1})
+                self.check_common(res, 1)
+                r = res.records[0]
+                self.assertEqual(r["error_name"], err, r["error_msg"])
+                if model == "goodbody":
+                    self.assertEqual((r["isl"], r["osl"]), (3, 2))
+                    self.assertEqual(r["end_ns"], r["done_ns"])
+
+    def test_n_timeout(self):
+        m = self.mock("--ttft-ms", "3000")
+        spec = self.spec(m.url, 2, 2)
+        spec["target"]["timeout_s"] = 0.3
+        t = time.monotonic()
+        res = self.run_worker(spec, {"slots": 2, "requests": 2})
+        self.assertLess(time.monotonic() - t, 2.5)
+        self.check_common(res, 2)
+        for r in res.records:
+            self.assertEqual(r["error_name"], "timeout", r["error_msg"])
+            self.assertGreaterEqual(r["done_ns"] - r["start_ns"], 290 * MS)
+
+    def test_o_hostile_daemon(self):
+        """Garbage before SCHEDULE is dropped; STOP before START ends cleanly."""
+        m = self.mock()
+        p = self.start_worker()
+        self.assertEqual(self.recv(5)[0], HELLO)
+        for frames in ([b"w0", b"\x02\x02", b"{}"], [b"w0", b"xx"],
+                       [b"w0", b"\x01\x02", b"not json"], [b"w0", b"\x01\x63", b"{}"],
+                       [b"w0", b"\x01\x02", b"[1]", b"extra"], [b"w0", b"\x01\x04", b"{}"]):
+            self.sock.send_multipart(frames)
+        self.send(SCHEDULE, {"worker": 0, "spec": self.spec(m.url, 2, 4),
+                             "share": {"slots": 2.0, "requests": 4, "unknown": [1]}})
+        typ, _ = self.recv(5)
+        self.assertEqual(typ, READY)
+        self.send(STOP, {"reason": "early"})
+        typ, done = self.recv(5)
+        self.assertEqual(typ, DONE)
+        self.assertEqual(done, {"sent": 0, "completed": 0, "errors": 0, "records": 0})
+        res = self.finish(Result())
+        self.assertEqual(p.wait(5), 0, res.stderr)
+        self.assertIn("malformed", res.stderr)
+
+    def test_k_sigterm(self):
+        m = self.mock("--ttft-ms", "2000")
+        res = Result()
+        p = self.start_worker()
+        self.assertEqual(self.recv(5)[0], HELLO)
+        self.send(SCHEDULE, {"worker": 0, "spec": self.spec(m.url, 2, 10),
+                             "share": {"slots": 2, "requests": 10}})
+        self.assertEqual(self.recv(5)[0], READY)
+        self.send(START, {"t0_mono_ns": time.monotonic_ns(), "t0_wall_ns": time.time_ns()})
+        time.sleep(0.2)
+        p.send_signal(signal.SIGTERM)
+        while res.done is None:
+            typ, msg = self.recv(2)
+            if typ == RECORDS:
+                res.records.extend(msg)
+            elif typ == DONE:
+                res.done = msg
+        res.rc = p.wait(5)
+        self.finish(res)
+        self.assertEqual(res.rc, 0, res.stderr)
+        self.assertEqual([r["error_name"] for r in res.records], ["cancelled"] * 2)
+        self.assertIn("signal", res.records[0]["error_msg"])
+
+
+if __name__ == "__main__":
+    unittest.main()

@@ -1,0 +1,381 @@
+/* loop.c - epoll + timerfd + libcurl multi-socket glue (see loop.h).
+ *
+ * Every registered fd has a `struct loop_watch` as its epoll data. A watch
+ * that is removed while events for it may still sit in the current
+ * epoll_wait batch (libcurl closing a socket while we dispatch another
+ * one's events) is only marked dead and freed after the batch, so a stale
+ * event never touches freed memory or the wrong socket.
+ */
+#include "loop.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/timerfd.h>
+#include <unistd.h>
+
+#include "util.h"
+
+#define LOOP_MAX_EVENTS 256
+
+enum watch_kind { W_FD, W_TIMER, W_CURL };
+
+struct loop_watch {
+	int fd;
+	int kind;
+	int dead;
+	uint32_t events;
+	loop_fd_fn fn;
+	void *ud;
+	struct loop_timer *timer;       /* W_TIMER */
+	struct loop_watch *prev, *next; /* live list, or dead list (next only) */
+};
+
+struct loop_timer {
+	struct loop_watch *w;
+	loop_timer_fn fn;
+	void *ud;
+};
+
+struct loop {
+	int ep;
+	CURLM *multi;
+	int64_t curl_deadline; /* absolute monotonic ns; -1 when none */
+	loop_done_fn on_done;
+	void *done_ud;
+	struct loop_watch *live, *dead;
+	struct loop_stats stats;
+};
+
+/* --- watches ---------------------------------------------------------- */
+
+static struct loop_watch *watch_add(struct loop *l, int fd, int kind, uint32_t events)
+{
+	struct loop_watch *w = xcalloc(1, sizeof *w);
+	w->fd = fd;
+	w->kind = kind;
+	w->events = events;
+	struct epoll_event ev = {.events = events, .data.ptr = w};
+	if (epoll_ctl(l->ep, EPOLL_CTL_ADD, fd, &ev) < 0) {
+		/* libcurl may hand us a reused fd number still registered */
+		if (errno != EEXIST || epoll_ctl(l->ep, EPOLL_CTL_MOD, fd, &ev) < 0) {
+			free(w);
+			return NULL;
+		}
+	}
+	w->next = l->live;
+	if (l->live)
+		l->live->prev = w;
+	l->live = w;
+	return w;
+}
+
+static void watch_kill(struct loop *l, struct loop_watch *w)
+{
+	if (w->dead)
+		return;
+	/* fails harmlessly when the fd was already closed */
+	epoll_ctl(l->ep, EPOLL_CTL_DEL, w->fd, NULL);
+	w->dead = 1;
+	if (w->prev)
+		w->prev->next = w->next;
+	else
+		l->live = w->next;
+	if (w->next)
+		w->next->prev = w->prev;
+	w->prev = NULL;
+	w->next = l->dead;
+	l->dead = w;
+}
+
+static void free_dead(struct loop *l)
+{
+	while (l->dead) {
+		struct loop_watch *w = l->dead;
+		l->dead = w->next;
+		free(w);
+	}
+}
+
+struct loop_watch *loop_watch(struct loop *l, int fd, uint32_t events, loop_fd_fn fn, void *ud)
+{
+	struct loop_watch *w = watch_add(l, fd, W_FD, events);
+	if (w) {
+		w->fn = fn;
+		w->ud = ud;
+	}
+	return w;
+}
+
+void loop_unwatch(struct loop *l, struct loop_watch *w)
+{
+	if (w)
+		watch_kill(l, w);
+}
+
+/* --- timers ----------------------------------------------------------- */
+
+struct loop_timer *loop_timer_new(struct loop *l, loop_timer_fn fn, void *ud)
+{
+	int fd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	struct loop_watch *w = watch_add(l, fd, W_TIMER, EPOLLIN);
+	if (!w) {
+		close(fd);
+		return NULL;
+	}
+	struct loop_timer *t = xcalloc(1, sizeof *t);
+	t->w = w;
+	t->fn = fn;
+	t->ud = ud;
+	w->timer = t;
+	return t;
+}
+
+static struct timespec ts_of(int64_t ns)
+{
+	struct timespec ts = {.tv_sec = ns / 1000000000LL, .tv_nsec = ns % 1000000000LL};
+	return ts;
+}
+
+void loop_timer_at(struct loop_timer *t, int64_t at_ns)
+{
+	if (at_ns < 1)
+		at_ns = 1; /* zero would disarm */
+	struct itimerspec its = {.it_value = ts_of(at_ns)};
+	timerfd_settime(t->w->fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void loop_timer_every(struct loop_timer *t, int64_t first_ns, int64_t period_ns)
+{
+	if (first_ns < 1)
+		first_ns = 1;
+	struct itimerspec its = {.it_value = ts_of(first_ns), .it_interval = ts_of(period_ns)};
+	timerfd_settime(t->w->fd, TFD_TIMER_ABSTIME, &its, NULL);
+}
+
+void loop_timer_stop(struct loop_timer *t)
+{
+	struct itimerspec its;
+	memset(&its, 0, sizeof its);
+	timerfd_settime(t->w->fd, 0, &its, NULL);
+}
+
+void loop_timer_free(struct loop *l, struct loop_timer *t)
+{
+	if (!t)
+		return;
+	int fd = t->w->fd;
+	t->w->timer = NULL;
+	watch_kill(l, t->w);
+	close(fd);
+	free(t);
+}
+
+/* --- libcurl glue ----------------------------------------------------- */
+
+static int on_curl_socket(CURL *easy, curl_socket_t s, int what, void *userp, void *socketp)
+{
+	struct loop *l = userp;
+	struct loop_watch *w = socketp;
+
+	if (what == CURL_POLL_REMOVE) {
+		if (w) {
+			watch_kill(l, w);
+			curl_multi_assign(l->multi, s, NULL);
+			l->stats.sockets--;
+		}
+		return 0;
+	}
+	uint32_t ev = 0;
+	if (what & CURL_POLL_IN)
+		ev |= EPOLLIN;
+	if (what & CURL_POLL_OUT)
+		ev |= EPOLLOUT;
+	if (!w) {
+		w = watch_add(l, s, W_CURL, ev);
+		if (!w)
+			return -1; /* libcurl fails the transfer */
+		curl_multi_assign(l->multi, s, w);
+		l->stats.sockets++;
+	} else if (w->events != ev) {
+		struct epoll_event e = {.events = ev, .data.ptr = w};
+		if (epoll_ctl(l->ep, EPOLL_CTL_MOD, s, &e) < 0)
+			return -1;
+		w->events = ev;
+	}
+	return 0;
+}
+
+static int on_curl_timer(CURLM *multi, long timeout_ms, void *userp)
+{
+	struct loop *l = userp;
+	if (timeout_ms < 0)
+		l->curl_deadline = -1;
+	else
+		l->curl_deadline = mono_ns() + (int64_t)timeout_ms * 1000000LL;
+	return 0;
+}
+
+/* Reports finished transfers; called after every socket action. */
+static void check_done(struct loop *l)
+{
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(l->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		CURL *easy = m->easy_handle;
+		CURLcode rc = m->data.result;
+		if (l->on_done)
+			l->on_done(l->done_ud, easy, rc);
+		else
+			curl_multi_remove_handle(l->multi, easy);
+	}
+}
+
+static void curl_action(struct loop *l, curl_socket_t s, int flags)
+{
+	int running;
+	curl_multi_socket_action(l->multi, s, flags, &running);
+	check_done(l);
+}
+
+/* --- the loop --------------------------------------------------------- */
+
+struct loop *loop_new(long maxconnects, char *err)
+{
+	struct loop *l = xcalloc(1, sizeof *l);
+	l->curl_deadline = -1;
+	l->ep = epoll_create1(EPOLL_CLOEXEC);
+	if (l->ep < 0) {
+		free(l);
+		errf(err, "epoll_create1: %s", strerror(errno));
+		return NULL;
+	}
+	l->multi = curl_multi_init();
+	if (!l->multi) {
+		close(l->ep);
+		free(l);
+		errf(err, "curl_multi_init failed");
+		return NULL;
+	}
+	curl_multi_setopt(l->multi, CURLMOPT_SOCKETFUNCTION, on_curl_socket);
+	curl_multi_setopt(l->multi, CURLMOPT_SOCKETDATA, l);
+	curl_multi_setopt(l->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
+	curl_multi_setopt(l->multi, CURLMOPT_TIMERDATA, l);
+	curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, maxconnects > 0 ? maxconnects : 16L);
+	return l;
+}
+
+void loop_free(struct loop *l)
+{
+	if (!l)
+		return;
+	/* closes cached connections; may call on_curl_socket(REMOVE) */
+	curl_multi_cleanup(l->multi);
+	while (l->live) {
+		struct loop_watch *w = l->live;
+		if (w->kind == W_TIMER) {
+			int fd = w->fd;
+			free(w->timer);
+			w->timer = NULL;
+			watch_kill(l, w);
+			close(fd);
+		} else {
+			watch_kill(l, w);
+		}
+	}
+	free_dead(l);
+	close(l->ep);
+	free(l);
+}
+
+void loop_on_done(struct loop *l, loop_done_fn fn, void *ud)
+{
+	l->on_done = fn;
+	l->done_ud = ud;
+}
+
+int loop_add(struct loop *l, CURL *easy)
+{
+	return curl_multi_add_handle(l->multi, easy) == CURLM_OK ? 0 : -1;
+}
+
+void loop_remove(struct loop *l, CURL *easy)
+{
+	curl_multi_remove_handle(l->multi, easy);
+}
+
+static void dispatch(struct loop *l, struct loop_watch *w, uint32_t ev)
+{
+	switch (w->kind) {
+	case W_CURL: {
+		int flags = 0;
+		if (ev & EPOLLIN)
+			flags |= CURL_CSELECT_IN;
+		if (ev & EPOLLOUT)
+			flags |= CURL_CSELECT_OUT;
+		if (ev & (EPOLLERR | EPOLLHUP))
+			flags |= CURL_CSELECT_ERR;
+		curl_action(l, w->fd, flags);
+		break;
+	}
+	case W_TIMER: {
+		uint64_t n = 0;
+		if (read(w->fd, &n, sizeof n) != (ssize_t)sizeof n || n == 0)
+			break; /* disarmed or re-armed meanwhile */
+		if (w->timer && w->timer->fn)
+			w->timer->fn(w->timer->ud, n);
+		break;
+	}
+	default:
+		if (w->fn)
+			w->fn(w->ud, ev);
+		break;
+	}
+}
+
+int loop_run_once(struct loop *l, int max_wait_ms)
+{
+	struct epoll_event evs[LOOP_MAX_EVENTS];
+	int timeout = max_wait_ms;
+	int64_t before = mono_ns();
+
+	if (l->curl_deadline >= 0) {
+		int64_t left = l->curl_deadline - before;
+		int ms = left <= 0 ? 0 : (int)((left + 999999) / 1000000);
+		if (timeout < 0 || ms < timeout)
+			timeout = ms;
+	}
+	int n = epoll_wait(l->ep, evs, LOOP_MAX_EVENTS, timeout);
+	int64_t woke = mono_ns();
+	l->stats.wakeups++;
+	if (n < 0) {
+		if (errno != EINTR)
+			return -1;
+		n = 0;
+	}
+	for (int i = 0; i < n; i++) {
+		struct loop_watch *w = evs[i].data.ptr;
+		if (w->dead)
+			continue;
+		l->stats.events++;
+		dispatch(l, w, evs[i].events);
+	}
+	if (l->curl_deadline >= 0 && mono_ns() >= l->curl_deadline) {
+		l->curl_deadline = -1;
+		curl_action(l, CURL_SOCKET_TIMEOUT, 0);
+	}
+	free_dead(l);
+	int64_t after = mono_ns();
+	l->stats.busy_ns += after - woke;
+	return 0;
+}
+
+void loop_get_stats(const struct loop *l, struct loop_stats *out)
+{
+	*out = l->stats;
+}

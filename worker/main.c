@@ -1,0 +1,539 @@
+/* main.c - headroom-worker: arguments, the ZeroMQ link to headroomd and the
+ * worker's lifecycle (api/protocol.md, docs/worker.md).
+ *
+ *   HELLO -> SCHEDULE -> READY | FAIL -> START -> (t0) run -> DONE
+ *
+ * Everything happens on one thread in one event loop (loop.h): the DEALER
+ * socket's ZMQ_FD, a signalfd for SIGTERM/SIGINT, a periodic tick (record
+ * flushes, heartbeats, socket drains) and a timerfd for t0 sit in the same
+ * epoll set as libcurl's sockets. Message handlers only change state and
+ * set flags; the main loop acts on the flags between turns, so nothing
+ * re-enters libcurl or the outbox from inside their own callbacks.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/epoll.h>
+#include <sys/prctl.h>
+#include <sys/resource.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+#include <zmq.h>
+
+#include "limits.h"
+#include "loop.h"
+#include "outbox.h"
+#include "proto.h"
+#include "run.h"
+#include "share.h"
+#include "spec.h"
+#include "util.h"
+
+#define WORKER_VERSION "0.1.0"
+#define TICK_NS 25000000LL          /* flushes at least every HR_RECORD_BATCH_FLUSH_NS */
+#define FINAL_FLUSH_NS 5000000000LL /* time allowed for the last records and DONE */
+#define FINAL_LINGER_MS 5000
+
+enum wstate {
+	WS_WAIT_SCHEDULE, /* HELLO sent */
+	WS_WAIT_START,    /* READY sent */
+	WS_WAIT_T0,       /* START received, t0 in the future */
+	WS_RUNNING,
+};
+
+struct worker {
+	int index;
+	const char *endpoint;
+	char ident[16];
+	void *zctx, *sock;
+	int sfd;
+	struct loop *loop;
+	struct loop_timer *tick, *t0_timer;
+	struct outbox ob;
+	struct spec spec;
+	bool have_spec;
+	struct share share;
+	struct run run;
+	bool have_run;
+	int state;
+	int64_t t0;
+	int64_t next_heartbeat;
+	bool draining;
+	/* flags for the main loop */
+	bool stop;
+	char stop_reason[128];
+	bool failing;
+	char fail_msg[HR_ERRLEN];
+};
+
+static int log_index = -1;
+
+static void wlog(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void wlog(const char *fmt, ...)
+{
+	char buf[512];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "headroom-worker[w%d]: %s\n", log_index, buf);
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: headroom-worker --connect ENDPOINT --index I\n"
+	      "\n"
+	      "A headroom load-generating worker, started by headroomd. It connects a\n"
+	      "ZeroMQ DEALER (routing id w<I>) to ENDPOINT (ipc://... or tcp://...),\n"
+	      "receives its share of a run, sends the requests and reports one record\n"
+	      "per request (api/protocol.md).\n"
+	      "\n"
+	      "  --connect ENDPOINT  the daemon's ROUTER socket\n"
+	      "  --index I           this worker's index (0..255)\n"
+	      "  --help              this text\n",
+	      f);
+}
+
+/* --- sending ------------------------------------------------------------ */
+
+static void zdrain(struct worker *w);
+
+/* A control message; waits up to wait_ms for room (0: do not wait).
+ * Drains the socket afterwards (ZMQ_FD is edge-triggered). */
+static int send_ctl(struct worker *w, int type, json_t *obj, long wait_ms)
+{
+	int64_t deadline = mono_ns() + (int64_t)wait_ms * 1000000LL;
+	int rc;
+	for (;;) {
+		rc = proto_send_json(w->sock, NULL, type, obj, ZMQ_DONTWAIT);
+		if (rc == 0 || (errno != EAGAIN && errno != EINTR))
+			break;
+		int64_t left = deadline - mono_ns();
+		if (left <= 0)
+			break;
+		zmq_pollitem_t it = {.socket = w->sock, .events = ZMQ_POLLOUT};
+		zmq_poll(&it, 1, (long)(left / 1000000) + 1);
+	}
+	int saved = errno;
+	json_decref(obj);
+	if (rc < 0 && wait_ms > 0)
+		wlog("cannot send %s: %s", proto_type_name(type), zmq_strerror(saved));
+	zdrain(w);
+	return rc;
+}
+
+/* A JSON string of s, made valid UTF-8 if it is not (a message may have
+ * been cut inside a character). */
+static json_t *json_text(const char *s)
+{
+	json_t *j = json_string(s);
+	if (j)
+		return j;
+	char *c = xstrdup(s);
+	for (char *p = c; *p; p++)
+		if ((unsigned char)*p >= 0x80)
+			*p = '?';
+	j = json_string(c);
+	free(c);
+	return j ? j : json_string("");
+}
+
+static void after_records_sent(void *ud)
+{
+	zdrain(ud);
+}
+
+static json_t *counters(struct worker *w, bool with_in_flight)
+{
+	struct run *r = &w->run;
+	json_t *o = json_object();
+	json_object_set_new(o, "sent", json_integer((json_int_t)r->sent));
+	json_object_set_new(o, "completed", json_integer((json_int_t)r->completed));
+	json_object_set_new(o, "errors", json_integer((json_int_t)r->errors));
+	if (with_in_flight)
+		json_object_set_new(o, "in_flight", json_integer(r->n_active));
+	json_object_set_new(o, "records", json_integer((json_int_t)w->ob.records_sent));
+	return o;
+}
+
+/* --- incoming messages ---------------------------------------------------- */
+
+static void fail(struct worker *w, const char *msg)
+{
+	if (w->failing)
+		return;
+	w->failing = true;
+	snprintf(w->fail_msg, sizeof w->fail_msg, "%s", msg);
+}
+
+static void on_schedule(struct worker *w, json_t *msg)
+{
+	char err[HR_ERRLEN];
+	if (share_parse(msg, w->index, &w->spec, &w->share, err) < 0) {
+		fail(w, err);
+		return;
+	}
+	w->have_spec = true;
+	if (run_init(&w->run, w->loop, &w->ob, &w->spec, &w->share, (uint32_t)w->index, err) < 0) {
+		fail(w, err);
+		return;
+	}
+	w->have_run = true;
+	w->state = WS_WAIT_START;
+	send_ctl(w, PROTO_READY, json_object(), 1000);
+}
+
+static void on_tick(void *ud, uint64_t expirations);
+
+static void on_start(struct worker *w, json_t *msg)
+{
+	json_t *t = json_object_get(msg, "t0_mono_ns");
+	if (!json_is_integer(t) || json_integer_value(t) <= 0) {
+		fail(w, "START: t0_mono_ns must be a positive integer");
+		return;
+	}
+	w->t0 = (int64_t)json_integer_value(t);
+	w->state = WS_WAIT_T0;
+	loop_timer_at(w->t0_timer, w->t0);
+	int64_t now = mono_ns();
+	w->next_heartbeat = now;
+	loop_timer_every(w->tick, now + TICK_NS, TICK_NS);
+}
+
+static void on_stop(struct worker *w, json_t *msg)
+{
+	const char *why = json_string_value(json_object_get(msg, "reason"));
+	w->stop = true;
+	snprintf(w->stop_reason, sizeof w->stop_reason, "cancelled: %s", why ? why : "stop");
+}
+
+static void handle(struct worker *w, struct proto_msg *m)
+{
+	switch (m->type) {
+	case PROTO_SCHEDULE:
+		if (w->state == WS_WAIT_SCHEDULE && !w->failing)
+			on_schedule(w, m->json);
+		else
+			wlog("ignoring a second SCHEDULE");
+		return;
+	case PROTO_START:
+		if (w->state == WS_WAIT_START && !w->failing)
+			on_start(w, m->json);
+		else
+			wlog("ignoring START in the wrong state");
+		return;
+	case PROTO_STOP:
+		on_stop(w, m->json);
+		return;
+	default:
+		wlog("ignoring unexpected %s message", proto_type_name(m->type));
+		return;
+	}
+}
+
+/* Reads every waiting message. Called when ZMQ_FD is readable, after each
+ * send and on every tick. Not re-entered: a send made by a handler leaves
+ * the rest to the outer call. */
+static void zdrain(struct worker *w)
+{
+	if (w->draining)
+		return;
+	w->draining = true;
+	for (;;) {
+		int ev = 0;
+		size_t sz = sizeof ev;
+		if (zmq_getsockopt(w->sock, ZMQ_EVENTS, &ev, &sz) < 0 || !(ev & ZMQ_POLLIN))
+			break;
+		struct proto_msg m;
+		char err[HR_ERRLEN];
+		int rc = proto_recv(w->sock, 0, &m, ZMQ_DONTWAIT, err);
+		if (rc == 0)
+			break;
+		if (rc == -1) {
+			wlog("receive failed: %s", zmq_strerror(errno));
+			break;
+		}
+		if (rc == -2) {
+			wlog("dropped a malformed message: %s", err);
+			continue;
+		}
+		handle(w, &m);
+		proto_msg_release(&m);
+	}
+	w->draining = false;
+}
+
+/* --- loop callbacks ------------------------------------------------------- */
+
+static void on_zmq(void *ud, uint32_t events)
+{
+	zdrain(ud);
+}
+
+static void on_signal(void *ud, uint32_t events)
+{
+	struct worker *w = ud;
+	struct signalfd_siginfo si;
+	while (read(w->sfd, &si, sizeof si) == (ssize_t)sizeof si) {
+		if (!w->stop) {
+			w->stop = true;
+			snprintf(w->stop_reason, sizeof w->stop_reason, "cancelled: signal %u",
+			         si.ssi_signo);
+		}
+	}
+}
+
+static void on_t0(void *ud, uint64_t expirations)
+{
+	struct worker *w = ud;
+	if (w->state != WS_WAIT_T0)
+		return;
+	w->state = WS_RUNNING;
+	run_begin(&w->run, w->t0);
+}
+
+static void on_tick(void *ud, uint64_t expirations)
+{
+	struct worker *w = ud;
+	zdrain(w);
+	if (w->state < WS_WAIT_T0)
+		return;
+	if (outbox_flush(&w->ob) < 0)
+		w->run.interrupted = true;
+	int64_t now = mono_ns();
+	if (now >= w->next_heartbeat) {
+		send_ctl(w, PROTO_HEARTBEAT, counters(w, true), 0);
+		w->next_heartbeat += HR_HEARTBEAT_NS;
+		if (w->next_heartbeat <= now) /* fell behind: no burst of heartbeats */
+			w->next_heartbeat = now + HR_HEARTBEAT_NS;
+	}
+	if (w->state == WS_RUNNING)
+		run_pump(&w->run);
+}
+
+/* --- setup and teardown ----------------------------------------------------- */
+
+static int parse_args(int argc, char **argv, struct worker *w)
+{
+	static const struct option opts[] = {
+	    {"connect", required_argument, NULL, 'c'},
+	    {"index", required_argument, NULL, 'i'},
+	    {"help", no_argument, NULL, 'h'},
+	    {NULL, 0, NULL, 0},
+	};
+	int c;
+	bool have_index = false;
+	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c':
+			w->endpoint = optarg;
+			break;
+		case 'i': {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || *end || end == optarg || v < 0 || v >= HR_MAX_WORKERS) {
+				fprintf(stderr, "headroom-worker: bad --index '%s' (0..%d)\n",
+				        optarg, HR_MAX_WORKERS - 1);
+				return 2;
+			}
+			w->index = (int)v;
+			have_index = true;
+			break;
+		}
+		case 'h':
+			usage(stdout);
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
+		}
+	}
+	if (optind != argc || !w->endpoint || !have_index) {
+		usage(stderr);
+		return 2;
+	}
+	if (strlen(w->endpoint) > 1024) {
+		fprintf(stderr, "headroom-worker: --connect endpoint too long\n");
+		return 2;
+	}
+	return -1; /* go on */
+}
+
+/* One socket per concurrent stream: a soft limit of 1024 descriptors would
+ * turn large slot counts into connect errors that are the client's fault. */
+static void raise_fd_limit(void)
+{
+	struct rlimit rl;
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur < rl.rlim_max) {
+		rl.rlim_cur = rl.rlim_max;
+		setrlimit(RLIMIT_NOFILE, &rl);
+	}
+}
+
+static int setup(struct worker *w, char *err)
+{
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	w->sfd = signalfd(-1, &sigs, SFD_NONBLOCK | SFD_CLOEXEC);
+	if (w->sfd < 0)
+		return errf(err, "signalfd: %s", strerror(errno));
+
+	w->zctx = zmq_ctx_new();
+	if (!w->zctx)
+		return errf(err, "zmq_ctx_new: %s", zmq_strerror(errno));
+	w->sock = zmq_socket(w->zctx, ZMQ_DEALER);
+	if (!w->sock)
+		return errf(err, "zmq_socket: %s", zmq_strerror(errno));
+	snprintf(w->ident, sizeof w->ident, "w%d", w->index);
+	zmq_setsockopt(w->sock, ZMQ_ROUTING_ID, w->ident, strlen(w->ident));
+	proto_socket_defaults(w->sock);
+	if (zmq_connect(w->sock, w->endpoint) < 0)
+		return errf(err, "cannot connect to %s: %s", w->endpoint, zmq_strerror(errno));
+	int zfd;
+	size_t zsz = sizeof zfd;
+	if (zmq_getsockopt(w->sock, ZMQ_FD, &zfd, &zsz) < 0)
+		return errf(err, "ZMQ_FD: %s", zmq_strerror(errno));
+
+	w->loop = loop_new(HR_MAX_CONCURRENCY, err);
+	if (!w->loop)
+		return -1;
+	if (!loop_watch(w->loop, zfd, EPOLLIN, on_zmq, w) ||
+	    !loop_watch(w->loop, w->sfd, EPOLLIN, on_signal, w))
+		return errf(err, "epoll_ctl: %s", strerror(errno));
+	w->tick = loop_timer_new(w->loop, on_tick, w);
+	w->t0_timer = loop_timer_new(w->loop, on_t0, w);
+	if (!w->tick || !w->t0_timer)
+		return errf(err, "timerfd: %s", strerror(errno));
+	outbox_init(&w->ob, w->sock, after_records_sent, w);
+	return 0;
+}
+
+static void teardown(struct worker *w)
+{
+	if (w->have_run)
+		run_release(&w->run);
+	if (w->loop)
+		loop_free(w->loop);
+	outbox_release(&w->ob);
+	if (w->have_spec)
+		spec_release(&w->spec);
+	if (w->sock) {
+		int linger = FINAL_LINGER_MS;
+		zmq_setsockopt(w->sock, ZMQ_LINGER, &linger, sizeof linger);
+		zmq_close(w->sock);
+	}
+	if (w->zctx)
+		zmq_ctx_term(w->zctx);
+	if (w->sfd >= 0)
+		close(w->sfd);
+}
+
+static int send_hello(struct worker *w)
+{
+	json_t *o = json_object();
+	int64_t mono = mono_ns(), wall = wall_ns();
+	json_object_set_new(o, "index", json_integer(w->index));
+	json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
+	json_object_set_new(o, "protocol", json_integer(PROTO_VERSION));
+	json_object_set_new(o, "version", json_string(WORKER_VERSION));
+	json_object_set_new(o, "mono_ns", json_integer((json_int_t)mono));
+	json_object_set_new(o, "wall_ns", json_integer((json_int_t)wall));
+	return send_ctl(w, PROTO_HELLO, o, 5000);
+}
+
+/* Everything in flight is over: ship the records, then DONE. */
+static int finish(struct worker *w)
+{
+	int rc = 0;
+	if (outbox_flush_all(&w->ob, mono_ns() + FINAL_FLUSH_NS) < 0) {
+		wlog("could not deliver %llu records",
+		     (unsigned long long)outbox_backlog_records(&w->ob));
+		rc = 1;
+	}
+	if (send_ctl(w, PROTO_DONE, counters(w, false), 2000) < 0)
+		rc = 1;
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	struct worker w;
+	memset(&w, 0, sizeof w);
+	w.sfd = -1;
+	int rc = parse_args(argc, argv, &w);
+	if (rc >= 0)
+		return rc;
+	log_index = w.index;
+
+	/* before any thread exists (ZeroMQ's, libcurl's resolver): the mask
+	 * is inherited, so the signals reach only our signalfd */
+	sigset_t sigs;
+	sigemptyset(&sigs);
+	sigaddset(&sigs, SIGTERM);
+	sigaddset(&sigs, SIGINT);
+	sigprocmask(SIG_BLOCK, &sigs, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	raise_fd_limit();
+
+	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+		wlog("curl_global_init failed");
+		return 1;
+	}
+	char err[HR_ERRLEN];
+	int code = 0;
+	if (setup(&w, err) < 0) {
+		wlog("%s", err);
+		code = 1;
+		goto out;
+	}
+	if (send_hello(&w) < 0) {
+		code = 1;
+		goto out;
+	}
+	for (;;) {
+		if (loop_run_once(w.loop, -1) < 0) {
+			wlog("epoll_wait: %s", strerror(errno));
+			code = 1;
+			break;
+		}
+		if (w.failing) {
+			wlog("%s", w.fail_msg);
+			json_t *o = json_object();
+			json_object_set_new(o, "message", json_text(w.fail_msg));
+			send_ctl(&w, PROTO_FAIL, o, 2000);
+			code = 1;
+			break;
+		}
+		if (w.run.interrupted) {
+			/* an outbox wait gave up for a pending signal: read it now */
+			w.run.interrupted = false;
+			on_signal(&w, 0);
+		}
+		if (w.stop) {
+			if (w.have_run && w.run.begun)
+				run_cancel(&w.run, w.stop_reason);
+			code = finish(&w);
+			break;
+		}
+		if (w.state == WS_RUNNING && run_finished(&w.run)) {
+			code = finish(&w);
+			break;
+		}
+	}
+out:
+	teardown(&w);
+	curl_global_cleanup();
+	return code;
+}

@@ -1,0 +1,684 @@
+/* request.c - building requests, the libcurl callbacks that timestamp and
+ * parse responses, and filling the record (see request.h).
+ *
+ * Hot path: on_write reads the clock once, then feeds the bytes to the SSE
+ * parser; each event's JSON is read by chunkscan (no allocation) or, when
+ * chunkscan is not certain, by jansson, and a content-bearing event is
+ * counted as a chunk with that one timestamp. Everything else
+ * (classification, token counts, messages) happens once per request in
+ * req_complete.
+ */
+#include "request.h"
+
+#include <jansson.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "chunkscan.h"
+#include "limits.h"
+#include "prompt.h"
+#include "rng.h"
+#include "util.h"
+
+#define WORKER_USER_AGENT "headroom-worker/0.1"
+
+/* SSE event callback verdicts (nonzero stops sse_feed) */
+#define EV_STOP 1 /* data: [DONE] */
+#define EV_FAIL 2 /* r->fail set */
+
+/* --- shared configuration --------------------------------------------- */
+
+static struct curl_slist *slist_add(struct curl_slist *l, const char *s)
+{
+	struct curl_slist *n = curl_slist_append(l, s);
+	if (!n)
+		xalloc_die();
+	return n;
+}
+
+static bool has_header(json_t *headers, const char *name)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(headers, k, v)
+	{
+		if (strcasecmp(k, name) == 0)
+			return true;
+	}
+	return false;
+}
+
+static int build_headers(struct req_cfg *c, const struct spec *s, char *err)
+{
+	json_t *h = s->target.headers;
+	const char *k;
+	json_t *v;
+
+	if (!has_header(h, "Content-Type"))
+		c->headers = slist_add(c->headers, "Content-Type: application/json");
+	if (s->target.stream && !has_header(h, "Accept"))
+		c->headers = slist_add(c->headers, "Accept: text/event-stream");
+	if (!has_header(h, "Expect"))
+		c->headers = slist_add(c->headers, "Expect:"); /* no 100-continue wait */
+	if (s->target.api_key_env) {
+		const char *key = getenv(s->target.api_key_env);
+		if (!key)
+			return errf(err,
+			            "target.api_key_env: environment variable %s is not set for "
+			            "the worker",
+			            s->target.api_key_env);
+		for (const char *p = key; *p; p++)
+			if ((unsigned char)*p < 0x20 || *p == 0x7f)
+				return errf(err,
+				            "target.api_key_env: the value of %s contains control "
+				            "characters",
+				            s->target.api_key_env);
+		char *line = xasprintf("Authorization: Bearer %s", key);
+		c->headers = slist_add(c->headers, line);
+		free(line);
+	}
+	json_object_foreach(h, k, v)
+	{
+		const char *val = json_string_value(v);
+		if (!val)
+			continue; /* the spec guarantees strings */
+		if (s->target.api_key_env && strcasecmp(k, "Authorization") == 0)
+			continue; /* api_key_env wins */
+		/* "Name;" is libcurl's way to send an empty value */
+		char *line = *val ? xasprintf("%s: %s", k, val) : xasprintf("%s;", k);
+		c->headers = slist_add(c->headers, line);
+		free(line);
+	}
+	return 0;
+}
+
+/* The members every body has, after extra_body was merged over them,
+ * serialised once; a request body is "{" + per-request members + this. */
+static int build_body_tail(struct req_cfg *c, const struct spec *s, char *err)
+{
+	json_t *fixed = json_object();
+	json_t *extra = s->target.extra_body;
+	if (!fixed)
+		xalloc_die();
+	json_object_set_new(fixed, "model", json_string(s->target.model));
+	json_object_set_new(fixed, "stream", json_boolean(s->target.stream));
+	if (s->target.stream) {
+		json_t *so = json_object();
+		json_object_set_new(so, "include_usage", json_true());
+		json_object_set_new(fixed, "stream_options", so);
+	}
+	if (json_is_object(extra) && json_object_update(fixed, extra) < 0) {
+		json_decref(fixed);
+		return errf(err, "target.extra_body cannot be merged");
+	}
+	const char *prompt_key = s->target.endpoint == SPEC_EP_CHAT ? "messages" : "prompt";
+	c->with_prompt = !json_object_get(extra, prompt_key);
+	c->with_max_tokens = !json_object_get(extra, "max_tokens");
+	char *dump = json_dumps(fixed, JSON_COMPACT);
+	json_decref(fixed);
+	if (!dump || dump[0] != '{' || dump[1] == '}') {
+		free(dump);
+		return errf(err, "cannot serialise the request body");
+	}
+	c->body_tail = xstrdup(dump + 1);
+	c->body_tail_len = strlen(c->body_tail);
+	free(dump);
+	return 0;
+}
+
+int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char *err)
+{
+	memset(c, 0, sizeof *c);
+	size_t ul = strlen(s->target.url);
+	while (ul > 0 && s->target.url[ul - 1] == '/')
+		ul--;
+	c->url =
+	    xasprintf("%.*s%s", (int)ul, s->target.url, spec_endpoint_path(s->target.endpoint));
+	c->endpoint = s->target.endpoint;
+	c->stream = s->target.stream;
+	double ms = s->target.timeout_s * 1000.0;
+	c->timeout_ms = ms < 1 ? 1 : (long)(ms + 0.5);
+	c->seed = s->workload.seed;
+	c->isl = s->workload.isl;
+	c->osl = s->workload.osl;
+	c->worker = worker;
+	const char *json_mode = getenv("HEADROOM_WORKER_JSON");
+	c->fast_json = !(json_mode && strcmp(json_mode, "jansson") == 0);
+	if (build_headers(c, s, err) < 0 || build_body_tail(c, s, err) < 0) {
+		req_cfg_release(c);
+		return -1;
+	}
+	return 0;
+}
+
+void req_cfg_release(struct req_cfg *c)
+{
+	free(c->url);
+	curl_slist_free_all(c->headers);
+	free(c->body_tail);
+	memset(c, 0, sizeof *c);
+}
+
+/* --- small helpers ---------------------------------------------------- */
+
+static void set_fail(struct req *r, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+static void set_fail(struct req *r, int err, const char *fmt, ...)
+{
+	if (r->fail)
+		return;
+	r->fail = err;
+	char buf[HR_ERRLEN];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(buf, sizeof buf, fmt, ap);
+	va_end(ap);
+	free(r->fail_msg);
+	r->fail_msg = xstrdup(buf);
+}
+
+/* A copy of n bytes safe to store and print: printable ASCII only. */
+static char *clean_text(const char *s, size_t n)
+{
+	if (n > HR_MAX_ERROR_MSG)
+		n = HR_MAX_ERROR_MSG;
+	char *out = xmalloc(n + 1);
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		out[i] = ch >= 0x20 && ch < 0x7f ? (char)ch : ' ';
+	}
+	out[n] = '\0';
+	return out;
+}
+
+static bool nonempty_str(json_t *v)
+{
+	return json_is_string(v) && json_string_length(v) > 0;
+}
+
+/* A token count from usage: an integer in [0, INT32_MAX], else -1. */
+static int64_t get_count(json_t *obj, const char *key)
+{
+	json_t *v = json_object_get(obj, key);
+	if (!json_is_integer(v))
+		return -1;
+	json_int_t n = json_integer_value(v);
+	return n >= 0 && n <= INT32_MAX ? (int64_t)n : -1;
+}
+
+static void take_usage(struct req *r, json_t *usage)
+{
+	int64_t v;
+	if ((v = get_count(usage, "prompt_tokens")) >= 0)
+		r->u_prompt = v;
+	if ((v = get_count(usage, "completion_tokens")) >= 0)
+		r->u_completion = v;
+	json_t *d = json_object_get(usage, "completion_tokens_details");
+	if (json_is_object(d) && (v = get_count(d, "reasoning_tokens")) >= 0)
+		r->u_reasoning = v;
+}
+
+static void take_stream_error(struct req *r, json_t *e)
+{
+	if (!e || json_is_null(e) || r->stream_error)
+		return;
+	json_t *m = json_is_object(e) ? json_object_get(e, "message") : e;
+	if (json_is_string(m)) {
+		r->stream_error = clean_text(json_string_value(m), json_string_length(m));
+	} else {
+		char *d = json_dumps(e, JSON_COMPACT | JSON_ENCODE_ANY);
+		r->stream_error = d ? clean_text(d, strlen(d)) : xstrdup("error event");
+		free(d);
+	}
+}
+
+/* --- SSE events -------------------------------------------------------- */
+
+/* What one streamed chunk said, from either reader. */
+static int note_chunk(struct req *r, const struct chunk_info *ci)
+{
+	if (ci->content || ci->reasoning) {
+		if (record_add_chunk(&r->rec, r->cb_ns, &r->chunk_cap) < 0) {
+			set_fail(r, HR_ERR_MALFORMED_STREAM, "more than %u content chunks",
+			         HR_MAX_CHUNKS_PER_REQUEST);
+			return EV_FAIL;
+		}
+		if (ci->content && r->rec.first_output_ns == HR_NO_TIME)
+			r->rec.first_output_ns = r->cb_ns;
+		if (ci->reasoning)
+			r->reasoning_chunks++;
+		r->rec.end_ns = r->cb_ns;
+	}
+	if (ci->prompt_tokens >= 0)
+		r->u_prompt = ci->prompt_tokens;
+	if (ci->completion_tokens >= 0)
+		r->u_completion = ci->completion_tokens;
+	if (ci->reasoning_tokens >= 0)
+		r->u_reasoning = ci->reasoning_tokens;
+	return 0;
+}
+
+/* The reference reader: one parsed streamed chunk (a JSON object). */
+static void read_chunk_tree(struct req *r, json_t *j, struct chunk_info *ci)
+{
+	json_t *choices = json_object_get(j, "choices");
+
+	ci->content = ci->reasoning = false;
+	ci->prompt_tokens = ci->completion_tokens = ci->reasoning_tokens = -1;
+	if (json_is_array(choices) && json_array_size(choices) > 0) {
+		json_t *c0 = json_array_get(choices, 0);
+		json_t *src = r->cfg->endpoint == SPEC_EP_CHAT ? json_object_get(c0, "delta") : c0;
+		const char *ckey = r->cfg->endpoint == SPEC_EP_CHAT ? "content" : "text";
+		if (nonempty_str(json_object_get(src, ckey)))
+			ci->content = true;
+		else if (nonempty_str(json_object_get(src, "reasoning_content")) ||
+		         nonempty_str(json_object_get(src, "reasoning")))
+			ci->reasoning = true;
+	}
+	json_t *usage = json_object_get(j, "usage");
+	if (json_is_object(usage)) {
+		ci->prompt_tokens = get_count(usage, "prompt_tokens");
+		ci->completion_tokens = get_count(usage, "completion_tokens");
+		json_t *d = json_object_get(usage, "completion_tokens_details");
+		if (json_is_object(d))
+			ci->reasoning_tokens = get_count(d, "reasoning_tokens");
+	}
+	take_stream_error(r, json_object_get(j, "error"));
+}
+
+static int on_event(void *ud, const char *event, const char *data, size_t len)
+{
+	struct req *r = ud;
+	struct chunk_info ci;
+
+	if (len == 6 && memcmp(data, "[DONE]", 6) == 0) {
+		r->saw_done = true;
+		return EV_STOP;
+	}
+	/* fast path; jansson whenever the scanner is not certain */
+	if (r->cfg->fast_json && chunkscan(data, len, r->cfg->endpoint, &ci) == 0)
+		return note_chunk(r, &ci);
+	json_error_t je;
+	json_t *j = json_loadb(data, len, 0, &je);
+	if (!json_is_object(j)) {
+		if (j)
+			set_fail(r, HR_ERR_MALFORMED_STREAM, "stream event is not a JSON object");
+		else
+			set_fail(r, HR_ERR_MALFORMED_STREAM, "stream event is not JSON: %s",
+			         je.text);
+		json_decref(j);
+		return EV_FAIL;
+	}
+	read_chunk_tree(r, j, &ci);
+	json_decref(j);
+	return note_chunk(r, &ci);
+}
+
+/* --- libcurl callbacks -------------------------------------------------- */
+
+static void set_mode(struct req *r)
+{
+	long code = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (code == 200)
+		r->mode = r->cfg->stream ? RB_SSE : RB_BODY;
+	else
+		r->mode = RB_ERROR;
+}
+
+static size_t on_header(char *p, size_t sz, size_t n, void *ud)
+{
+	struct req *r = ud;
+	size_t len = sz * n;
+	if (len > 2 || (len && p[0] != '\r' && p[0] != '\n'))
+		return len;
+	/* blank line: the end of a header block */
+	int64_t t = mono_ns() - r->cfg->t0;
+	if (r->rec.headers_ns != HR_NO_TIME)
+		return len; /* trailers */
+	long code = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	if (code >= 100 && code < 200)
+		return len; /* interim response: the final one follows */
+	r->rec.headers_ns = t;
+	set_mode(r);
+	return len;
+}
+
+static size_t on_write(char *p, size_t sz, size_t n, void *ud)
+{
+	struct req *r = ud;
+	int64_t t = mono_ns() - r->cfg->t0; /* the one clock read of this callback */
+	size_t len = sz * n;
+	int rc;
+
+	if (r->fail)
+		return 0;
+	if (r->mode == RB_UNKNOWN)
+		set_mode(r);
+	switch (r->mode) {
+	case RB_SSE:
+		if (r->saw_done)
+			return len;
+		r->cb_ns = t;
+		rc = sse_feed(&r->sse, p, len);
+		if (rc == 0 || rc == EV_STOP)
+			return len;
+		if (rc == SSE_ERR_OVERSIZE)
+			set_fail(r, HR_ERR_MALFORMED_STREAM,
+			         "SSE line over %u or event over %u bytes", HR_MAX_SSE_LINE,
+			         HR_MAX_SSE_EVENT);
+		return 0;
+	case RB_BODY:
+		if (dynbuf_add(&r->resp, p, len) < 0) {
+			set_fail(r, HR_ERR_MALFORMED_STREAM, "response body over %u bytes",
+			         HR_MAX_RESPONSE_BYTES);
+			return 0;
+		}
+		return len;
+	default: {
+		size_t room = REQ_ERR_BODY_MAX - r->err_body_len;
+		size_t k = len < room ? len : room;
+		memcpy(r->err_body + r->err_body_len, p, k);
+		r->err_body_len += k;
+		r->err_body[r->err_body_len] = '\0';
+		return len;
+	}
+	}
+}
+
+/* --- life of a request ------------------------------------------------- */
+
+struct req *req_new(const struct req_cfg *cfg)
+{
+	CURL *e = curl_easy_init();
+	if (!e)
+		return NULL;
+	struct req *r = xcalloc(1, sizeof *r);
+	r->cfg = cfg;
+	r->easy = e;
+	record_init(&r->rec);
+	dynbuf_init(&r->body, (size_t)HR_MAX_ISL * 12 + cfg->body_tail_len + 256);
+	dynbuf_init(&r->resp, HR_MAX_RESPONSE_BYTES);
+	sse_init(&r->sse, HR_MAX_SSE_LINE, HR_MAX_SSE_EVENT, on_event, NULL, r);
+	r->u_prompt = r->u_completion = r->u_reasoning = -1;
+
+	curl_easy_setopt(e, CURLOPT_URL, cfg->url);
+	curl_easy_setopt(e, CURLOPT_HTTPHEADER, cfg->headers);
+	curl_easy_setopt(e, CURLOPT_POST, 1L);
+	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
+	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	/* a proxy from the environment would sit inside every measurement:
+	 * the target is always contacted directly */
+	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, cfg->timeout_ms);
+	curl_easy_setopt(e, CURLOPT_USERAGENT, WORKER_USER_AGENT);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_write);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, r);
+	curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, on_header);
+	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
+	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+	return r;
+}
+
+void req_free(struct req *r)
+{
+	if (!r)
+		return;
+	curl_easy_cleanup(r->easy);
+	sse_release(&r->sse);
+	dynbuf_release(&r->body);
+	dynbuf_release(&r->resp);
+	record_release(&r->rec);
+	free(r->fail_msg);
+	free(r->stream_error);
+	free(r);
+}
+
+void req_reset(struct req *r)
+{
+	free(r->rec.error_msg);
+	r->rec.error_msg = NULL;
+	r->rec.n_chunks = 0;
+	free(r->fail_msg);
+	r->fail_msg = NULL;
+	free(r->stream_error);
+	r->stream_error = NULL;
+	r->fail = 0;
+	r->saw_done = false;
+	r->reasoning_chunks = 0;
+	r->u_prompt = r->u_completion = r->u_reasoning = -1;
+	r->mode = RB_UNKNOWN;
+	r->err_body_len = 0;
+	r->err_body[0] = '\0';
+	r->errbuf[0] = '\0';
+	dynbuf_reset(&r->resp);
+}
+
+static int build_body(struct req *r)
+{
+	const struct req_cfg *c = r->cfg;
+	struct dynbuf *b = &r->body;
+
+	dynbuf_reset(b);
+	if (dynbuf_add(b, "{", 1) < 0)
+		return -1;
+	if (c->with_prompt) {
+		/* prompt_synthetic writes JSON-safe text (see prompt.h) */
+		const char *open = c->endpoint == SPEC_EP_CHAT
+		                       ? "\"messages\":[{\"role\":\"user\",\"content\":\""
+		                       : "\"prompt\":\"";
+		const char *close = c->endpoint == SPEC_EP_CHAT ? "\"}]," : "\",";
+		if (dynbuf_addstr(b, open) < 0 ||
+		    prompt_synthetic(b, c->seed, r->rec.req_id, r->requested_isl) < 0 ||
+		    dynbuf_addstr(b, close) < 0)
+			return -1;
+	}
+	if (c->with_max_tokens && dynbuf_printf(b, "\"max_tokens\":%d,", r->requested_osl) < 0)
+		return -1;
+	return dynbuf_add(b, c->body_tail, c->body_tail_len);
+}
+
+int req_prepare(struct req *r, uint64_t seq, uint64_t req_id, int64_t intended_ns)
+{
+	const struct req_cfg *c = r->cfg;
+	int64_t *chunks = r->rec.chunk_ns;
+
+	req_reset(r);
+	record_init(&r->rec);
+	r->rec.chunk_ns = chunks; /* keep the array (and chunk_cap) */
+	r->rec.seq = seq;
+	r->rec.req_id = req_id;
+	r->rec.worker = c->worker;
+	r->rec.phase = HR_PHASE_PROFILING;
+	r->rec.flags = c->stream ? HR_REC_STREAMED : 0;
+	r->rec.intended_ns = intended_ns;
+	r->requested_isl =
+	    rng_length(c->seed, RNG_STREAM_ISL, req_id, c->isl.mean, c->isl.stddev, 1, HR_MAX_ISL);
+	r->requested_osl =
+	    rng_length(c->seed, RNG_STREAM_OSL, req_id, c->osl.mean, c->osl.stddev, 1, HR_MAX_OSL);
+	if (c->stream) {
+		/* a fresh parser per stream (a spent one stays spent) */
+		sse_release(&r->sse);
+		sse_init(&r->sse, HR_MAX_SSE_LINE, HR_MAX_SSE_EVENT, on_event, NULL, r);
+	}
+	if (build_body(r) < 0)
+		return -1;
+	curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
+	curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body.data);
+	return 0;
+}
+
+int req_launch(struct req *r, int (*add)(void *ud, CURL *easy), void *ud)
+{
+	r->rec.start_ns = mono_ns() - r->cfg->t0;
+	return add(ud, r->easy);
+}
+
+int req_curl_error(CURLcode rc)
+{
+	switch (rc) {
+	case CURLE_OK:
+		return HR_ERR_NONE;
+	case CURLE_COULDNT_CONNECT:
+	case CURLE_COULDNT_RESOLVE_HOST:
+	case CURLE_COULDNT_RESOLVE_PROXY:
+		return HR_ERR_CONNECT;
+	case CURLE_OPERATION_TIMEDOUT:
+		return HR_ERR_TIMEOUT;
+	case CURLE_RECV_ERROR:
+	case CURLE_SEND_ERROR:
+	case CURLE_GOT_NOTHING:
+	case CURLE_PARTIAL_FILE:
+		return HR_ERR_RESET;
+	default:
+		return HR_ERR_TRANSPORT;
+	}
+}
+
+static int http_error(long code)
+{
+	if (code >= 400 && code < 500)
+		return HR_ERR_HTTP_4XX;
+	if (code >= 500 && code < 600)
+		return HR_ERR_HTTP_5XX;
+	return HR_ERR_HTTP_OTHER;
+}
+
+/* Token counts and sources, from usage when the server gave it. */
+static void fill_tokens(struct req *r)
+{
+	struct hr_record *rec = &r->rec;
+	if (r->u_completion >= 0) {
+		rec->osl = (int32_t)r->u_completion;
+		rec->osl_src = HR_TOKSRC_USAGE;
+	} else if (r->cfg->stream) {
+		rec->osl = (int32_t)rec->n_chunks;
+		rec->osl_src = HR_TOKSRC_CHUNKS;
+	} else {
+		rec->osl = -1;
+		rec->osl_src = HR_TOKSRC_NONE;
+	}
+	if (r->u_prompt >= 0) {
+		rec->isl = (int32_t)r->u_prompt;
+		rec->isl_src = HR_TOKSRC_USAGE;
+	} else {
+		rec->isl = r->requested_isl;
+		rec->isl_src = HR_TOKSRC_REQUESTED;
+	}
+	if (r->u_reasoning >= 0)
+		rec->reasoning_tokens = (int32_t)r->u_reasoning;
+	else if (r->cfg->stream)
+		rec->reasoning_tokens = (int32_t)r->reasoning_chunks;
+	else
+		rec->reasoning_tokens = -1;
+}
+
+static long response_code(struct req *r)
+{
+	long code = 0;
+	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	return code >= 0 && code <= 999 ? code : 0;
+}
+
+/* A whole non-streamed 200 body. Returns an HR_ERR_* (message in *msg). */
+static int parse_body(struct req *r, char **msg)
+{
+	json_error_t je;
+	json_t *j = json_loadb(r->resp.data ? r->resp.data : "", r->resp.len, 0, &je);
+	int err = HR_ERR_NONE;
+
+	if (!json_is_object(j)) {
+		*msg = xasprintf("response body is not a JSON object%s%s", j ? "" : ": ",
+		                 j ? "" : je.text);
+		json_decref(j);
+		return HR_ERR_MALFORMED_STREAM;
+	}
+	json_t *usage = json_object_get(j, "usage");
+	if (json_is_object(usage))
+		take_usage(r, usage);
+	json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
+	json_t *src = r->cfg->endpoint == SPEC_EP_CHAT ? json_object_get(c0, "message") : c0;
+	json_t *content =
+	    json_object_get(src, r->cfg->endpoint == SPEC_EP_CHAT ? "content" : "text");
+	json_t *rc = json_object_get(src, "reasoning_content");
+	if (!json_is_string(rc))
+		rc = json_object_get(src, "reasoning");
+	if (!json_is_string(content) && !json_is_string(rc)) {
+		*msg = xstrdup(r->cfg->endpoint == SPEC_EP_CHAT
+		                   ? "choices[0].message.content is not a string"
+		                   : "choices[0].text is not a string");
+		err = HR_ERR_MALFORMED_STREAM;
+	} else if (!nonempty_str(content) && !nonempty_str(rc)) {
+		*msg = xstrdup("empty completion");
+		err = HR_ERR_NO_CONTENT;
+	}
+	json_decref(j);
+	return err;
+}
+
+void req_complete(struct req *r, CURLcode result, int64_t done_ns)
+{
+	struct hr_record *rec = &r->rec;
+	long code = response_code(r);
+	int err = HR_ERR_NONE;
+	char *msg = NULL;
+
+	rec->done_ns = done_ns;
+	rec->http_status = (int32_t)code;
+	if (r->mode == RB_SSE && !r->fail && !r->saw_done && result == CURLE_OK &&
+	    sse_finish(&r->sse) == SSE_ERR_OVERSIZE)
+		set_fail(r, HR_ERR_MALFORMED_STREAM, "SSE line or event over bound");
+
+	if (r->fail) {
+		err = r->fail;
+		msg = r->fail_msg;
+		r->fail_msg = NULL;
+	} else if (code != 0 && code != 200) {
+		err = http_error(code);
+		char *body = clean_text(r->err_body, r->err_body_len);
+		msg = xasprintf("HTTP %ld%s%s", code, *body ? ": " : "", body);
+		free(body);
+	} else if (result != CURLE_OK) {
+		err = req_curl_error(result);
+		msg = xstrdup(r->errbuf[0] ? r->errbuf : curl_easy_strerror(result));
+	} else if (code != 200) {
+		err = HR_ERR_HTTP_OTHER;
+		msg = xstrdup("no HTTP status");
+	} else if (r->cfg->stream) {
+		if (rec->n_chunks == 0) {
+			err = HR_ERR_NO_CONTENT;
+			msg = r->stream_error ? xstrdup(r->stream_error)
+			                      : xstrdup("no content-bearing chunk in the stream");
+		}
+	} else {
+		err = parse_body(r, &msg);
+		if (err == HR_ERR_NONE)
+			rec->first_output_ns = rec->end_ns = done_ns;
+	}
+	fill_tokens(r);
+	rec->error = (uint8_t)err;
+	free(rec->error_msg);
+	rec->error_msg = msg ? clean_text(msg, strlen(msg)) : NULL;
+	free(msg);
+}
+
+void req_cancel(struct req *r, int64_t done_ns, const char *why)
+{
+	struct hr_record *rec = &r->rec;
+	rec->done_ns = done_ns;
+	rec->http_status = (int32_t)response_code(r);
+	fill_tokens(r);
+	rec->error = HR_ERR_CANCELLED;
+	free(rec->error_msg);
+	rec->error_msg = clean_text(why, strlen(why));
+}

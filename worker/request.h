@@ -1,0 +1,114 @@
+/* request.h - one HTTP request to the target: building it, measuring it,
+ * turning what happened into a record.
+ *
+ * A `struct req` is a pooled libcurl easy handle with everything one
+ * in-flight request needs (body buffer, SSE parser, the record being
+ * filled). It is reused for request after request, so its buffers and its
+ * connection (through the multi's cache) are warm.
+ *
+ * Timing points (ns since t0, monotonic; see docs/worker.md):
+ *   start_ns      req_launch, just before curl_multi_add_handle
+ *   headers_ns    header callback, the blank line ending the final
+ *                 (non-1xx) response's header block
+ *   chunk_ns[i]   one clock read per write callback; every content-bearing
+ *                 SSE event parsed from that callback's bytes gets it
+ *   done_ns       given by the caller when libcurl reports completion
+ * The hot path (write callback) reads the clock first and then parses; JSON
+ * work never delays the timestamp of the bytes being parsed.
+ *
+ * Thread affinity: the loop's thread.
+ */
+#ifndef HR_WORKER_REQUEST_H
+#define HR_WORKER_REQUEST_H
+
+#include <curl/curl.h>
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "dynbuf.h"
+#include "record.h"
+#include "spec.h"
+#include "sse.h"
+
+/* What every request of a run shares; built once from the spec. */
+struct req_cfg {
+	char *url;                  /* owned: target.url + endpoint path */
+	struct curl_slist *headers; /* owned */
+	char *body_tail;            /* owned: fixed JSON members + '}' */
+	size_t body_tail_len;
+	bool with_prompt;     /* extra_body does not replace the prompt */
+	bool with_max_tokens; /* extra_body does not replace max_tokens */
+	int endpoint;         /* SPEC_EP_* */
+	bool stream;
+	bool fast_json; /* chunkscan fast path; HEADROOM_WORKER_JSON=jansson: off */
+	long timeout_ms;
+	uint64_t seed;
+	struct spec_dist isl, osl;
+	uint32_t worker;
+	int64_t t0; /* absolute monotonic ns of time zero; set at START */
+};
+
+/* Builds the shared request parts from a validated spec (borrowed; nothing
+ * is kept from it). Fails (-1, message in err) when api_key_env names an
+ * unset variable or one whose value cannot go into a header. */
+int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char *err);
+void req_cfg_release(struct req_cfg *c);
+
+enum req_body_mode { RB_UNKNOWN = 0, RB_SSE, RB_BODY, RB_ERROR };
+
+#define REQ_ERR_BODY_MAX 256 /* bytes of a non-200 body kept for the message */
+
+struct req {
+	const struct req_cfg *cfg; /* borrowed */
+	CURL *easy;                /* owned; CURLOPT_PRIVATE points here */
+	int index;                 /* free for the owner (position in its table) */
+
+	struct hr_record rec; /* the record being filled */
+	uint32_t chunk_cap;   /* capacity of rec.chunk_ns, kept across requests */
+	int requested_isl, requested_osl;
+
+	struct dynbuf body; /* request body */
+	struct dynbuf resp; /* non-streamed response body */
+	char err_body[REQ_ERR_BODY_MAX + 1];
+	size_t err_body_len;
+	struct sse_parser sse;
+	char errbuf[CURL_ERROR_SIZE];
+
+	int mode;       /* enum req_body_mode */
+	int64_t cb_ns;  /* clock of the current write callback, since t0 */
+	int fail;       /* HR_ERR_* decided by our callbacks, or 0 */
+	char *fail_msg; /* owned */
+	bool saw_done;  /* data: [DONE] seen */
+	uint32_t reasoning_chunks;
+	int64_t u_prompt, u_completion, u_reasoning; /* from usage; -1: none */
+	char *stream_error; /* owned: message of an in-stream {"error":...} */
+};
+
+/* Returns a new request with its easy handle configured (caller frees with
+ * req_free), or NULL when libcurl cannot make a handle. */
+struct req *req_new(const struct req_cfg *cfg);
+void req_free(struct req *r);
+
+/* Prepares the request for the worker's seq-th send, global index req_id,
+ * meant to be sent at intended_ns (since t0): lengths, prompt, body, a
+ * fresh record. Returns 0, or -1 when the body cannot be built. */
+int req_prepare(struct req *r, uint64_t seq, uint64_t req_id, int64_t intended_ns);
+/* Stamps start_ns and hands the handle to the multi (loop_add is passed
+ * in so this module needs no loop). Returns 0 or -1. */
+int req_launch(struct req *r, int (*add)(void *ud, CURL *easy), void *ud);
+
+/* Fills the record from what the transfer produced. result is libcurl's
+ * verdict; done_ns the completion time since t0. The handle must already
+ * be out of the multi. */
+void req_complete(struct req *r, CURLcode result, int64_t done_ns);
+/* Fills the record as cancelled at done_ns (handle already removed). */
+void req_cancel(struct req *r, int64_t done_ns, const char *why);
+
+/* Clears the per-request state after the record was consumed, keeping
+ * buffers for the next request. */
+void req_reset(struct req *r);
+
+/* Maps a libcurl result to an HR_ERR_* category. */
+int req_curl_error(CURLcode rc);
+
+#endif
