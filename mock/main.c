@@ -1,0 +1,184 @@
+/* main.c - headroom-mock's command line: parse the options, open the
+ * listening socket, print "listening on HOST:PORT", run the event loop
+ * until SIGINT or SIGTERM, free everything and exit 0.
+ *
+ * SIGINT and SIGTERM are blocked except inside epoll_pwait(), so the
+ * handler (which only sets a flag) can run only while the loop sleeps and
+ * the loop always sees the flag right after.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "mock.h"
+#include "util.h"
+
+static volatile sig_atomic_t stop_flag;
+
+static void on_signal(int sig)
+{
+	(void)sig;
+	stop_flag = 1;
+}
+
+static void usage(FILE *f)
+{
+	fputs("usage: headroom-mock --listen HOST:PORT [options]\n"
+	      "\n"
+	      "An OpenAI-compatible inference server simulator: /health, /v1/models,\n"
+	      "/v1/chat/completions and /v1/completions, streamed or not, with\n"
+	      "deterministic output of exactly max_tokens words.\n"
+	      "\n"
+	      "  --listen HOST:PORT      address to serve (port 0: any free port)\n"
+	      "  --ttft-ms MS            time to first token (default 0)\n"
+	      "  --itl-ms MS             time between streamed chunks (default 0)\n"
+	      "  --model NAME            model name to report (default mock-model)\n"
+	      "  --tokens-per-chunk N    tokens in each streamed chunk (default 1)\n"
+	      "  --quiet                 log nothing but fatal errors\n"
+	      "  --help                  this text\n"
+	      "\n"
+	      "Prints \"listening on HOST:PORT\" on stdout once it accepts connections.\n",
+	      f);
+}
+
+static int parse_ms(const char *opt, const char *s, int64_t *ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > MOCK_MAX_DELAY_MS) {
+		fprintf(stderr, "headroom-mock: %s wants milliseconds from 0 to %.0f, not '%s'\n",
+			opt, MOCK_MAX_DELAY_MS, s);
+		return -1;
+	}
+	*ns = llround(v * 1e6);
+	return 0;
+}
+
+static int parse_config(int argc, char **argv, struct mock_config *cfg)
+{
+	enum { OPT_LISTEN = 1, OPT_TTFT, OPT_ITL, OPT_MODEL, OPT_TPC, OPT_QUIET, OPT_HELP };
+	static const struct option opts[] = {
+		{"listen", required_argument, NULL, OPT_LISTEN},
+		{"ttft-ms", required_argument, NULL, OPT_TTFT},
+		{"itl-ms", required_argument, NULL, OPT_ITL},
+		{"model", required_argument, NULL, OPT_MODEL},
+		{"tokens-per-chunk", required_argument, NULL, OPT_TPC},
+		{"quiet", no_argument, NULL, OPT_QUIET},
+		{"help", no_argument, NULL, OPT_HELP},
+		{NULL, 0, NULL, 0},
+	};
+	memset(cfg, 0, sizeof(*cfg));
+	cfg->model = "mock-model";
+	cfg->tokens_per_chunk = 1;
+	bool have_listen = false;
+	char err[HR_ERRLEN];
+	int o;
+	while ((o = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (o) {
+		case OPT_LISTEN:
+			if (parse_hostport(optarg, cfg->host, &cfg->port, err) < 0) {
+				fprintf(stderr, "headroom-mock: --listen: %s\n", err);
+				return -1;
+			}
+			have_listen = true;
+			break;
+		case OPT_TTFT:
+			if (parse_ms("--ttft-ms", optarg, &cfg->ttft_ns) < 0)
+				return -1;
+			break;
+		case OPT_ITL:
+			if (parse_ms("--itl-ms", optarg, &cfg->itl_ns) < 0)
+				return -1;
+			break;
+		case OPT_MODEL:
+			if (!optarg[0] || strlen(optarg) > MOCK_MAX_MODEL_NAME) {
+				fprintf(stderr, "headroom-mock: --model wants 1 to %d bytes\n",
+					MOCK_MAX_MODEL_NAME);
+				return -1;
+			}
+			cfg->model = optarg;
+			break;
+		case OPT_TPC: {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 || v > MOCK_MAX_TOKENS_PER_CHUNK) {
+				fprintf(stderr,
+					"headroom-mock: --tokens-per-chunk wants 1 to %d, not '%s'\n",
+					MOCK_MAX_TOKENS_PER_CHUNK, optarg);
+				return -1;
+			}
+			cfg->tokens_per_chunk = (unsigned)v;
+			break;
+		}
+		case OPT_QUIET:
+			cfg->quiet = true;
+			break;
+		case OPT_HELP:
+			usage(stdout);
+			exit(0);
+		default:
+			usage(stderr);
+			return -1;
+		}
+	}
+	if (optind < argc) {
+		fprintf(stderr, "headroom-mock: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (!have_listen) {
+		fprintf(stderr, "headroom-mock: --listen HOST:PORT is required\n");
+		return -1;
+	}
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	struct mock_config cfg;
+	if (parse_config(argc, argv, &cfg) < 0)
+		return 2;
+
+	sigset_t block, run_mask;
+	sigemptyset(&block);
+	sigaddset(&block, SIGINT);
+	sigaddset(&block, SIGTERM);
+	sigprocmask(SIG_BLOCK, &block, &run_mask);
+	sigdelset(&run_mask, SIGINT);
+	sigdelset(&run_mask, SIGTERM);
+	struct sigaction sa;
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+
+	struct server srv;
+	char bound[1100]; /* NI_MAXHOST, brackets, port */
+	char err[HR_ERRLEN];
+	if (server_open(&srv, &cfg, bound, sizeof(bound), err) < 0) {
+		fprintf(stderr, "headroom-mock: %s\n", err);
+		server_close(&srv);
+		return 1;
+	}
+	printf("listening on %s\n", bound);
+	fflush(stdout);
+	if (!cfg.quiet)
+		fprintf(stderr,
+			"headroom-mock: model %s, ttft %.3f ms, itl %.3f ms, %u token(s) per chunk\n",
+			cfg.model, (double)cfg.ttft_ns / 1e6, (double)cfg.itl_ns / 1e6,
+			cfg.tokens_per_chunk);
+
+	int rc = server_run(&srv, &stop_flag, &run_mask);
+	if (!cfg.quiet)
+		fprintf(stderr, "headroom-mock: stopping after %llu request(s), %llu streamed\n",
+			(unsigned long long)srv.nrequests, (unsigned long long)srv.nstreams);
+	server_close(&srv);
+	return rc < 0 ? 1 : 0;
+}

@@ -1,0 +1,523 @@
+/* openai.c - the endpoints of headroom-mock: an OpenAI-compatible API that
+ * produces deterministic text, shaped like vLLM's responses.
+ *
+ *   GET  /health               {"status":"ok"}
+ *   GET  /v1/models            a list with the one served model
+ *   GET  /v1/models/NAME       that model
+ *   POST /v1/chat/completions  chat.completion / chat.completion.chunk
+ *   POST /v1/completions       text_completion
+ *
+ * Output length is max_completion_tokens, else max_tokens, else 16. One
+ * token is one word and a space, taken from a fixed list starting at a
+ * place set by the prompt's word count, so a client that counts
+ * whitespace-separated words sees exactly the tokens asked for, and the
+ * same prompt always gives the same text. The prompt's token count is its
+ * number of whitespace-separated words (summed over chat messages and
+ * text parts; a completions prompt given as token ids counts one per id).
+ *
+ * A streamed response is text/event-stream in HTTP chunks, one event per
+ * chunk, "data: JSON\n\n" each, the events in vLLM's order: for chat a
+ * role delta, one content delta per step, an empty delta carrying
+ * finish_reason; for completions one text per step, the last carrying
+ * finish_reason; then the usage event (choices []) when
+ * stream_options.include_usage, then "data: [DONE]". Output JSON is
+ * written by hand (every string in it is known ASCII or pre-encoded);
+ * requests are parsed with jansson.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "mock.h"
+#include "util.h"
+
+#define DEFAULT_MAX_TOKENS 16
+
+#define W(s) {s, sizeof(s) - 1}
+static const struct word {
+	const char *s;
+	size_t len;
+} words[] = {
+	W("the"),    W("quick"),  W("brown"),  W("fox"),     W("jumps"), W("over"),    W("lazy"),
+	W("dog"),    W("a"),      W("model"),  W("serves"),  W("tokens"), W("at"),     W("steady"),
+	W("pace"),   W("while"),  W("many"),   W("users"),   W("wait"),  W("for"),     W("their"),
+	W("answers"), W("to"),    W("arrive"), W("each"),    W("word"),  W("counts"),  W("as"),
+	W("one"),    W("token"),  W("and"),    W("every"),   W("stream"), W("ends"),   W("with"),
+	W("done"),   W("light"),  W("moves"),  W("fast"),    W("through"), W("quiet"), W("rooms"),
+	W("where"),  W("numbers"), W("grow"),  W("into"),    W("long"),  W("tables"),  W("of"),
+	W("timing"), W("data"),   W("that"),   W("tell"),    W("how"),   W("servers"), W("behave"),
+	W("under"),  W("load"),   W("when"),   W("batches"), W("fill"),  W("up"),      W("again"),
+	W("soon"),
+};
+#undef W
+
+#define NWORDS HR_ARRAY_LEN(words)
+
+struct gen_req {
+	bool stream;
+	bool include_usage;
+	uint32_t prompt_tokens;
+	uint32_t max_tokens;
+};
+
+static uint64_t count_words(const char *s, size_t n)
+{
+	uint64_t w = 0;
+	bool in = false;
+	for (size_t i = 0; i < n; i++) {
+		char ch = s[i];
+		bool sp = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' ||
+			  ch == '\f';
+		if (!sp && !in)
+			w++;
+		in = !sp;
+	}
+	return w;
+}
+
+static uint64_t string_words(const json_t *v)
+{
+	return count_words(json_string_value(v), json_string_length(v));
+}
+
+/* One chat message's content: a string, null, or an array of parts of
+ * which the {"type":"text","text":...} ones count. */
+static int content_words(const json_t *content, uint64_t *n, char *err)
+{
+	if (!content || json_is_null(content))
+		return 0;
+	if (json_is_string(content)) {
+		*n += string_words(content);
+		return 0;
+	}
+	if (!json_is_array(content))
+		return errf(err, "'content' must be a string or an array of content parts");
+	size_t i;
+	const json_t *part;
+	json_array_foreach(content, i, part)
+	{
+		if (!json_is_object(part))
+			return errf(err, "each content part must be an object");
+		const json_t *type = json_object_get(part, "type");
+		if (!json_is_string(type))
+			return errf(err, "each content part needs a string 'type'");
+		if (strcmp(json_string_value(type), "text") != 0)
+			continue;
+		const json_t *text = json_object_get(part, "text");
+		if (!json_is_string(text))
+			return errf(err, "a text content part needs a string 'text'");
+		*n += string_words(text);
+	}
+	return 0;
+}
+
+static int chat_prompt(const json_t *root, uint64_t *n, char *err)
+{
+	const json_t *msgs = json_object_get(root, "messages");
+	if (!json_is_array(msgs) || json_array_size(msgs) == 0)
+		return errf(err, "'messages' must be a non-empty array");
+	size_t i;
+	const json_t *m;
+	json_array_foreach(msgs, i, m)
+	{
+		if (!json_is_object(m))
+			return errf(err, "each message must be an object");
+		const json_t *role = json_object_get(m, "role");
+		if (!json_is_string(role))
+			return errf(err, "each message needs a string 'role'");
+		if (content_words(json_object_get(m, "content"), n, err) < 0)
+			return -1;
+	}
+	return 0;
+}
+
+/* prompt: a string, an array of strings, an array of token ids, or an
+ * array of arrays of token ids. */
+static int completion_prompt(const json_t *root, uint64_t *n, char *err)
+{
+	const json_t *p = json_object_get(root, "prompt");
+	if (json_is_string(p)) {
+		*n += string_words(p);
+		return 0;
+	}
+	if (!json_is_array(p))
+		return errf(err, "'prompt' must be a string or an array");
+	size_t i, j;
+	const json_t *e, *id;
+	json_array_foreach(p, i, e)
+	{
+		if (json_is_string(e)) {
+			*n += string_words(e);
+		} else if (json_is_integer(e)) {
+			*n += 1;
+		} else if (json_is_array(e)) {
+			json_array_foreach(e, j, id)
+			{
+				if (!json_is_integer(id))
+					return errf(err, "token id prompts must hold integers");
+				*n += 1;
+			}
+		} else {
+			return errf(err, "'prompt' array elements must be strings or token ids");
+		}
+	}
+	return 0;
+}
+
+static int opt_bool(const json_t *root, const char *key, bool *out, char *err)
+{
+	const json_t *v = json_object_get(root, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_boolean(v))
+		return errf(err, "'%s' must be a boolean", key);
+	*out = json_is_true(v);
+	return 0;
+}
+
+static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g, char *err)
+{
+	memset(g, 0, sizeof(*g));
+	json_error_t jerr;
+	json_t *root = json_loadb(body, len, 0, &jerr);
+	if (!root)
+		return errf(err, "invalid JSON body: %s (line %d, column %d)", jerr.text,
+			    jerr.line, jerr.column);
+	int rc = -1;
+	if (!json_is_object(root)) {
+		errf(err, "the request body must be a JSON object");
+		goto out;
+	}
+	const json_t *model = json_object_get(root, "model");
+	if (model && !json_is_string(model)) {
+		errf(err, "'model' must be a string");
+		goto out;
+	}
+	if (opt_bool(root, "stream", &g->stream, err) < 0)
+		goto out;
+	const json_t *so = json_object_get(root, "stream_options");
+	if (so && !json_is_null(so)) {
+		if (!json_is_object(so)) {
+			errf(err, "'stream_options' must be an object");
+			goto out;
+		}
+		if (opt_bool(so, "include_usage", &g->include_usage, err) < 0)
+			goto out;
+	}
+	const char *key = "max_completion_tokens";
+	const json_t *mt = json_object_get(root, key);
+	if (!mt || json_is_null(mt)) {
+		key = "max_tokens";
+		mt = json_object_get(root, key);
+	}
+	g->max_tokens = DEFAULT_MAX_TOKENS;
+	if (mt && !json_is_null(mt)) {
+		if (!json_is_integer(mt) || json_integer_value(mt) < 0 ||
+		    json_integer_value(mt) > HR_MAX_OSL) {
+			errf(err, "'%s' must be an integer from 0 to %d", key, HR_MAX_OSL);
+			goto out;
+		}
+		g->max_tokens = (uint32_t)json_integer_value(mt);
+	}
+	uint64_t words_in = 0;
+	if ((chat ? chat_prompt(root, &words_in, err) : completion_prompt(root, &words_in, err)) <
+	    0)
+		goto out;
+	/* The body is at most HR_MOCK_MAX_REQUEST_BYTES, so this fits. */
+	g->prompt_tokens = (uint32_t)words_in;
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+static const struct word *word_at(const struct stream *s, uint32_t i)
+{
+	return &words[((uint64_t)s->prompt_tokens + i) % NWORDS];
+}
+
+static void add_words(struct dynbuf *b, const struct stream *s, uint32_t from, uint32_t n)
+{
+	for (uint32_t i = from; i < from + n; i++) {
+		const struct word *w = word_at(s, i);
+		dynbuf_add(b, w->s, w->len);
+		dynbuf_add(b, " ", 1);
+	}
+}
+
+/* Decimal without printf: formatting is most of the work of a stream. */
+static void add_u64(struct dynbuf *b, uint64_t v)
+{
+	char tmp[24];
+	size_t i = sizeof(tmp);
+	do {
+		tmp[--i] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	dynbuf_add(b, tmp + i, sizeof(tmp) - i);
+}
+
+#define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
+
+/* {"id":...,"object":...,"created":...,"model":... */
+static void add_head(struct server *srv, struct dynbuf *b, const struct stream *s,
+		     const char *object)
+{
+	if (s->chat)
+		ADD_LIT(b, "{\"id\":\"chatcmpl-mock-");
+	else
+		ADD_LIT(b, "{\"id\":\"cmpl-mock-");
+	add_u64(b, s->id);
+	ADD_LIT(b, "\",\"object\":\"");
+	dynbuf_addstr(b, object);
+	ADD_LIT(b, "\",\"created\":");
+	add_u64(b, s->created < 0 ? 0 : (uint64_t)s->created);
+	ADD_LIT(b, ",\"model\":");
+	dynbuf_add(b, srv->model_json, srv->model_json_len);
+}
+
+static void add_usage(struct dynbuf *b, const struct stream *s)
+{
+	dynbuf_printf(b,
+		      "\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,"
+		      "\"total_tokens\":%llu}",
+		      s->prompt_tokens, s->sent,
+		      (unsigned long long)s->prompt_tokens + s->sent);
+}
+
+/* Send srv->scratch (one event's JSON) as "data: JSON\n\n", in its own
+ * HTTP chunk when chunked. */
+static void send_event(struct server *srv, struct conn *c)
+{
+	static const char hex[] = "0123456789abcdef";
+	struct dynbuf *b = &srv->scratch;
+	if (dynbuf_add(b, "\n\n", 2) < 0) {
+		c->overflow = true;
+		return;
+	}
+	if (c->st.chunked) {
+		char size[24];
+		size_t i = sizeof(size), n = b->len + 6;
+		size[--i] = '\n';
+		size[--i] = '\r';
+		do {
+			size[--i] = hex[n & 15];
+			n >>= 4;
+		} while (n);
+		out_add(c, size + i, sizeof(size) - i);
+	}
+	out_add(c, "data: ", 6);
+	out_add(c, b->data, b->len);
+	if (c->st.chunked)
+		out_add(c, "\r\n", 2);
+}
+
+static void event_role(struct server *srv, struct conn *c)
+{
+	struct dynbuf *b = &srv->scratch;
+	dynbuf_reset(b);
+	add_head(srv, b, &c->st, "chat.completion.chunk");
+	dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+			 "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}");
+	send_event(srv, c);
+}
+
+static void event_content(struct server *srv, struct conn *c, uint32_t n)
+{
+	struct stream *s = &c->st;
+	struct dynbuf *b = &srv->scratch;
+	bool last = s->sent + n == s->max_tokens;
+	dynbuf_reset(b);
+	if (s->chat) {
+		add_head(srv, b, s, "chat.completion.chunk");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+		add_words(b, s, s->sent, n);
+		dynbuf_addstr(b, "\"},\"logprobs\":null,\"finish_reason\":null}]}");
+	} else {
+		add_head(srv, b, s, "text_completion");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
+		add_words(b, s, s->sent, n);
+		dynbuf_addstr(b, last ? "\",\"logprobs\":null,\"finish_reason\":\"length\","
+					"\"stop_reason\":null}]}"
+				      : "\",\"logprobs\":null,\"finish_reason\":null,"
+					"\"stop_reason\":null}]}");
+	}
+	send_event(srv, c);
+}
+
+/* The end of a streamed response: the finish_reason event (for
+ * completions the last text event carried it, unless there was none),
+ * usage, [DONE], the last chunk. */
+static void events_end(struct server *srv, struct conn *c)
+{
+	struct stream *s = &c->st;
+	struct dynbuf *b = &srv->scratch;
+	if (s->chat || s->max_tokens == 0) {
+		dynbuf_reset(b);
+		if (s->chat) {
+			add_head(srv, b, s, "chat.completion.chunk");
+			dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
+					 "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
+		} else {
+			add_head(srv, b, s, "text_completion");
+			dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"\",\"logprobs\":null,"
+					 "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
+		}
+		send_event(srv, c);
+	}
+	if (s->include_usage) {
+		dynbuf_reset(b);
+		add_head(srv, b, s, s->chat ? "chat.completion.chunk" : "text_completion");
+		dynbuf_addstr(b, ",\"choices\":[],");
+		add_usage(b, s);
+		dynbuf_addstr(b, "}");
+		send_event(srv, c);
+	}
+	dynbuf_reset(b);
+	dynbuf_addstr(b, "[DONE]");
+	send_event(srv, c);
+	if (s->chunked)
+		out_add(c, "0\r\n\r\n", 5);
+	else
+		c->close_after = true; /* HTTP/1.0: the body ends with the connection */
+}
+
+/* The whole body of a response that is not streamed. */
+static void plain_body(struct server *srv, struct conn *c)
+{
+	struct stream *s = &c->st;
+	struct dynbuf *b = &srv->scratch;
+	dynbuf_reset(b);
+	if (s->chat) {
+		add_head(srv, b, s, "chat.completion");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
+				 "\"content\":\"");
+		add_words(b, s, 0, s->max_tokens);
+		dynbuf_addstr(b, "\"},\"logprobs\":null,\"finish_reason\":\"length\"}],");
+	} else {
+		add_head(srv, b, s, "text_completion");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
+		add_words(b, s, 0, s->max_tokens);
+		dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":\"length\"}],");
+	}
+	add_usage(b, s);
+	if (dynbuf_addstr(b, "}") < 0) {
+		c->overflow = true;
+		return;
+	}
+	http_respond(c, 200, "application/json", b->data, b->len, NULL);
+}
+
+void api_pump(struct server *srv, struct conn *c, int64_t now)
+{
+	struct stream *s = &c->st;
+	while (s->active && !c->overflow && c->out.len - c->out_off < MOCK_OUT_HIGH_WATER) {
+		if (s->sent < s->max_tokens) {
+			if (s->next_ns > now)
+				return;
+			uint32_t n = s->max_tokens - s->sent;
+			if (n > srv->cfg->tokens_per_chunk)
+				n = srv->cfg->tokens_per_chunk;
+			if (s->sse)
+				event_content(srv, c, n);
+			s->sent += n;
+			s->chunks++;
+			s->next_ns = model_next_ns(&srv->model, s);
+			continue;
+		}
+		if (s->sse)
+			events_end(srv, c);
+		else
+			plain_body(srv, c);
+		model_stream_end(&srv->model, s);
+		s->active = false;
+	}
+}
+
+static void generate(struct server *srv, struct conn *c, const struct http_request *req, bool chat,
+		     int64_t now)
+{
+	struct gen_req g;
+	char err[HR_ERRLEN];
+	if (parse_gen(req->body, req->body_len, chat, &g, err) < 0) {
+		http_error(c, 400, err, NULL);
+		return;
+	}
+	struct stream *s = &c->st;
+	memset(s, 0, sizeof(*s));
+	s->active = true;
+	s->sse = g.stream;
+	s->chat = chat;
+	s->include_usage = g.include_usage;
+	s->chunked = !req->http10;
+	s->prompt_tokens = g.prompt_tokens;
+	s->max_tokens = g.max_tokens;
+	s->id = ++srv->next_id;
+	s->created = wall_ns() / 1000000000LL;
+	model_stream_start(&srv->model, s, now);
+	if (!s->sse)
+		return;
+	srv->nstreams++;
+	out_printf(c,
+		   "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+		   "Cache-Control: no-cache\r\n%s\r\n",
+		   s->chunked ? (c->close_after ? "Transfer-Encoding: chunked\r\nConnection: close\r\n"
+						: "Transfer-Encoding: chunked\r\n")
+			      : "Connection: close\r\n");
+	if (chat)
+		event_role(srv, c);
+}
+
+static void model_object(struct server *srv, struct dynbuf *b)
+{
+	dynbuf_addstr(b, "{\"id\":");
+	dynbuf_add(b, srv->model_json, srv->model_json_len);
+	dynbuf_printf(b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"headroom-mock\"}",
+		      (long long)srv->started);
+}
+
+static void respond_scratch(struct server *srv, struct conn *c)
+{
+	http_respond(c, 200, "application/json", srv->scratch.data, srv->scratch.len, NULL);
+}
+
+void api_handle(struct server *srv, struct conn *c, const struct http_request *req, int64_t now)
+{
+	static const char get_only[] = "Allow: GET, HEAD\r\n";
+	static const char post_only[] = "Allow: POST\r\n";
+	static const char models_prefix[] = "/v1/models/";
+	static const size_t plen = sizeof(models_prefix) - 1;
+	struct dynbuf *b = &srv->scratch;
+	srv->nrequests++;
+	c->head = http_method_is(req, "HEAD"); /* answered like GET, without the body */
+
+	bool chat = http_path_is(req, "/v1/chat/completions");
+	bool is_model = req->path_len > plen && memcmp(req->path, models_prefix, plen) == 0;
+	if (chat || http_path_is(req, "/v1/completions")) {
+		if (http_method_is(req, "POST"))
+			generate(srv, c, req, chat, now);
+		else
+			http_error(c, 405, "use POST", post_only);
+	} else if (!http_path_is(req, "/health") && !http_path_is(req, "/v1/models") && !is_model) {
+		http_error(c, 404, "no such endpoint", NULL);
+	} else if (!http_method_is(req, "GET") && !c->head) {
+		http_error(c, 405, "use GET", get_only);
+	} else if (http_path_is(req, "/health")) {
+		static const char ok[] = "{\"status\":\"ok\"}";
+		http_respond(c, 200, "application/json", ok, sizeof(ok) - 1, NULL);
+	} else if (!is_model) {
+		dynbuf_reset(b);
+		dynbuf_addstr(b, "{\"object\":\"list\",\"data\":[");
+		model_object(srv, b);
+		dynbuf_addstr(b, "]}");
+		respond_scratch(srv, c);
+	} else if (strlen(srv->cfg->model) != req->path_len - plen ||
+		   memcmp(srv->cfg->model, req->path + plen, req->path_len - plen) != 0) {
+		http_error(c, 404, "the model does not exist", NULL);
+	} else {
+		dynbuf_reset(b);
+		model_object(srv, b);
+		respond_scratch(srv, c);
+	}
+}
