@@ -18,7 +18,8 @@ cleanup() {
 	echo
 	echo "demo stopped; the run history stays in $DATA/"
 }
-trap cleanup INT TERM EXIT
+trap 'cleanup; exit 0' INT TERM
+trap cleanup EXIT
 
 # Waits for a "listening on" line in $1 and prints the HOST:PORT in it.
 addr_of() {
@@ -34,7 +35,9 @@ addr_of() {
 	exit 1
 }
 
-"$BIN/headroom-mock" --listen "$MOCK_ADDR" >"$LOG/mock.out" 2>&1 &
+# A little simulated latency (20 ms to the first token, 4 ms per token after)
+# makes the numbers look like a server's; drop the flags for raw speed.
+"$BIN/headroom-mock" --listen "$MOCK_ADDR" --ttft-ms 20 --itl-ms 4 >"$LOG/mock.out" 2>&1 &
 MPID=$!
 MOCK=$(addr_of "$LOG/mock.out" headroom-mock)
 
@@ -49,7 +52,7 @@ fi
 API=$(addr_of "$LOG/d.out" headroomd)
 export HEADROOM_URL="http://$API"
 
-echo "headroom-mock  http://$MOCK   (OpenAI-compatible, zero delay)"
+echo "headroom-mock  http://$MOCK   (OpenAI-compatible, TTFT 20 ms, ITL 4 ms)"
 echo "headroomd      http://$API   (REST API under /api/v1, data in $DATA/)"
 echo
 
