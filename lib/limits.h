@@ -26,6 +26,13 @@
 #define HR_MAX_ISL 1000000
 #define HR_MAX_OSL 1000000
 #define HR_MAX_TIMEOUT_S 3600.0
+#define HR_MAX_RATE 1000000.0             /* requests per second */
+#define HR_MAX_RAMP_S 86400.0
+#define HR_MAX_GRACE_S 3600.0
+#define HR_MAX_TURNS 1000                 /* turns per session */
+#define HR_MAX_THINK_S 3600.0
+#define HR_MAX_TRACE_ENTRIES 1000000
+#define HR_MAX_TRACE_HASH_IDS 100000      /* hash_ids of one trace line */
 
 /* streamed responses (worker side) */
 #define HR_MAX_SSE_LINE (1u << 20)        /* one SSE line: longer is malformed_stream */

@@ -27,6 +27,7 @@ enum proto_type {
 	PROTO_STOP = 7,      /* daemon -> worker: {reason}: cancel in-flight, finish */
 	PROTO_DONE = 8,      /* worker -> daemon: {sent, completed, records}; last message */
 	PROTO_FAIL = 9,      /* worker -> daemon: {message}: fatal error, worker exits */
+	PROTO_PHASE_DONE = 10, /* worker -> daemon: {phase, sent, completed}: warm-up done */
 	PROTO__MAX
 };
 

@@ -15,6 +15,11 @@ enum rng_stream {
 	RNG_STREAM_ISL = 1,
 	RNG_STREAM_OSL = 2,
 	RNG_STREAM_PROMPT = 3,
+	RNG_STREAM_ARRIVAL = 4,        /* profiling arrivals */
+	RNG_STREAM_WARMUP_ARRIVAL = 5, /* warm-up arrivals: never perturb the above */
+	RNG_STREAM_CANCEL = 6,         /* which requests are cancelled */
+	RNG_STREAM_TURNS = 7,          /* turns per session */
+	RNG_STREAM_THINK = 8,          /* think time between turns */
 };
 
 /* A 64-bit hash of the triple (splitmix64 finaliser over a mix). */

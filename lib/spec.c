@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "limits.h"
+#include "trace.h"
 #include "util.h"
 
 /* Validation walks the document with a path for messages. */
@@ -188,10 +189,266 @@ static int parse_dist(struct vctx *v, json_t *wl, const char *key, double def_me
 	return get_num(v, o, "stddev", p2, 0, 1, 0, max, 0, &d->stddev);
 }
 
+static const char *const mode_names[] = {"concurrency", "rate", "trace"};
+static const char *const law_names[] = {"constant", "poisson", "gamma"};
+
+const char *spec_mode_name(int mode)
+{
+	return mode >= 0 && mode < 3 ? mode_names[mode] : "?";
+}
+
+const char *spec_arrival_name(int law)
+{
+	return law >= 0 && law < 3 ? law_names[law] : "?";
+}
+
+/* Rejects a field that does not apply to the chosen mode. */
+static int not_for_mode(struct vctx *v, json_t *o, const char *prefix, const char *key,
+			const char *mode)
+{
+	json_t *x = json_object_get(o, key);
+	if (!x || json_is_null(x)) {
+		json_object_del(o, key);
+		return 0;
+	}
+	char path[96];
+	snprintf(path, sizeof path, "%s.%s", prefix, key);
+	return fail(v, "invalid_value", path, "'%s' does not apply to mode \"%s\"", path, mode);
+}
+
+/* The load shape: mode and its parameters. base (may be NULL) gives the
+ * defaults (a warm-up inherits the run's shape). */
+static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const struct spec_load *base,
+		       struct spec_load *out)
+{
+	char p[96];
+	memset(out, 0, sizeof *out);
+	const char *defmode = "concurrency";
+	if (base && base->mode != SPEC_LOAD_TRACE)
+		defmode = mode_names[base->mode];
+	snprintf(p, sizeof p, "%s.mode", prefix);
+	const char *mode = get_str(v, o, "mode", p, defmode, 32);
+	if (!mode)
+		return -1;
+	out->mode = -1;
+	for (int i = 0; i < 3; i++)
+		if (strcmp(mode, mode_names[i]) == 0)
+			out->mode = i;
+	if (out->mode < 0)
+		return fail(v, "invalid_value", p,
+			    "'%s' must be \"concurrency\", \"rate\" or \"trace\"", p);
+	int same = base && base->mode == out->mode;
+	double d;
+	if (out->mode == SPEC_LOAD_CONCURRENCY) {
+		if (not_for_mode(v, o, prefix, "rate", mode) < 0 ||
+		    not_for_mode(v, o, prefix, "arrival", mode) < 0 ||
+		    not_for_mode(v, o, prefix, "smoothness", mode) < 0 ||
+		    not_for_mode(v, o, prefix, "max_concurrency", mode) < 0)
+			return -1;
+		snprintf(p, sizeof p, "%s.concurrency", prefix);
+		if (get_num(v, o, "concurrency", p, same ? base->concurrency : 1, 1, 1,
+			    HR_MAX_CONCURRENCY, 1, &d) < 0)
+			return -1;
+		out->concurrency = (int)d;
+	} else {
+		if (not_for_mode(v, o, prefix, "concurrency", mode) < 0)
+			return -1;
+		if (out->mode == SPEC_LOAD_RATE) {
+			snprintf(p, sizeof p, "%s.rate", prefix);
+			if (get_num(v, o, "rate", p, same ? base->rate : 0, same, 0.000001,
+				    HR_MAX_RATE, 0, &out->rate) < 0)
+				return -1;
+			snprintf(p, sizeof p, "%s.arrival", prefix);
+			const char *law = get_str(v, o, "arrival", p,
+						  same ? law_names[base->arrival] : "poisson", 32);
+			if (!law)
+				return -1;
+			out->arrival = -1;
+			for (int i = 0; i < 3; i++)
+				if (strcmp(law, law_names[i]) == 0)
+					out->arrival = i;
+			if (out->arrival < 0)
+				return fail(v, "invalid_value", p,
+					    "'%s' must be \"constant\", \"poisson\" or "
+					    "\"gamma\"",
+					    p);
+			if (out->arrival == 2) {
+				snprintf(p, sizeof p, "%s.smoothness", prefix);
+				if (get_num(v, o, "smoothness", p,
+					    same && base->arrival == 2 ? base->smoothness : 1, 1,
+					    0.001, 1000, 0, &out->smoothness) < 0)
+					return -1;
+			} else {
+				if (not_for_mode(v, o, prefix, "smoothness", "rate without gamma") <
+				    0)
+					return -1;
+				out->smoothness = 1;
+			}
+		} else {
+			if (not_for_mode(v, o, prefix, "rate", mode) < 0 ||
+			    not_for_mode(v, o, prefix, "arrival", mode) < 0 ||
+			    not_for_mode(v, o, prefix, "smoothness", mode) < 0)
+				return -1;
+		}
+		json_t *mc = json_object_get(o, "max_concurrency");
+		if (mc && !json_is_null(mc)) {
+			snprintf(p, sizeof p, "%s.max_concurrency", prefix);
+			if (get_num(v, o, "max_concurrency", p, 0, 0, 1, HR_MAX_CONCURRENCY, 1,
+				    &d) < 0)
+				return -1;
+			out->max_concurrency = (int)d;
+		} else {
+			json_object_del(o, "max_concurrency");
+			out->max_concurrency = same ? base->max_concurrency : 0;
+			if (out->max_concurrency)
+				json_object_set_new(o, "max_concurrency",
+						    json_integer(out->max_concurrency));
+		}
+	}
+	snprintf(p, sizeof p, "%s.ramp_s", prefix);
+	if (out->mode == SPEC_LOAD_TRACE)
+		return not_for_mode(v, o, prefix, "ramp_s", mode);
+	return get_num(v, o, "ramp_s", p, same ? base->ramp_s : 0, 1, 0, HR_MAX_RAMP_S, 0,
+		       &out->ramp_s);
+}
+
+/* requests | duration_s; exactly one when required, at most one otherwise. */
+static int parse_limits(struct vctx *v, json_t *o, const char *prefix, int required,
+			struct spec_load *out)
+{
+	char pr[96], pd[96];
+	snprintf(pr, sizeof pr, "%s.requests", prefix);
+	snprintf(pd, sizeof pd, "%s.duration_s", prefix);
+	json_t *rq = json_object_get(o, "requests"), *du = json_object_get(o, "duration_s");
+	if (rq && json_is_null(rq)) {
+		json_object_del(o, "requests");
+		rq = NULL;
+	}
+	if (du && json_is_null(du)) {
+		json_object_del(o, "duration_s");
+		du = NULL;
+	}
+	if (rq && du)
+		return fail(v, "invalid_value", pd, "give either '%s' or '%s', not both", pr, pd);
+	if (!rq && !du && required)
+		return fail(v, "missing_field", pr, "one of '%s' or '%s' is required", pr, pd);
+	double d;
+	out->requests = 0;
+	out->duration_s = 0;
+	if (rq) {
+		if (get_num(v, o, "requests", pr, 0, 0, 1, (double)HR_MAX_REQUESTS, 1, &d) < 0)
+			return -1;
+		out->requests = (int64_t)d;
+	} else if (du) {
+		if (get_num(v, o, "duration_s", pd, 0, 0, 0.001, HR_MAX_DURATION_S, 0, &d) < 0)
+			return -1;
+		out->duration_s = d;
+	}
+	return 0;
+}
+
+static int parse_cancel(struct vctx *v, json_t *ld, struct spec *s)
+{
+	json_t *c = get_obj(v, ld, "cancel", "load.cancel", 0);
+	if (!c)
+		return -1;
+	static const char *const keys[] = {"fraction", "after_s", NULL};
+	if (check_keys(v, c, "load.cancel", keys) < 0)
+		return -1;
+	if (get_num(v, c, "fraction", "load.cancel.fraction", 0, 1, 0, 1, 0,
+		    &s->cancel_fraction) < 0)
+		return -1;
+	if (s->cancel_fraction > 0)
+		return get_num(v, c, "after_s", "load.cancel.after_s", 0, 0, 0.000001,
+			       HR_MAX_TIMEOUT_S, 0, &s->cancel_after_s);
+	return get_num(v, c, "after_s", "load.cancel.after_s", 0, 1, 0, HR_MAX_TIMEOUT_S, 0,
+		       &s->cancel_after_s);
+}
+
+static int parse_trace_window(struct vctx *v, json_t *ld, struct spec *s)
+{
+	if (s->load.mode != SPEC_LOAD_TRACE) {
+		if (not_for_mode(v, ld, "load", "speedup", spec_mode_name(s->load.mode)) < 0 ||
+		    not_for_mode(v, ld, "load", "start_s", spec_mode_name(s->load.mode)) < 0 ||
+		    not_for_mode(v, ld, "load", "end_s", spec_mode_name(s->load.mode)) < 0)
+			return -1;
+		s->speedup = 1;
+		return 0;
+	}
+	if (get_num(v, ld, "speedup", "load.speedup", 1, 1, 0.000001, 1000000, 0, &s->speedup) <
+		    0 ||
+	    get_num(v, ld, "start_s", "load.start_s", 0, 1, 0, 1e9, 0, &s->trace_start_s) < 0 ||
+	    get_num(v, ld, "end_s", "load.end_s", 0, 1, 0, 1e9, 0, &s->trace_end_s) < 0)
+		return -1;
+	if (s->trace_end_s > 0 && s->trace_end_s <= s->trace_start_s)
+		return fail(v, "out_of_range", "load.end_s",
+			    "'load.end_s' must be after 'load.start_s' (or 0 for no end)");
+	return 0;
+}
+
+static int parse_sessions(struct vctx *v, json_t *wl, struct spec *s)
+{
+	json_t *se = json_object_get(wl, "sessions");
+	if (!se || json_is_null(se)) {
+		json_object_del(wl, "sessions");
+		return 0;
+	}
+	if (!json_is_object(se))
+		return fail(v, "wrong_type", "workload.sessions",
+			    "'workload.sessions' must be an object");
+	static const char *const keys[] = {"turns", "think_time_s", NULL};
+	if (check_keys(v, se, "workload.sessions", keys) < 0)
+		return -1;
+	static const char *const dk[] = {"mean", "stddev", NULL};
+	json_t *t = get_obj(v, se, "turns", "workload.sessions.turns", 1);
+	if (!t || check_keys(v, t, "workload.sessions.turns", dk) < 0 ||
+	    get_num(v, t, "mean", "workload.sessions.turns.mean", 0, 0, 1, HR_MAX_TURNS, 0,
+		    &s->workload.turns.mean) < 0 ||
+	    get_num(v, t, "stddev", "workload.sessions.turns.stddev", 0, 1, 0, HR_MAX_TURNS, 0,
+		    &s->workload.turns.stddev) < 0)
+		return -1;
+	json_t *th = get_obj(v, se, "think_time_s", "workload.sessions.think_time_s", 0);
+	if (!th || check_keys(v, th, "workload.sessions.think_time_s", dk) < 0 ||
+	    get_num(v, th, "mean", "workload.sessions.think_time_s.mean", 0, 1, 0,
+		    HR_MAX_THINK_S, 0, &s->workload.think_s.mean) < 0 ||
+	    get_num(v, th, "stddev", "workload.sessions.think_time_s.stddev", 0, 1, 0,
+		    HR_MAX_THINK_S, 0, &s->workload.think_s.stddev) < 0)
+		return -1;
+	s->workload.sessions = 1;
+	return 0;
+}
+
+static int parse_trace(struct vctx *v, json_t *wl, struct spec *s)
+{
+	json_t *t = json_object_get(wl, "trace");
+	if (s->workload.kind != SPEC_WL_TRACE) {
+		if (t && !json_is_null(t))
+			return fail(v, "invalid_value", "workload.trace",
+				    "'workload.trace' needs 'workload.kind' \"trace\"");
+		json_object_del(wl, "trace");
+		return 0;
+	}
+	if (!t || json_is_null(t))
+		return fail(v, "missing_field", "workload.trace",
+			    "'workload.trace' (the trace as JSONL text) is required");
+	if (!json_is_string(t))
+		return fail(v, "wrong_type", "workload.trace",
+			    "'workload.trace' must be a string of JSON lines");
+	struct trace tr;
+	char err[HR_ERRLEN];
+	if (trace_parse(json_string_value(t), json_string_length(t), &tr, err) < 0)
+		return fail(v, "invalid_value", "workload.trace", "%s", err);
+	s->workload.trace = json_string_value(t);
+	s->workload.trace_len = json_string_length(t);
+	s->workload.trace_entries = tr.n;
+	trace_release(&tr);
+	return 0;
+}
+
 static int validate(struct vctx *v, json_t *root, int default_workers, struct spec *s)
 {
 	static const char *const top[] = {"name", "labels", "target", "workload", "load",
-					  "workers", NULL};
+					  "workers", "warmup", NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -280,16 +537,19 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	json_t *wl = get_obj(v, root, "workload", "workload", 0);
 	if (!wl)
 		return -1;
-	static const char *const wkeys[] = {"kind", "isl", "osl", "seed", NULL};
+	static const char *const wkeys[] = {"kind", "isl", "osl", "seed", "sessions", "trace", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
 	if (!kind)
 		return -1;
-	if (strcmp(kind, "synthetic") != 0)
+	if (strcmp(kind, "synthetic") == 0)
+		s->workload.kind = SPEC_WL_SYNTHETIC;
+	else if (strcmp(kind, "trace") == 0)
+		s->workload.kind = SPEC_WL_TRACE;
+	else
 		return fail(v, "invalid_value", "workload.kind",
-			    "'workload.kind' must be \"synthetic\"");
-	s->workload.kind = SPEC_WL_SYNTHETIC;
+			    "'workload.kind' must be \"synthetic\" or \"trace\"");
 	if (parse_dist(v, wl, "isl", 128, HR_MAX_ISL, &s->workload.isl) < 0 ||
 	    parse_dist(v, wl, "osl", 128, HR_MAX_OSL, &s->workload.osl) < 0)
 		return -1;
@@ -297,67 +557,81 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	if (get_num(v, wl, "seed", "workload.seed", 0, 1, 0, 9007199254740991.0, 1, &seed) < 0)
 		return -1;
 	s->workload.seed = (uint64_t)seed;
+	if (parse_sessions(v, wl, s) < 0 || parse_trace(v, wl, s) < 0)
+		return -1;
 
-	/* load */
+	/* load (the profiling phase) */
 	json_t *ld = get_obj(v, root, "load", "load", 1);
 	if (!ld)
 		return -1;
-	static const char *const lkeys[] = {"mode", "concurrency", "requests", "duration_s", NULL};
+	static const char *const lkeys[] = {"mode",	     "concurrency", "rate",	"arrival",
+					    "smoothness",    "max_concurrency", "ramp_s", "requests",
+					    "duration_s",    "grace_s",	    "cancel",	"speedup",
+					    "start_s",	     "end_s",	    NULL};
 	if (check_keys(v, ld, "load", lkeys) < 0)
 		return -1;
-	const char *mode = get_str(v, ld, "mode", "load.mode", "concurrency", 32);
-	if (!mode)
+	if (parse_shape(v, ld, "load", NULL, &s->load) < 0 ||
+	    parse_limits(v, ld, "load", s->load.mode != SPEC_LOAD_TRACE, &s->load) < 0)
 		return -1;
-	if (strcmp(mode, "concurrency") != 0)
-		return fail(v, "invalid_value", "load.mode", "'load.mode' must be \"concurrency\"");
-	s->load.mode = SPEC_LOAD_CONCURRENCY;
-	double conc;
-	if (get_num(v, ld, "concurrency", "load.concurrency", 1, 1, 1, HR_MAX_CONCURRENCY, 1,
-		    &conc) < 0)
+	if ((s->load.mode == SPEC_LOAD_TRACE) != (s->workload.kind == SPEC_WL_TRACE))
+		return fail(v, "invalid_value", "load.mode",
+			    "'load.mode' \"trace\" and 'workload.kind' \"trace\" go together");
+	if (s->workload.sessions && s->workload.kind == SPEC_WL_TRACE)
+		return fail(v, "invalid_value", "workload.sessions",
+			    "trace replay takes its sessions from the trace's session_id");
+	if (get_num(v, ld, "grace_s", "load.grace_s", 30, 1, 0, HR_MAX_GRACE_S, 0, &s->grace_s) <
+	    0)
 		return -1;
-	s->load.concurrency = (int)conc;
-	json_t *rq = json_object_get(ld, "requests"), *du = json_object_get(ld, "duration_s");
-	if (rq && json_is_null(rq)) {
-		json_object_del(ld, "requests");
-		rq = NULL;
+	if (parse_cancel(v, ld, s) < 0 || parse_trace_window(v, ld, s) < 0)
+		return -1;
+
+	/* warm-up: its own limit, and a load shape defaulting to the run's */
+	json_t *wu = json_object_get(root, "warmup");
+	if (wu && json_is_null(wu)) {
+		json_object_del(root, "warmup");
+		wu = NULL;
 	}
-	if (du && json_is_null(du)) {
-		json_object_del(ld, "duration_s");
-		du = NULL;
-	}
-	if (rq && du)
-		return fail(v, "invalid_value", "load.duration_s",
-			    "give either 'load.requests' or 'load.duration_s', not both");
-	if (!rq && !du)
-		return fail(v, "missing_field", "load.requests",
-			    "one of 'load.requests' or 'load.duration_s' is required");
-	double d;
-	if (rq) {
-		if (get_num(v, ld, "requests", "load.requests", 0, 0, 1, (double)HR_MAX_REQUESTS,
-			    1, &d) < 0)
+	if (wu) {
+		if (!json_is_object(wu))
+			return fail(v, "wrong_type", "warmup", "'warmup' must be an object");
+		static const char *const ukeys[] = {"requests", "duration_s", "load", NULL};
+		if (check_keys(v, wu, "warmup", ukeys) < 0)
 			return -1;
-		s->load.requests = (int64_t)d;
-		s->load.duration_s = 0;
-	} else {
-		if (get_num(v, ld, "duration_s", "load.duration_s", 0, 0, 0.001, HR_MAX_DURATION_S,
-			    0, &d) < 0)
+		json_t *wl2 = get_obj(v, wu, "load", "warmup.load", 0);
+		if (!wl2)
 			return -1;
-		s->load.duration_s = d;
-		s->load.requests = 0;
+		static const char *const wlk[] = {"mode",	     "concurrency", "rate",
+						  "arrival",	     "smoothness",  "max_concurrency",
+						  "ramp_s",	     NULL};
+		if (check_keys(v, wl2, "warmup.load", wlk) < 0)
+			return -1;
+		if (parse_shape(v, wl2, "warmup.load", &s->load, &s->warmup) < 0 ||
+		    parse_limits(v, wu, "warmup", 1, &s->warmup) < 0)
+			return -1;
+		if (s->warmup.mode == SPEC_LOAD_TRACE)
+			return fail(v, "invalid_value", "warmup.load.mode",
+				    "a warm-up cannot replay a trace: use \"concurrency\" or "
+				    "\"rate\"");
+		s->has_warmup = 1;
 	}
 
 	/* workers: default from the core count, never more than the slots */
+	int cap = s->load.mode == SPEC_LOAD_CONCURRENCY ? s->load.concurrency
+							: s->load.max_concurrency;
 	int defw = default_workers < 1 ? 1 : default_workers;
-	if (defw > s->load.concurrency)
-		defw = s->load.concurrency;
+	if (cap > 0 && defw > cap)
+		defw = cap;
 	double w;
 	if (get_num(v, root, "workers", "workers", defw, 1, 1, HR_MAX_WORKERS, 1, &w) < 0)
 		return -1;
 	s->workers = (int)w;
-	if (s->workers > s->load.concurrency)
+	if (cap > 0 && s->workers > cap)
 		return fail(v, "out_of_range", "workers",
-			    "'workers' (%d) exceeds 'load.concurrency' (%d): a worker needs a slot",
-			    s->workers, s->load.concurrency);
+			    "'workers' (%d) exceeds the run's %s (%d): a worker needs a slot",
+			    s->workers,
+			    s->load.mode == SPEC_LOAD_CONCURRENCY ? "'load.concurrency'"
+								  : "'load.max_concurrency'",
+			    cap);
 	return 0;
 }
 

@@ -9,7 +9,10 @@
  * Version 1 (the interface contract; later versions only add fields):
  *   {name, labels{}, target{url, endpoint, model, stream, api_key_env,
  *    headers{}, extra_body{}, timeout_s}, workload{kind, isl{mean,stddev},
- *    osl{mean,stddev}, seed}, load{mode, concurrency, requests|duration_s},
+ *    osl{mean,stddev}, seed, sessions{turns, think_time_s}, trace},
+ *    load{mode, concurrency | rate, arrival, smoothness, max_concurrency,
+ *    ramp_s, requests | duration_s, grace_s, cancel{fraction, after_s},
+ *    speedup, start_s, end_s}, warmup{requests | duration_s, load{...}},
  *    workers}
  */
 #ifndef HR_SPEC_H
@@ -20,11 +23,25 @@
 #include <stdint.h>
 
 enum spec_endpoint { SPEC_EP_CHAT = 0, SPEC_EP_COMPLETIONS };
-enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0 };
-enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0 };
+enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE };
+enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE };
+/* arrival laws: the values of enum sched_law (sched.h) */
 
 struct spec_dist {
 	double mean, stddev;
+};
+
+/* The shape of one phase's load (the profiling phase, or the warm-up). */
+struct spec_load {
+	int mode;
+	int concurrency;     /* concurrency mode */
+	double rate;         /* rate mode: requests per second */
+	int arrival;         /* rate mode: SCHED_CONSTANT / POISSON / GAMMA */
+	double smoothness;   /* gamma shape k (CV = 1/sqrt(k)) */
+	int max_concurrency; /* rate and trace modes: ceiling, 0 = none */
+	double ramp_s;       /* rate and concurrency rise linearly over this */
+	int64_t requests;    /* 0 when not bounded by a count */
+	double duration_s;   /* 0 when not bounded by time */
 };
 
 struct spec {
@@ -41,13 +58,18 @@ struct spec {
 		int kind;
 		struct spec_dist isl, osl;
 		uint64_t seed;
+		int sessions; /* multi-turn sessions enabled */
+		struct spec_dist turns, think_s;
+		const char *trace; /* borrowed JSONL text (trace kind), else NULL */
+		size_t trace_len;
+		size_t trace_entries;
 	} workload;
-	struct {
-		int mode;
-		int concurrency;
-		int64_t requests; /* 0 when the run is bounded by duration */
-		double duration_s; /* 0 when bounded by requests */
-	} load;
+	struct spec_load load; /* the profiling phase */
+	double grace_s;        /* after sending ends, in-flight requests get this long */
+	double cancel_fraction, cancel_after_s;
+	double speedup, trace_start_s, trace_end_s; /* trace mode; end 0 = none */
+	int has_warmup;
+	struct spec_load warmup; /* valid when has_warmup */
 	int workers;
 	json_t *json; /* owned: the normalised spec (all defaults filled) */
 };
@@ -69,6 +91,8 @@ int spec_from_json(json_t *root, int default_workers, struct spec *out, struct s
 void spec_release(struct spec *s);
 
 const char *spec_endpoint_name(int ep);
+const char *spec_mode_name(int mode);
+const char *spec_arrival_name(int law);
 /* Path appended to target.url for the endpoint ("/v1/chat/completions"). */
 const char *spec_endpoint_path(int ep);
 

@@ -93,7 +93,49 @@ static const struct bad bads[] = {
 	{"{" T ",\"load\":{\"requests\":0}}", "out_of_range", "load.requests"},
 	{"{" T ",\"load\":{\"requests\":1e300}}", "out_of_range", "load.requests"},
 	{"{" T ",\"load\":{\"duration_s\":-1}}", "out_of_range", "load.duration_s"},
-	{"{" T ",\"load\":{\"mode\":\"rate\",\"requests\":1}}", "invalid_value", "load.mode"},
+	{"{" T ",\"load\":{\"mode\":\"rate\",\"requests\":1}}", "missing_field", "load.rate"},
+	{"{" T ",\"load\":{\"mode\":\"burst\",\"requests\":1}}", "invalid_value", "load.mode"},
+	{"{" T ",\"load\":{\"mode\":\"rate\",\"rate\":5,\"concurrency\":2,\"requests\":1}}",
+	 "invalid_value", "load.concurrency"},
+	{"{" T ",\"load\":{\"rate\":5,\"requests\":1}}", "invalid_value", "load.rate"},
+	{"{" T ",\"load\":{\"mode\":\"rate\",\"rate\":0,\"requests\":1}}", "out_of_range",
+	 "load.rate"},
+	{"{" T ",\"load\":{\"mode\":\"rate\",\"rate\":5,\"arrival\":\"x\",\"requests\":1}}",
+	 "invalid_value", "load.arrival"},
+	{"{" T ",\"load\":{\"mode\":\"rate\",\"rate\":5,\"smoothness\":2,\"requests\":1}}",
+	 "invalid_value", "load.smoothness"},
+	{"{" T ",\"load\":{\"mode\":\"rate\",\"rate\":5,\"arrival\":\"gamma\","
+	      "\"smoothness\":0,\"requests\":1}}",
+	 "out_of_range", "load.smoothness"},
+	{"{" T ",\"load\":{\"mode\":\"rate\",\"rate\":5,\"max_concurrency\":2,"
+	      "\"requests\":9},\"workers\":3}",
+	 "out_of_range", "workers"},
+	{"{" T ",\"load\":{\"requests\":9,\"ramp_s\":-1}}", "out_of_range", "load.ramp_s"},
+	{"{" T ",\"load\":{\"requests\":9,\"grace_s\":-1}}", "out_of_range", "load.grace_s"},
+	{"{" T ",\"load\":{\"requests\":9,\"cancel\":{\"fraction\":0.5}}}", "missing_field",
+	 "load.cancel.after_s"},
+	{"{" T ",\"load\":{\"requests\":9,\"cancel\":{\"fraction\":2,\"after_s\":1}}}",
+	 "out_of_range", "load.cancel.fraction"},
+	{"{" T ",\"load\":{\"requests\":9,\"speedup\":2}}", "invalid_value", "load.speedup"},
+	{"{" T ",\"load\":{\"mode\":\"trace\"}}", "invalid_value", "load.mode"},
+	{"{" T ",\"load\":{\"mode\":\"trace\"},\"workload\":{\"kind\":\"trace\"}}",
+	 "missing_field", "workload.trace"},
+	{"{" T ",\"load\":{\"mode\":\"trace\"},\"workload\":{\"kind\":\"trace\",\"trace\":"
+	      "\"{\\\"timestamp\\\":0,\\\"input_length\\\":5,\\\"output_length\\\":5}\\n"
+	      "{\\\"timestamp\\\":1,\\\"input_length\\\":0,\\\"output_length\\\":5}\"}}",
+	 "invalid_value", "workload.trace"},
+	{"{" T "," L ",\"workload\":{\"trace\":\"x\"}}", "invalid_value", "workload.trace"},
+	{"{" T "," L ",\"workload\":{\"sessions\":{}}}", "missing_field",
+	 "workload.sessions.turns"},
+	{"{" T "," L ",\"workload\":{\"sessions\":{\"turns\":{\"mean\":0}}}}", "out_of_range",
+	 "workload.sessions.turns.mean"},
+	{"{" T "," L ",\"warmup\":{}}", "missing_field", "warmup.requests"},
+	{"{" T "," L ",\"warmup\":{\"requests\":1,\"duration_s\":1}}", "invalid_value",
+	 "warmup.duration_s"},
+	{"{" T "," L ",\"warmup\":{\"requests\":1,\"load\":{\"mode\":\"trace\"}}}",
+	 "invalid_value", "warmup.load.mode"},
+	{"{" T "," L ",\"warmup\":{\"requests\":1,\"load\":{\"x\":1}}}", "unknown_field",
+	 "warmup.load.x"},
 	{"{" T "," L ",\"workers\":0}", "out_of_range", "workers"},
 	{"{" T ",\"load\":{\"concurrency\":2,\"requests\":9},\"workers\":3}", "out_of_range",
 	 "workers"},
@@ -123,9 +165,67 @@ static void test_errors(void)
 	}
 }
 
+static void test_modes(void)
+{
+	struct spec s;
+	struct spec_error e;
+	const char *r = "{" T ",\"load\":{\"mode\":\"rate\",\"rate\":250.5,\"duration_s\":10,"
+			"\"ramp_s\":2},\"warmup\":{\"requests\":20}}";
+	CHECK_EQ_INT(spec_parse(r, strlen(r), 4, &s, &e), 0);
+	CHECK_EQ_INT(s.load.mode, SPEC_LOAD_RATE);
+	CHECK_EQ_DBL(s.load.rate, 250.5);
+	CHECK_EQ_INT(s.load.arrival, 1); /* poisson by default */
+	CHECK_EQ_DBL(s.load.ramp_s, 2);
+	CHECK_EQ_DBL(s.grace_s, 30);
+	CHECK_EQ_INT(s.workers, 4);
+	CHECK(s.has_warmup);
+	/* the warm-up inherits the run's shape */
+	CHECK_EQ_INT(s.warmup.mode, SPEC_LOAD_RATE);
+	CHECK_EQ_DBL(s.warmup.rate, 250.5);
+	CHECK_EQ_INT(s.warmup.requests, 20);
+	json_t *wl = json_object_get(json_object_get(s.json, "warmup"), "load");
+	CHECK_STR(json_string_value(json_object_get(wl, "arrival")), "poisson");
+	spec_release(&s);
+
+	const char *g = "{" T ",\"load\":{\"mode\":\"rate\",\"rate\":5,\"arrival\":\"gamma\","
+			"\"smoothness\":0.25,\"max_concurrency\":3,\"requests\":100},"
+			"\"warmup\":{\"duration_s\":1,\"load\":{\"mode\":\"concurrency\","
+			"\"concurrency\":2}}}";
+	CHECK_EQ_INT(spec_parse(g, strlen(g), 8, &s, &e), 0);
+	CHECK_EQ_INT(s.load.arrival, 2);
+	CHECK_EQ_DBL(s.load.smoothness, 0.25);
+	CHECK_EQ_INT(s.workers, 3); /* capped by max_concurrency */
+	CHECK_EQ_INT(s.warmup.mode, SPEC_LOAD_CONCURRENCY);
+	CHECK_EQ_INT(s.warmup.concurrency, 2);
+	spec_release(&s);
+
+	const char *t = "{" T ",\"load\":{\"mode\":\"trace\",\"speedup\":2},\"workload\":{"
+			"\"kind\":\"trace\",\"trace\":\"{\\\"timestamp\\\":5,"
+			"\\\"input_length\\\":3,\\\"output_length\\\":4}\\n\\n"
+			"{\\\"timestamp\\\":1,\\\"input_length\\\":3,"
+			"\\\"output_length\\\":4,\\\"session_id\\\":7}\\n\"}}";
+	if (CHECK_EQ_INT(spec_parse(t, strlen(t), 2, &s, &e), 0)) {
+		CHECK_EQ_INT(s.workload.trace_entries, 2);
+		CHECK_EQ_DBL(s.speedup, 2);
+		CHECK_EQ_INT(s.load.requests, 0);
+		spec_release(&s);
+	} else {
+		tap_ok(0, "trace spec rejected: %s %s", e.field, e.message);
+	}
+
+	const char *ss = "{" T "," L ",\"workload\":{\"sessions\":{\"turns\":{\"mean\":3},"
+			 "\"think_time_s\":{\"mean\":0.5,\"stddev\":0.1}}}}";
+	CHECK_EQ_INT(spec_parse(ss, strlen(ss), 2, &s, &e), 0);
+	CHECK(s.workload.sessions);
+	CHECK_EQ_DBL(s.workload.turns.mean, 3);
+	CHECK_EQ_DBL(s.workload.think_s.mean, 0.5);
+	spec_release(&s);
+}
+
 int main(void)
 {
 	test_defaults();
+	test_modes();
 	test_errors();
 	return tap_done();
 }
