@@ -16,6 +16,7 @@
 
 #include "limits.h"
 #include "proto.h"
+#include "rng.h"
 #include "runs.h"
 #include "spec.h"
 #include "summary.h"
@@ -26,6 +27,7 @@ extern char **environ;
 #define STOP_GRACE_NS 3000000000LL   /* after STOP, how long workers get to finish */
 #define START_LEAD_NS 50000000LL     /* t0 is this far after the last READY */
 #define PROGRESS_EVERY_NS 500000000LL
+#define WARMUP_REQ_OFFSET (1LL << 40) /* warm-up request indices: prompts unlike the run's */
 
 struct runner {
 	struct store *store;
@@ -121,32 +123,92 @@ static void send_stop(struct run_ctx *c, const char *reason)
 	json_decref(m);
 }
 
-/* The worker's slice of slots and requests (api/protocol.md). */
+/* Worker i's part of n: slots split as evenly as possible. */
+static int slice(int total, int n, int i)
+{
+	return total / n + (i < total % n ? 1 : 0);
+}
+
+/* One phase's share for worker i (api/protocol.md, "SCHEDULE payload").
+ * req_offset separates the warm-up's request indices from the run's. */
+static json_t *phase_share(const struct spec_load *ld, int i, int n, int stream,
+			   long long req_offset)
+{
+	json_t *p = json_object();
+	json_object_set_new(p, "mode", json_string(spec_mode_name(ld->mode)));
+	json_object_set_new(p, "duration_s", json_real(ld->duration_s));
+	json_object_set_new(p, "ramp_s", json_real(ld->ramp_s));
+	long long base = req_offset, stride = 1, req = 0;
+	if (ld->mode == SPEC_LOAD_CONCURRENCY) {
+		int conc = ld->concurrency;
+		int slots = slice(conc, n, i);
+		if (ld->requests > 0) {
+			/* proportional to slots, exact in sum: cumulative floor */
+			long long cum_before = 0;
+			for (int k = 0; k < i; k++)
+				cum_before += slice(conc, n, k);
+			long long R = ld->requests;
+			long long b0 = (long long)((__int128)R * cum_before / conc);
+			long long b1 = (long long)((__int128)R * (cum_before + slots) / conc);
+			base += b0;
+			req = b1 - b0;
+		} else {
+			base += i;
+			stride = n;
+		}
+		json_object_set_new(p, "slots", json_integer(slots));
+		json_object_set_new(p, "total_slots", json_integer(conc));
+	} else {
+		/* rate and trace: a ceiling per worker (0 = none); the global
+		 * request limit travels as is, each worker taking its arrivals */
+		json_object_set_new(p, "slots", json_integer(ld->max_concurrency
+								    ? slice(ld->max_concurrency, n, i)
+								    : 0));
+		json_object_set_new(p, "total_slots", json_integer(ld->max_concurrency));
+		req = ld->requests;
+		if (ld->mode == SPEC_LOAD_RATE)
+			json_object_set_new(
+				p, "rate",
+				json_pack("{s:s, s:f, s:f, s:f, s:i, s:I, s:f}", "law",
+					  spec_arrival_name(ld->arrival), "rate", ld->rate,
+					  "smoothness", ld->smoothness, "ramp_s", ld->ramp_s, "stream",
+					  stream, "total_requests", (json_int_t)ld->requests,
+					  "duration_s", ld->duration_s));
+	}
+	json_object_set_new(p, "requests", json_integer(req));
+	json_object_set_new(p, "req_id_base", json_integer(base));
+	json_object_set_new(p, "req_id_stride", json_integer(stride));
+	json_object_set_new(p, "worker", json_integer(i));
+	json_object_set_new(p, "workers", json_integer(n));
+	return p;
+}
+
+/* The SCHEDULE message for worker i. */
 static json_t *make_share(const struct run_ctx *c, int i)
 {
-	int conc = c->spec.load.concurrency, n = c->n;
-	int slots = conc / n + (i < conc % n ? 1 : 0);
-	long long base = 0, stride = 1, req = 0;
-	if (c->spec.load.requests > 0) {
-		/* proportional to slots, exact in sum: cumulative floor */
-		long long cum_before = 0;
-		for (int k = 0; k < i; k++)
-			cum_before += conc / n + (k < conc % n ? 1 : 0);
-		long long R = c->spec.load.requests;
-		long long b0 = (long long)((__int128)R * cum_before / conc);
-		long long b1 = (long long)((__int128)R * (cum_before + slots) / conc);
-		base = b0;
-		req = b1 - b0;
-	} else {
-		base = i;
-		stride = n;
-	}
-	json_t *share = json_pack("{s:i, s:I, s:f, s:I, s:I}", "slots", slots, "requests",
-				  (json_int_t)req, "duration_s", c->spec.load.duration_s,
-				  "req_id_base", (json_int_t)base, "req_id_stride",
-				  (json_int_t)stride);
+	const struct spec *sp = &c->spec;
+	json_t *share = phase_share(&sp->load, i, c->n, RNG_STREAM_ARRIVAL, 0);
+	json_object_set_new(share, "grace_s", json_real(sp->grace_s));
+	json_object_set_new(share, "cancel",
+			    json_pack("{s:f, s:f}", "fraction", sp->cancel_fraction, "after_s",
+				      sp->cancel_after_s));
+	if (sp->workload.sessions)
+		json_object_set_new(
+			share, "sessions",
+			json_pack("{s:{s:f, s:f}, s:{s:f, s:f}}", "turns", "mean",
+				  sp->workload.turns.mean, "stddev", sp->workload.turns.stddev,
+				  "think_time_s", "mean", sp->workload.think_s.mean, "stddev",
+				  sp->workload.think_s.stddev));
+	if (sp->load.mode == SPEC_LOAD_TRACE)
+		json_object_set_new(share, "trace",
+				    json_pack("{s:f, s:f, s:f}", "speedup", sp->speedup, "start_s",
+					      sp->trace_start_s, "end_s", sp->trace_end_s));
+	if (sp->has_warmup)
+		json_object_set_new(share, "warmup",
+				    phase_share(&sp->warmup, i, c->n, RNG_STREAM_WARMUP_ARRIVAL,
+						WARMUP_REQ_OFFSET));
 	return json_pack("{s:I, s:i, s:i, s:O, s:o}", "run_id", (json_int_t)c->id, "worker", i,
-			 "workers", n, "spec", c->spec.json, "share", share);
+			 "workers", c->n, "spec", sp->json, "share", share);
 }
 
 static int spawn_worker(struct run_ctx *c, int i)
@@ -413,7 +475,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		return;
 	}
 	c.n = c.spec.workers;
-	if (c.spec.load.requests > 0 && c.spec.load.requests < c.n)
+	if (c.spec.load.mode == SPEC_LOAD_CONCURRENCY && c.spec.load.requests > 0 &&
+	    c.spec.load.requests < c.n)
 		c.n = (int)c.spec.load.requests; /* a worker with nothing to send is useless */
 	c.w = xcalloc((size_t)c.n, sizeof *c.w);
 	c.started = mono_ns();
