@@ -44,6 +44,36 @@ static double m_tps_user(const struct hr_record *r)
 	return 1000.0 / itl;
 }
 
+static double m_ttfo(const struct hr_record *r)
+{
+	if (!streamed(r) || r->first_output_ns == HR_NO_TIME)
+		return NAN;
+	return ns_to_ms(r->first_output_ns - r->start_ns);
+}
+
+/* Coordinated-omission view: measured from when the request was meant to
+ * go out, as wrk2 does, not from when the client managed to send it. */
+static double m_lag(const struct hr_record *r)
+{
+	if (r->intended_ns == HR_NO_TIME || r->start_ns == HR_NO_TIME)
+		return NAN;
+	return ns_to_ms(r->start_ns - r->intended_ns);
+}
+
+static double m_sched_ttft(const struct hr_record *r)
+{
+	if (!streamed(r) || r->n_chunks < 1 || r->intended_ns == HR_NO_TIME)
+		return NAN;
+	return ns_to_ms(r->chunk_ns[0] - r->intended_ns);
+}
+
+static double m_sched_latency(const struct hr_record *r)
+{
+	if (r->end_ns == HR_NO_TIME || r->intended_ns == HR_NO_TIME)
+		return NAN;
+	return ns_to_ms(r->end_ns - r->intended_ns);
+}
+
 static double m_isl(const struct hr_record *r)
 {
 	return r->isl >= 0 ? (double)r->isl : NAN;
@@ -55,14 +85,20 @@ static double m_osl(const struct hr_record *r)
 }
 
 const struct metric_def metric_defs[] = {
-	{"time_to_first_token", "ms", "Time to First Token", m_ttft},
-	{"time_to_second_token", "ms", "Time to Second Token", m_ttst},
-	{"request_latency", "ms", "Request Latency", m_latency},
-	{"inter_token_latency", "ms", "Inter Token Latency", m_itl},
+	{"time_to_first_token", "ms", "Time to First Token", m_ttft, METRIC_VALID},
+	{"time_to_second_token", "ms", "Time to Second Token", m_ttst, METRIC_VALID},
+	{"time_to_first_output_token", "ms", "Time to First Output Token", m_ttfo, METRIC_VALID},
+	{"request_latency", "ms", "Request Latency", m_latency, METRIC_VALID},
+	{"inter_token_latency", "ms", "Inter Token Latency", m_itl, METRIC_VALID},
 	{"output_token_throughput_per_user", "tokens/sec/user", "Output Token Throughput Per User",
-	 m_tps_user},
-	{"input_sequence_length", "tokens", "Input Sequence Length", m_isl},
-	{"output_sequence_length", "tokens", "Output Sequence Length", m_osl},
+	 m_tps_user, METRIC_VALID},
+	{"input_sequence_length", "tokens", "Input Sequence Length", m_isl, METRIC_VALID},
+	{"output_sequence_length", "tokens", "Output Sequence Length", m_osl, METRIC_VALID},
+	{"schedule_lag", "ms", "Schedule Lag", m_lag, METRIC_SENT},
+	{"scheduled_time_to_first_token", "ms", "Scheduled Time to First Token", m_sched_ttft,
+	 METRIC_VALID},
+	{"scheduled_request_latency", "ms", "Scheduled Request Latency", m_sched_latency,
+	 METRIC_VALID},
 };
 const size_t metric_defs_count = sizeof metric_defs / sizeof metric_defs[0];
 

@@ -15,12 +15,19 @@
 
 #define METRICS_VERSION 1
 
+/* Which records a metric is computed over. */
+enum metric_scope {
+	METRIC_VALID = 0, /* valid profiling records (docs/metrics.md) */
+	METRIC_SENT,      /* every profiling record that was sent, valid or not */
+};
+
 struct metric_def {
 	const char *tag;  /* AIPerf's name, e.g. "time_to_first_token" */
 	const char *unit; /* "ms", "tokens", "tokens/sec/user" */
 	const char *label; /* human name for tables */
 	/* The value for one record; NAN when it does not apply. */
 	double (*fn)(const struct hr_record *r);
+	int scope; /* enum metric_scope */
 };
 
 extern const struct metric_def metric_defs[];

@@ -47,6 +47,7 @@ struct wk {
 	pid_t pid;
 	int state;
 	int exited; /* reaped */
+	int warm_done; /* sent PHASE_DONE for the warm-up */
 	int status; /* wait status */
 	int64_t last_seen;
 	long long sent, completed, errors, in_flight, records;
@@ -61,7 +62,8 @@ struct run_ctx {
 	char sockpath[256]; /* ipc file to unlink, "" for tcp */
 	int n;
 	struct wk *w;
-	int64_t started, t0;
+	int64_t started, t0, t0_wall;
+	int profiling; /* the profiling phase has started (after any warm-up) */
 	int stopping;          /* STOP sent */
 	int64_t stop_deadline;
 	char *fail_reason;     /* first failure wins */
@@ -232,6 +234,23 @@ static int spawn_worker(struct run_ctx *c, int i)
 
 /* --- message handling ------------------------------------------------------------ */
 
+/* START for the current phase; phase_start is ns since t0. */
+static void send_start(struct run_ctx *c, int64_t phase_start)
+{
+	json_t *st = json_pack("{s:I, s:I, s:s, s:I}", "t0_mono_ns", (json_int_t)c->t0,
+			       "t0_wall_ns", (json_int_t)c->t0_wall, "phase",
+			       c->profiling ? "profiling" : "warmup", "phase_start_ns",
+			       (json_int_t)phase_start);
+	for (int k = 0; k < c->n; k++) {
+		if (c->w[k].exited || c->w[k].state == W_DONE)
+			continue;
+		char id[16];
+		snprintf(id, sizeof id, "w%d", k);
+		proto_send_json(c->sock, id, PROTO_START, st, 0);
+	}
+	json_decref(st);
+}
+
 static void on_message(struct run_ctx *c, struct proto_msg *m)
 {
 	int i = ident_index(c, m->ident);
@@ -278,16 +297,29 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 			all = all && c->w[k].state == W_READY;
 		if (all && !c->stopping) {
 			c->t0 = mono_ns() + START_LEAD_NS;
-			int64_t t0_wall = wall_ns() + START_LEAD_NS;
-			json_t *st = json_pack("{s:I, s:I}", "t0_mono_ns", (json_int_t)c->t0,
-					       "t0_wall_ns", (json_int_t)t0_wall);
-			for (int k = 0; k < c->n; k++) {
-				char id[16];
-				snprintf(id, sizeof id, "w%d", k);
-				proto_send_json(c->sock, id, PROTO_START, st, 0);
-			}
-			json_decref(st);
-			runs_set_t0(c->r->store, c->id, t0_wall);
+			c->t0_wall = wall_ns() + START_LEAD_NS;
+			c->profiling = !c->spec.has_warmup;
+			send_start(c, 0);
+			runs_set_t0(c->r->store, c->id, c->t0_wall);
+		}
+		break;
+	}
+	case PROTO_PHASE_DONE: {
+		const char *ph = json_string_value(json_object_get(m->json, "phase"));
+		if (c->profiling || !ph || strcmp(ph, "warmup") != 0 || w->warm_done) {
+			fail_run(c, "worker %d sent an unexpected phase_done", i);
+			send_stop(c, "protocol error");
+			return;
+		}
+		w->warm_done = 1;
+		int all = 1;
+		for (int k = 0; k < c->n; k++)
+			all = all && (c->w[k].warm_done || c->w[k].exited);
+		if (all && !c->stopping) {
+			/* every worker is through the warm-up: profiling starts for all
+			 * at once, a little in the future */
+			c->profiling = 1;
+			send_start(c, mono_ns() + START_LEAD_NS - c->t0);
 		}
 		break;
 	}
@@ -413,7 +445,9 @@ static void post_progress(struct run_ctx *c)
 		errors += c->w[i].errors;
 		in_flight += c->w[i].in_flight;
 	}
-	json_t *p = json_pack("{s:I, s:I, s:I, s:I, s:I, s:i}", "sent", (json_int_t)sent,
+	json_t *p = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:i}", "phase",
+			      !c->t0 ? "starting" : c->profiling ? "profiling" : "warmup", "sent",
+			      (json_int_t)sent,
 			      "completed", (json_int_t)completed, "errors", (json_int_t)errors,
 			      "in_flight", (json_int_t)in_flight, "records",
 			      (json_int_t)c->records, "workers", c->n);
@@ -541,7 +575,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 
 	runs_sync(r->store);
 	long long valid = 0;
-	json_t *summary = summary_compute(r->store, id, &valid, err);
+	json_t *summary = summary_compute(r->store, id, &c.spec, &valid, err);
 	if (!summary)
 		fprintf(stderr, "headroomd: run %lld: summary failed: %s\n", (long long)id, err);
 	const char *state = RUN_SUCCEEDED;

@@ -40,7 +40,78 @@ static void push_gap(void *ctx, double v)
 	dvec_push(ctx, v);
 }
 
-json_t *summary_compute(struct store *s, int64_t run_id, long long *valid_out, char *err)
+struct ivec {
+	int64_t *v;
+	size_t n, cap;
+};
+
+static void ivec_push(struct ivec *a, int64_t x)
+{
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 1024;
+		a->v = xrealloc(a->v, a->cap * sizeof *a->v);
+	}
+	a->v[a->n++] = x;
+}
+
+static int cmp_i64(const void *a, const void *b)
+{
+	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
+/* Requested versus achieved load over the profiling phase: the send rate
+ * from the actual starts, and the time-weighted concurrency (requests in
+ * flight between start and done) with its maximum. */
+static json_t *load_json(const struct spec *spec, struct ivec *starts, struct ivec *dones)
+{
+	json_t *o = json_object();
+	const struct spec_load *ld = &spec->load;
+	json_object_set_new(o, "mode", json_string(spec_mode_name(ld->mode)));
+	json_object_set_new(o, "requested_rate",
+			    ld->mode == SPEC_LOAD_RATE ? json_real(ld->rate) : json_null());
+	int conc = ld->mode == SPEC_LOAD_CONCURRENCY ? ld->concurrency : ld->max_concurrency;
+	json_object_set_new(o, "requested_concurrency", conc ? json_integer(conc) : json_null());
+	json_object_set_new(o, "sent", json_integer((json_int_t)starts->n));
+	qsort(starts->v, starts->n, sizeof *starts->v, cmp_i64);
+	qsort(dones->v, dones->n, sizeof *dones->v, cmp_i64);
+	double rate = NAN;
+	if (starts->n >= 2 && starts->v[starts->n - 1] > starts->v[0])
+		rate = (double)(starts->n - 1) /
+		       ((double)(starts->v[starts->n - 1] - starts->v[0]) / 1e9);
+	json_object_set_new(o, "achieved_rate", isnan(rate) ? json_null() : json_real(rate));
+	/* sweep: +1 at each start, -1 at each done (ends first on ties) */
+	size_t i = 0, j = 0;
+	long long level = 0, peak = 0;
+	double area = 0;
+	int64_t prev = starts->n ? starts->v[0] : 0, last = prev;
+	while (i < starts->n || j < dones->n) {
+		int64_t t;
+		int up;
+		if (j < dones->n && (i >= starts->n || dones->v[j] <= starts->v[i])) {
+			t = dones->v[j++];
+			up = 0;
+		} else {
+			t = starts->v[i++];
+			up = 1;
+		}
+		area += (double)level * (double)(t - prev);
+		prev = t;
+		level += up ? 1 : -1;
+		if (level > peak)
+			peak = level;
+		last = t;
+	}
+	double span = starts->n ? (double)(last - starts->v[0]) : 0;
+	json_object_set_new(o, "achieved_concurrency",
+			    json_pack("{s:o, s:I}", "avg",
+				      span > 0 ? json_real(area / span) : json_null(), "max",
+				      (json_int_t)peak));
+	return o;
+}
+
+json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec,
+			long long *valid_out, char *err)
 {
 	struct rec_cursor *c = rec_cursor_open(s, run_id);
 	if (!c) {
@@ -48,7 +119,10 @@ json_t *summary_compute(struct store *s, int64_t run_id, long long *valid_out, c
 		return NULL;
 	}
 	struct dvec vals[32], gaps;
+	struct ivec starts = {0}, dones = {0};
 	size_t nm = metric_defs_count;
+	if (nm > HR_ARRAY_LEN(vals))
+		abort(); /* raise the array with the metric table */
 	for (size_t i = 0; i < nm; i++)
 		dvec_init(&vals[i]);
 	dvec_init(&gaps);
@@ -63,6 +137,17 @@ json_t *summary_compute(struct store *s, int64_t run_id, long long *valid_out, c
 			continue;
 		}
 		requests++;
+		if (r->start_ns != HR_NO_TIME) {
+			ivec_push(&starts, r->start_ns);
+			ivec_push(&dones, r->done_ns != HR_NO_TIME ? r->done_ns : r->start_ns);
+			for (size_t i = 0; i < nm; i++) {
+				if (metric_defs[i].scope != METRIC_SENT)
+					continue;
+				double v = metric_defs[i].fn(r);
+				if (!isnan(v))
+					dvec_push(&vals[i], v);
+			}
+		}
 		if (!record_is_valid(r)) {
 			errors_by[r->error < HR_ERR__COUNT ? r->error : HR_ERR_TRANSPORT]++;
 			if (r->error == HR_ERR_NONE) /* 200 without content, or odd status */
@@ -71,6 +156,8 @@ json_t *summary_compute(struct store *s, int64_t run_id, long long *valid_out, c
 		}
 		valid++;
 		for (size_t i = 0; i < nm; i++) {
+			if (metric_defs[i].scope != METRIC_VALID)
+				continue;
 			double v = metric_defs[i].fn(r);
 			if (!isnan(v))
 				dvec_push(&vals[i], v);
@@ -116,17 +203,20 @@ json_t *summary_compute(struct store *s, int64_t run_id, long long *valid_out, c
 			json_object_set_new(errors, hr_err_name(e), json_integer(errors_by[e]));
 		}
 	nerr = requests - valid;
-	out = json_pack("{s:I, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:o, s:o}", "run_id",
+	out = json_pack("{s:I, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o}", "run_id",
 			(json_int_t)run_id, "metrics_version", METRICS_VERSION, "window_s",
 			window_s, "counts", "requests", (json_int_t)requests, "valid",
 			(json_int_t)valid, "errors", (json_int_t)nerr, "warmup", (json_int_t)warmup,
-			"errors", errors, "metrics", metrics);
+			"errors", errors, "load", load_json(spec, &starts, &dones), "metrics",
+			metrics);
 	if (valid_out)
 		*valid_out = valid;
 done:
 	for (size_t i = 0; i < nm; i++)
 		dvec_release(&vals[i]);
 	dvec_release(&gaps);
+	free(starts.v);
+	free(dones.v);
 	return out;
 }
 

@@ -11,11 +11,14 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "spec.h"
 #include "store.h"
 
-/* Returns a new summary object, or NULL with err. valid_out (may be NULL)
- * receives the number of valid profiling records. */
-json_t *summary_compute(struct store *s, int64_t run_id, long long *valid_out, char *err);
+/* Returns a new summary object, or NULL with err. spec (borrowed) gives
+ * the requested load to compare with what was achieved. valid_out (may be
+ * NULL) receives the number of valid profiling records. */
+json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec,
+			long long *valid_out, char *err);
 
 /* Summary JSON -> CSV text (caller frees). */
 char *summary_to_csv(json_t *summary);
