@@ -295,6 +295,24 @@ static void errors_table(FILE *out, json_t *errors)
 	free(e);
 }
 
+/* What was asked of the load generator and what it achieved. */
+static void load_line(FILE *out, json_t *load)
+{
+	if (!json_is_object(load))
+		return;
+	char a[VIEW_NUMLEN], b[VIEW_NUMLEN], c[VIEW_NUMLEN], d[VIEW_NUMLEN];
+	double req, ach, avg, max;
+	json_t *conc = json_object_get(load, "achieved_concurrency");
+	int has_req = view_num(load, "requested_rate", &req);
+	int has_ach = view_num(load, "achieved_rate", &ach);
+	fprintf(out, "  %-9s rate %s/s requested, %s/s achieved", "load",
+		has_req ? view_fmt_num(a, req) : "-", has_ach ? view_fmt_num(b, ach) : "-");
+	if (json_is_object(conc) && view_num(conc, "avg", &avg) && view_num(conc, "max", &max))
+		fprintf(out, "; in flight avg %s, max %s", view_fmt_num(c, avg),
+			view_fmt_num(d, max));
+	fputc('\n', out);
+}
+
 void show_run(FILE *out, json_t *run)
 {
 	header(out, run);
@@ -322,5 +340,6 @@ void show_run(FILE *out, json_t *run)
 		fputc('\n', out);
 		pairs_line(out, "counts", counts, count_order);
 	}
+	load_line(out, json_object_get(summary, "load"));
 	errors_table(out, json_object_get(summary, "errors"));
 }
