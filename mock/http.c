@@ -87,12 +87,11 @@ const char *http_reason(int status)
 }
 
 void http_respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
-		  const char *extra)
+                  const char *extra)
 {
-	out_printf(c,
-		   "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
-		   status, http_reason(status), ctype, len, extra ? extra : "",
-		   c->close_after ? "Connection: close\r\n" : "");
+	out_printf(c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
+	           status, http_reason(status), ctype, len, extra ? extra : "",
+	           c->close_after ? "Connection: close\r\n" : "");
 	if (!c->head)
 		out_add(c, body, len);
 }
@@ -109,7 +108,7 @@ void http_error(struct conn *c, int status, const char *msg, const char *extra)
 	}
 	clean[n] = '\0';
 	json_t *o = json_pack("{s:{s:s,s:s,s:i}}", "error", "message", clean, "type",
-			      "invalid_request_error", "code", status);
+	                      "invalid_request_error", "code", status);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (s) {
@@ -117,7 +116,7 @@ void http_error(struct conn *c, int status, const char *msg, const char *extra)
 		free(s);
 	} else {
 		static const char fallback[] = "{\"error\":{\"message\":\"error\","
-					       "\"type\":\"invalid_request_error\",\"code\":400}}";
+		                               "\"type\":\"invalid_request_error\",\"code\":400}}";
 		http_respond(c, status, "application/json", fallback, sizeof(fallback) - 1, extra);
 	}
 }
@@ -204,8 +203,8 @@ static bool plausible_start(const char *buf, size_t len)
 }
 
 static enum http_parse_result parse_request_line(const char *p, const char *eol,
-						 struct http_request *req, int *status,
-						 const char **msg)
+                                                 struct http_request *req, int *status,
+                                                 const char **msg)
 {
 	const char *sp1 = memchr(p, ' ', (size_t)(eol - p));
 	if (!sp1 || sp1 == p || sp1 - p > MAX_METHOD_LEN)
@@ -239,7 +238,7 @@ static enum http_parse_result parse_request_line(const char *p, const char *eol,
 	} else if (vlen == 8 && memcmp(v, "HTTP/1.0", 8) == 0) {
 		req->http10 = true;
 	} else if (vlen == 8 && memcmp(v, "HTTP/", 5) == 0 && v[5] >= '0' && v[5] <= '9' &&
-		   v[6] == '.' && v[7] >= '0' && v[7] <= '9') {
+	           v[6] == '.' && v[7] >= '0' && v[7] <= '9') {
 		return bad(status, msg, 505, "only HTTP/1.0 and HTTP/1.1 are supported");
 	} else {
 		return bad(status, msg, 400, "malformed HTTP version");
@@ -248,7 +247,7 @@ static enum http_parse_result parse_request_line(const char *p, const char *eol,
 }
 
 enum http_parse_result http_parse(const char *buf, size_t len, struct http_request *req,
-				  int *status, const char **msg)
+                                  int *status, const char **msg)
 {
 	memset(req, 0, sizeof(*req));
 	/* RFC 9112 2.2: ignore empty lines before a request line. */
@@ -324,8 +323,8 @@ enum http_parse_result http_parse(const char *buf, size_t len, struct http_reque
 			have_len = true;
 		} else if (ieq(name, nlen, "transfer-encoding")) {
 			return bad(status, msg, 411,
-				   "Transfer-Encoding request bodies are not supported; "
-				   "send Content-Length");
+			           "Transfer-Encoding request bodies are not supported; "
+			           "send Content-Length");
 		} else if (ieq(name, nlen, "connection")) {
 			conn_close |= list_has(v, vlen, "close");
 			conn_keep |= list_has(v, vlen, "keep-alive");

@@ -34,12 +34,27 @@ static void usage(FILE *f)
 	      "deterministic output of exactly max_tokens words.\n"
 	      "\n"
 	      "  --listen HOST:PORT      address to serve (port 0: any free port)\n"
-	      "  --ttft-ms MS            time to first token (default 0)\n"
-	      "  --itl-ms MS             time between streamed chunks (default 0)\n"
+	      "  --ttft-ms MS            time to first token (default 0); with the load\n"
+	      "                          model, the fixed part of each sequence's prefill\n"
+	      "  --itl-ms MS             time between streamed chunks (default 0); not\n"
+	      "                          with the load model\n"
 	      "  --model NAME            model name to report (default mock-model)\n"
 	      "  --tokens-per-chunk N    tokens in each streamed chunk (default 1)\n"
 	      "  --quiet                 log nothing but fatal errors\n"
 	      "  --help                  this text\n"
+	      "\n"
+	      "Load model (continuous batching; on when any of these is given):\n"
+	      "  --max-batch N           at most N sequences run at once, the rest wait\n"
+	      "                          in a FIFO queue (default: no bound)\n"
+	      "  --prefill-ms-per-1k MS  prefill time per 1000 prompt tokens (default 0)\n"
+	      "  --decode-ms MS          fixed time of each engine step (default 0)\n"
+	      "  --decode-ms-per-seq MS  time each running sequence adds to a step\n"
+	      "                          (default 0)\n"
+	      "  An engine step gives every running sequence one token and lasts\n"
+	      "    decode-ms + decode-ms-per-seq * running\n"
+	      "      + sum over sequences admitted by it of\n"
+	      "        (ttft-ms + prefill-ms-per-1k * prompt_tokens / 1000)\n"
+	      "  so TTFT grows with queueing and others' prefills, ITL with the batch.\n"
 	      "\n"
 	      "Prints \"listening on HOST:PORT\" on stdout once it accepts connections.\n",
 	      f);
@@ -52,25 +67,56 @@ static int parse_ms(const char *opt, const char *s, int64_t *ns)
 	double v = strtod(s, &end);
 	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > MOCK_MAX_DELAY_MS) {
 		fprintf(stderr, "headroom-mock: %s wants milliseconds from 0 to %.0f, not '%s'\n",
-			opt, MOCK_MAX_DELAY_MS, s);
+		        opt, MOCK_MAX_DELAY_MS, s);
 		return -1;
 	}
 	*ns = llround(v * 1e6);
 	return 0;
 }
 
+/* Milliseconds, as nanoseconds, not rounded (a per-token or per-sequence rate). */
+static int parse_ms_rate(const char *opt, const char *s, double *ns)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > MOCK_MAX_DELAY_MS) {
+		fprintf(stderr, "headroom-mock: %s wants milliseconds from 0 to %.0f, not '%s'\n",
+		        opt, MOCK_MAX_DELAY_MS, s);
+		return -1;
+	}
+	*ns = v * 1e6;
+	return 0;
+}
+
 static int parse_config(int argc, char **argv, struct mock_config *cfg)
 {
-	enum { OPT_LISTEN = 1, OPT_TTFT, OPT_ITL, OPT_MODEL, OPT_TPC, OPT_QUIET, OPT_HELP };
+	enum {
+		OPT_LISTEN = 1,
+		OPT_TTFT,
+		OPT_ITL,
+		OPT_MODEL,
+		OPT_TPC,
+		OPT_QUIET,
+		OPT_HELP,
+		OPT_MAX_BATCH,
+		OPT_PREFILL,
+		OPT_DECODE,
+		OPT_DECODE_SEQ,
+	};
 	static const struct option opts[] = {
-		{"listen", required_argument, NULL, OPT_LISTEN},
-		{"ttft-ms", required_argument, NULL, OPT_TTFT},
-		{"itl-ms", required_argument, NULL, OPT_ITL},
-		{"model", required_argument, NULL, OPT_MODEL},
-		{"tokens-per-chunk", required_argument, NULL, OPT_TPC},
-		{"quiet", no_argument, NULL, OPT_QUIET},
-		{"help", no_argument, NULL, OPT_HELP},
-		{NULL, 0, NULL, 0},
+	    {"listen", required_argument, NULL, OPT_LISTEN},
+	    {"ttft-ms", required_argument, NULL, OPT_TTFT},
+	    {"itl-ms", required_argument, NULL, OPT_ITL},
+	    {"model", required_argument, NULL, OPT_MODEL},
+	    {"tokens-per-chunk", required_argument, NULL, OPT_TPC},
+	    {"quiet", no_argument, NULL, OPT_QUIET},
+	    {"help", no_argument, NULL, OPT_HELP},
+	    {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
+	    {"prefill-ms-per-1k", required_argument, NULL, OPT_PREFILL},
+	    {"decode-ms", required_argument, NULL, OPT_DECODE},
+	    {"decode-ms-per-seq", required_argument, NULL, OPT_DECODE_SEQ},
+	    {NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->model = "mock-model";
@@ -94,11 +140,46 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		case OPT_ITL:
 			if (parse_ms("--itl-ms", optarg, &cfg->itl_ns) < 0)
 				return -1;
+			cfg->itl_given = true;
+			break;
+		case OPT_MAX_BATCH: {
+			char *end;
+			errno = 0;
+			long v = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || v < 1 || v > MOCK_MAX_BATCH) {
+				fprintf(stderr,
+				        "headroom-mock: --max-batch wants 1 to %d sequences, not "
+				        "'%s'\n",
+				        MOCK_MAX_BATCH, optarg);
+				return -1;
+			}
+			cfg->max_batch = (uint32_t)v;
+			cfg->load = true;
+			break;
+		}
+		case OPT_PREFILL: {
+			double per_1k;
+			if (parse_ms_rate("--prefill-ms-per-1k", optarg, &per_1k) < 0)
+				return -1;
+			cfg->prefill_ns_per_token = per_1k / 1000;
+			cfg->load = true;
+			break;
+		}
+		case OPT_DECODE:
+			if (parse_ms_rate("--decode-ms", optarg, &cfg->decode_ns) < 0)
+				return -1;
+			cfg->load = true;
+			break;
+		case OPT_DECODE_SEQ:
+			if (parse_ms_rate("--decode-ms-per-seq", optarg, &cfg->decode_ns_per_seq) <
+			    0)
+				return -1;
+			cfg->load = true;
 			break;
 		case OPT_MODEL:
 			if (!optarg[0] || strlen(optarg) > MOCK_MAX_MODEL_NAME) {
 				fprintf(stderr, "headroom-mock: --model wants 1 to %d bytes\n",
-					MOCK_MAX_MODEL_NAME);
+				        MOCK_MAX_MODEL_NAME);
 				return -1;
 			}
 			cfg->model = optarg;
@@ -107,10 +188,12 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 			char *end;
 			errno = 0;
 			long v = strtol(optarg, &end, 10);
-			if (errno || end == optarg || *end || v < 1 || v > MOCK_MAX_TOKENS_PER_CHUNK) {
-				fprintf(stderr,
-					"headroom-mock: --tokens-per-chunk wants 1 to %d, not '%s'\n",
-					MOCK_MAX_TOKENS_PER_CHUNK, optarg);
+			if (errno || end == optarg || *end || v < 1 ||
+			    v > MOCK_MAX_TOKENS_PER_CHUNK) {
+				fprintf(
+				    stderr,
+				    "headroom-mock: --tokens-per-chunk wants 1 to %d, not '%s'\n",
+				    MOCK_MAX_TOKENS_PER_CHUNK, optarg);
 				return -1;
 			}
 			cfg->tokens_per_chunk = (unsigned)v;
@@ -129,6 +212,13 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	}
 	if (optind < argc) {
 		fprintf(stderr, "headroom-mock: unexpected argument '%s'\n", argv[optind]);
+		return -1;
+	}
+	if (cfg->load && cfg->itl_given) {
+		fprintf(stderr, "headroom-mock: --itl-ms is the fixed gap of the simple model and "
+		                "contradicts the load model (--max-batch, --prefill-ms-per-1k, "
+		                "--decode-ms, --decode-ms-per-seq); give the step time with "
+		                "--decode-ms instead\n");
 		return -1;
 	}
 	if (!have_listen) {
@@ -169,16 +259,29 @@ int main(int argc, char **argv)
 	}
 	printf("listening on %s\n", bound);
 	fflush(stdout);
-	if (!cfg.quiet)
+	if (!cfg.quiet && !cfg.load)
+		fprintf(
+		    stderr,
+		    "headroom-mock: model %s, ttft %.3f ms, itl %.3f ms, %u token(s) per chunk\n",
+		    cfg.model, (double)cfg.ttft_ns / 1e6, (double)cfg.itl_ns / 1e6,
+		    cfg.tokens_per_chunk);
+	if (!cfg.quiet && cfg.load) {
+		char batch[32] = "unbounded";
+		if (cfg.max_batch)
+			snprintf(batch, sizeof(batch), "%u", cfg.max_batch);
 		fprintf(stderr,
-			"headroom-mock: model %s, ttft %.3f ms, itl %.3f ms, %u token(s) per chunk\n",
-			cfg.model, (double)cfg.ttft_ns / 1e6, (double)cfg.itl_ns / 1e6,
-			cfg.tokens_per_chunk);
+		        "headroom-mock: model %s, load model: max batch %s, step %.3f ms + "
+		        "%.3f ms per sequence, prefill %.3f ms + %.3f ms per 1k prompt tokens, "
+		        "%u token(s) per chunk\n",
+		        cfg.model, batch, cfg.decode_ns / 1e6, cfg.decode_ns_per_seq / 1e6,
+		        (double)cfg.ttft_ns / 1e6, cfg.prefill_ns_per_token * 1000 / 1e6,
+		        cfg.tokens_per_chunk);
+	}
 
 	int rc = server_run(&srv, &stop_flag, &run_mask);
 	if (!cfg.quiet)
 		fprintf(stderr, "headroom-mock: stopping after %llu request(s), %llu streamed\n",
-			(unsigned long long)srv.nrequests, (unsigned long long)srv.nstreams);
+		        (unsigned long long)srv.nrequests, (unsigned long long)srv.nstreams);
 	server_close(&srv);
 	return rc < 0 ? 1 : 0;
 }

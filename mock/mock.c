@@ -14,8 +14,9 @@
  * connection costs a struct and two buffers. That exact control is also
  * what a load model of continuous batching (max batch, prefill time
  * growing with the prompt, decode time growing with active sequences,
- * queueing) needs: it only has to decide each response's next step time,
- * which is one function, model_next_ns() in model.c.
+ * queueing, in model.c) needs: it decides each response's next step time
+ * (model_next_ns(), or a wake-up when an engine step completes a chunk),
+ * and the timer also fires at the end of each engine step.
  *
  * Shape: one thread, level-triggered epoll, non-blocking sockets.
  * Each connection has an input buffer (bounded by
@@ -53,8 +54,8 @@
 #define RBUF_SIZE (64u << 10)
 #define MAX_EVENTS 512
 #define ACCEPTS_PER_WAKE 1024
-#define ROUNDS_PER_RUN 8            /* generate+flush rounds before yielding */
-#define KEEP_BUF_BYTES (64u << 10)  /* larger idle buffers are released */
+#define ROUNDS_PER_RUN 8           /* generate+flush rounds before yielding */
+#define KEEP_BUF_BYTES (64u << 10) /* larger idle buffers are released */
 
 /* epoll data for the two sockets that are not connections */
 static char tag_listen, tag_timer;
@@ -137,10 +138,14 @@ static void heap_remove(struct server *srv, struct conn *c)
 	heap_down(srv, srv->heap[i]->heap_idx);
 }
 
-/* Point the timerfd at the earliest deadline. */
+/* Point the timerfd at the earliest deadline: a connection's, or the end
+ * of the load model's engine step. */
 static void arm_timer(struct server *srv)
 {
 	int64_t want = srv->heap_len ? srv->heap[0]->deadline_ns : 0;
+	int64_t engine = model_deadline(&srv->model);
+	if (engine && (!want || engine < want))
+		want = engine;
 	if (want == srv->timer_armed_ns)
 		return;
 	struct itimerspec its = {0};
@@ -295,8 +300,8 @@ static int conn_read(struct server *srv, struct conn *c)
 static int conn_flush(struct conn *c)
 {
 	while (c->out_off < c->out.len) {
-		ssize_t n = send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off,
-				 MSG_NOSIGNAL);
+		ssize_t n =
+		    send(c->fd, c->out.data + c->out_off, c->out.len - c->out_off, MSG_NOSIGNAL);
 		if (n >= 0) {
 			c->out_off += (size_t)n;
 			continue;
@@ -342,8 +347,8 @@ static bool conn_generate(struct server *srv, struct conn *c, int64_t now)
 		struct http_request req;
 		int status = 0;
 		const char *msg = NULL;
-		enum http_parse_result r = http_parse(c->in.data + c->in_off, c->in.len - c->in_off,
-						      &req, &status, &msg);
+		enum http_parse_result r =
+		    http_parse(c->in.data + c->in_off, c->in.len - c->in_off, &req, &status, &msg);
 		if (r == HTTP_NEED_MORE)
 			break;
 		if (r == HTTP_NEED_BODY) {
@@ -483,14 +488,26 @@ static void conn_run(struct server *srv, struct conn *c, uint32_t ev, int64_t no
 		events |= EPOLLOUT;
 	set_events(srv, c, events);
 
-	if (c->st.active && !c->more && pend < MOCK_OUT_HIGH_WATER)
+	if (c->st.active && !c->more && pend < MOCK_OUT_HIGH_WATER && c->st.next_ns != MOCK_NEVER)
 		heap_set(srv, c, c->st.next_ns);
 	else
 		heap_remove(srv, c);
 }
 
+/* The load model has made a chunk of c's response due at s->next_ns. A
+ * connection waiting for its output to drain is rescheduled too; it finds
+ * nothing to do and leaves the heap again. */
+static void model_wake(void *ctx, struct stream *s)
+{
+	struct server *srv = ctx;
+	struct conn *c = (struct conn *)(void *)((char *)s - offsetof(struct conn, st));
+	if (!c->dead && !c->lingering)
+		heap_set(srv, c, s->next_ns);
+}
+
 static void run_timers(struct server *srv, int64_t now)
 {
+	model_advance(&srv->model, now);
 	while (srv->heap_len && srv->heap[0]->deadline_ns <= now) {
 		struct conn *c = srv->heap[0];
 		heap_remove(srv, c);
@@ -538,7 +555,7 @@ static int open_listener(const struct mock_config *cfg, char *bound, size_t boun
 	int fd = -1, saved = 0;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
-			    ai->ai_protocol);
+		            ai->ai_protocol);
 		if (fd < 0) {
 			saved = errno;
 			continue;
@@ -554,14 +571,14 @@ static int open_listener(const struct mock_config *cfg, char *bound, size_t boun
 	freeaddrinfo(res);
 	if (fd < 0)
 		return errf(err, "cannot listen on %s:%d: %s", cfg->host, cfg->port,
-			    strerror(saved));
+		            strerror(saved));
 
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
 	char h[NI_MAXHOST], p[NI_MAXSERV];
 	if (getsockname(fd, (struct sockaddr *)&ss, &sl) < 0 ||
 	    getnameinfo((struct sockaddr *)&ss, sl, h, sizeof(h), p, sizeof(p),
-			NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
+	                NI_NUMERICHOST | NI_NUMERICSERV) != 0) {
 		close(fd);
 		return errf(err, "cannot read the bound address");
 	}
@@ -570,12 +587,12 @@ static int open_listener(const struct mock_config *cfg, char *bound, size_t boun
 }
 
 int server_open(struct server *srv, const struct mock_config *cfg, char *bound, size_t bound_len,
-		char *err)
+                char *err)
 {
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
 	srv->epfd = srv->lfd = srv->tfd = -1;
-	model_init(&srv->model, cfg->ttft_ns, cfg->itl_ns);
+	model_init(&srv->model, cfg, model_wake, srv);
 	dynbuf_init(&srv->scratch, MOCK_OUT_MAX);
 	srv->started = wall_ns() / 1000000000LL;
 
@@ -619,6 +636,8 @@ int server_run(struct server *srv, volatile sig_atomic_t *stop, const sigset_t *
 			return -1;
 		}
 		int64_t now = mono_ns();
+		/* Engine steps that ended by now come before these events. */
+		model_advance(&srv->model, now);
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 			if (p == &tag_listen) {

@@ -6,7 +6,8 @@
  *   mock.c    the epoll event loop: sockets, connections, timers
  *   http.c    HTTP/1.1 request parsing and response framing
  *   openai.c  the endpoints: OpenAI-compatible bodies and streamed events
- *   model.c   when each generated chunk is due (fixed TTFT/ITL today)
+ *   model.c   when each generated chunk is due: fixed TTFT/ITL, or the load
+ *             model (an engine loop of continuous batching)
  */
 #ifndef HR_MOCK_H
 #define HR_MOCK_H
@@ -27,15 +28,24 @@
 #define MOCK_MAX_MODEL_NAME 256
 #define MOCK_MAX_TOKENS_PER_CHUNK 4096
 #define MOCK_MAX_DELAY_MS (HR_MAX_TIMEOUT_S * 1000.0)
-#define MOCK_LINGER_NS 2000000000LL      /* wait for the peer's FIN after we close */
+#define MOCK_LINGER_NS 2000000000LL       /* wait for the peer's FIN after we close */
 #define MOCK_LINGER_MAX_BYTES (64u << 20) /* input discarded while lingering */
+#define MOCK_MAX_BATCH HR_MOCK_MAX_CONNS  /* --max-batch upper bound */
+#define MOCK_NEVER INT64_MAX              /* next_ns: not scheduled; the model wakes it */
 
 struct mock_config {
 	char host[256];
 	int port;
 	int64_t ttft_ns;
 	int64_t itl_ns;
-	const char *model;   /* served model name (argv or default) */
+	bool itl_given; /* --itl-ms was on the command line */
+	/* The load model (docs/mock.md): on when any of its flags is given. */
+	bool load;
+	uint32_t max_batch;          /* --max-batch; 0: no bound */
+	double prefill_ns_per_token; /* --prefill-ms-per-1k */
+	double decode_ns;            /* --decode-ms */
+	double decode_ns_per_seq;    /* --decode-ms-per-seq */
+	const char *model;           /* served model name (argv or default) */
 	unsigned tokens_per_chunk;
 	bool quiet;
 };
@@ -58,7 +68,18 @@ struct stream {
 	uint64_t id;
 	int64_t created;  /* Unix seconds */
 	int64_t start_ns; /* monotonic time the request was taken */
-	int64_t next_ns;  /* monotonic time the next step is due */
+	int64_t next_ns;  /* monotonic time the next step is due; MOCK_NEVER: not yet known */
+	/* the load model's sequence (model.c); all zero when it is off */
+	struct stream *eprev, *enext; /* in the model's waiting or running list */
+	uint32_t produced;            /* tokens the engine has generated */
+	uint8_t phase;                /* enum seq_phase */
+};
+
+enum seq_phase {
+	SEQ_NONE,    /* not in the engine (load model off, or max_tokens 0) */
+	SEQ_WAITING, /* in the FIFO queue for a batch slot */
+	SEQ_RUNNING, /* holds a batch slot: prefill, then one token per step */
+	SEQ_DONE,    /* all tokens generated, slot freed; the response may still be sending */
 };
 
 struct conn {
@@ -68,33 +89,67 @@ struct conn {
 	int64_t deadline_ns; /* key in the timer heap */
 	struct dynbuf in;    /* received bytes; in_off of them already consumed */
 	size_t in_off;
-	struct dynbuf out;   /* bytes to send; out_off of them already sent */
+	struct dynbuf out; /* bytes to send; out_off of them already sent */
 	size_t out_off;
 	struct stream st;
-	size_t lingered;     /* bytes discarded while lingering */
-	bool peer_eof;       /* the peer has shut down its sending side */
-	bool close_after;    /* close once the current response is sent */
-	bool sent_continue;  /* "100 Continue" sent for the request being read */
-	bool more;           /* stopped with work left: come back when writable */
-	bool lingering;      /* we have shut down our side; waiting for the peer's */
-	bool head;           /* the request being answered is HEAD: no body */
-	bool overflow;       /* output buffer bound reached: internal error */
-	bool dead;           /* closed; freed after the current event batch */
+	size_t lingered;    /* bytes discarded while lingering */
+	bool peer_eof;      /* the peer has shut down its sending side */
+	bool close_after;   /* close once the current response is sent */
+	bool sent_continue; /* "100 Continue" sent for the request being read */
+	bool more;          /* stopped with work left: come back when writable */
+	bool lingering;     /* we have shut down our side; waiting for the peer's */
+	bool head;          /* the request being answered is HEAD: no body */
+	bool overflow;      /* output buffer bound reached: internal error */
+	bool dead;          /* closed; freed after the current event batch */
 	struct conn *prev, *next;
 };
 
 #define MOCK_NO_HEAP ((size_t)-1)
 
-/* The timing model: when each step of each response is due. Every
- * schedule goes through model_next_ns(), so a load model (continuous
- * batching with a max batch, prefill time growing with the prompt, decode
- * time growing with active sequences, queueing) replaces that function
- * and uses the counts kept here. */
+/* The timing model: when each step of each response is due.
+ *
+ * Off (the default), every response runs on its own: the first step TTFT
+ * after the request, each next one ITL after the previous one.
+ *
+ * On (load), an engine loop of continuous batching: at most max_batch
+ * sequences run, the rest wait in a FIFO. The engine runs steps back to
+ * back while anything runs; a step is formed when it starts (admitting
+ * from the queue into free slots) and gives every running sequence one
+ * token when it ends. Its length is
+ *   decode + decode_per_seq * running + sum over admitted (ttft + prefill * prompt)
+ * so a sequence's first token comes at the end of the step that admitted
+ * it. Tokens are due when their step ends; the model sets the stream's
+ * next_ns then and calls wake() so that the server reschedules it.
+ *
+ * The gauges (running, waiting, the two token totals) are kept in both
+ * modes, for a vLLM-like /metrics. */
 struct model {
+	/* parameters */
+	bool load;
 	int64_t ttft_ns;
 	int64_t itl_ns;
-	uint64_t active;         /* responses between start and end */
-	uint64_t active_prompt;  /* their prompt tokens, summed */
+	uint32_t max_batch; /* load: UINT32_MAX when unbounded */
+	double prefill_ns_per_token;
+	double decode_ns;
+	double decode_ns_per_seq;
+	unsigned tokens_per_chunk;
+	void (*wake)(void *ctx, struct stream *s); /* s->next_ns was set */
+	void *wake_ctx;
+	/* the engine (load) */
+	struct stream *run_head, *run_tail;   /* running sequences */
+	struct stream *wait_head, *wait_tail; /* the queue, oldest first */
+	bool busy;                            /* a step is in progress */
+	int64_t step_start;                   /* monotonic ns */
+	int64_t step_end;                     /* when the step in progress ends */
+	double step_len;                      /* its length in ns, before rounding */
+	/* counts and gauges */
+	uint64_t active;                  /* responses between start and end */
+	uint64_t active_prompt;           /* their prompt tokens, summed */
+	uint64_t running;                 /* sequences generating (load: holding a slot) */
+	uint64_t waiting;                 /* sequences queued for a slot (load only) */
+	uint64_t prompt_tokens_total;     /* prompt tokens prefilled, ever */
+	uint64_t generation_tokens_total; /* tokens generated, ever */
+	uint64_t steps;                   /* engine steps done (load) */
 };
 
 struct server {
@@ -105,10 +160,10 @@ struct server {
 	int tfd;                /* timerfd armed at the earliest deadline */
 	int64_t timer_armed_ns; /* 0: disarmed */
 	bool accept_paused;
-	char *model_json;       /* cfg->model as a JSON string literal */
+	char *model_json; /* cfg->model as a JSON string literal */
 	size_t model_json_len;
-	int64_t started;        /* Unix seconds */
-	struct conn **heap;     /* min-heap on deadline_ns */
+	int64_t started;    /* Unix seconds */
+	struct conn **heap; /* min-heap on deadline_ns */
 	size_t heap_len, heap_cap;
 	struct conn *conns;     /* open connections */
 	struct conn *graveyard; /* closed during this batch */
@@ -116,13 +171,13 @@ struct server {
 	uint64_t next_id;
 	uint64_t nrequests;
 	uint64_t nstreams;
-	char *rbuf;             /* recv() scratch */
-	struct dynbuf scratch;  /* a body or event being formatted */
+	char *rbuf;            /* recv() scratch */
+	struct dynbuf scratch; /* a body or event being formatted */
 };
 
 /* mock.c */
 int server_open(struct server *srv, const struct mock_config *cfg, char *bound, size_t bound_len,
-		char *err);
+                char *err);
 int server_run(struct server *srv, volatile sig_atomic_t *stop, const sigset_t *run_mask);
 void server_close(struct server *srv);
 
@@ -141,14 +196,14 @@ struct http_request {
 };
 
 enum http_parse_result {
-	HTTP_NEED_MORE,  /* header section incomplete */
-	HTTP_NEED_BODY,  /* headers parsed (req filled), body incomplete */
-	HTTP_OK,         /* a whole request */
-	HTTP_BAD,        /* *status and *msg set; the connection must close */
+	HTTP_NEED_MORE, /* header section incomplete */
+	HTTP_NEED_BODY, /* headers parsed (req filled), body incomplete */
+	HTTP_OK,        /* a whole request */
+	HTTP_BAD,       /* *status and *msg set; the connection must close */
 };
 
 enum http_parse_result http_parse(const char *buf, size_t len, struct http_request *req,
-				  int *status, const char **msg);
+                                  int *status, const char **msg);
 bool http_path_is(const struct http_request *req, const char *path);
 bool http_method_is(const struct http_request *req, const char *method);
 const char *http_reason(int status);
@@ -160,7 +215,7 @@ void out_printf(struct conn *c, const char *fmt, ...) __attribute__((format(prin
  * ending in CRLF, or NULL. Adds "Connection: close" when c->close_after;
  * leaves out the body when c->head. */
 void http_respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
-		  const char *extra);
+                  const char *extra);
 /* An OpenAI-style JSON error response. */
 void http_error(struct conn *c, int status, const char *msg, const char *extra);
 /* One piece of a streamed body: an HTTP chunk, or raw bytes for HTTP/1.0. */
@@ -173,11 +228,22 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 void api_pump(struct server *srv, struct conn *c, int64_t now);
 
 /* model.c */
-void model_init(struct model *m, int64_t ttft_ns, int64_t itl_ns);
+void model_init(struct model *m, const struct mock_config *cfg,
+                void (*wake)(void *ctx, struct stream *s), void *wake_ctx);
+/* A response begins: sets s->next_ns (MOCK_NEVER under the load model: it
+ * wakes s when its first chunk is ready). */
 void model_stream_start(struct model *m, struct stream *s, int64_t now);
-/* When the next step of s is due; s->chunks steps are done, the last of
- * them was due at s->next_ns. */
-int64_t model_next_ns(const struct model *m, const struct stream *s);
+/* When the next step of s is due, now that a step produced n tokens
+ * (s->sent and s->chunks count them already); the step was due at
+ * s->next_ns. MOCK_NEVER: not known yet, the model will wake s. */
+int64_t model_next_ns(struct model *m, struct stream *s, uint32_t n);
+/* The response is complete or its connection went away. */
 void model_stream_end(struct model *m, struct stream *s);
+/* Run the engine up to now: finish the steps that ended by then (waking
+ * the streams whose chunks they completed) and start the next ones. */
+void model_advance(struct model *m, int64_t now);
+/* When the engine next needs model_advance(): the end of the step in
+ * progress, or 0 when idle. */
+int64_t model_deadline(const struct model *m);
 
 #endif

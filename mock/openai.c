@@ -34,23 +34,26 @@
 
 #define DEFAULT_MAX_TOKENS 16
 
+/* clang-format off */
 #define W(s) {s, sizeof(s) - 1}
 static const struct word {
 	const char *s;
 	size_t len;
 } words[] = {
-	W("the"),    W("quick"),  W("brown"),  W("fox"),     W("jumps"), W("over"),    W("lazy"),
-	W("dog"),    W("a"),      W("model"),  W("serves"),  W("tokens"), W("at"),     W("steady"),
-	W("pace"),   W("while"),  W("many"),   W("users"),   W("wait"),  W("for"),     W("their"),
-	W("answers"), W("to"),    W("arrive"), W("each"),    W("word"),  W("counts"),  W("as"),
-	W("one"),    W("token"),  W("and"),    W("every"),   W("stream"), W("ends"),   W("with"),
-	W("done"),   W("light"),  W("moves"),  W("fast"),    W("through"), W("quiet"), W("rooms"),
-	W("where"),  W("numbers"), W("grow"),  W("into"),    W("long"),  W("tables"),  W("of"),
-	W("timing"), W("data"),   W("that"),   W("tell"),    W("how"),   W("servers"), W("behave"),
-	W("under"),  W("load"),   W("when"),   W("batches"), W("fill"),  W("up"),      W("again"),
-	W("soon"),
+	W("the"),     W("quick"),   W("brown"),   W("fox"),     W("jumps"),   W("over"),
+	W("lazy"),    W("dog"),     W("a"),       W("model"),   W("serves"),  W("tokens"),
+	W("at"),      W("steady"),  W("pace"),    W("while"),   W("many"),    W("users"),
+	W("wait"),    W("for"),     W("their"),   W("answers"), W("to"),      W("arrive"),
+	W("each"),    W("word"),    W("counts"),  W("as"),      W("one"),     W("token"),
+	W("and"),     W("every"),   W("stream"),  W("ends"),    W("with"),    W("done"),
+	W("light"),   W("moves"),   W("fast"),    W("through"), W("quiet"),   W("rooms"),
+	W("where"),   W("numbers"), W("grow"),    W("into"),    W("long"),    W("tables"),
+	W("of"),      W("timing"),  W("data"),    W("that"),    W("tell"),    W("how"),
+	W("servers"), W("behave"),  W("under"),   W("load"),    W("when"),    W("batches"),
+	W("fill"),    W("up"),      W("again"),   W("soon"),
 };
 #undef W
+/* clang-format on */
 
 #define NWORDS HR_ARRAY_LEN(words)
 
@@ -67,8 +70,8 @@ static uint64_t count_words(const char *s, size_t n)
 	bool in = false;
 	for (size_t i = 0; i < n; i++) {
 		char ch = s[i];
-		bool sp = ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' ||
-			  ch == '\f';
+		bool sp =
+		    ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r' || ch == '\v' || ch == '\f';
 		if (!sp && !in)
 			w++;
 		in = !sp;
@@ -182,8 +185,8 @@ static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g,
 	json_error_t jerr;
 	json_t *root = json_loadb(body, len, 0, &jerr);
 	if (!root)
-		return errf(err, "invalid JSON body: %s (line %d, column %d)", jerr.text,
-			    jerr.line, jerr.column);
+		return errf(err, "invalid JSON body: %s (line %d, column %d)", jerr.text, jerr.line,
+		            jerr.column);
 	int rc = -1;
 	if (!json_is_object(root)) {
 		errf(err, "the request body must be a JSON object");
@@ -262,7 +265,7 @@ static void add_u64(struct dynbuf *b, uint64_t v)
 
 /* {"id":...,"object":...,"created":...,"model":... */
 static void add_head(struct server *srv, struct dynbuf *b, const struct stream *s,
-		     const char *object)
+                     const char *object)
 {
 	if (s->chat)
 		ADD_LIT(b, "{\"id\":\"chatcmpl-mock-");
@@ -280,10 +283,9 @@ static void add_head(struct server *srv, struct dynbuf *b, const struct stream *
 static void add_usage(struct dynbuf *b, const struct stream *s)
 {
 	dynbuf_printf(b,
-		      "\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,"
-		      "\"total_tokens\":%llu}",
-		      s->prompt_tokens, s->sent,
-		      (unsigned long long)s->prompt_tokens + s->sent);
+	              "\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,"
+	              "\"total_tokens\":%llu}",
+	              s->prompt_tokens, s->sent, (unsigned long long)s->prompt_tokens + s->sent);
 }
 
 /* Send srv->scratch (one event's JSON) as "data: JSON\n\n", in its own
@@ -319,7 +321,7 @@ static void event_role(struct server *srv, struct conn *c)
 	dynbuf_reset(b);
 	add_head(srv, b, &c->st, "chat.completion.chunk");
 	dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-			 "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}");
+	                 "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}");
 	send_event(srv, c);
 }
 
@@ -339,9 +341,9 @@ static void event_content(struct server *srv, struct conn *c, uint32_t n)
 		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
 		add_words(b, s, s->sent, n);
 		dynbuf_addstr(b, last ? "\",\"logprobs\":null,\"finish_reason\":\"length\","
-					"\"stop_reason\":null}]}"
-				      : "\",\"logprobs\":null,\"finish_reason\":null,"
-					"\"stop_reason\":null}]}");
+		                        "\"stop_reason\":null}]}"
+		                      : "\",\"logprobs\":null,\"finish_reason\":null,"
+		                        "\"stop_reason\":null}]}");
 	}
 	send_event(srv, c);
 }
@@ -357,12 +359,14 @@ static void events_end(struct server *srv, struct conn *c)
 		dynbuf_reset(b);
 		if (s->chat) {
 			add_head(srv, b, s, "chat.completion.chunk");
-			dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
-					 "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
+			dynbuf_addstr(b,
+			              ",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
+			              "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
 		} else {
 			add_head(srv, b, s, "text_completion");
-			dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"\",\"logprobs\":null,"
-					 "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
+			dynbuf_addstr(b,
+			              ",\"choices\":[{\"index\":0,\"text\":\"\",\"logprobs\":null,"
+			              "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
 		}
 		send_event(srv, c);
 	}
@@ -392,7 +396,7 @@ static void plain_body(struct server *srv, struct conn *c)
 	if (s->chat) {
 		add_head(srv, b, s, "chat.completion");
 		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-				 "\"content\":\"");
+		                 "\"content\":\"");
 		add_words(b, s, 0, s->max_tokens);
 		dynbuf_addstr(b, "\"},\"logprobs\":null,\"finish_reason\":\"length\"}],");
 	} else {
@@ -423,7 +427,7 @@ void api_pump(struct server *srv, struct conn *c, int64_t now)
 				event_content(srv, c, n);
 			s->sent += n;
 			s->chunks++;
-			s->next_ns = model_next_ns(&srv->model, s);
+			s->next_ns = model_next_ns(&srv->model, s, n);
 			continue;
 		}
 		if (s->sse)
@@ -436,7 +440,7 @@ void api_pump(struct server *srv, struct conn *c, int64_t now)
 }
 
 static void generate(struct server *srv, struct conn *c, const struct http_request *req, bool chat,
-		     int64_t now)
+                     int64_t now)
 {
 	struct gen_req g;
 	char err[HR_ERRLEN];
@@ -460,11 +464,12 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 		return;
 	srv->nstreams++;
 	out_printf(c,
-		   "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
-		   "Cache-Control: no-cache\r\n%s\r\n",
-		   s->chunked ? (c->close_after ? "Transfer-Encoding: chunked\r\nConnection: close\r\n"
-						: "Transfer-Encoding: chunked\r\n")
-			      : "Connection: close\r\n");
+	           "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+	           "Cache-Control: no-cache\r\n%s\r\n",
+	           s->chunked
+	               ? (c->close_after ? "Transfer-Encoding: chunked\r\nConnection: close\r\n"
+	                                 : "Transfer-Encoding: chunked\r\n")
+	               : "Connection: close\r\n");
 	if (chat)
 		event_role(srv, c);
 }
@@ -474,7 +479,7 @@ static void model_object(struct server *srv, struct dynbuf *b)
 	dynbuf_addstr(b, "{\"id\":");
 	dynbuf_add(b, srv->model_json, srv->model_json_len);
 	dynbuf_printf(b, ",\"object\":\"model\",\"created\":%lld,\"owned_by\":\"headroom-mock\"}",
-		      (long long)srv->started);
+	              (long long)srv->started);
 }
 
 static void respond_scratch(struct server *srv, struct conn *c)
@@ -513,7 +518,7 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 		dynbuf_addstr(b, "]}");
 		respond_scratch(srv, c);
 	} else if (strlen(srv->cfg->model) != req->path_len - plen ||
-		   memcmp(srv->cfg->model, req->path + plen, req->path_len - plen) != 0) {
+	           memcmp(srv->cfg->model, req->path + plen, req->path_len - plen) != 0) {
 		http_error(c, 404, "the model does not exist", NULL);
 	} else {
 		dynbuf_reset(b);
