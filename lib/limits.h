@@ -28,6 +28,11 @@
 #define HR_MAX_TIMEOUT_S 3600.0
 #define HR_MAX_RATE 1000000.0             /* requests per second */
 #define HR_MAX_RAMP_S 86400.0
+#define HR_MIN_SMOOTHNESS 0.001           /* gamma shape k */
+#define HR_MAX_SMOOTHNESS 1000.0
+#define HR_MIN_SPEEDUP 0.000001           /* trace replay speed factor */
+#define HR_MAX_SPEEDUP 1000000.0
+#define HR_MAX_TRACE_OFFSET_S 1e9         /* trace start_s / end_s */
 #define HR_MAX_GRACE_S 3600.0
 #define HR_MAX_TURNS 1000                 /* turns per session */
 #define HR_MAX_THINK_S 3600.0

@@ -18,7 +18,7 @@ struct vctx {
 };
 
 static int fail(struct vctx *v, const char *code, const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
+    __attribute__((format(printf, 4, 5)));
 
 static int fail(struct vctx *v, const char *code, const char *field, const char *fmt, ...)
 {
@@ -55,7 +55,7 @@ static int check_keys(struct vctx *v, json_t *obj, const char *prefix, const cha
 }
 
 static json_t *get_obj(struct vctx *v, json_t *parent, const char *key, const char *path,
-		       int required)
+                       int required)
 {
 	json_t *o = json_object_get(parent, key);
 	if (!o || json_is_null(o)) {
@@ -75,7 +75,7 @@ static json_t *get_obj(struct vctx *v, json_t *parent, const char *key, const ch
 }
 
 static const char *get_str(struct vctx *v, json_t *parent, const char *key, const char *path,
-			   const char *def, size_t maxlen)
+                           const char *def, size_t maxlen)
 {
 	json_t *s = json_object_get(parent, key);
 	if (!s || json_is_null(s)) {
@@ -116,7 +116,7 @@ static int get_bool(struct vctx *v, json_t *parent, const char *key, const char 
 /* Numbers: integers are accepted where reals are; reals where integers are
  * expected only when they are whole. */
 static int get_num(struct vctx *v, json_t *parent, const char *key, const char *path, double def,
-		   int has_def, double min, double max, int integer, double *out)
+                   int has_def, double min, double max, int integer, double *out)
 {
 	json_t *n = json_object_get(parent, key);
 	if (!n || json_is_null(n)) {
@@ -124,7 +124,7 @@ static int get_num(struct vctx *v, json_t *parent, const char *key, const char *
 			return fail(v, "missing_field", path, "'%s' is required", path);
 		*out = def;
 		json_object_set_new(parent, key,
-				    integer ? json_integer((json_int_t)def) : json_real(def));
+		                    integer ? json_integer((json_int_t)def) : json_real(def));
 		return 0;
 	}
 	if (!json_is_number(n))
@@ -134,7 +134,7 @@ static int get_num(struct vctx *v, json_t *parent, const char *key, const char *
 		return fail(v, "wrong_type", path, "'%s' must be an integer", path);
 	if (!isfinite(d) || d < min || d > max)
 		return fail(v, "out_of_range", path, "'%s' must be between %g and %g", path, min,
-			    max);
+		            max);
 	*out = d;
 	return 0;
 }
@@ -143,7 +143,7 @@ static int check_string_map(struct vctx *v, json_t *obj, const char *path, size_
 {
 	if (json_object_size(obj) > max_entries)
 		return fail(v, "out_of_range", path, "'%s' has more than %zu entries", path,
-			    max_entries);
+		            max_entries);
 	const char *key;
 	json_t *val;
 	json_object_foreach(obj, key, val)
@@ -152,7 +152,7 @@ static int check_string_map(struct vctx *v, json_t *obj, const char *path, size_
 		snprintf(p, sizeof p, "%s.%s", path, key);
 		if (strlen(key) == 0 || strlen(key) > HR_MAX_LABEL_LEN)
 			return fail(v, "invalid_value", p, "keys of '%s' must be 1..%d bytes", path,
-				    HR_MAX_LABEL_LEN);
+			            HR_MAX_LABEL_LEN);
 		if (!json_is_string(val))
 			return fail(v, "wrong_type", p, "'%s' must be a string", p);
 		if (json_string_length(val) > HR_MAX_LABEL_LEN * 16)
@@ -171,8 +171,8 @@ static int valid_header_name(const char *s)
 	return 1;
 }
 
-static int parse_dist(struct vctx *v, json_t *wl, const char *key, double def_mean,
-		      double max, struct spec_dist *d)
+static int parse_dist(struct vctx *v, json_t *wl, const char *key, double def_mean, double max,
+                      struct spec_dist *d)
 {
 	char path[64], p2[80];
 	snprintf(path, sizeof path, "workload.%s", key);
@@ -204,7 +204,7 @@ const char *spec_arrival_name(int law)
 
 /* Rejects a field that does not apply to the chosen mode. */
 static int not_for_mode(struct vctx *v, json_t *o, const char *prefix, const char *key,
-			const char *mode)
+                        const char *mode)
 {
 	json_t *x = json_object_get(o, key);
 	if (!x || json_is_null(x)) {
@@ -219,7 +219,7 @@ static int not_for_mode(struct vctx *v, json_t *o, const char *prefix, const cha
 /* The load shape: mode and its parameters. base (may be NULL) gives the
  * defaults (a warm-up inherits the run's shape). */
 static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const struct spec_load *base,
-		       struct spec_load *out)
+                       struct spec_load *out)
 {
 	char p[96];
 	memset(out, 0, sizeof *out);
@@ -236,7 +236,7 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 			out->mode = i;
 	if (out->mode < 0)
 		return fail(v, "invalid_value", p,
-			    "'%s' must be \"concurrency\", \"rate\" or \"trace\"", p);
+		            "'%s' must be \"concurrency\", \"rate\" or \"trace\"", p);
 	int same = base && base->mode == out->mode;
 	double d;
 	if (out->mode == SPEC_LOAD_CONCURRENCY) {
@@ -247,7 +247,7 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 			return -1;
 		snprintf(p, sizeof p, "%s.concurrency", prefix);
 		if (get_num(v, o, "concurrency", p, same ? base->concurrency : 1, 1, 1,
-			    HR_MAX_CONCURRENCY, 1, &d) < 0)
+		            HR_MAX_CONCURRENCY, 1, &d) < 0)
 			return -1;
 		out->concurrency = (int)d;
 	} else {
@@ -256,11 +256,11 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 		if (out->mode == SPEC_LOAD_RATE) {
 			snprintf(p, sizeof p, "%s.rate", prefix);
 			if (get_num(v, o, "rate", p, same ? base->rate : 0, same, 0.000001,
-				    HR_MAX_RATE, 0, &out->rate) < 0)
+			            HR_MAX_RATE, 0, &out->rate) < 0)
 				return -1;
 			snprintf(p, sizeof p, "%s.arrival", prefix);
 			const char *law = get_str(v, o, "arrival", p,
-						  same ? law_names[base->arrival] : "poisson", 32);
+			                          same ? law_names[base->arrival] : "poisson", 32);
 			if (!law)
 				return -1;
 			out->arrival = -1;
@@ -269,19 +269,24 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 					out->arrival = i;
 			if (out->arrival < 0)
 				return fail(v, "invalid_value", p,
-					    "'%s' must be \"constant\", \"poisson\" or "
-					    "\"gamma\"",
-					    p);
+				            "'%s' must be \"constant\", \"poisson\" or "
+				            "\"gamma\"",
+				            p);
 			if (out->arrival == 2) {
 				snprintf(p, sizeof p, "%s.smoothness", prefix);
 				if (get_num(v, o, "smoothness", p,
-					    same && base->arrival == 2 ? base->smoothness : 1, 1,
-					    0.001, 1000, 0, &out->smoothness) < 0)
+				            same && base->arrival == 2 ? base->smoothness : 1, 1,
+				            HR_MIN_SMOOTHNESS, HR_MAX_SMOOTHNESS, 0,
+				            &out->smoothness) < 0)
 					return -1;
 			} else {
-				if (not_for_mode(v, o, prefix, "smoothness", "rate without gamma") <
-				    0)
-					return -1;
+				json_t *sm = json_object_get(o, "smoothness");
+				if (sm && !json_is_null(sm)) {
+					snprintf(p, sizeof p, "%s.smoothness", prefix);
+					return fail(v, "invalid_value", p,
+					            "'%s' only applies with arrival \"gamma\"", p);
+				}
+				json_object_del(o, "smoothness");
 				out->smoothness = 1;
 			}
 		} else {
@@ -294,7 +299,7 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 		if (mc && !json_is_null(mc)) {
 			snprintf(p, sizeof p, "%s.max_concurrency", prefix);
 			if (get_num(v, o, "max_concurrency", p, 0, 0, 1, HR_MAX_CONCURRENCY, 1,
-				    &d) < 0)
+			            &d) < 0)
 				return -1;
 			out->max_concurrency = (int)d;
 		} else {
@@ -302,19 +307,19 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 			out->max_concurrency = same ? base->max_concurrency : 0;
 			if (out->max_concurrency)
 				json_object_set_new(o, "max_concurrency",
-						    json_integer(out->max_concurrency));
+				                    json_integer(out->max_concurrency));
 		}
 	}
 	snprintf(p, sizeof p, "%s.ramp_s", prefix);
 	if (out->mode == SPEC_LOAD_TRACE)
 		return not_for_mode(v, o, prefix, "ramp_s", mode);
 	return get_num(v, o, "ramp_s", p, same ? base->ramp_s : 0, 1, 0, HR_MAX_RAMP_S, 0,
-		       &out->ramp_s);
+	               &out->ramp_s);
 }
 
 /* requests | duration_s; exactly one when required, at most one otherwise. */
 static int parse_limits(struct vctx *v, json_t *o, const char *prefix, int required,
-			struct spec_load *out)
+                        struct spec_load *out)
 {
 	char pr[96], pd[96];
 	snprintf(pr, sizeof pr, "%s.requests", prefix);
@@ -355,14 +360,14 @@ static int parse_cancel(struct vctx *v, json_t *ld, struct spec *s)
 	static const char *const keys[] = {"fraction", "after_s", NULL};
 	if (check_keys(v, c, "load.cancel", keys) < 0)
 		return -1;
-	if (get_num(v, c, "fraction", "load.cancel.fraction", 0, 1, 0, 1, 0,
-		    &s->cancel_fraction) < 0)
+	if (get_num(v, c, "fraction", "load.cancel.fraction", 0, 1, 0, 1, 0, &s->cancel_fraction) <
+	    0)
 		return -1;
 	if (s->cancel_fraction > 0)
 		return get_num(v, c, "after_s", "load.cancel.after_s", 0, 0, 0.000001,
-			       HR_MAX_TIMEOUT_S, 0, &s->cancel_after_s);
+		               HR_MAX_TIMEOUT_S, 0, &s->cancel_after_s);
 	return get_num(v, c, "after_s", "load.cancel.after_s", 0, 1, 0, HR_MAX_TIMEOUT_S, 0,
-		       &s->cancel_after_s);
+	               &s->cancel_after_s);
 }
 
 static int parse_trace_window(struct vctx *v, json_t *ld, struct spec *s)
@@ -375,14 +380,16 @@ static int parse_trace_window(struct vctx *v, json_t *ld, struct spec *s)
 		s->speedup = 1;
 		return 0;
 	}
-	if (get_num(v, ld, "speedup", "load.speedup", 1, 1, 0.000001, 1000000, 0, &s->speedup) <
-		    0 ||
-	    get_num(v, ld, "start_s", "load.start_s", 0, 1, 0, 1e9, 0, &s->trace_start_s) < 0 ||
-	    get_num(v, ld, "end_s", "load.end_s", 0, 1, 0, 1e9, 0, &s->trace_end_s) < 0)
+	if (get_num(v, ld, "speedup", "load.speedup", 1, 1, HR_MIN_SPEEDUP, HR_MAX_SPEEDUP, 0,
+	            &s->speedup) < 0 ||
+	    get_num(v, ld, "start_s", "load.start_s", 0, 1, 0, HR_MAX_TRACE_OFFSET_S, 0,
+	            &s->trace_start_s) < 0 ||
+	    get_num(v, ld, "end_s", "load.end_s", 0, 1, 0, HR_MAX_TRACE_OFFSET_S, 0,
+	            &s->trace_end_s) < 0)
 		return -1;
 	if (s->trace_end_s > 0 && s->trace_end_s <= s->trace_start_s)
 		return fail(v, "out_of_range", "load.end_s",
-			    "'load.end_s' must be after 'load.start_s' (or 0 for no end)");
+		            "'load.end_s' must be after 'load.start_s' (or 0 for no end)");
 	return 0;
 }
 
@@ -395,7 +402,7 @@ static int parse_sessions(struct vctx *v, json_t *wl, struct spec *s)
 	}
 	if (!json_is_object(se))
 		return fail(v, "wrong_type", "workload.sessions",
-			    "'workload.sessions' must be an object");
+		            "'workload.sessions' must be an object");
 	static const char *const keys[] = {"turns", "think_time_s", NULL};
 	if (check_keys(v, se, "workload.sessions", keys) < 0)
 		return -1;
@@ -403,16 +410,16 @@ static int parse_sessions(struct vctx *v, json_t *wl, struct spec *s)
 	json_t *t = get_obj(v, se, "turns", "workload.sessions.turns", 1);
 	if (!t || check_keys(v, t, "workload.sessions.turns", dk) < 0 ||
 	    get_num(v, t, "mean", "workload.sessions.turns.mean", 0, 0, 1, HR_MAX_TURNS, 0,
-		    &s->workload.turns.mean) < 0 ||
+	            &s->workload.turns.mean) < 0 ||
 	    get_num(v, t, "stddev", "workload.sessions.turns.stddev", 0, 1, 0, HR_MAX_TURNS, 0,
-		    &s->workload.turns.stddev) < 0)
+	            &s->workload.turns.stddev) < 0)
 		return -1;
 	json_t *th = get_obj(v, se, "think_time_s", "workload.sessions.think_time_s", 0);
 	if (!th || check_keys(v, th, "workload.sessions.think_time_s", dk) < 0 ||
-	    get_num(v, th, "mean", "workload.sessions.think_time_s.mean", 0, 1, 0,
-		    HR_MAX_THINK_S, 0, &s->workload.think_s.mean) < 0 ||
+	    get_num(v, th, "mean", "workload.sessions.think_time_s.mean", 0, 1, 0, HR_MAX_THINK_S,
+	            0, &s->workload.think_s.mean) < 0 ||
 	    get_num(v, th, "stddev", "workload.sessions.think_time_s.stddev", 0, 1, 0,
-		    HR_MAX_THINK_S, 0, &s->workload.think_s.stddev) < 0)
+	            HR_MAX_THINK_S, 0, &s->workload.think_s.stddev) < 0)
 		return -1;
 	s->workload.sessions = 1;
 	return 0;
@@ -424,16 +431,16 @@ static int parse_trace(struct vctx *v, json_t *wl, struct spec *s)
 	if (s->workload.kind != SPEC_WL_TRACE) {
 		if (t && !json_is_null(t))
 			return fail(v, "invalid_value", "workload.trace",
-				    "'workload.trace' needs 'workload.kind' \"trace\"");
+			            "'workload.trace' needs 'workload.kind' \"trace\"");
 		json_object_del(wl, "trace");
 		return 0;
 	}
 	if (!t || json_is_null(t))
 		return fail(v, "missing_field", "workload.trace",
-			    "'workload.trace' (the trace as JSONL text) is required");
+		            "'workload.trace' (the trace as JSONL text) is required");
 	if (!json_is_string(t))
 		return fail(v, "wrong_type", "workload.trace",
-			    "'workload.trace' must be a string of JSON lines");
+		            "'workload.trace' must be a string of JSON lines");
 	struct trace tr;
 	char err[HR_ERRLEN];
 	if (trace_parse(json_string_value(t), json_string_length(t), &tr, err) < 0)
@@ -447,8 +454,8 @@ static int parse_trace(struct vctx *v, json_t *wl, struct spec *s)
 
 static int validate(struct vctx *v, json_t *root, int default_workers, struct spec *s)
 {
-	static const char *const top[] = {"name", "labels", "target", "workload", "load",
-					  "workers", "warmup", NULL};
+	static const char *const top[] = {"name", "labels",  "target", "workload",
+	                                  "load", "workers", "warmup", NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -462,9 +469,9 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	json_t *t = get_obj(v, root, "target", "target", 1);
 	if (!t)
 		return -1;
-	static const char *const tkeys[] = {"url",	   "endpoint", "model",	    "stream",
-					    "api_key_env", "headers",  "extra_body", "timeout_s",
-					    NULL};
+	static const char *const tkeys[] = {"url",        "endpoint",    "model",
+	                                    "stream",     "api_key_env", "headers",
+	                                    "extra_body", "timeout_s",   NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	s->target.url = get_str(v, t, "url", "target.url", NULL, HR_MAX_URL_LEN);
@@ -472,11 +479,11 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		return -1;
 	if (strncmp(s->target.url, "http://", 7) != 0 && strncmp(s->target.url, "https://", 8) != 0)
 		return fail(v, "invalid_value", "target.url",
-			    "'target.url' must start with http:// or https://");
+		            "'target.url' must start with http:// or https://");
 	for (const char *c = s->target.url; *c; c++)
 		if ((unsigned char)*c <= ' ' || *c == 0x7f)
 			return fail(v, "invalid_value", "target.url",
-				    "'target.url' contains whitespace or control characters");
+			            "'target.url' contains whitespace or control characters");
 	const char *ep = get_str(v, t, "endpoint", "target.endpoint", "chat", 32);
 	if (!ep)
 		return -1;
@@ -486,7 +493,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		s->target.endpoint = SPEC_EP_COMPLETIONS;
 	else
 		return fail(v, "invalid_value", "target.endpoint",
-			    "'target.endpoint' must be \"chat\" or \"completions\"");
+		            "'target.endpoint' must be \"chat\" or \"completions\"");
 	s->target.model = get_str(v, t, "model", "target.model", NULL, HR_MAX_NAME_LEN);
 	if (!s->target.model)
 		return -1;
@@ -497,7 +504,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	json_t *ake = json_object_get(t, "api_key_env");
 	if (ake && !json_is_null(ake)) {
 		s->target.api_key_env =
-			get_str(v, t, "api_key_env", "target.api_key_env", NULL, 128);
+		    get_str(v, t, "api_key_env", "target.api_key_env", NULL, 128);
 		if (!s->target.api_key_env)
 			return -1;
 		const char *e = s->target.api_key_env;
@@ -506,7 +513,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 			ok = ok && (isalnum((unsigned char)*e) || *e == '_');
 		if (!ok)
 			return fail(v, "invalid_value", "target.api_key_env",
-				    "'target.api_key_env' must name an environment variable");
+			            "'target.api_key_env' must name an environment variable");
 	} else {
 		json_object_del(t, "api_key_env");
 		s->target.api_key_env = NULL;
@@ -524,20 +531,22 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		if (!valid_header_name(hk))
 			return fail(v, "invalid_value", p, "'%s' is not a valid header name", hk);
 		if (strpbrk(json_string_value(hv), "\r\n"))
-			return fail(v, "invalid_value", p, "header values may not contain CR or LF");
+			return fail(v, "invalid_value", p,
+			            "header values may not contain CR or LF");
 	}
 	s->target.extra_body = get_obj(v, t, "extra_body", "target.extra_body", 0);
 	if (!s->target.extra_body)
 		return -1;
 	if (get_num(v, t, "timeout_s", "target.timeout_s", 600, 1, 0.001, HR_MAX_TIMEOUT_S, 0,
-		    &s->target.timeout_s) < 0)
+	            &s->target.timeout_s) < 0)
 		return -1;
 
 	/* workload */
 	json_t *wl = get_obj(v, root, "workload", "workload", 0);
 	if (!wl)
 		return -1;
-	static const char *const wkeys[] = {"kind", "isl", "osl", "seed", "sessions", "trace", NULL};
+	static const char *const wkeys[] = {"kind",     "isl",   "osl", "seed",
+	                                    "sessions", "trace", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
@@ -549,7 +558,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		s->workload.kind = SPEC_WL_TRACE;
 	else
 		return fail(v, "invalid_value", "workload.kind",
-			    "'workload.kind' must be \"synthetic\" or \"trace\"");
+		            "'workload.kind' must be \"synthetic\" or \"trace\"");
 	if (parse_dist(v, wl, "isl", 128, HR_MAX_ISL, &s->workload.isl) < 0 ||
 	    parse_dist(v, wl, "osl", 128, HR_MAX_OSL, &s->workload.osl) < 0)
 		return -1;
@@ -564,10 +573,10 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	json_t *ld = get_obj(v, root, "load", "load", 1);
 	if (!ld)
 		return -1;
-	static const char *const lkeys[] = {"mode",	     "concurrency", "rate",	"arrival",
-					    "smoothness",    "max_concurrency", "ramp_s", "requests",
-					    "duration_s",    "grace_s",	    "cancel",	"speedup",
-					    "start_s",	     "end_s",	    NULL};
+	static const char *const lkeys[] = {"mode",       "concurrency",     "rate",   "arrival",
+	                                    "smoothness", "max_concurrency", "ramp_s", "requests",
+	                                    "duration_s", "grace_s",         "cancel", "speedup",
+	                                    "start_s",    "end_s",           NULL};
 	if (check_keys(v, ld, "load", lkeys) < 0)
 		return -1;
 	if (parse_shape(v, ld, "load", NULL, &s->load) < 0 ||
@@ -575,12 +584,11 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		return -1;
 	if ((s->load.mode == SPEC_LOAD_TRACE) != (s->workload.kind == SPEC_WL_TRACE))
 		return fail(v, "invalid_value", "load.mode",
-			    "'load.mode' \"trace\" and 'workload.kind' \"trace\" go together");
+		            "'load.mode' \"trace\" and 'workload.kind' \"trace\" go together");
 	if (s->workload.sessions && s->workload.kind == SPEC_WL_TRACE)
 		return fail(v, "invalid_value", "workload.sessions",
-			    "trace replay takes its sessions from the trace's session_id");
-	if (get_num(v, ld, "grace_s", "load.grace_s", 30, 1, 0, HR_MAX_GRACE_S, 0, &s->grace_s) <
-	    0)
+		            "trace replay takes its sessions from the trace's session_id");
+	if (get_num(v, ld, "grace_s", "load.grace_s", 30, 1, 0, HR_MAX_GRACE_S, 0, &s->grace_s) < 0)
 		return -1;
 	if (parse_cancel(v, ld, s) < 0 || parse_trace_window(v, ld, s) < 0)
 		return -1;
@@ -600,9 +608,9 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		json_t *wl2 = get_obj(v, wu, "load", "warmup.load", 0);
 		if (!wl2)
 			return -1;
-		static const char *const wlk[] = {"mode",	     "concurrency", "rate",
-						  "arrival",	     "smoothness",  "max_concurrency",
-						  "ramp_s",	     NULL};
+		static const char *const wlk[] = {"mode",    "concurrency", "rate",
+		                                  "arrival", "smoothness",  "max_concurrency",
+		                                  "ramp_s",  NULL};
 		if (check_keys(v, wl2, "warmup.load", wlk) < 0)
 			return -1;
 		if (parse_shape(v, wl2, "warmup.load", &s->load, &s->warmup) < 0 ||
@@ -610,14 +618,14 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 			return -1;
 		if (s->warmup.mode == SPEC_LOAD_TRACE)
 			return fail(v, "invalid_value", "warmup.load.mode",
-				    "a warm-up cannot replay a trace: use \"concurrency\" or "
-				    "\"rate\"");
+			            "a warm-up cannot replay a trace: use \"concurrency\" or "
+			            "\"rate\"");
 		s->has_warmup = 1;
 	}
 
 	/* workers: default from the core count, never more than the slots */
-	int cap = s->load.mode == SPEC_LOAD_CONCURRENCY ? s->load.concurrency
-							: s->load.max_concurrency;
+	int cap =
+	    s->load.mode == SPEC_LOAD_CONCURRENCY ? s->load.concurrency : s->load.max_concurrency;
 	int defw = default_workers < 1 ? 1 : default_workers;
 	if (cap > 0 && defw > cap)
 		defw = cap;
@@ -627,11 +635,26 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	s->workers = (int)w;
 	if (cap > 0 && s->workers > cap)
 		return fail(v, "out_of_range", "workers",
-			    "'workers' (%d) exceeds the run's %s (%d): a worker needs a slot",
-			    s->workers,
-			    s->load.mode == SPEC_LOAD_CONCURRENCY ? "'load.concurrency'"
-								  : "'load.max_concurrency'",
-			    cap);
+		            "'workers' (%d) exceeds the run's %s (%d): a worker needs a slot",
+		            s->workers,
+		            s->load.mode == SPEC_LOAD_CONCURRENCY ? "'load.concurrency'"
+		                                                  : "'load.max_concurrency'",
+		            cap);
+	/* the warm-up is split across the same workers: each needs a slot there too */
+	if (s->has_warmup) {
+		int wcap = s->warmup.mode == SPEC_LOAD_CONCURRENCY ? s->warmup.concurrency
+		                                                   : s->warmup.max_concurrency;
+		if (wcap > 0 && s->workers > wcap)
+			return fail(v, "out_of_range",
+			            s->warmup.mode == SPEC_LOAD_CONCURRENCY
+			                ? "warmup.load.concurrency"
+			                : "warmup.load.max_concurrency",
+			            "the warm-up's %s (%d) is below 'workers' (%d): every worker "
+			            "needs a warm-up slot",
+			            s->warmup.mode == SPEC_LOAD_CONCURRENCY ? "concurrency"
+			                                                    : "max_concurrency",
+			            wcap, s->workers);
+	}
 	return 0;
 }
 
@@ -656,7 +679,7 @@ int spec_from_json(json_t *root, int default_workers, struct spec *out, struct s
 }
 
 int spec_parse(const char *text, size_t len, int default_workers, struct spec *out,
-	       struct spec_error *err)
+               struct spec_error *err)
 {
 	json_error_t jerr;
 	json_t *root = json_loadb(text, len, JSON_REJECT_DUPLICATES, &jerr);
@@ -664,8 +687,9 @@ int spec_parse(const char *text, size_t len, int default_workers, struct spec *o
 		memset(out, 0, sizeof *out);
 		memset(err, 0, sizeof *err);
 		snprintf(err->code, sizeof err->code, "invalid_json");
-		snprintf(err->message, sizeof err->message, "not valid JSON: %s (line %d, column %d)",
-			 jerr.text, jerr.line, jerr.column);
+		snprintf(err->message, sizeof err->message,
+		         "not valid JSON: %s (line %d, column %d)", jerr.text, jerr.line,
+		         jerr.column);
 		return -1;
 	}
 	int rc = spec_from_json(root, default_workers, out, err);

@@ -5,13 +5,17 @@ A table of bad run specs (not JSON, wrong shape, unknown fields at every
 level, a wrong type for every field, out-of-range values, both or neither
 of requests/duration_s, bad URLs, header injection, workers > concurrency,
 huge and NaN-like numbers, depth bombs, duplicate keys, long non-ASCII
-names) must each be answered 400 with the expected error.code and
-error.field; the api/openapi.yaml RunSpec schema must reject the same
-documents wherever JSON Schema can say so, and accept the boundary values
-the server accepts. Oversize bodies get 413 (announced by Content-Length or
-sent chunked), unknown and non-numeric ids 404, bad query parameters 400
-naming the parameter, and a few hundred seeded random bodies 400. Through
-all of it the daemon must keep answering /healthz and exit 0 on SIGTERM.
+names; fields that do not apply to the load mode, rate mode without a
+rate, smoothness without the gamma law, bad trace lines (the message names
+the line), bad warm-ups, cancellation and sessions) must each be answered
+400 with the expected error.code and error.field; the api/openapi.yaml
+RunSpec schema must reject the same documents wherever JSON Schema can say
+so, and accept the boundary values the server accepts in every mode, as
+well as the normalised spec the server stores. Oversize bodies get 413
+(announced by Content-Length or sent chunked), unknown and non-numeric ids
+404, bad query parameters 400 naming the parameter, and a few hundred
+seeded random bodies 400. Through all of it the daemon must keep
+answering /healthz and exit 0 on SIGTERM.
 
 headroomd runs with `--worker-bin` set to a program that exits at once, so
 the few valid specs submitted here never send a request: this test is about
@@ -73,6 +77,29 @@ def with_(*pairs, base=None):
 
 DURATION = with_("load.requests", DEL, "load.duration_s", 2.5)
 
+# one base per load mode and feature; each is valid (see valid_specs)
+TRACE_TEXT = ('{"timestamp": 0, "input_length": 16, "output_length": 8}\n'
+              '{"timestamp": 5.5, "input_length": 32, "output_length": 4, "hash_ids": [1, 2],'
+              ' "session_id": "s1"}\n'
+              '{"timestamp": 20, "input_length": 8, "output_length": 2, "session_id": 7}\n')
+RATE = with_("load", {"mode": "rate", "rate": 10, "requests": 4})
+GAMMA = with_("load.arrival", "gamma", "load.smoothness", 2, base=RATE)
+TRACE = with_("workload", {"kind": "trace", "trace": TRACE_TEXT}, "load", {"mode": "trace"})
+WARM = with_("warmup", {"requests": 2, "load": {"mode": "concurrency", "concurrency": 1}})
+WARM_RATE = with_("warmup", {"duration_s": 1, "load": {"mode": "rate", "rate": 5,
+                                                        "arrival": "gamma", "smoothness": 2}})
+SESSIONS = with_("workload.sessions", {"turns": {"mean": 2, "stddev": 1},
+                                       "think_time_s": {"mean": 0.5, "stddev": 0.1}})
+CANCEL = with_("load.cancel", {"fraction": 0.5, "after_s": 0.25})
+
+
+def trace_with(*lines):
+    """TRACE with workload.trace made of these lines."""
+    return with_("workload.trace", "".join(line + "\n" for line in lines), base=TRACE)
+
+
+TRACE_OK = '{"timestamp": 0, "input_length": 1, "output_length": 1}'
+
 
 def prefix_of(full):
     """error.field may be cut short (the server keeps 127 bytes): accept a
@@ -81,11 +108,12 @@ def prefix_of(full):
 
 
 def spec_cases():
-    """(label, body: dict/list or bytes, code, field, schema_can_tell)."""
+    """(label, body: dict/list or bytes, code, field, schema_can_tell, message):
+    message, when not None, must be part of error.message."""
     cases = []
 
-    def add(label, body, code, field, schema=True):
-        cases.append((label, body, code, field, schema))
+    def add(label, body, code, field, schema=True, message=None):
+        cases.append((label, body, code, field, schema, message))
 
     # --- not JSON, or not an object ------------------------------------------------
     for i, raw in enumerate([b"", b" ", b"\n", b"{", b"}", b"nope", b"{'a': 1}", b'{"a":}',
@@ -116,9 +144,20 @@ def spec_cases():
 
     # --- unknown fields, every level --------------------------------------------------
     for path in ("foo", "Name", "spec_version", "target.foo", "target.URL", "target.max_tokens",
-                 "workload.foo", "workload.isl.foo", "workload.osl.p99", "load.rate",
-                 "load.Requests"):
+                 "workload.foo", "workload.isl.foo", "workload.osl.p99", "load.Rate",
+                 "load.Requests", "load.burst", "load.think_time_s"):
         add("unknown %s" % path, with_(path, 1), "unknown_field", path)
+    for path in ("load.cancel.foo", "load.cancel.Fraction"):
+        add("unknown %s" % path, with_(path, 1, base=CANCEL), "unknown_field", path)
+    for path in ("workload.sessions.foo", "workload.sessions.turns.p99",
+                 "workload.sessions.think_time_s.max"):
+        add("unknown %s" % path, with_(path, 1, base=SESSIONS), "unknown_field", path)
+    for path in ("warmup.foo", "warmup.Requests", "warmup.load.foo", "warmup.load.requests",
+                 "warmup.load.duration_s", "warmup.load.grace_s", "warmup.load.cancel",
+                 "warmup.load.speedup", "warmup.workers"):
+        add("unknown %s" % path, with_(path, 1, base=WARM), "unknown_field", path)
+    add("unknown trace-mode field", with_("load.offset_s", 1, base=TRACE), "unknown_field",
+        "load.offset_s")
     add("unknown nested object", with_("target.tls", {"verify": False}), "unknown_field",
         "target.tls")
 
@@ -154,10 +193,36 @@ def spec_cases():
               ("workload.osl", "object"), ("workload.osl.mean", "integer"),
               ("workload.osl.stddev", "number"), ("workload.seed", "integer"),
               ("load", "object"), ("load.mode", "string"), ("load.concurrency", "integer"),
-              ("load.requests", "integer"), ("workers", "integer")]
+              ("load.requests", "integer"), ("workers", "integer"),
+              ("load.ramp_s", "number"), ("load.grace_s", "number"), ("load.cancel", "object"),
+              ("workload.sessions", "object")]
     for path, kind in fields:
         for v in wrong[kind]:
             add("%s = %r" % (path, v), with_(path, v), "wrong_type", path)
+    # fields of the other modes and features, each against a base where it applies
+    moded = [(RATE, "load.rate", "number"), (RATE, "load.arrival", "string"),
+             (RATE, "load.max_concurrency", "integer"), (RATE, "load.ramp_s", "number"),
+             (GAMMA, "load.smoothness", "number"),
+             (TRACE, "load.speedup", "number"), (TRACE, "load.start_s", "number"),
+             (TRACE, "load.end_s", "number"), (TRACE, "load.max_concurrency", "integer"),
+             (TRACE, "workload.trace", "string"),
+             (CANCEL, "load.cancel.fraction", "number"), (CANCEL, "load.cancel.after_s", "number"),
+             (SESSIONS, "workload.sessions.turns", "object"),
+             (SESSIONS, "workload.sessions.turns.mean", "number"),
+             (SESSIONS, "workload.sessions.turns.stddev", "number"),
+             (SESSIONS, "workload.sessions.think_time_s", "object"),
+             (SESSIONS, "workload.sessions.think_time_s.mean", "number"),
+             (SESSIONS, "workload.sessions.think_time_s.stddev", "number"),
+             (WARM, "warmup", "object"), (WARM, "warmup.requests", "integer"),
+             (WARM, "warmup.load", "object"), (WARM, "warmup.load.mode", "string"),
+             (WARM, "warmup.load.concurrency", "integer"), (WARM, "warmup.load.ramp_s", "number"),
+             (WARM_RATE, "warmup.duration_s", "number"), (WARM_RATE, "warmup.load.rate", "number"),
+             (WARM_RATE, "warmup.load.arrival", "string"),
+             (WARM_RATE, "warmup.load.smoothness", "number"),
+             (WARM_RATE, "warmup.load.max_concurrency", "integer")]
+    for base, path, kind in moded:
+        for v in wrong[kind]:
+            add("%s = %r" % (path, v), with_(path, v, base=base), "wrong_type", path)
     for v in wrong["number"]:
         add("load.duration_s = %r" % (v,), with_("load.duration_s", v, base=DURATION),
             "wrong_type", "load.duration_s")
@@ -194,6 +259,44 @@ def spec_cases():
     for v in (0, 0.0009, -1, 604800.001, 1e300):
         add("load.duration_s = %r" % v, with_("load.duration_s", v, base=DURATION),
             "out_of_range", "load.duration_s")
+    rng2 = [(RATE, "load.rate", [0, 0.0000009, -1, 1000000.001, 1e300]),
+            (RATE, "load.max_concurrency", [0, -1, 100001]),
+            (RATE, "load.ramp_s", [-0.001, 86400.001]),
+            (BASE, "load.ramp_s", [-1, 86401]),
+            (BASE, "load.grace_s", [-0.001, 3600.001, 1e300]),
+            (GAMMA, "load.smoothness", [0, 0.0009, -1, 1000.001]),
+            (TRACE, "load.speedup", [0, 0.0000009, -1, 1000000.1]),
+            (TRACE, "load.start_s", [-1, 1000000001]),
+            (TRACE, "load.end_s", [-0.5, 1e10]),
+            (TRACE, "load.max_concurrency", [0, 100001]),
+            (TRACE, "load.requests", [0, 100000001]),
+            (CANCEL, "load.cancel.fraction", [-0.1, 1.0001, 2]),
+            (CANCEL, "load.cancel.after_s", [0, -1, 3600.001]),
+            (with_("load.cancel", {}), "load.cancel.after_s", [-1, 3601]),
+            (SESSIONS, "workload.sessions.turns.mean", [0, 0.999, -1, 1000.5]),
+            (SESSIONS, "workload.sessions.turns.stddev", [-1, 1001]),
+            (SESSIONS, "workload.sessions.think_time_s.mean", [-0.1, 3600.1]),
+            (SESSIONS, "workload.sessions.think_time_s.stddev", [-1, 3601]),
+            (WARM, "warmup.requests", [0, -1, 100000001]),
+            (WARM, "warmup.load.concurrency", [0, 100001]),
+            (WARM, "warmup.load.ramp_s", [-1, 86400.5]),
+            (WARM_RATE, "warmup.duration_s", [0, 0.0009, 604801]),
+            (WARM_RATE, "warmup.load.rate", [0, 1000001]),
+            (WARM_RATE, "warmup.load.smoothness", [0, 1001]),
+            (WARM_RATE, "warmup.load.max_concurrency", [0, 100001])]
+    for base, path, values in rng2:
+        for v in values:
+            add("%s = %r" % (path, v), with_(path, v, base=base), "out_of_range", path)
+    add("trace end_s before start_s", with_("load.start_s", 10, "load.end_s", 5, base=TRACE),
+        "out_of_range", "load.end_s", schema=False)
+    add("trace end_s equal to start_s", with_("load.start_s", 10, "load.end_s", 10, base=TRACE),
+        "out_of_range", "load.end_s", schema=False)
+    add("workers > max_concurrency (rate)", with_("load.max_concurrency", 2, "workers", 3,
+                                                  base=RATE),
+        "out_of_range", "workers", schema=False)
+    add("workers > max_concurrency (trace)", with_("load.max_concurrency", 1, "workers", 2,
+                                                   base=TRACE),
+        "out_of_range", "workers", schema=False)
     add("workers > concurrency", with_("workers", 3), "out_of_range", "workers", schema=False)
     add("workers > default concurrency", with_("workers", 2, "load.concurrency", DEL),
         "out_of_range", "workers", schema=False)
@@ -215,8 +318,177 @@ def spec_cases():
     for name in ("", "1KEY", "KEY-1", "KEY 1", "K=V", "\u00e9", "KEY\n"):
         add("api_key_env %r" % name, with_("target.api_key_env", name), "invalid_value",
             "target.api_key_env")
-    add("workload.kind", with_("workload.kind", "trace"), "invalid_value", "workload.kind")
-    add("load.mode", with_("load.mode", "poisson"), "invalid_value", "load.mode")
+    for kind in ("replay", "Trace", "", "synthetic "):
+        add("workload.kind %r" % kind, with_("workload.kind", kind), "invalid_value",
+            "workload.kind")
+    for mode in ("poisson", "Rate", "", "open", "closed"):
+        add("load.mode %r" % mode, with_("load.mode", mode), "invalid_value", "load.mode")
+
+    # --- load modes: what applies where ---------------------------------------------------
+    add("rate mode without rate", with_("load.rate", DEL, base=RATE), "missing_field",
+        "load.rate")
+    add("rate mode, rate null", with_("load.rate", None, base=RATE), "missing_field",
+        "load.rate")
+    add("rate mode from concurrency", with_("load.mode", "rate", "load.concurrency", DEL),
+        "missing_field", "load.rate")
+    add("concurrency in rate mode", with_("load.concurrency", 2, base=RATE), "invalid_value",
+        "load.concurrency")
+    add("concurrency in trace mode", with_("load.concurrency", 2, base=TRACE), "invalid_value",
+        "load.concurrency")
+    add("rate mode without a limit", with_("load.requests", DEL, base=RATE), "missing_field",
+        "load.requests")
+    add("rate mode with both limits", with_("load.duration_s", 1, base=RATE), "invalid_value",
+        "load.duration_s")
+    for path, v in (("load.rate", 5), ("load.arrival", "poisson"), ("load.smoothness", 2),
+                    ("load.max_concurrency", 4), ("load.speedup", 1), ("load.start_s", 0),
+                    ("load.end_s", 0)):
+        add("%s in concurrency mode" % path, with_(path, v), "invalid_value", path)
+    add("rate in concurrency mode, wrong type too", with_("load.rate", "fast"), "invalid_value",
+        "load.rate")
+    add("arrival without mode", with_("load.mode", DEL, "load.arrival", "gamma"),
+        "invalid_value", "load.arrival")
+    for path, v in (("load.speedup", 2), ("load.start_s", 1), ("load.end_s", 10)):
+        add("%s in rate mode" % path, with_(path, v, base=RATE), "invalid_value", path)
+    for path, v in (("load.rate", 5), ("load.arrival", "constant"), ("load.smoothness", 1),
+                    ("load.ramp_s", 0), ("load.ramp_s", 10)):
+        add("%s = %r in trace mode" % (path, v), with_(path, v, base=TRACE), "invalid_value",
+            path)
+    add("trace mode with both limits", with_("load.requests", 1, "load.duration_s", 1,
+                                             base=TRACE), "invalid_value", "load.duration_s")
+    for law in ("poisson", "constant", DEL, None):
+        add("smoothness with arrival %s" % ("absent" if law is DEL else repr(law)),
+            with_("load.arrival", law, "load.smoothness", 2, base=RATE), "invalid_value",
+            "load.smoothness")
+    for law in ("", "Poisson", "uniform", "exponential"):
+        add("arrival %r" % law, with_("load.arrival", law, base=RATE), "invalid_value",
+            "load.arrival")
+    add("load.mode trace, synthetic workload", with_("load.mode", "trace", "load.concurrency",
+                                                     DEL), "invalid_value", "load.mode")
+    add("load.mode trace, no workload", with_("workload", DEL, "load", {"mode": "trace"}),
+        "invalid_value", "load.mode")
+    add("workload.kind trace, concurrency mode",
+        with_("load", copy.deepcopy(BASE["load"]), base=TRACE), "invalid_value", "load.mode")
+    add("workload.kind trace, rate mode", with_("load", copy.deepcopy(RATE["load"]), base=TRACE),
+        "invalid_value", "load.mode")
+    add("workload.kind trace without a trace", with_("workload.trace", DEL, base=TRACE),
+        "missing_field", "workload.trace")
+    add("workload.kind trace, trace null", with_("workload.trace", None, base=TRACE),
+        "missing_field", "workload.trace")
+    add("a trace with a synthetic workload", with_("workload.trace", TRACE_TEXT),
+        "invalid_value", "workload.trace")
+    add("a trace with workload.kind defaulted", with_("workload", {"trace": TRACE_TEXT}),
+        "invalid_value", "workload.trace")
+    add("sessions in a trace replay", with_("workload.sessions", {"turns": {"mean": 2}},
+                                            base=TRACE), "invalid_value", "workload.sessions")
+
+    # --- trace text: the message names the line ------------------------------------------------
+    bad_lines = [
+        ("not JSON", "{nope"), ("an array", "[1, 2]"), ("a number", "42"),
+        ("no timestamp", '{"input_length": 1, "output_length": 1}'),
+        ("timestamp string", '{"timestamp": "0", "input_length": 1, "output_length": 1}'),
+        ("negative timestamp", '{"timestamp": -1, "input_length": 1, "output_length": 1}'),
+        ("no input_length", '{"timestamp": 0, "output_length": 1}'),
+        ("input_length 0", '{"timestamp": 0, "input_length": 0, "output_length": 1}'),
+        ("input_length real", '{"timestamp": 0, "input_length": 1.5, "output_length": 1}'),
+        ("input_length whole real", '{"timestamp": 0, "input_length": 5.0, "output_length": 1}'),
+        ("input_length too big", '{"timestamp": 0, "input_length": 1000001, "output_length": 1}'),
+        ("no output_length", '{"timestamp": 0, "input_length": 1}'),
+        ("output_length string", '{"timestamp": 0, "input_length": 1, "output_length": "1"}'),
+        ("output_length too big", '{"timestamp": 0, "input_length": 1, "output_length": 1000001}'),
+        ("hash_ids object", '{"timestamp": 0, "input_length": 1, "output_length": 1, '
+                            '"hash_ids": {}}'),
+        ("hash_ids negative", '{"timestamp": 0, "input_length": 1, "output_length": 1, '
+                              '"hash_ids": [1, -2]}'),
+        ("hash_ids strings", '{"timestamp": 0, "input_length": 1, "output_length": 1, '
+                             '"hash_ids": ["a"]}'),
+        ("session_id bool", '{"timestamp": 0, "input_length": 1, "output_length": 1, '
+                            '"session_id": true}'),
+        ("session_id empty", '{"timestamp": 0, "input_length": 1, "output_length": 1, '
+                             '"session_id": ""}'),
+        ("session_id too long", '{"timestamp": 0, "input_length": 1, "output_length": 1, '
+                                '"session_id": "%s"}' % ("s" * 257)),
+        ("duplicate key", '{"timestamp": 0, "timestamp": 1, "input_length": 1, '
+                          '"output_length": 1}'),
+    ]
+    for what, line in bad_lines:
+        add("trace line 3: %s" % what, trace_with(TRACE_OK, TRACE_OK, line, TRACE_OK),
+            "invalid_value", "workload.trace", schema=False, message="line 3")
+    add("trace: a bad line after blank ones (blank lines count)",
+        trace_with(TRACE_OK, "", "  \t", "", "{bad"), "invalid_value", "workload.trace",
+        schema=False, message="line 5")
+    add("trace: 100001 hash_ids on line 1",
+        trace_with('{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [%s]}'
+                   % ",".join(["1"] * 100001)), "invalid_value", "workload.trace",
+        schema=False, message="line 1")
+    for text in ("", "\n", "   \n\t\n\r\n"):
+        add("trace without entries %r" % text, with_("workload.trace", text, base=TRACE),
+            "invalid_value", "workload.trace", schema=False)
+
+    # --- cancellation and sessions ---------------------------------------------------------------
+    add("cancel fraction without after_s", with_("load.cancel.after_s", DEL, base=CANCEL),
+        "missing_field", "load.cancel.after_s")
+    add("cancel fraction, after_s null", with_("load.cancel.after_s", None, base=CANCEL),
+        "missing_field", "load.cancel.after_s")
+    add("cancel fraction 1 without after_s", with_("load.cancel", {"fraction": 1}, base=RATE),
+        "missing_field", "load.cancel.after_s")
+    add("sessions without turns", with_("workload.sessions.turns", DEL, base=SESSIONS),
+        "missing_field", "workload.sessions.turns")
+    add("sessions, turns null", with_("workload.sessions.turns", None, base=SESSIONS),
+        "missing_field", "workload.sessions.turns")
+    add("sessions empty", with_("workload.sessions", {}), "missing_field",
+        "workload.sessions.turns")
+    add("sessions without turns.mean", with_("workload.sessions.turns", {"stddev": 1},
+                                             base=SESSIONS),
+        "missing_field", "workload.sessions.turns.mean")
+
+    # --- warm-up ---------------------------------------------------------------------------------
+    add("warmup with both limits", with_("warmup.duration_s", 1, base=WARM), "invalid_value",
+        "warmup.duration_s")
+    add("warmup with both limits, no load", with_("warmup", {"requests": 1, "duration_s": 1}),
+        "invalid_value", "warmup.duration_s")
+    add("warmup without a limit", with_("warmup.requests", DEL, base=WARM), "missing_field",
+        "warmup.requests")
+    add("warmup empty", with_("warmup", {}), "missing_field", "warmup.requests")
+    add("warmup limits null", with_("warmup", {"requests": None, "duration_s": None}),
+        "missing_field", "warmup.requests")
+    add("warmup replaying a trace", with_("warmup.load", {"mode": "trace"}, base=WARM),
+        "invalid_value", "warmup.load.mode")
+    add("warmup of a trace run replaying it", with_("warmup", {"requests": 1, "load":
+                                                               {"mode": "trace"}}, base=TRACE),
+        "invalid_value", "warmup.load.mode")
+    add("warmup mode 'poisson'", with_("warmup.load.mode", "poisson", base=WARM),
+        "invalid_value", "warmup.load.mode")
+    add("rate warmup of a concurrency run without rate",
+        with_("warmup.load", {"mode": "rate"}, base=WARM), "missing_field", "warmup.load.rate")
+    add("rate warmup of a trace run without rate",
+        with_("warmup", {"requests": 1, "load": {"mode": "rate"}}, base=TRACE),
+        "missing_field", "warmup.load.rate")
+    add("warmup concurrency in rate mode", with_("warmup.load.concurrency", 2, base=WARM_RATE),
+        "invalid_value", "warmup.load.concurrency")
+    add("warmup inherits rate mode: no concurrency",
+        with_("warmup", {"requests": 2, "load": {"concurrency": 2}}, base=RATE),
+        "invalid_value", "warmup.load.concurrency")
+    add("warmup inherits concurrency mode: no rate",
+        with_("warmup", {"requests": 2, "load": {"rate": 2}}), "invalid_value",
+        "warmup.load.rate")
+    add("warmup of a trace run defaults to concurrency: no rate",
+        with_("warmup", {"requests": 2, "load": {"rate": 2}}, base=TRACE), "invalid_value",
+        "warmup.load.rate")
+    for path, v in (("warmup.load.rate", 1), ("warmup.load.arrival", "constant"),
+                    ("warmup.load.smoothness", 1), ("warmup.load.max_concurrency", 1)):
+        add("%s in a concurrency warmup" % path, with_(path, v, base=WARM), "invalid_value",
+            path)
+    add("warmup smoothness, inherited poisson",
+        with_("warmup", {"requests": 2, "load": {"smoothness": 2}}, base=RATE),
+        "invalid_value", "warmup.load.smoothness")
+    add("warmup smoothness, own poisson over inherited gamma",
+        with_("warmup", {"requests": 2, "load": {"arrival": "poisson", "smoothness": 2}},
+              base=GAMMA), "invalid_value", "warmup.load.smoothness")
+    add("warmup smoothness, default poisson in a concurrency run",
+        with_("warmup.load.arrival", DEL, base=WARM_RATE), "invalid_value",
+        "warmup.load.smoothness")
+    add("warmup arrival 'uniform'", with_("warmup.load.arrival", "uniform", base=WARM_RATE),
+        "invalid_value", "warmup.load.arrival")
     add("empty label key", with_("labels", {"": "v"}), "invalid_value", "labels.")
     add("long label key", with_("labels", {"k" * 257: "v"}), "invalid_value",
         prefix_of("labels." + "k" * 257))
@@ -278,8 +550,182 @@ def valid_specs():
                                          "target.stream", False)),
         ("unicode text", with_("name", "\u00e9\u20ac\U0001F600", "labels", {"\u00e9": "\u20ac"})),
         ("any extra_body", with_("target.extra_body", {"a": [1, {"b": None}], "c": "d"})),
+
+        # --- concurrency mode's new fields
+        ("concurrency ramp, grace, cancel bounds",
+         with_("load.ramp_s", 86400, "load.grace_s", 3600,
+               "load.cancel", {"fraction": 1, "after_s": 3600})),
+        ("concurrency lower bounds of the new fields",
+         with_("load.ramp_s", 0, "load.grace_s", 0, "load.cancel", {"fraction": 0.0001,
+                                                                    "after_s": 0.000001})),
+        ("cancel none, after_s alone", with_("load.cancel", {"after_s": 5})),
+        ("cancel fraction 0 without after_s", with_("load.cancel", {"fraction": 0})),
+        ("cancel nulls", with_("load.cancel", {"fraction": None, "after_s": None})),
+        ("sessions", SESSIONS),
+        ("sessions, turns only", with_("workload.sessions", {"turns": {"mean": 1}})),
+        ("sessions upper bounds", with_("workload.sessions",
+                                        {"turns": {"mean": 1000, "stddev": 1000},
+                                         "think_time_s": {"mean": 3600, "stddev": 3600}})),
+        ("sessions nulls", with_("workload.sessions", {"turns": {"mean": 1.5, "stddev": None},
+                                                       "think_time_s": None})),
+        ("sessions null", with_("workload.sessions", None)),
+        ("sessions in rate mode", with_("workload.sessions", {"turns": {"mean": 3}},
+                                        base=RATE)),
+        ("fields of other modes null", with_("load.rate", None, "load.arrival", None,
+                                             "load.smoothness", None,
+                                             "load.max_concurrency", None, "load.speedup", None,
+                                             "load.start_s", None, "load.end_s", None)),
+
+        # --- rate mode
+        ("rate", RATE),
+        ("rate, gamma", GAMMA),
+        ("rate lower bounds", with_("load", {"mode": "rate", "rate": 0.000001,
+                                             "arrival": "gamma", "smoothness": 0.001,
+                                             "max_concurrency": 1, "ramp_s": 0,
+                                             "requests": 1, "grace_s": 0}, base=RATE)),
+        ("rate upper bounds", with_("load", {"mode": "rate", "rate": 1000000,
+                                             "arrival": "gamma", "smoothness": 1000,
+                                             "max_concurrency": 100000, "ramp_s": 86400,
+                                             "duration_s": 604800, "grace_s": 3600,
+                                             "cancel": {"fraction": 1, "after_s": 3600}},
+                                    "workers", 256, base=RATE)),
+        ("rate constant, duration", with_("load", {"mode": "rate", "rate": 3.5,
+                                                   "arrival": "constant", "duration_s": 0.001})),
+        ("rate, workers = max_concurrency", with_("load.max_concurrency", 3, "workers", 3,
+                                                  base=RATE)),
+        ("rate, no workers given", with_("workers", DEL, base=RATE)),
+        ("rate, every optional field null",
+         with_("load", {"mode": "rate", "rate": 2, "concurrency": None, "arrival": None,
+                        "smoothness": None, "max_concurrency": None, "ramp_s": None,
+                        "requests": None, "duration_s": 1, "grace_s": None, "cancel": None,
+                        "speedup": None, "start_s": None, "end_s": None}, base=RATE)),
+
+        # --- trace mode
+        ("trace", TRACE),
+        ("trace, every field", with_("load", {"mode": "trace", "max_concurrency": 1,
+                                              "requests": 2, "grace_s": 1,
+                                              "cancel": {"fraction": 0.5, "after_s": 1},
+                                              "speedup": 0.000001, "start_s": 0,
+                                              "end_s": 1000000000}, base=TRACE)),
+        ("trace upper bounds", with_("load", {"mode": "trace", "max_concurrency": 100000,
+                                              "duration_s": 604800, "speedup": 1000000,
+                                              "start_s": 1000000000, "end_s": 0},
+                                     "workers", 256, base=TRACE)),
+        ("trace, nulls", with_("load", {"mode": "trace", "concurrency": None, "rate": None,
+                                        "arrival": None, "smoothness": None, "ramp_s": None,
+                                        "requests": None, "duration_s": None,
+                                        "max_concurrency": None, "speedup": None,
+                                        "start_s": None, "end_s": None},
+                               "workload.sessions", None, base=TRACE)),
+        ("trace text: blank lines, CRLF, unordered, extra fields, big ids",
+         with_("workload.trace",
+               "\n\r\n" + TRACE_OK + "\r\n\n"
+               '{"timestamp": 1e6, "input_length": 1000000, "output_length": 1000000, '
+               '"hash_ids": [], "session_id": "%s", "extra": [1]}\n'
+               '{"timestamp": 0.5, "input_length": 2, "output_length": 3, '
+               '"hash_ids": [0, 9007199254740991], "session_id": -4, "session": null}\n'
+               '{"timestamp": 3, "input_length": 2, "output_length": 3, "hash_ids": null, '
+               '"session_id": null}' % ("s" * 256), base=TRACE)),
+        ("trace text without a final newline", with_("workload.trace", TRACE_OK, base=TRACE)),
+        ("trace with 100000 hash_ids",
+         trace_with('{"timestamp": 0, "input_length": 1, "output_length": 1, "hash_ids": [%s]}'
+                    % ",".join(["7"] * 100000))),
+
+        # --- warm-up
+        ("warmup, concurrency", WARM),
+        ("warmup, rate in a concurrency run", WARM_RATE),
+        ("warmup inherits everything", with_("warmup", {"requests": 1})),
+        ("warmup inherits rate and gamma", with_("warmup", {"duration_s": 2}, base=GAMMA)),
+        ("warmup inherits gamma, own smoothness",
+         with_("warmup", {"requests": 3, "load": {"smoothness": 0.5, "rate": 1}}, base=GAMMA)),
+        ("warmup explicit rate inherits gamma",
+         with_("warmup", {"requests": 3, "load": {"mode": "rate", "smoothness": 9}},
+               base=GAMMA)),
+        ("warmup gamma over inherited poisson",
+         with_("warmup", {"requests": 3, "load": {"arrival": "gamma", "smoothness": 9}},
+               base=RATE)),
+        ("warmup concurrency in a rate run",
+         with_("warmup", {"requests": 3, "load": {"mode": "concurrency", "concurrency": 5,
+                                                  "ramp_s": 1}}, base=RATE)),
+        ("warmup of a trace run", with_("warmup", {"requests": 3}, base=TRACE)),
+        ("warmup of a trace run, rate",
+         with_("warmup", {"duration_s": 3, "load": {"mode": "rate", "rate": 4,
+                                                    "max_concurrency": 2}}, base=TRACE)),
+        ("warmup bounds", with_("warmup", {"requests": 100000000,
+                                           "load": {"concurrency": 100000, "ramp_s": 86400}})),
+        ("warmup duration bounds", with_("warmup", {"duration_s": 0.001, "load": {
+            "mode": "rate", "rate": 1000000, "arrival": "gamma", "smoothness": 1000,
+            "max_concurrency": 100000, "ramp_s": 0}})),
+        ("warmup duration upper bound", with_("warmup", {"duration_s": 604800, "load": {
+            "mode": "rate", "rate": 0.000001, "arrival": "constant", "max_concurrency": 1}})),
+        ("warmup nulls", with_("warmup", {"requests": 1, "duration_s": None, "load": {
+            "mode": None, "concurrency": None, "rate": None, "arrival": None,
+            "smoothness": None, "max_concurrency": None, "ramp_s": None}})),
+        ("warmup load null", with_("warmup", {"requests": 1, "load": None})),
+        ("warmup null", with_("warmup", None)),
     ]
     return out
+
+
+def normalised_expectations():
+    """label -> (dotted path in the stored spec, expected value): the defaults
+    the server fills in (lib/spec.c)."""
+    return {
+        "base": [("load.ramp_s", 0), ("load.grace_s", 30),
+                 ("load.cancel", {"fraction": 0, "after_s": 0}), ("absent", "warmup"),
+                 ("absent", "load.rate"), ("absent", "load.speedup"),
+                 ("absent", "workload.sessions"), ("absent", "workload.trace")],
+        "rate": [("load.arrival", "poisson"), ("absent", "load.smoothness"),
+                 ("absent", "load.concurrency"), ("absent", "load.max_concurrency"),
+                 ("load.ramp_s", 0), ("absent", "load.speedup"), ("workers", 1)],
+        "rate, gamma": [("load.smoothness", 2)],
+        "rate, no workers given": [("workers", 4)],  # --default-workers, no ceiling
+        "rate, every optional field null": [("load", {
+            "mode": "rate", "rate": 2, "arrival": "poisson", "ramp_s": 0, "duration_s": 1,
+            "grace_s": 30, "cancel": {"fraction": 0, "after_s": 0}})],
+        "trace": [("load", {"mode": "trace", "grace_s": 30,
+                            "cancel": {"fraction": 0, "after_s": 0},
+                            "speedup": 1, "start_s": 0, "end_s": 0}),
+                  ("workload.trace", TRACE_TEXT), ("workload.kind", "trace")],
+        "trace, nulls": [("load", {"mode": "trace", "grace_s": 30,
+                                   "cancel": {"fraction": 0, "after_s": 0},
+                                   "speedup": 1, "start_s": 0, "end_s": 0}),
+                         ("absent", "workload.sessions")],
+        "sessions, turns only": [("workload.sessions", {
+            "turns": {"mean": 1, "stddev": 0}, "think_time_s": {"mean": 0, "stddev": 0}})],
+        "sessions null": [("absent", "workload.sessions")],
+        "cancel nulls": [("load.cancel", {"fraction": 0, "after_s": 0})],
+        "warmup inherits everything": [("warmup", {"requests": 1, "load": {
+            "mode": "concurrency", "concurrency": 2, "ramp_s": 0}})],
+        "warmup inherits rate and gamma": [("warmup", {"duration_s": 2, "load": {
+            "mode": "rate", "rate": 10, "arrival": "gamma", "smoothness": 2, "ramp_s": 0}})],
+        "warmup inherits gamma, own smoothness": [("warmup.load", {
+            "mode": "rate", "rate": 1, "arrival": "gamma", "smoothness": 0.5, "ramp_s": 0})],
+        "warmup gamma over inherited poisson": [("warmup.load.smoothness", 9),
+                                                ("warmup.load.rate", 10)],
+        "warmup concurrency in a rate run": [("warmup.load", {
+            "mode": "concurrency", "concurrency": 5, "ramp_s": 1})],
+        "warmup, rate in a concurrency run": [("warmup.load", {
+            "mode": "rate", "rate": 5, "arrival": "gamma", "smoothness": 2, "ramp_s": 0})],
+        "warmup of a trace run": [("warmup.load", {"mode": "concurrency", "concurrency": 1,
+                                                   "ramp_s": 0})],
+        "warmup of a trace run, rate": [("warmup.load", {
+            "mode": "rate", "rate": 4, "arrival": "poisson", "max_concurrency": 2,
+            "ramp_s": 0})],
+        "warmup load null": [("warmup.load", {"mode": "concurrency", "concurrency": 2,
+                                              "ramp_s": 0})],
+        "warmup null": [("absent", "warmup")],
+    }
+
+
+def dig(doc, path):
+    """The value at a dotted path, or DEL when it is absent."""
+    node = doc
+    for k in path.split("."):
+        if not isinstance(node, dict) or k not in node:
+            return DEL
+        node = node[k]
+    return node
 
 
 class ApiErrorsTest(unittest.TestCase):
@@ -294,6 +740,8 @@ class ApiErrorsTest(unittest.TestCase):
                                           resolver=RefResolver.from_schema(doc))
         cls.error_schema = Draft202012Validator({"$ref": "#/components/schemas/Error"},
                                                 resolver=RefResolver.from_schema(doc))
+        cls.doc_examples = [("api/openapi.yaml RunSpec example %d" % i, ex) for i, ex in
+                            enumerate(doc["components"]["schemas"]["RunSpec"]["examples"])]
         cls.tmp = hrtest.tempdir()
         cls.data = os.path.join(cls.tmp.name, "data")
         os.mkdir(cls.data)
@@ -403,12 +851,14 @@ class ApiErrorsTest(unittest.TestCase):
     # --- tests -----------------------------------------------------------------------------
 
     def test_bad_specs(self):
-        for label, body, code, field, schema_can_tell in spec_cases():
+        for label, body, code, field, schema_can_tell, message in spec_cases():
             with self.subTest(label):
                 raw = body if isinstance(body, bytes) else json.dumps(body).encode()
                 st, resp, _ = self.post_spec(raw, label)
                 self.assertEqual(st, 400, "%s: %r" % (label, resp))
                 self.expect_error(st, resp, code, field, label)
+                if message is not None:
+                    self.assertIn(message, resp["error"]["message"], label)
                 if schema_can_tell and isinstance(body, dict):
                     self.assertFalse(self.schema.is_valid(body),
                                      "%s: api/openapi.yaml's RunSpec accepts it" % label)
@@ -424,7 +874,10 @@ class ApiErrorsTest(unittest.TestCase):
             self.expect_error(st, resp, "invalid_json", None, str(ctype))
 
     def test_valid_boundaries(self):
-        for label, spec in valid_specs():
+        expect = normalised_expectations()
+        labels = [label for label, _ in valid_specs()]
+        self.assertEqual(sorted(set(expect) - set(labels)), [], "expectations without a spec")
+        for label, spec in valid_specs() + self.doc_examples:
             with self.subTest(label):
                 self.assertEqual(list(self.schema.iter_errors(spec)), [],
                                  "%s: api/openapi.yaml's RunSpec rejects it" % label)
@@ -446,9 +899,19 @@ class ApiErrorsTest(unittest.TestCase):
                                                      "osl": {"mean": 128, "stddev": 0},
                                                      "seed": 0})
                     self.assertEqual(n["load"], {"mode": "concurrency", "concurrency": 1,
-                                                 "requests": 1})
+                                                 "requests": 1, "ramp_s": 0, "grace_s": 30,
+                                                 "cancel": {"fraction": 0, "after_s": 0}})
                     self.assertEqual(n["workers"], 1)
-                    self.assertTrue(self.schema.is_valid(n))
+                    self.assertNotIn("warmup", n)
+                for path, want in expect.get(label, []):
+                    if path == "absent":
+                        self.assertIs(dig(run["spec"], want), DEL,
+                                      "%s: %s should be absent" % (label, want))
+                    else:
+                        self.assertEqual(dig(run["spec"], path), want, "%s: %s" % (label, path))
+                # the normalised spec is a RunSpec too
+                self.assertEqual([e.message[:200] for e in self.schema.iter_errors(run["spec"])],
+                                 [], "%s: the stored spec is not a valid RunSpec" % label)
                 # stop it (it may already have failed: the worker is a stand-in)
                 st, _, _ = self.request("POST", resp["url"] + "/cancel")
                 self.assertIn(st, (202, 409))

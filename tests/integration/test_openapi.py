@@ -21,8 +21,11 @@ The response tests are split by what they need:
   route and every error without depending on headroom-worker.
 - FinishedRunTest runs headroomd with the real headroom-worker against the
   zero-delay mock: a run that succeeds (summary with real numbers, records
-  JSONL/CSV), and a long run that is cancelled while running with a second
-  one queued behind it. It needs a functional headroom-worker.
+  JSONL/CSV), a long run that is cancelled while running with a second
+  one queued behind it, a rate-mode run (constant arrivals: requested
+  versus achieved load, schedule lag) and a run with a warm-up (progress
+  phases, warm-up records apart from the profiling ones). It needs a
+  functional headroom-worker, with rate mode and warm-up.
 
 Run: HEADROOM_BIN=build/bin /usr/bin/python3 tests/integration/test_openapi.py
 """
@@ -346,6 +349,9 @@ class DocumentTest(unittest.TestCase):
         tgt = spec["target"]["properties"]
         load = spec["load"]["properties"]
         dist = sch["LengthDist"]["properties"]
+        warm = spec["warmup"]["properties"]
+        wload = sch["WarmupLoad"]["properties"]
+        sess = sch["Sessions"]["properties"]
         pairs = [
             (spec["name"]["maxLength"], lim["HR_MAX_NAME_LEN"]),
             (spec["labels"]["maxProperties"], lim["HR_MAX_LABELS"]),
@@ -364,7 +370,30 @@ class DocumentTest(unittest.TestCase):
             (dist["mean"]["maximum"], lim["HR_MAX_ISL"]),
             (dist["mean"]["maximum"], lim["HR_MAX_OSL"]),
             (dist["stddev"]["maximum"], lim["HR_MAX_ISL"]),
+            (load["rate"]["maximum"], lim["HR_MAX_RATE"]),
+            (load["max_concurrency"]["maximum"], lim["HR_MAX_CONCURRENCY"]),
+            (load["ramp_s"]["maximum"], lim["HR_MAX_RAMP_S"]),
+            (load["grace_s"]["maximum"], lim["HR_MAX_GRACE_S"]),
+            (load["cancel"]["properties"]["after_s"]["maximum"], lim["HR_MAX_TIMEOUT_S"]),
+            (warm["requests"]["maximum"], lim["HR_MAX_REQUESTS"]),
+            (warm["duration_s"]["maximum"], lim["HR_MAX_DURATION_S"]),
+            (wload["concurrency"]["maximum"], lim["HR_MAX_CONCURRENCY"]),
+            (wload["max_concurrency"]["maximum"], lim["HR_MAX_CONCURRENCY"]),
+            (wload["rate"]["maximum"], lim["HR_MAX_RATE"]),
+            (wload["ramp_s"]["maximum"], lim["HR_MAX_RAMP_S"]),
+            (sess["turns"]["properties"]["mean"]["maximum"], lim["HR_MAX_TURNS"]),
+            (sess["turns"]["properties"]["stddev"]["maximum"], lim["HR_MAX_TURNS"]),
+            (sess["think_time_s"]["properties"]["mean"]["maximum"], lim["HR_MAX_THINK_S"]),
+            (sess["think_time_s"]["properties"]["stddev"]["maximum"], lim["HR_MAX_THINK_S"]),
         ]
+        # warm-up shape and run shape share their bounds
+        for k in ("concurrency", "rate", "smoothness", "max_concurrency", "ramp_s"):
+            for b in ("minimum", "maximum"):
+                pairs.append((wload[k][b], load[k][b]))
+        trace_doc = spec["workload"]["properties"]["trace"]["description"]
+        for name in ("HR_MAX_TRACE_ENTRIES", "HR_MAX_TRACE_HASH_IDS", "HR_MAX_ISL",
+                     "HR_MAX_OSL"):
+            self.assertIn(str(lim[name]), trace_doc, name)
         for got, want in pairs:
             self.assertEqual(got, want)
         list_params = {p["name"]: p for p in self.raw["paths"]["/api/v1/runs"]["get"]["parameters"]}
@@ -393,6 +422,83 @@ class DocumentTest(unittest.TestCase):
         nulls = json.loads(json.dumps(good))
         nulls["load"]["duration_s"] = None
         v.validate(nulls)
+
+    def test_spec_schema_modes(self):
+        """The mode-dependent rules, as far as JSON Schema states them."""
+        v = Draft202012Validator(self.doc.schema("RunSpec"), resolver=self.doc.resolver)
+        base = hrtest.spec("127.0.0.1:1")
+        trace = '{"timestamp": 0, "input_length": 1, "output_length": 1}\n'
+
+        def with_load(load, **top):
+            s = json.loads(json.dumps(base))
+            s["load"] = load
+            s.update(top)
+            return s
+        good = [
+            with_load({"mode": "rate", "rate": 2, "requests": 5}),
+            with_load({"mode": "rate", "rate": 2, "arrival": "gamma", "smoothness": 3,
+                       "max_concurrency": 4, "ramp_s": 2, "duration_s": 9, "grace_s": 0,
+                       "cancel": {"fraction": 0.5, "after_s": 1}}),
+            with_load({"mode": "trace", "speedup": 3, "start_s": 1, "end_s": 5},
+                      workload={"kind": "trace", "trace": trace}),
+            with_load({"mode": "concurrency", "concurrency": 2, "ramp_s": 1, "requests": 1},
+                      warmup={"requests": 2}),
+            with_load({"mode": "rate", "rate": 2, "arrival": "gamma", "requests": 1},
+                      warmup={"duration_s": 2, "load": {"smoothness": 0.5}}),
+            with_load({"mode": "trace"}, workload={"kind": "trace", "trace": trace},
+                      warmup={"requests": 2, "load": {"mode": "rate", "rate": 1}}),
+        ]
+        for s in good:
+            self.assertEqual([e.message for e in v.iter_errors(s)], [], json.dumps(s)[:300])
+        bad = [
+            with_load({"mode": "rate", "requests": 5}),  # no rate
+            with_load({"mode": "rate", "rate": 2, "concurrency": 2, "requests": 5}),
+            with_load({"mode": "rate", "rate": 2, "smoothness": 2, "requests": 5}),
+            with_load({"mode": "rate", "rate": 2}),  # no limit
+            with_load({"mode": "concurrency", "rate": 2, "requests": 5}),
+            with_load({"mode": "concurrency", "speedup": 2, "requests": 5}),
+            with_load({"mode": "trace", "ramp_s": 1}, workload={"kind": "trace", "trace": trace}),
+            with_load({"mode": "trace"}),  # synthetic workload
+            with_load({"requests": 1}, workload={"kind": "trace", "trace": trace}),
+            with_load({"requests": 1, "cancel": {"fraction": 0.1}}),
+            with_load({"requests": 1}, warmup={"requests": 1, "duration_s": 1}),
+            with_load({"requests": 1}, warmup={"requests": 1, "load": {"mode": "trace"}}),
+            with_load({"requests": 1}, warmup={"requests": 1, "load": {"mode": "rate"}}),
+            with_load({"requests": 1}, warmup={"requests": 1, "load": {"rate": 1}}),
+            with_load({"requests": 1}, workload={"sessions": {}}),
+        ]
+        for s in bad:
+            self.assertFalse(v.is_valid(s), json.dumps(s)[:300])
+
+    def test_summary_load_schema(self):
+        """LoadSummary: requested_rate only in rate mode."""
+        v = Draft202012Validator(self.doc.schema("LoadSummary"), resolver=self.doc.resolver)
+        ok = {"mode": "rate", "requested_rate": 5.0, "requested_concurrency": None, "sent": 0,
+              "achieved_rate": None, "achieved_concurrency": {"avg": None, "max": 0}}
+        v.validate(ok)
+        self.assertFalse(v.is_valid(dict(ok, requested_rate=None)))
+        self.assertFalse(v.is_valid(dict(ok, mode="concurrency")))
+        v.validate(dict(ok, mode="concurrency", requested_rate=None, requested_concurrency=4))
+        self.assertFalse(v.is_valid(dict(ok, mode="concurrency", requested_rate=None)))
+        v.validate(dict(ok, mode="trace", requested_rate=None))
+
+    def test_metric_tags_match_the_code(self):
+        """MetricName and RecordRow's metric columns follow lib/metrics.c's table."""
+        with open(os.path.join(hrtest.SRC, "lib", "metrics.c"), encoding="utf-8") as f:
+            table = f.read().split("metric_defs[] = {", 1)[1].split("};", 1)[0]
+        tags = re.findall(r'\{\s*"(\w+)",\s*"([^"]*)"', table)
+        self.assertGreater(len(tags), 5)
+        sch = self.raw["components"]["schemas"]
+        names = sch["MetricName"]["enum"]
+        units = sch["Metric"]["properties"]["unit"]["enum"]
+        for tag, unit in tags:
+            self.assertIn(tag, names)
+            self.assertIn(unit, units)
+        cols = self.doc.record_columns()
+        self.assertEqual([c for c in cols if c in dict(tags)], [t for t, _ in tags],
+                         "RecordRow's metric columns are not lib/metrics.c's, in its order")
+        self.assertEqual(cols[-1], "chunk_offsets_ns")
+        self.assertEqual(cols[cols.index("n_chunks") + 1:-1], [t for t, _ in tags])
 
 
 class _ApiBase(unittest.TestCase):
@@ -635,15 +741,92 @@ class ApiSurfaceTest(_ApiBase):
         self.assertIsNotNone(run["finished_at"])
         self.assertIsNotNone(run["summary"])
         self.assertIsNotNone(run["progress"])
+        self.assertEqual(run["progress"]["phase"], "starting")  # no worker ever got ready
         summary, _ = self.req("GET", "/runs/%d/summary" % first, 200)
         self.assertEqual(summary, run["summary"])
         self.assertEqual(summary["run_id"], first)
+        self.assertEqual(summary["load"], {
+            "mode": "concurrency", "requested_rate": None, "requested_concurrency": 4,
+            "sent": 0, "achieved_rate": None, "achieved_concurrency": {"avg": None, "max": 0}})
         text, _ = self.req("GET", "/runs/%d/summary?format=csv" % first, 200)
         self.check_summary_csv(text, summary)
         self.check_records(first, expect_rows=0)
         self.error("POST", "/runs/%d/cancel" % first, 409, "conflict", None)
         h, _ = self.req("GET", "/healthz", 200)
         self.assertEqual((h["queued"], h["running"]), (0, 0))
+
+
+    def test_mode_specs(self):
+        """Rate, trace and warm-up specs through the API: the normalised spec
+        GET returns (every default filled in) is a RunSpec, a starting run's
+        progress says so, and a rate run's (empty) summary has its load."""
+        addr = self.mock.addr
+        trace = ('{"timestamp": 0, "input_length": 4, "output_length": 2, "hash_ids": [1]}\n'
+                 '\n{"timestamp": 12.5, "input_length": 6, "output_length": 3,'
+                 ' "session_id": "a"}\n')
+        rate = hrtest.spec(addr)
+        rate["load"] = {"mode": "rate", "rate": 50, "arrival": "gamma", "smoothness": 4,
+                        "max_concurrency": 8, "requests": 100, "ramp_s": 1,
+                        "cancel": {"fraction": 0.1, "after_s": 0.5}}
+        rate["workload"]["sessions"] = {"turns": {"mean": 2}}
+        rate["warmup"] = {"duration_s": 1}
+        replay = hrtest.spec(addr)
+        replay["workload"] = {"kind": "trace", "trace": trace}
+        replay["load"] = {"mode": "trace", "speedup": 2, "end_s": 10}
+        replay["warmup"] = {"requests": 2, "load": {"mode": "rate", "rate": 5}}
+        closed = hrtest.spec(addr, requests=None, duration_s=5, ramp_s=0.5, grace_s=1)
+        closed["warmup"] = {"requests": 3, "load": {"mode": "rate", "rate": 20,
+                                                    "arrival": "constant"}}
+        ids = [self.create(rate), self.create(replay), self.create(closed)]
+        try:
+            # the first runs (with the stand-in worker that never says hello)
+            run = self.wait(ids[0], ("running",) + hrtest.TERMINAL, timeout=10,
+                            cond=lambda r: r["progress"] is not None)
+            self.assertEqual(run["state"], "running", run["reason"])
+            self.assertEqual(run["progress"]["phase"], "starting")
+            n = run["spec"]
+            self.assertEqual(n["load"], {
+                "mode": "rate", "rate": 50, "arrival": "gamma", "smoothness": 4,
+                "max_concurrency": 8, "requests": 100, "ramp_s": 1, "grace_s": 30,
+                "cancel": {"fraction": 0.1, "after_s": 0.5}})
+            self.assertEqual(n["warmup"], {"duration_s": 1, "load": {  # the run's shape
+                "mode": "rate", "rate": 50, "arrival": "gamma", "smoothness": 4,
+                "max_concurrency": 8, "ramp_s": 1}})
+            self.assertEqual(n["workload"]["sessions"], {
+                "turns": {"mean": 2, "stddev": 0}, "think_time_s": {"mean": 0, "stddev": 0}})
+            self.assertEqual(n["workers"], 1)
+            n = self.get(ids[1])["spec"]
+            self.assertEqual(n["load"], {"mode": "trace", "speedup": 2, "start_s": 0,
+                                         "end_s": 10, "grace_s": 30,
+                                         "cancel": {"fraction": 0, "after_s": 0}})
+            self.assertEqual(n["workload"]["trace"], trace)
+            self.assertEqual(n["warmup"], {"requests": 2, "load": {
+                "mode": "rate", "rate": 5, "arrival": "poisson", "ramp_s": 0}})
+            n = self.get(ids[2])["spec"]
+            self.assertEqual(n["load"], {"mode": "concurrency", "concurrency": 4,
+                                         "duration_s": 5, "ramp_s": 0.5, "grace_s": 1,
+                                         "cancel": {"fraction": 0, "after_s": 0}})
+            self.assertEqual(n["warmup"]["load"], {"mode": "rate", "rate": 20,
+                                                   "arrival": "constant", "ramp_s": 0})
+        finally:
+            for i in reversed(ids):
+                st, _, _ = http_call(self.daemon.addr, "POST", "/api/v1/runs/%d/cancel" % i,
+                                     b"")
+                self.assertIn(st, (202, 409))
+        run = self.wait(ids[0], hrtest.TERMINAL, timeout=20)
+        self.assertEqual(run["summary"]["load"], {
+            "mode": "rate", "requested_rate": 50, "requested_concurrency": 8, "sent": 0,
+            "achieved_rate": None, "achieved_concurrency": {"avg": None, "max": 0}})
+        self.assertEqual(run["summary"]["counts"]["warmup"], 0)
+        for tag in ("schedule_lag", "scheduled_time_to_first_token",
+                    "scheduled_request_latency", "time_to_first_output_token"):
+            self.assertEqual(run["summary"]["metrics"][tag], {"unit": "ms", "count": 0})
+        text, _ = self.req("GET", "/runs/%d/summary?format=csv" % ids[0], 200)
+        self.check_summary_csv(text, run["summary"])
+        for i in ids[1:]:
+            run = self.wait(i, hrtest.TERMINAL, timeout=20)
+            self.assertEqual(run["state"], "cancelled")
+            self.assertIsNone(run["summary"])
 
 
 class FinishedRunTest(_ApiBase):
@@ -662,12 +845,120 @@ class FinishedRunTest(_ApiBase):
         self.assertEqual(summary["counts"]["valid"], 20)
         self.assertEqual(summary["metrics"]["request_latency"]["count"], 20)
         self.assertIn("request_throughput", summary["metrics"])
+        self.assertEqual(run["progress"]["phase"], "profiling")
+        load = summary["load"]
+        self.assertEqual((load["mode"], load["requested_rate"], load["requested_concurrency"],
+                          load["sent"]), ("concurrency", None, 4, 20))
+        self.assertGreater(load["achieved_rate"], 0)
+        self.assertTrue(1 <= load["achieved_concurrency"]["max"] <= 4, load)
+        for tag in ("schedule_lag", "scheduled_request_latency", "time_to_first_output_token",
+                    "scheduled_time_to_first_token"):
+            self.assertEqual(summary["metrics"][tag]["count"], 20, tag)
         text, _ = self.req("GET", "/runs/%d/summary?format=csv" % run_id, 200)
         self.check_summary_csv(text, summary)
         rows = self.check_records(run_id, expect_rows=20)
         self.assertTrue(all(r["valid"] for r in rows))
         self.assertEqual(sorted(r["req_id"] for r in rows), list(range(20)))
+        for r in rows:
+            self.assertEqual(r["phase"], "profiling")
+            self.assertIsNotNone(r["schedule_lag"], r)
+            self.assertAlmostEqual(r["schedule_lag"], (r["start_ns"] - r["intended_ns"]) / 1e6)
         self.error("POST", "/runs/%d/cancel" % run_id, 409, "conflict", None)
+
+    def test_rate_run(self):
+        """Open loop: 20 requests at a constant 100/s from two workers."""
+        s = hrtest.spec(self.mock.addr)
+        s["load"] = {"mode": "rate", "rate": 100, "arrival": "constant", "max_concurrency": 8,
+                     "requests": 20}
+        s["workers"] = 2
+        run_id = self.create(s)
+        run = self.wait(run_id, hrtest.TERMINAL, timeout=30)
+        self.assertEqual(run["spec"]["load"], {
+            "mode": "rate", "rate": 100, "arrival": "constant", "max_concurrency": 8,
+            "requests": 20, "ramp_s": 0, "grace_s": 30, "cancel": {"fraction": 0, "after_s": 0}})
+        self.assertEqual(run["state"], "succeeded", "the rate run did not succeed: %s"
+                         % run["reason"])
+        self.assertEqual(run["progress"]["phase"], "profiling")
+        self.assertEqual(run["progress"]["records"], 20)
+        self.assertEqual(run["progress"]["workers"], 2)
+        summary, _ = self.req("GET", "/runs/%d/summary" % run_id, 200)
+        self.assertEqual(summary, run["summary"])
+        self.assertEqual(summary["counts"], {"requests": 20, "valid": 20, "errors": 0,
+                                             "warmup": 0})
+        load = summary["load"]
+        self.assertEqual((load["mode"], load["requested_rate"], load["requested_concurrency"],
+                          load["sent"]), ("rate", 100, 8, 20))
+        # 20 arrivals 10 ms apart: 19 intervals over 190 ms when the client keeps up
+        self.assertTrue(70 <= load["achieved_rate"] <= 130, load)
+        self.assertTrue(1 <= load["achieved_concurrency"]["max"] <= 8, load)
+        self.assertGreater(load["achieved_concurrency"]["avg"], 0)
+        for tag in ("schedule_lag", "scheduled_time_to_first_token",
+                    "scheduled_request_latency"):
+            self.assertEqual(summary["metrics"][tag]["count"], 20, tag)
+        text, _ = self.req("GET", "/runs/%d/summary?format=csv" % run_id, 200)
+        self.check_summary_csv(text, summary)
+        rows = self.check_records(run_id, expect_rows=20)
+        self.assertEqual(sorted(r["req_id"] for r in rows), list(range(20)))
+        self.assertEqual({r["worker"] for r in rows}, {0, 1})
+        self.assertTrue(all(r["valid"] and r["phase"] == "profiling" for r in rows))
+        intended = sorted(r["intended_ns"] for r in rows)
+        gaps = [(b - a) / 1e6 for a, b in zip(intended, intended[1:])]
+        for g in gaps:
+            self.assertAlmostEqual(g, 10.0, delta=0.01, msg="constant arrivals: %s" % gaps)
+        for r in rows:
+            self.assertAlmostEqual(r["schedule_lag"], (r["start_ns"] - r["intended_ns"]) / 1e6)
+            self.assertAlmostEqual(r["scheduled_request_latency"],
+                                   r["request_latency"] + r["schedule_lag"], places=6)
+
+    def test_warmup_run(self):
+        """A duration-bounded warm-up, then 12 profiling requests: progress goes
+        starting -> warmup -> profiling, and warm-up records are kept apart."""
+        slow = hrtest.start_mock("--quiet", "--ttft-ms", "5", "--itl-ms", "1")
+        try:
+            s = hrtest.spec(slow.addr, requests=12, concurrency=2)
+            s["warmup"] = {"duration_s": 1.2}
+            s["workers"] = 2
+            run_id = self.create(s)
+            phases = []
+            deadline = time.time() + 40
+            while True:
+                run = self.get(run_id)
+                ph = (run["progress"] or {}).get("phase")
+                if ph and (not phases or phases[-1] != ph):
+                    phases.append(ph)
+                if run["state"] in hrtest.TERMINAL or time.time() > deadline:
+                    break
+                time.sleep(0.05)
+            self.assertEqual(run["spec"]["warmup"], {"duration_s": 1.2, "load": {
+                "mode": "concurrency", "concurrency": 2, "ramp_s": 0}})
+            self.assertEqual(run["state"], "succeeded", "the warm-up run did not succeed: %s"
+                             % run["reason"])
+            order = ["starting", "warmup", "profiling"]
+            self.assertEqual(phases, sorted(phases, key=order.index), phases)
+            self.assertIn("warmup", phases)
+            self.assertEqual(phases[-1], "profiling")
+            summary, _ = self.req("GET", "/runs/%d/summary" % run_id, 200)
+            self.assertEqual(summary, run["summary"])
+            self.assertEqual(summary["counts"]["requests"], 12)
+            self.assertEqual(summary["counts"]["valid"], 12)
+            self.assertGreater(summary["counts"]["warmup"], 0)
+            self.assertEqual(summary["load"]["sent"], 12)
+            self.assertEqual(summary["load"]["requested_concurrency"], 2)
+            self.assertEqual(summary["metrics"]["request_latency"]["count"], 12)
+            rows = self.check_records(run_id)
+            self.assertEqual(run["progress"]["records"], len(rows))
+            warm = [r for r in rows if r["phase"] == "warmup"]
+            prof = [r for r in rows if r["phase"] == "profiling"]
+            self.assertEqual(len(warm), summary["counts"]["warmup"])
+            self.assertEqual(sorted(r["req_id"] for r in prof), list(range(12)))
+            self.assertFalse({r["req_id"] for r in warm} & {r["req_id"] for r in prof})
+            # profiling starts for everyone once every warm-up request is over
+            self.assertLessEqual(max(r["done_ns"] for r in warm),
+                                 min(r["intended_ns"] for r in prof))
+            text, _ = self.req("GET", "/runs/%d/summary?format=csv" % run_id, 200)
+            self.check_summary_csv(text, summary)
+        finally:
+            slow.stop()
 
     def test_running_then_cancelled(self):
         slow = hrtest.start_mock("--quiet", "--ttft-ms", "20", "--itl-ms", "5")

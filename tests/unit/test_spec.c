@@ -130,6 +130,9 @@ static const struct bad bads[] = {
 	{"{" T "," L ",\"workload\":{\"sessions\":{\"turns\":{\"mean\":0}}}}", "out_of_range",
 	 "workload.sessions.turns.mean"},
 	{"{" T "," L ",\"warmup\":{}}", "missing_field", "warmup.requests"},
+	{"{" T ",\"load\":{\"concurrency\":4,\"requests\":9},\"workers\":4,"
+	      "\"warmup\":{\"requests\":4,\"load\":{\"concurrency\":1}}}",
+	 "out_of_range", "warmup.load.concurrency"},
 	{"{" T "," L ",\"warmup\":{\"requests\":1,\"duration_s\":1}}", "invalid_value",
 	 "warmup.duration_s"},
 	{"{" T "," L ",\"warmup\":{\"requests\":1,\"load\":{\"mode\":\"trace\"}}}",
@@ -190,13 +193,13 @@ static void test_modes(void)
 	const char *g = "{" T ",\"load\":{\"mode\":\"rate\",\"rate\":5,\"arrival\":\"gamma\","
 			"\"smoothness\":0.25,\"max_concurrency\":3,\"requests\":100},"
 			"\"warmup\":{\"duration_s\":1,\"load\":{\"mode\":\"concurrency\","
-			"\"concurrency\":2}}}";
+			"\"concurrency\":3}}}";
 	CHECK_EQ_INT(spec_parse(g, strlen(g), 8, &s, &e), 0);
 	CHECK_EQ_INT(s.load.arrival, 2);
 	CHECK_EQ_DBL(s.load.smoothness, 0.25);
 	CHECK_EQ_INT(s.workers, 3); /* capped by max_concurrency */
 	CHECK_EQ_INT(s.warmup.mode, SPEC_LOAD_CONCURRENCY);
-	CHECK_EQ_INT(s.warmup.concurrency, 2);
+	CHECK_EQ_INT(s.warmup.concurrency, 3);
 	spec_release(&s);
 
 	const char *t = "{" T ",\"load\":{\"mode\":\"trace\",\"speedup\":2},\"workload\":{"
