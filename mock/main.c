@@ -1,6 +1,7 @@
 /* main.c - headroom-mock's command line: parse the options, open the
- * listening socket, print "listening on HOST:PORT", run the event loop
- * until SIGINT or SIGTERM, free everything and exit 0.
+ * listening socket(s), print "listening on HOST:PORT" (and "dcgm listening
+ * on HOST:PORT" with --dcgm-listen), run the event loop until SIGINT or
+ * SIGTERM, free everything and exit 0.
  *
  * SIGINT and SIGTERM are blocked except inside epoll_pwait(), so the
  * handler (which only sets a flag) can run only while the loop sleeps and
@@ -56,7 +57,15 @@ static void usage(FILE *f)
 	      "        (ttft-ms + prefill-ms-per-1k * prompt_tokens / 1000)\n"
 	      "  so TTFT grows with queueing and others' prefills, ITL with the batch.\n"
 	      "\n"
-	      "Prints \"listening on HOST:PORT\" on stdout once it accepts connections.\n",
+	      "Telemetry (GET /metrics: a vLLM-like Prometheus page that follows the load):\n"
+	      "  --kv-capacity-tokens N  notional KV cache size in tokens, for\n"
+	      "                          vllm:gpu_cache_usage_perc (default 100000)\n"
+	      "  --dcgm-listen HOST:PORT also serve a DCGM-exporter-like GET /metrics\n"
+	      "                          of simulated GPUs there (port 0: any free port)\n"
+	      "  --gpus N                simulated GPUs on that page, 1 to 64 (default 1)\n"
+	      "\n"
+	      "Prints \"listening on HOST:PORT\" on stdout once it accepts connections,\n"
+	      "then \"dcgm listening on HOST:PORT\" with --dcgm-listen.\n",
 	      f);
 }
 
@@ -89,6 +98,20 @@ static int parse_ms_rate(const char *opt, const char *s, double *ns)
 	return 0;
 }
 
+/* A whole number from 1 to max, decimal digits only. */
+static int parse_count(const char *s, unsigned long long max, unsigned long long *out)
+{
+	if (*s < '0' || *s > '9')
+		return -1;
+	char *end;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	if (errno || *end || v < 1 || v > max)
+		return -1;
+	*out = v;
+	return 0;
+}
+
 static int parse_config(int argc, char **argv, struct mock_config *cfg)
 {
 	enum {
@@ -103,6 +126,9 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		OPT_PREFILL,
 		OPT_DECODE,
 		OPT_DECODE_SEQ,
+		OPT_KV,
+		OPT_DCGM,
+		OPT_GPUS,
 	};
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, OPT_LISTEN},
@@ -116,11 +142,16 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	    {"prefill-ms-per-1k", required_argument, NULL, OPT_PREFILL},
 	    {"decode-ms", required_argument, NULL, OPT_DECODE},
 	    {"decode-ms-per-seq", required_argument, NULL, OPT_DECODE_SEQ},
+	    {"kv-capacity-tokens", required_argument, NULL, OPT_KV},
+	    {"dcgm-listen", required_argument, NULL, OPT_DCGM},
+	    {"gpus", required_argument, NULL, OPT_GPUS},
 	    {NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
 	cfg->model = "mock-model";
 	cfg->tokens_per_chunk = 1;
+	cfg->kv_capacity_tokens = MOCK_DEFAULT_KV_TOKENS;
+	cfg->gpus = 1;
 	bool have_listen = false;
 	char err[HR_ERRLEN];
 	int o;
@@ -199,6 +230,35 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 			cfg->tokens_per_chunk = (unsigned)v;
 			break;
 		}
+		case OPT_KV: {
+			unsigned long long v;
+			if (parse_count(optarg, MOCK_MAX_KV_TOKENS, &v) < 0) {
+				fprintf(stderr,
+				        "headroom-mock: --kv-capacity-tokens wants 1 to %llu, not "
+				        "'%s'\n",
+				        (unsigned long long)MOCK_MAX_KV_TOKENS, optarg);
+				return -1;
+			}
+			cfg->kv_capacity_tokens = v;
+			break;
+		}
+		case OPT_DCGM:
+			if (parse_hostport(optarg, cfg->dcgm_host, &cfg->dcgm_port, err) < 0) {
+				fprintf(stderr, "headroom-mock: --dcgm-listen: %s\n", err);
+				return -1;
+			}
+			cfg->dcgm = true;
+			break;
+		case OPT_GPUS: {
+			unsigned long long v;
+			if (parse_count(optarg, MOCK_MAX_GPUS, &v) < 0) {
+				fprintf(stderr, "headroom-mock: --gpus wants 1 to %d, not '%s'\n",
+				        MOCK_MAX_GPUS, optarg);
+				return -1;
+			}
+			cfg->gpus = (unsigned)v;
+			break;
+		}
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;
@@ -250,14 +310,16 @@ int main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 
 	struct server srv;
-	char bound[1100]; /* NI_MAXHOST, brackets, port */
+	char bound[1100], dbound[1100]; /* NI_MAXHOST, brackets, port */
 	char err[HR_ERRLEN];
-	if (server_open(&srv, &cfg, bound, sizeof(bound), err) < 0) {
+	if (server_open(&srv, &cfg, bound, sizeof(bound), dbound, sizeof(dbound), err) < 0) {
 		fprintf(stderr, "headroom-mock: %s\n", err);
 		server_close(&srv);
 		return 1;
 	}
 	printf("listening on %s\n", bound);
+	if (cfg.dcgm)
+		printf("dcgm listening on %s\n", dbound);
 	fflush(stdout);
 	if (!cfg.quiet && !cfg.load)
 		fprintf(

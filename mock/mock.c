@@ -19,6 +19,9 @@
  * and the timer also fires at the end of each engine step.
  *
  * Shape: one thread, level-triggered epoll, non-blocking sockets.
+ * With --dcgm-listen a second listening socket feeds the same loop; its
+ * connections (conn.dcgm) serve only the DCGM page, under the same bounds
+ * and the same connection limit (both listeners pause together).
  * Each connection has an input buffer (bounded by
  * HR_MOCK_MAX_REQUEST_BYTES; pipelined requests wait there in order), an
  * output buffer with EPOLLOUT when the socket is full, and at most one
@@ -57,8 +60,8 @@
 #define ROUNDS_PER_RUN 8           /* generate+flush rounds before yielding */
 #define KEEP_BUF_BYTES (64u << 10) /* larger idle buffers are released */
 
-/* epoll data for the two sockets that are not connections */
-static char tag_listen, tag_timer;
+/* epoll data for the sockets that are not connections */
+static char tag_listen, tag_dcgm, tag_timer;
 
 static size_t pending(const struct conn *c)
 {
@@ -170,22 +173,30 @@ static void set_events(struct server *srv, struct conn *c, uint32_t events)
 		c->events = events;
 }
 
+/* Both listening sockets share the connection bound: pause and resume
+ * them together. */
+static void accept_set(struct server *srv, uint32_t events)
+{
+	struct epoll_event ev = {.events = events, .data.ptr = &tag_listen};
+	if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->lfd, &ev) < 0)
+		return;
+	if (srv->dfd >= 0) {
+		ev.data.ptr = &tag_dcgm;
+		epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->dfd, &ev);
+	}
+	srv->accept_paused = !events;
+}
+
 static void accept_resume(struct server *srv)
 {
-	if (!srv->accept_paused)
-		return;
-	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &tag_listen};
-	if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->lfd, &ev) == 0)
-		srv->accept_paused = false;
+	if (srv->accept_paused)
+		accept_set(srv, EPOLLIN);
 }
 
 static void accept_pause(struct server *srv)
 {
-	if (srv->accept_paused)
-		return;
-	struct epoll_event ev = {.events = 0, .data.ptr = &tag_listen};
-	if (epoll_ctl(srv->epfd, EPOLL_CTL_MOD, srv->lfd, &ev) == 0)
-		srv->accept_paused = true;
+	if (!srv->accept_paused)
+		accept_set(srv, 0);
 }
 
 static void conn_free(struct conn *c)
@@ -219,14 +230,15 @@ static void conn_close(struct server *srv, struct conn *c)
 	accept_resume(srv);
 }
 
-static void do_accept(struct server *srv)
+/* Accept on lfd (the main port, or the DCGM page's when dcgm). */
+static void do_accept(struct server *srv, int lfd, bool dcgm)
 {
 	for (int i = 0; i < ACCEPTS_PER_WAKE; i++) {
 		if (srv->nconns >= HR_MOCK_MAX_CONNS) {
 			accept_pause(srv);
 			return;
 		}
-		int fd = accept4(srv->lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
+		int fd = accept4(lfd, NULL, NULL, SOCK_NONBLOCK | SOCK_CLOEXEC);
 		if (fd < 0) {
 			if (errno == EINTR || errno == ECONNABORTED || errno == EPROTO)
 				continue;
@@ -244,6 +256,7 @@ static void do_accept(struct server *srv)
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 		struct conn *c = xcalloc(1, sizeof(*c));
 		c->fd = fd;
+		c->dcgm = dcgm;
 		c->heap_idx = MOCK_NO_HEAP;
 		dynbuf_init(&c->in, HR_MOCK_MAX_REQUEST_BYTES);
 		dynbuf_init(&c->out, MOCK_OUT_MAX);
@@ -541,17 +554,17 @@ static void raise_fd_limit(void)
 	}
 }
 
-static int open_listener(const struct mock_config *cfg, char *bound, size_t bound_len, char *err)
+static int open_listener(const char *host, int portnum, char *bound, size_t bound_len, char *err)
 {
 	char port[16];
-	snprintf(port, sizeof(port), "%d", cfg->port);
+	snprintf(port, sizeof(port), "%d", portnum);
 	struct addrinfo hints = {0}, *res = NULL;
 	hints.ai_family = AF_UNSPEC;
 	hints.ai_socktype = SOCK_STREAM;
 	hints.ai_flags = AI_PASSIVE | AI_NUMERICSERV;
-	int rc = getaddrinfo(cfg->host, port, &hints, &res);
+	int rc = getaddrinfo(host, port, &hints, &res);
 	if (rc != 0)
-		return errf(err, "cannot resolve '%s': %s", cfg->host, gai_strerror(rc));
+		return errf(err, "cannot resolve '%s': %s", host, gai_strerror(rc));
 	int fd = -1, saved = 0;
 	for (struct addrinfo *ai = res; ai; ai = ai->ai_next) {
 		fd = socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
@@ -570,8 +583,7 @@ static int open_listener(const struct mock_config *cfg, char *bound, size_t boun
 	}
 	freeaddrinfo(res);
 	if (fd < 0)
-		return errf(err, "cannot listen on %s:%d: %s", cfg->host, cfg->port,
-		            strerror(saved));
+		return errf(err, "cannot listen on %s:%d: %s", host, portnum, strerror(saved));
 
 	struct sockaddr_storage ss;
 	socklen_t sl = sizeof(ss);
@@ -587,12 +599,14 @@ static int open_listener(const struct mock_config *cfg, char *bound, size_t boun
 }
 
 int server_open(struct server *srv, const struct mock_config *cfg, char *bound, size_t bound_len,
-                char *err)
+                char *dbound, size_t dbound_len, char *err)
 {
 	memset(srv, 0, sizeof(*srv));
 	srv->cfg = cfg;
-	srv->epfd = srv->lfd = srv->tfd = -1;
+	srv->epfd = srv->lfd = srv->dfd = srv->tfd = -1;
 	model_init(&srv->model, cfg, model_wake, srv);
+	srv->model.load_changed = tel_load_changed;
+	tel_init(srv, mono_ns());
 	dynbuf_init(&srv->scratch, MOCK_OUT_MAX);
 	srv->started = wall_ns() / 1000000000LL;
 
@@ -606,15 +620,23 @@ int server_open(struct server *srv, const struct mock_config *cfg, char *bound, 
 	srv->model_json_len = strlen(srv->model_json);
 
 	raise_fd_limit();
-	srv->lfd = open_listener(cfg, bound, bound_len, err);
+	srv->lfd = open_listener(cfg->host, cfg->port, bound, bound_len, err);
 	if (srv->lfd < 0)
 		return -1;
+	if (cfg->dcgm) {
+		srv->dfd = open_listener(cfg->dcgm_host, cfg->dcgm_port, dbound, dbound_len, err);
+		if (srv->dfd < 0)
+			return -1;
+	}
 	srv->epfd = epoll_create1(EPOLL_CLOEXEC);
 	srv->tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
 	if (srv->epfd < 0 || srv->tfd < 0)
 		return errf(err, "epoll/timerfd: %s", strerror(errno));
 	struct epoll_event ev = {.events = EPOLLIN, .data.ptr = &tag_listen};
 	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->lfd, &ev) < 0)
+		return errf(err, "epoll_ctl: %s", strerror(errno));
+	ev.data.ptr = &tag_dcgm;
+	if (srv->dfd >= 0 && epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->dfd, &ev) < 0)
 		return errf(err, "epoll_ctl: %s", strerror(errno));
 	ev.data.ptr = &tag_timer;
 	if (epoll_ctl(srv->epfd, EPOLL_CTL_ADD, srv->tfd, &ev) < 0)
@@ -641,7 +663,9 @@ int server_run(struct server *srv, volatile sig_atomic_t *stop, const sigset_t *
 		for (int i = 0; i < n; i++) {
 			void *p = evs[i].data.ptr;
 			if (p == &tag_listen) {
-				do_accept(srv);
+				do_accept(srv, srv->lfd, false);
+			} else if (p == &tag_dcgm) {
+				do_accept(srv, srv->dfd, true);
 			} else if (p == &tag_timer) {
 				uint64_t ticks;
 				if (read(srv->tfd, &ticks, sizeof(ticks)) < 0) {
@@ -674,10 +698,13 @@ void server_close(struct server *srv)
 		close(srv->epfd);
 	if (srv->lfd >= 0)
 		close(srv->lfd);
-	srv->tfd = srv->epfd = srv->lfd = -1;
+	if (srv->dfd >= 0)
+		close(srv->dfd);
+	srv->tfd = srv->epfd = srv->lfd = srv->dfd = -1;
 	free(srv->rbuf);
 	srv->rbuf = NULL;
 	free(srv->model_json);
 	srv->model_json = NULL;
+	tel_free(srv);
 	dynbuf_release(&srv->scratch);
 }

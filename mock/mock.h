@@ -2,12 +2,14 @@
  * model, connections with their one in-progress response, the server, and
  * the functions each file exports.
  *
- *   main.c    command line, signals, start and stop
- *   mock.c    the epoll event loop: sockets, connections, timers
- *   http.c    HTTP/1.1 request parsing and response framing
- *   openai.c  the endpoints: OpenAI-compatible bodies and streamed events
- *   model.c   when each generated chunk is due: fixed TTFT/ITL, or the load
- *             model (an engine loop of continuous batching)
+ *   main.c       command line, signals, start and stop
+ *   mock.c       the epoll event loop: sockets, connections, timers
+ *   http.c       HTTP/1.1 request parsing and response framing
+ *   openai.c     the endpoints: OpenAI-compatible bodies and streamed events
+ *   model.c      when each generated chunk is due: fixed TTFT/ITL, or the
+ *                load model (an engine loop of continuous batching)
+ *   telemetry.c  Prometheus pages that follow the simulated load: vLLM-like
+ *                /metrics, and a DCGM-exporter-like page of simulated GPUs
  */
 #ifndef HR_MOCK_H
 #define HR_MOCK_H
@@ -32,6 +34,10 @@
 #define MOCK_LINGER_MAX_BYTES (64u << 20) /* input discarded while lingering */
 #define MOCK_MAX_BATCH HR_MOCK_MAX_CONNS  /* --max-batch upper bound */
 #define MOCK_NEVER INT64_MAX              /* next_ns: not scheduled; the model wakes it */
+#define MOCK_MAX_GPUS 64                  /* --gpus upper bound */
+#define MOCK_DEFAULT_KV_TOKENS 100000     /* --kv-capacity-tokens */
+#define MOCK_MAX_KV_TOKENS 1000000000000ULL
+#define MOCK_HIST_BUCKETS 16 /* finite buckets of a histogram */
 
 struct mock_config {
 	char host[256];
@@ -48,6 +54,12 @@ struct mock_config {
 	const char *model;           /* served model name (argv or default) */
 	unsigned tokens_per_chunk;
 	bool quiet;
+	/* telemetry (telemetry.c) */
+	uint64_t kv_capacity_tokens; /* --kv-capacity-tokens: notional KV cache size */
+	bool dcgm;                   /* --dcgm-listen given */
+	char dcgm_host[256];
+	int dcgm_port;
+	unsigned gpus; /* --gpus: simulated GPUs on the DCGM page */
 };
 
 /* The response a connection is producing. Generation is step-wise even
@@ -69,6 +81,7 @@ struct stream {
 	int64_t created;  /* Unix seconds */
 	int64_t start_ns; /* monotonic time the request was taken */
 	int64_t next_ns;  /* monotonic time the next step is due; MOCK_NEVER: not yet known */
+	int64_t due_ns;   /* when the last step produced was due (for /metrics) */
 	/* the load model's sequence (model.c); all zero when it is off */
 	struct stream *eprev, *enext; /* in the model's waiting or running list */
 	uint32_t produced;            /* tokens the engine has generated */
@@ -101,6 +114,7 @@ struct conn {
 	bool head;          /* the request being answered is HEAD: no body */
 	bool overflow;      /* output buffer bound reached: internal error */
 	bool dead;          /* closed; freed after the current event batch */
+	bool dcgm;          /* accepted on the DCGM listener: serves only its page */
 	struct conn *prev, *next;
 };
 
@@ -121,8 +135,10 @@ struct conn {
  * it. Tokens are due when their step ends; the model sets the stream's
  * next_ns then and calls wake() so that the server reschedules it.
  *
- * The gauges (running, waiting, the two token totals) are kept in both
- * modes, for a vLLM-like /metrics. */
+ * The gauges (running, waiting, kv_tokens, the two token totals) are kept
+ * in both modes, for the /metrics pages (telemetry.c); load_changed() is
+ * called just before `running` changes, so that the simulated GPUs' energy
+ * can be integrated over time at the old load. */
 struct model {
 	/* parameters */
 	bool load;
@@ -134,7 +150,8 @@ struct model {
 	double decode_ns_per_seq;
 	unsigned tokens_per_chunk;
 	void (*wake)(void *ctx, struct stream *s); /* s->next_ns was set */
-	void *wake_ctx;
+	void (*load_changed)(void *ctx);           /* running is about to change */
+	void *wake_ctx;                            /* ctx of both */
 	/* the engine (load) */
 	struct stream *run_head, *run_tail;   /* running sequences */
 	struct stream *wait_head, *wait_tail; /* the queue, oldest first */
@@ -147,16 +164,39 @@ struct model {
 	uint64_t active_prompt;           /* their prompt tokens, summed */
 	uint64_t running;                 /* sequences generating (load: holding a slot) */
 	uint64_t waiting;                 /* sequences queued for a slot (load only) */
+	uint64_t kv_tokens;               /* running sequences' prompt + generated tokens */
 	uint64_t prompt_tokens_total;     /* prompt tokens prefilled, ever */
 	uint64_t generation_tokens_total; /* tokens generated, ever */
 	uint64_t steps;                   /* engine steps done (load) */
 };
 
+/* A Prometheus histogram: per-bucket (not cumulative) counts. */
+struct histogram {
+	const double *bounds; /* nb finite upper bounds, ascending */
+	unsigned nb;
+	uint64_t bucket[MOCK_HIST_BUCKETS + 1]; /* the last: above every bound */
+	uint64_t count;
+	double sum; /* seconds */
+};
+
+/* What the /metrics pages report beyond the model's gauges (telemetry.c). */
+struct telemetry {
+	struct histogram ttft; /* arrival to first chunk due */
+	struct histogram e2e;  /* arrival to last chunk due */
+	uint64_t success;      /* responses completed */
+	char *model_label;     /* cfg->model escaped for a label value */
+	unsigned gpus;
+	int64_t energy_ns;               /* monotonic time energy is integrated to */
+	double energy_mj[MOCK_MAX_GPUS]; /* per simulated GPU, since start */
+};
+
 struct server {
 	const struct mock_config *cfg;
 	struct model model;
+	struct telemetry tel;
 	int epfd;
 	int lfd;                /* listening socket */
+	int dfd;                /* the DCGM page's listening socket, or -1 */
 	int tfd;                /* timerfd armed at the earliest deadline */
 	int64_t timer_armed_ns; /* 0: disarmed */
 	bool accept_paused;
@@ -176,8 +216,9 @@ struct server {
 };
 
 /* mock.c */
+/* bound, dbound: the addresses listened on (dbound only with cfg->dcgm). */
 int server_open(struct server *srv, const struct mock_config *cfg, char *bound, size_t bound_len,
-                char *err);
+                char *dbound, size_t dbound_len, char *err);
 int server_run(struct server *srv, volatile sig_atomic_t *stop, const sigset_t *run_mask);
 void server_close(struct server *srv);
 
@@ -226,6 +267,20 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 /* Produce what is due of c->st by now, while c's output is below the high
  * water mark; clears c->st.active when the response is complete. */
 void api_pump(struct server *srv, struct conn *c, int64_t now);
+
+/* telemetry.c */
+#define MOCK_PROM_CTYPE "text/plain; version=0.0.4; charset=utf-8"
+void tel_init(struct server *srv, int64_t now);
+void tel_free(struct server *srv);
+/* model->load_changed: integrate the GPUs' energy up to now at the old load. */
+void tel_load_changed(void *ctx);
+/* A response's first chunk was due at `due` (or it ended without one). */
+void tel_first_chunk(struct server *srv, const struct stream *s, int64_t due);
+/* A response completed; its last chunk was due at `due`. */
+void tel_finished(struct server *srv, const struct stream *s, int64_t due);
+/* The pages, into b (reset first). */
+void tel_vllm_page(struct server *srv, struct dynbuf *b);
+void tel_dcgm_page(struct server *srv, struct dynbuf *b, int64_t now);
 
 /* model.c */
 void model_init(struct model *m, const struct mock_config *cfg,

@@ -60,6 +60,22 @@ static void wake(struct model *m, struct stream *s, int64_t at)
 		m->wake(m->wake_ctx, s);
 }
 
+/* Every change of `running` goes through these, so that the telemetry
+ * can integrate over time at the load that held until now. */
+static void running_inc(struct model *m)
+{
+	if (m->load_changed)
+		m->load_changed(m->wake_ctx);
+	m->running++;
+}
+
+static void running_dec(struct model *m)
+{
+	if (m->load_changed)
+		m->load_changed(m->wake_ctx);
+	m->running--;
+}
+
 /* ---- intrusive doubly linked lists ---- */
 
 static void list_push(struct stream **head, struct stream **tail, struct stream *s)
@@ -123,9 +139,10 @@ static double admit(struct model *m)
 	list_del(&m->wait_head, &m->wait_tail, s);
 	m->waiting--;
 	list_push(&m->run_head, &m->run_tail, s);
-	m->running++;
+	running_inc(m);
 	s->phase = SEQ_RUNNING;
 	m->prompt_tokens_total += s->prompt_tokens;
+	m->kv_tokens += s->prompt_tokens;
 	return prefill_ns(m, s);
 }
 
@@ -175,11 +192,13 @@ static void step_finish(struct model *m)
 		next = s->enext;
 		s->produced += adv;
 		m->generation_tokens_total += adv;
+		m->kv_tokens += adv;
 		if (s->next_ns == MOCK_NEVER && s->produced >= chunk_target(m, s))
 			wake(m, s, t);
 		if (s->produced >= s->max_tokens) {
 			list_del(&m->run_head, &m->run_tail, s);
-			m->running--;
+			running_dec(m);
+			m->kv_tokens -= (uint64_t)s->prompt_tokens + s->produced;
 			s->phase = SEQ_DONE;
 		}
 	}
@@ -209,8 +228,9 @@ void model_stream_start(struct model *m, struct stream *s, int64_t now)
 	s->produced = 0;
 	s->phase = SEQ_NONE;
 	if (!m->load || s->max_tokens == 0) {
-		m->running++;
+		running_inc(m);
 		m->prompt_tokens_total += s->prompt_tokens;
+		m->kv_tokens += s->prompt_tokens;
 		s->next_ns = now + (m->load ? 0 : m->ttft_ns);
 		return;
 	}
@@ -233,6 +253,7 @@ int64_t model_next_ns(struct model *m, struct stream *s, uint32_t n)
 {
 	if (s->phase == SEQ_NONE) {
 		m->generation_tokens_total += n;
+		m->kv_tokens += n;
 		return s->next_ns + m->itl_ns;
 	}
 	/* The engine counted these tokens when it generated them. The next
@@ -249,7 +270,8 @@ void model_stream_end(struct model *m, struct stream *s)
 	m->active_prompt -= s->prompt_tokens;
 	switch ((enum seq_phase)s->phase) {
 	case SEQ_NONE:
-		m->running--;
+		running_dec(m);
+		m->kv_tokens -= (uint64_t)s->prompt_tokens + s->sent;
 		break;
 	case SEQ_WAITING:
 		list_del(&m->wait_head, &m->wait_tail, s);
@@ -259,7 +281,8 @@ void model_stream_end(struct model *m, struct stream *s)
 		/* Gone mid-generation (the client left): the slot is free for
 		 * the next step; the one in progress keeps its length. */
 		list_del(&m->run_head, &m->run_tail, s);
-		m->running--;
+		running_dec(m);
+		m->kv_tokens -= (uint64_t)s->prompt_tokens + s->produced;
 		break;
 	case SEQ_DONE:
 		break;

@@ -6,6 +6,10 @@
  *   GET  /v1/models/NAME       that model
  *   POST /v1/chat/completions  chat.completion / chat.completion.chunk
  *   POST /v1/completions       text_completion
+ *   GET  /metrics              vLLM-like Prometheus page (telemetry.c)
+ *
+ * A connection accepted on --dcgm-listen serves only GET /metrics, the
+ * DCGM-exporter-like page.
  *
  * Output length is max_completion_tokens, else max_tokens, else 16. One
  * token is one word and a space, taken from a fixed list starting at a
@@ -420,6 +424,9 @@ void api_pump(struct server *srv, struct conn *c, int64_t now)
 		if (s->sent < s->max_tokens) {
 			if (s->next_ns > now)
 				return;
+			if (s->chunks == 0)
+				tel_first_chunk(srv, s, s->next_ns);
+			s->due_ns = s->next_ns;
 			uint32_t n = s->max_tokens - s->sent;
 			if (n > srv->cfg->tokens_per_chunk)
 				n = srv->cfg->tokens_per_chunk;
@@ -430,6 +437,9 @@ void api_pump(struct server *srv, struct conn *c, int64_t now)
 			s->next_ns = model_next_ns(&srv->model, s, n);
 			continue;
 		}
+		if (s->chunks == 0) /* max_tokens 0: answered now */
+			tel_first_chunk(srv, s, now);
+		tel_finished(srv, s, s->chunks ? s->due_ns : now);
 		if (s->sse)
 			events_end(srv, c);
 		else
@@ -487,27 +497,51 @@ static void respond_scratch(struct server *srv, struct conn *c)
 	http_respond(c, 200, "application/json", srv->scratch.data, srv->scratch.len, NULL);
 }
 
+static const char get_only[] = "Allow: GET, HEAD\r\n";
+
+/* The DCGM listener: GET /metrics and nothing else. */
+static void dcgm_handle(struct server *srv, struct conn *c, const struct http_request *req,
+                        int64_t now)
+{
+	if (!http_path_is(req, "/metrics")) {
+		http_error(c, 404, "no such endpoint", NULL);
+	} else if (!http_method_is(req, "GET") && !c->head) {
+		http_error(c, 405, "use GET", get_only);
+	} else {
+		tel_dcgm_page(srv, &srv->scratch, now);
+		http_respond(c, 200, MOCK_PROM_CTYPE, srv->scratch.data, srv->scratch.len, NULL);
+	}
+}
+
 void api_handle(struct server *srv, struct conn *c, const struct http_request *req, int64_t now)
 {
-	static const char get_only[] = "Allow: GET, HEAD\r\n";
 	static const char post_only[] = "Allow: POST\r\n";
 	static const char models_prefix[] = "/v1/models/";
 	static const size_t plen = sizeof(models_prefix) - 1;
 	struct dynbuf *b = &srv->scratch;
 	srv->nrequests++;
 	c->head = http_method_is(req, "HEAD"); /* answered like GET, without the body */
+	if (c->dcgm) {
+		dcgm_handle(srv, c, req, now);
+		return;
+	}
 
 	bool chat = http_path_is(req, "/v1/chat/completions");
 	bool is_model = req->path_len > plen && memcmp(req->path, models_prefix, plen) == 0;
+	bool metrics = http_path_is(req, "/metrics");
 	if (chat || http_path_is(req, "/v1/completions")) {
 		if (http_method_is(req, "POST"))
 			generate(srv, c, req, chat, now);
 		else
 			http_error(c, 405, "use POST", post_only);
-	} else if (!http_path_is(req, "/health") && !http_path_is(req, "/v1/models") && !is_model) {
+	} else if (!http_path_is(req, "/health") && !http_path_is(req, "/v1/models") && !is_model &&
+	           !metrics) {
 		http_error(c, 404, "no such endpoint", NULL);
 	} else if (!http_method_is(req, "GET") && !c->head) {
 		http_error(c, 405, "use GET", get_only);
+	} else if (metrics) {
+		tel_vllm_page(srv, b);
+		http_respond(c, 200, MOCK_PROM_CTYPE, b->data, b->len, NULL);
 	} else if (http_path_is(req, "/health")) {
 		static const char ok[] = "{\"status\":\"ok\"}";
 		http_respond(c, 200, "application/json", ok, sizeof(ok) - 1, NULL);
