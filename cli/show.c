@@ -313,6 +313,58 @@ static void load_line(FILE *out, json_t *load)
 	fputc('\n', out);
 }
 
+/* GPU and server telemetry: which sources answered, and the headline
+ * series over the profiling window. */
+static void telemetry_block(FILE *out, json_t *t)
+{
+	if (!json_is_object(t))
+		return;
+	fputs("\nTelemetry\n", out);
+	size_t i;
+	json_t *src;
+	json_array_foreach(json_object_get(t, "sources"), i, src)
+	{
+		const char *st = view_str(src, "status"), *d = view_str(src, "detail");
+		char name[SCALAR_LEN], target[SCALAR_LEN];
+		fprintf(out, "  %-7s %-11s %s%s%s\n",
+			view_scalar(name, sizeof name, json_object_get(src, "source")),
+			st ? st : "-",
+			view_scalar(target, sizeof target, json_object_get(src, "target")),
+			d && st && strcmp(st, "ok") != 0 ? ": " : "",
+			d && st && strcmp(st, "ok") != 0 ? d : "");
+	}
+	json_t *ser;
+	json_array_foreach(json_object_get(t, "series"), i, ser)
+	{
+		const char *name = view_str(ser, "name"), *kind = view_str(ser, "kind");
+		const char *gpu = view_str(ser, "gpu");
+		if (!name || !kind)
+			continue;
+		char a[VIEW_NUMLEN], b[VIEW_NUMLEN], c[VIEW_NUMLEN];
+		double x, y, z;
+		char who[64] = "";
+		if (gpu && *gpu)
+			snprintf(who, sizeof who, " [%.40s]", gpu);
+		if (strcmp(kind, "gauge") == 0 && view_num(ser, "avg", &x) &&
+		    view_num(ser, "max", &y) && view_num(ser, "min", &z))
+			fprintf(out, "  %-34s avg %s  min %s  max %s%s\n", name,
+				view_fmt_num(a, x), view_fmt_num(b, z), view_fmt_num(c, y), who);
+		else if (strcmp(kind, "counter") == 0 && view_num(ser, "delta", &x))
+			fprintf(out, "  %-34s +%s%s%s%s\n", name, view_fmt_num(a, x),
+				view_num(ser, "rate", &y) ? "  (" : "",
+				view_num(ser, "rate", &y) ? view_fmt_num(b, y) : "",
+				view_num(ser, "rate", &y) ? "/s)" : "");
+		else if (strcmp(kind, "histogram") == 0 && view_num(ser, "p50", &x) &&
+			 view_num(ser, "p99", &y))
+			fprintf(out, "  %-34s p50 %s  p99 %s%s\n", name, view_fmt_num(a, x),
+				view_fmt_num(b, y), who);
+	}
+	double e;
+	char eb[VIEW_NUMLEN];
+	if (view_num(t, "energy_per_output_token_j", &e))
+		fprintf(out, "  %-34s %s J\n", "energy per output token", view_fmt_num(eb, e));
+}
+
 void show_run(FILE *out, json_t *run)
 {
 	header(out, run);
@@ -342,4 +394,5 @@ void show_run(FILE *out, json_t *run)
 	}
 	load_line(out, json_object_get(summary, "load"));
 	errors_table(out, json_object_get(summary, "errors"));
+	telemetry_block(out, json_object_get(summary, "telemetry"));
 }

@@ -39,6 +39,13 @@
 #define HR_MAX_TRACE_ENTRIES 1000000
 #define HR_MAX_TRACE_HASH_IDS 100000      /* hash_ids of one trace line */
 
+/* telemetry */
+#define HR_MIN_TELEMETRY_INTERVAL_MS 50
+#define HR_MAX_TELEMETRY_INTERVAL_MS 60000
+#define HR_MAX_SCRAPE_URLS 16             /* dcgm_urls and metrics_urls, each */
+#define HR_MAX_SCRAPE_BYTES (8u << 20)    /* one scrape body (prom.h agrees) */
+#define HR_MAX_TELEMETRY_GPUS 64
+
 /* streamed responses (worker side) */
 #define HR_MAX_SSE_LINE (1u << 20)        /* one SSE line: longer is malformed_stream */
 #define HR_MAX_SSE_EVENT (4u << 20)       /* one event's accumulated data */

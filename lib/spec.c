@@ -452,10 +452,82 @@ static int parse_trace(struct vctx *v, json_t *wl, struct spec *s)
 	return 0;
 }
 
+/* An array of http(s) URLs; def (may be NULL) fills a missing one. */
+static json_t *parse_urls(struct vctx *v, json_t *o, const char *key, const char *path,
+			  const char *const *def)
+{
+	json_t *a = json_object_get(o, key);
+	if (!a || json_is_null(a)) {
+		a = json_array();
+		for (; def && *def; def++)
+			json_array_append_new(a, json_string(*def));
+		json_object_set_new(o, key, a);
+		return a;
+	}
+	if (!json_is_array(a) || json_array_size(a) > HR_MAX_SCRAPE_URLS) {
+		fail(v, json_is_array(a) ? "out_of_range" : "wrong_type", path,
+		     "'%s' must be an array of at most %d URLs", path, HR_MAX_SCRAPE_URLS);
+		return NULL;
+	}
+	size_t i;
+	json_t *u;
+	json_array_foreach(a, i, u)
+	{
+		char p[96];
+		snprintf(p, sizeof p, "%s[%zu]", path, i);
+		const char *s = json_string_value(u);
+		if (!s || json_string_length(u) > HR_MAX_URL_LEN ||
+		    (strncmp(s, "http://", 7) != 0 && strncmp(s, "https://", 8) != 0) ||
+		    strpbrk(s, " \t\r\n")) {
+			fail(v, "invalid_value", p, "'%s' must be an http:// or https:// URL", p);
+			return NULL;
+		}
+	}
+	return a;
+}
+
+static int parse_telemetry(struct vctx *v, json_t *root, struct spec *s)
+{
+	json_t *t = get_obj(v, root, "telemetry", "telemetry", 0);
+	if (!t)
+		return -1;
+	static const char *const keys[] = {"nvml",	     "interval_ms",  "scrape_timeout_ms",
+					   "dcgm_urls",	     "server_metrics", "metrics_urls",
+					   NULL};
+	if (check_keys(v, t, "telemetry", keys) < 0)
+		return -1;
+	int b = get_bool(v, t, "nvml", "telemetry.nvml", 1);
+	if (b < 0)
+		return -1;
+	s->telemetry.nvml = b;
+	b = get_bool(v, t, "server_metrics", "telemetry.server_metrics", 1);
+	if (b < 0)
+		return -1;
+	s->telemetry.server_metrics = b;
+	double d;
+	if (get_num(v, t, "interval_ms", "telemetry.interval_ms", 333, 1,
+		    HR_MIN_TELEMETRY_INTERVAL_MS, HR_MAX_TELEMETRY_INTERVAL_MS, 1, &d) < 0)
+		return -1;
+	s->telemetry.interval_ms = (int)d;
+	if (get_num(v, t, "scrape_timeout_ms", "telemetry.scrape_timeout_ms", 1000, 1, 10, 60000,
+		    1, &d) < 0)
+		return -1;
+	s->telemetry.scrape_timeout_ms = (int)d;
+	static const char *const dcgm_default[] = {"http://localhost:9400/metrics",
+						   "http://localhost:9401/metrics", NULL};
+	s->telemetry.dcgm_urls = parse_urls(v, t, "dcgm_urls", "telemetry.dcgm_urls",
+					    dcgm_default);
+	if (!s->telemetry.dcgm_urls)
+		return -1;
+	s->telemetry.metrics_urls = parse_urls(v, t, "metrics_urls", "telemetry.metrics_urls",
+					       NULL);
+	return s->telemetry.metrics_urls ? 0 : -1;
+}
+
 static int validate(struct vctx *v, json_t *root, int default_workers, struct spec *s)
 {
 	static const char *const top[] = {"name", "labels",  "target", "workload",
-	                                  "load", "workers", "warmup", NULL};
+	                                  "load", "workers", "warmup", "telemetry", NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -622,6 +694,9 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 			            "\"rate\"");
 		s->has_warmup = 1;
 	}
+
+	if (parse_telemetry(v, root, s) < 0)
+		return -1;
 
 	/* workers: default from the core count, never more than the slots */
 	int cap =

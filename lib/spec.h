@@ -13,7 +13,8 @@
  *    load{mode, concurrency | rate, arrival, smoothness, max_concurrency,
  *    ramp_s, requests | duration_s, grace_s, cancel{fraction, after_s},
  *    speedup, start_s, end_s}, warmup{requests | duration_s, load{...}},
- *    workers}
+ *    telemetry{nvml, interval_ms, scrape_timeout_ms, dcgm_urls[],
+ *    server_metrics, metrics_urls[]}, workers}
  */
 #ifndef HR_SPEC_H
 #define HR_SPEC_H
@@ -70,6 +71,14 @@ struct spec {
 	double speedup, trace_start_s, trace_end_s; /* trace mode; end 0 = none */
 	int has_warmup;
 	struct spec_load warmup; /* valid when has_warmup */
+	struct {
+		int nvml;             /* sample local GPUs through NVML */
+		int interval_ms;      /* sampling and scraping period */
+		int scrape_timeout_ms;
+		int server_metrics;   /* scrape target.url + "/metrics" */
+		json_t *dcgm_urls;    /* borrowed: array of strings */
+		json_t *metrics_urls; /* borrowed: array of strings (server-like pages) */
+	} telemetry;
 	int workers;
 	json_t *json; /* owned: the normalised spec (all defaults filled) */
 };

@@ -16,6 +16,7 @@
 #include "runs.h"
 #include "spec.h"
 #include "summary.h"
+#include "telesum.h"
 #include "util.h"
 #include "web_assets.h"
 
@@ -348,6 +349,100 @@ static enum MHD_Result h_records(struct call *k)
 	return ret;
 }
 
+/* Telemetry samples, streamed like the records. */
+struct tele_stream {
+	struct tele_cursor *cur;
+	int csv;
+	struct dynbuf buf;
+	size_t off;
+	int rows, eof, failed;
+};
+
+static ssize_t tele_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct tele_stream *ts = cls;
+	while (ts->buf.len - ts->off < max && !ts->eof) {
+		if (ts->off) {
+			memmove(ts->buf.data, ts->buf.data + ts->off, ts->buf.len - ts->off);
+			ts->buf.len -= ts->off;
+			ts->off = 0;
+		}
+		if (!ts->csv && ts->rows)
+			dynbuf_add(&ts->buf, ",", 1);
+		size_t mark = ts->buf.len;
+		int rc = tele_cursor_next(ts->cur, ts->csv, &ts->buf);
+		if (rc == 1) {
+			ts->rows++;
+		} else {
+			if (!ts->csv && ts->rows)
+				ts->buf.len = mark - 1; /* the separator had nothing after it */
+			if (!ts->csv)
+				dynbuf_addstr(&ts->buf, "]}\n");
+			ts->eof = 1;
+			ts->failed = rc < 0;
+		}
+	}
+	size_t avail = ts->buf.len - ts->off;
+	if (avail == 0)
+		return ts->failed ? MHD_CONTENT_READER_END_WITH_ERROR
+				  : MHD_CONTENT_READER_END_OF_STREAM;
+	size_t n = avail < max ? avail : max;
+	memcpy(out, ts->buf.data + ts->off, n);
+	ts->off += n;
+	return (ssize_t)n;
+}
+
+static void tele_stream_free(void *cls)
+{
+	struct tele_stream *ts = cls;
+	tele_cursor_free(ts->cur);
+	dynbuf_release(&ts->buf);
+	free(ts);
+}
+
+static enum MHD_Result h_telemetry(struct call *k)
+{
+	static const char *const fmts[] = {"json", "csv", NULL};
+	const char *fmt;
+	if (want_format(k, fmts, &fmt) < 0)
+		return reply_error(k->conn, 400, "invalid_value", "format",
+				   "'format' must be json or csv");
+	int64_t t0 = runs_t0_wall(k->a->store, k->id);
+	if (t0 == -404)
+		return not_found(k);
+	if (t0 < 0)
+		return reply_internal(k->conn, "cannot read the run");
+	struct tele_stream *ts = xcalloc(1, sizeof *ts);
+	ts->csv = strcmp(fmt, "csv") == 0;
+	dynbuf_init(&ts->buf, (size_t)HR_MAX_SCRAPE_BYTES + EXPORT_BLOCK * 2);
+	ts->cur = tele_cursor_open(k->a->store, k->id, t0);
+	if (!ts->cur) {
+		tele_stream_free(ts);
+		return reply_internal(k->conn, "cannot open the telemetry");
+	}
+	if (ts->csv) {
+		dynbuf_addstr(&ts->buf, tele_csv_header);
+	} else {
+		json_t *src = tele_sources(k->a->store, k->id);
+		char *s = json_dumps(src, JSON_COMPACT);
+		json_decref(src);
+		dynbuf_printf(&ts->buf, "{\"run_id\":%lld,\"t0_wall_ns\":", (long long)k->id);
+		if (t0)
+			dynbuf_printf(&ts->buf, "%lld", (long long)t0);
+		else
+			dynbuf_addstr(&ts->buf, "null");
+		dynbuf_printf(&ts->buf, ",\"sources\":%s,\"samples\":[", s ? s : "[]");
+		free(s);
+	}
+	struct MHD_Response *r = MHD_create_response_from_callback(
+		MHD_SIZE_UNKNOWN, EXPORT_BLOCK, tele_stream_read, ts, tele_stream_free);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
+				ts->csv ? "text/csv; charset=utf-8" : "application/json");
+	enum MHD_Result ret = MHD_queue_response(k->conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 /* --- routing ---------------------------------------------------------------------- */
 
 struct route {
@@ -364,6 +459,7 @@ static const struct route routes[] = {
 	{"POST", "/api/v1/runs/{id}/cancel", h_cancel},
 	{"GET", "/api/v1/runs/{id}/summary", h_summary},
 	{"GET", "/api/v1/runs/{id}/records", h_records},
+	{"GET", "/api/v1/runs/{id}/telemetry", h_telemetry},
 };
 
 void api_list_routes(FILE *out)

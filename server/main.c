@@ -5,6 +5,7 @@
  * runner (a run in progress ends 'interrupted' with its records kept),
  * then the store (every queued write is committed).
  */
+#include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
 #include <signal.h>
@@ -30,6 +31,8 @@ static void usage(FILE *f)
 	      "  --transport ipc|tcp  how workers connect (default ipc)\n"
 	      "  --default-workers N  workers per run when a spec gives none\n"
 	      "                       (default: number of CPU cores)\n"
+	      "  --nvml-lib PATH      NVML library for GPU telemetry (default: $HEADROOM_NVML_LIB,\n"
+	      "                       else libnvidia-ml.so.1); runs go on without it\n"
 	      "  --list-routes        print the API routes and exit\n"
 	      "  --version, --help\n",
 	      f);
@@ -51,6 +54,7 @@ static char *default_worker_bin(void)
 int main(int argc, char **argv)
 {
 	const char *listen = "127.0.0.1:8080", *data = "headroom-data", *transport = "ipc";
+	const char *nvml_lib = NULL;
 	char *worker_bin = NULL, *data_abs = NULL;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
@@ -72,6 +76,8 @@ int main(int argc, char **argv)
 			return 2;
 		} else if (strcmp(a, "--listen") == 0) {
 			listen = v;
+		} else if (strcmp(a, "--nvml-lib") == 0) {
+			nvml_lib = v;
 		} else if (strcmp(a, "--data") == 0) {
 			data = v;
 		} else if (strcmp(a, "--worker-bin") == 0) {
@@ -114,6 +120,7 @@ int main(int argc, char **argv)
 	sigaddset(&set, SIGTERM);
 	pthread_sigmask(SIG_BLOCK, &set, NULL);
 	signal(SIGPIPE, SIG_IGN);
+	curl_global_init(CURL_GLOBAL_DEFAULT); /* before any thread: it is not thread-safe */
 
 	char err[HR_ERRLEN];
 	struct store *store = NULL;
@@ -139,7 +146,8 @@ int main(int argc, char **argv)
 	struct runner_opts ro = {.data_dir = data_abs ? data_abs : data,
 				 .worker_bin = worker_bin,
 				 .transport = transport,
-				 .default_workers = default_workers};
+				 .default_workers = default_workers,
+				 .nvml_lib = nvml_lib};
 	if (runner_start(store, &ro, &runner, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
@@ -162,5 +170,6 @@ out:
 	store_free(store);
 	free(worker_bin);
 	free(data_abs);
+	curl_global_cleanup();
 	return status;
 }

@@ -20,6 +20,7 @@
 #include "runs.h"
 #include "spec.h"
 #include "summary.h"
+#include "telemetry.h"
 #include "util.h"
 
 extern char **environ;
@@ -516,6 +517,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	c.started = mono_ns();
 	fprintf(stderr, "headroomd: run %lld started with %d worker(s)\n", (long long)id, c.n);
 
+	/* telemetry from before the first request (the baseline) to after the last */
+	struct collector *tele = collector_start(r->store, id, &c.spec, r->o.nvml_lib);
 	if (open_socket(&c) == 0) {
 		for (int i = 0; i < c.n; i++)
 			if (spawn_worker(&c, i) < 0) {
@@ -568,6 +571,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	terminate_all(&c);
 	reap(&c);
 	post_progress(&c);
+	collector_stop(tele);
 	if (c.sock)
 		zmq_close(c.sock);
 	if (c.sockpath[0])
@@ -575,7 +579,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 
 	runs_sync(r->store);
 	long long valid = 0;
-	json_t *summary = summary_compute(r->store, id, &c.spec, &valid, err);
+	json_t *summary = summary_compute(r->store, id, &c.spec, c.t0_wall, &valid, err);
 	if (!summary)
 		fprintf(stderr, "headroomd: run %lld: summary failed: %s\n", (long long)id, err);
 	const char *state = RUN_SUCCEEDED;

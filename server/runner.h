@@ -20,6 +20,7 @@ struct runner_opts {
 	const char *worker_bin;  /* borrowed; path of headroom-worker */
 	const char *transport;   /* "ipc" (default) or "tcp" */
 	int default_workers;     /* used when a spec gives none */
+	const char *nvml_lib;    /* borrowed; NULL: HEADROOM_NVML_LIB or the system's */
 };
 
 struct runner;

@@ -607,6 +607,26 @@ int runs_counts(struct store *s, int *queued, int *running)
 	return rc;
 }
 
+int64_t runs_t0_wall(struct store *s, int64_t id)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	int64_t rc = -1;
+	if (sqlite3_prepare_v2(db, "SELECT t0_wall_ns FROM runs WHERE id = ?", -1, &st, NULL) ==
+	    SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		int step = sqlite3_step(st);
+		if (step == SQLITE_ROW)
+			rc = sqlite3_column_type(st, 0) == SQLITE_NULL ? 0
+								       : sqlite3_column_int64(st, 0);
+		else if (step == SQLITE_DONE)
+			rc = -404;
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return rc;
+}
+
 /* --- record cursor ------------------------------------------------------------------ */
 
 struct rec_cursor {

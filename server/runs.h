@@ -64,6 +64,9 @@ int runs_list(struct store *s, int limit, int64_t before, const char *state, jso
 /* The stored summary JSON text (caller frees) or NULL with *rc = -404 / -409 (none yet). */
 char *runs_summary_text(struct store *s, int64_t id, int *rc);
 int runs_counts(struct store *s, int *queued, int *running);
+/* The run's time zero as wall-clock ns: 0 when it never started, -404
+ * unknown id, -1 on error. */
+int64_t runs_t0_wall(struct store *s, int64_t id);
 
 /* Cursor over a run's records in (worker, seq) order, decoding each into
  * a record (chunk times included). Holds a reader connection until freed. */

@@ -10,6 +10,7 @@
 #include "metrics.h"
 #include "runs.h"
 #include "stats.h"
+#include "telesum.h"
 #include "util.h"
 
 static json_t *stats_json(const char *unit, double *vals, size_t n)
@@ -111,7 +112,7 @@ static json_t *load_json(const struct spec *spec, struct ivec *starts, struct iv
 }
 
 json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec,
-			long long *valid_out, char *err)
+			int64_t t0_wall, long long *valid_out, char *err)
 {
 	struct rec_cursor *c = rec_cursor_open(s, run_id);
 	if (!c) {
@@ -203,12 +204,18 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 			json_object_set_new(errors, hr_err_name(e), json_integer(errors_by[e]));
 		}
 	nerr = requests - valid;
-	out = json_pack("{s:I, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o}", "run_id",
+	int64_t ws = 0, we = 0;
+	if (t0_wall && valid) {
+		ws = t0_wall + first_start;
+		we = t0_wall + last_end;
+	}
+	json_t *tele = telesum_compute(s, run_id, ws, we, sum_osl);
+	out = json_pack("{s:I, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:o}", "run_id",
 			(json_int_t)run_id, "metrics_version", METRICS_VERSION, "window_s",
 			window_s, "counts", "requests", (json_int_t)requests, "valid",
 			(json_int_t)valid, "errors", (json_int_t)nerr, "warmup", (json_int_t)warmup,
 			"errors", errors, "load", load_json(spec, &starts, &dones), "metrics",
-			metrics);
+			metrics, "telemetry", tele);
 	if (valid_out)
 		*valid_out = valid;
 done:

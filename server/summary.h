@@ -15,10 +15,12 @@
 #include "store.h"
 
 /* Returns a new summary object, or NULL with err. spec (borrowed) gives
- * the requested load to compare with what was achieved. valid_out (may be
+ * the requested load to compare with what was achieved; t0_wall (wall ns
+ * of the run's time zero, 0 if it never started) places the profiling
+ * window on the telemetry timeline. valid_out (may be
  * NULL) receives the number of valid profiling records. */
 json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec,
-			long long *valid_out, char *err);
+			int64_t t0_wall, long long *valid_out, char *err);
 
 /* Summary JSON -> CSV text (caller frees). */
 char *summary_to_csv(json_t *summary);
