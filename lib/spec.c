@@ -476,12 +476,30 @@ static json_t *parse_urls(struct vctx *v, json_t *o, const char *key, const char
 		char p[96];
 		snprintf(p, sizeof p, "%s[%zu]", path, i);
 		const char *s = json_string_value(u);
-		if (!s || json_string_length(u) > HR_MAX_URL_LEN ||
-		    (strncmp(s, "http://", 7) != 0 && strncmp(s, "https://", 8) != 0) ||
-		    strpbrk(s, " \t\r\n")) {
-			fail(v, "invalid_value", p, "'%s' must be an http:// or https:// URL", p);
+		if (!s) {
+			fail(v, "wrong_type", p, "'%s' must be a string", p);
 			return NULL;
 		}
+		if (json_string_length(u) > HR_MAX_URL_LEN) {
+			fail(v, "out_of_range", p, "'%s' is longer than %d bytes", p, HR_MAX_URL_LEN);
+			return NULL;
+		}
+		int bad = strlen(s) != json_string_length(u) ||
+			  (strncmp(s, "http://", 7) != 0 && strncmp(s, "https://", 8) != 0);
+		for (const char *c = s; *c; c++)
+			bad |= (unsigned char)*c <= ' ' || *c == 0x7f;
+		if (bad) {
+			fail(v, "invalid_value", p,
+			     "'%s' must be an http:// or https:// URL without spaces or control "
+			     "characters",
+			     p);
+			return NULL;
+		}
+		for (size_t k = 0; k < i; k++)
+			if (strcmp(json_string_value(json_array_get(a, k)), s) == 0) {
+				fail(v, "invalid_value", p, "'%s' repeats %s[%zu]", p, path, k);
+				return NULL;
+			}
 	}
 	return a;
 }

@@ -368,6 +368,9 @@ static void *collector_main(void *arg)
 
 static void add_source(struct collector *c, int kind, const char *target)
 {
+	for (int i = 0; i < c->nsrc; i++) /* the same page twice would double-count */
+		if (c->src[i].kind == kind && strcmp(c->src[i].target, target) == 0)
+			return;
 	c->src = xrealloc(c->src, (size_t)(c->nsrc + 1) * sizeof *c->src);
 	struct source *s = &c->src[c->nsrc++];
 	memset(s, 0, sizeof *s);

@@ -99,8 +99,14 @@ static size_t buckets_of(const char *detail, struct prom_bucket *out, size_t max
 
 #define MAX_BUCKETS 128
 
-static json_t *group_json(struct group *g, int64_t ws, int64_t we, double *energy_j,
-			  double *power_sum)
+/* GPU energy and power, per source: NVML and a DCGM exporter usually see
+ * the same GPUs, so only one source's figures are used (NVML first). */
+struct energy {
+	double energy_j[2], power_w[2];
+	int has_energy[2], has_power[2];
+};
+
+static json_t *group_json(struct group *g, int64_t ws, int64_t we, struct energy *en)
 {
 	json_t *o = json_pack("{s:s, s:s, s:s, s:s, s:s}", "source", g->source, "name",
 			      g->series, "gpu", g->gpu, "labels", g->labels, "kind", g->kind);
@@ -122,8 +128,11 @@ static json_t *group_json(struct group *g, int64_t ws, int64_t we, double *energ
 			json_object_set_new(o, "p50", json_real(st.p[4]));
 			json_object_set_new(o, "p90", json_real(st.p[6]));
 			json_object_set_new(o, "p99", json_real(st.p[8]));
-			if (strcmp(g->series, "gpu.power_w") == 0)
-				*power_sum += st.avg;
+			int k = strcmp(g->source, "nvml") == 0 ? 0 : 1;
+			if (strcmp(g->series, "gpu.power_w") == 0) {
+				en->power_w[k] += st.avg;
+				en->has_power[k] = 1;
+			}
 		}
 		dvec_release(&d);
 		return o;
@@ -135,15 +144,24 @@ static json_t *group_json(struct group *g, int64_t ws, int64_t we, double *energ
 		double inc = increase(g, a, b);
 		json_object_set_new(o, "delta", json_real(inc));
 		json_object_set_new(o, "rate", dt > 0 ? json_real(inc / dt) : json_null());
-		if (strcmp(g->series, "gpu.energy_j") == 0)
-			*energy_j = (isnan(*energy_j) ? 0 : *energy_j) + inc;
+		if (strcmp(g->series, "gpu.energy_j") == 0 && b > a) {
+			int k = strcmp(g->source, "nvml") == 0 ? 0 : 1;
+			en->energy_j[k] += inc;
+			en->has_energy[k] = 1;
+		}
 		return o;
 	}
-	/* histogram: bucket increases over the window */
+	/* histogram: bucket increases over the window; with a single sample
+	 * there is no increase to measure */
+	if (a == b) {
+		json_object_set_new(o, "count", json_real(0));
+		return o;
+	}
 	struct prom_bucket b0[MAX_BUCKETS], b1[MAX_BUCKETS];
-	size_t n0 = buckets_of(a == b ? NULL : g->p[a].detail, b0, MAX_BUCKETS);
+	size_t n0 = buckets_of(g->p[a].detail, b0, MAX_BUCKETS);
 	size_t n1 = buckets_of(g->p[b].detail, b1, MAX_BUCKETS);
-	if (n0 == n1)
+	int reset = n0 != n1 || (n1 && b1[n1 - 1].value < b0[n0 - 1].value);
+	if (!reset) /* a server restarted inside the window counts from zero */
 		for (size_t i = 0; i < n1; i++)
 			b1[i].value -= b0[i].value;
 	double count = n1 ? b1[n1 - 1].value : 0;
@@ -185,7 +203,8 @@ json_t *telesum_compute(struct store *s, int64_t run_id, int64_t ws, int64_t we,
 			long long output_tokens)
 {
 	json_t *series = json_array();
-	double energy = NAN, power_sum = 0;
+	struct energy en;
+	memset(&en, 0, sizeof en);
 	long long raw = 0;
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
@@ -205,7 +224,7 @@ json_t *telesum_compute(struct store *s, int64_t run_id, int64_t ws, int64_t we,
 				if (strncmp(g.series, "gpu.", 4) == 0 ||
 				    strncmp(g.series, "server.", 7) == 0)
 					json_array_append_new(
-						series, group_json(&g, ws, we, &energy, &power_sum));
+						series, group_json(&g, ws, we, &en));
 				else
 					raw++;
 				group_reset(&g);
@@ -236,8 +255,13 @@ json_t *telesum_compute(struct store *s, int64_t run_id, int64_t ws, int64_t we,
 	sqlite3_finalize(st);
 	store_reader_put(s, db);
 	double window_s = we > ws ? (double)(we - ws) / 1e9 : 0;
-	if (isnan(energy) && power_sum > 0 && window_s > 0)
-		energy = power_sum * window_s; /* only power known: mean power x time */
+	double energy = NAN;
+	for (int k = 0; k < 2 && isnan(energy); k++) {
+		if (en.has_energy[k])
+			energy = en.energy_j[k];
+		else if (en.has_power[k] && window_s > 0)
+			energy = en.power_w[k] * window_s; /* only power: mean power x time */
+	}
 	json_t *o = json_object();
 	json_object_set_new(o, "sources", tele_sources(s, run_id));
 	json_object_set_new(o, "window_start_ns", ws ? json_integer(ws) : json_null());

@@ -7,11 +7,15 @@ of requests/duration_s, bad URLs, header injection, workers > concurrency,
 huge and NaN-like numbers, depth bombs, duplicate keys, long non-ASCII
 names; fields that do not apply to the load mode, rate mode without a
 rate, smoothness without the gamma law, bad trace lines (the message names
-the line), bad warm-ups, cancellation and sessions) must each be answered
+the line), bad warm-ups, cancellation and sessions, bad telemetry settings
+(wrong types, out-of-range periods, URLs that are not http(s), too many
+URLs, unknown fields; URL errors name the element, telemetry.dcgm_urls[2])
+must each be answered
 400 with the expected error.code and error.field; the api/openapi.yaml
 RunSpec schema must reject the same documents wherever JSON Schema can say
 so, and accept the boundary values the server accepts in every mode, as
-well as the normalised spec the server stores. Oversize bodies get 413
+well as the normalised spec the server stores (every default filled in,
+telemetry's included). Oversize bodies get 413
 (announced by Content-Length or sent chunked), unknown and non-numeric ids
 404, bad query parameters 400 naming the parameter, and a few hundred
 seeded random bodies 400. Through all of it the daemon must keep
@@ -91,6 +95,16 @@ WARM_RATE = with_("warmup", {"duration_s": 1, "load": {"mode": "rate", "rate": 5
 SESSIONS = with_("workload.sessions", {"turns": {"mean": 2, "stddev": 1},
                                        "think_time_s": {"mean": 0.5, "stddev": 0.1}})
 CANCEL = with_("load.cancel", {"fraction": 0.5, "after_s": 0.25})
+TELE = with_("telemetry", {"nvml": False, "interval_ms": 100, "scrape_timeout_ms": 500,
+                           "dcgm_urls": ["http://127.0.0.1:9400/metrics"],
+                           "server_metrics": False,
+                           "metrics_urls": ["https://router.example:8443/metrics"]})
+# the normalised spec's telemetry when the spec gives none (lib/spec.c)
+DEFAULT_TELEMETRY = {"nvml": True, "interval_ms": 333, "scrape_timeout_ms": 1000,
+                     "dcgm_urls": ["http://localhost:9400/metrics",
+                                   "http://localhost:9401/metrics"],
+                     "server_metrics": True, "metrics_urls": []}
+URLS = ["http://127.0.0.1:%d/metrics" % (9400 + i) for i in range(16)]
 
 
 def trace_with(*lines):
@@ -160,6 +174,11 @@ def spec_cases():
         "load.offset_s")
     add("unknown nested object", with_("target.tls", {"verify": False}), "unknown_field",
         "target.tls")
+    for path in ("telemetry.foo", "telemetry.Nvml", "telemetry.interval", "telemetry.gpus",
+                 "telemetry.dcgm_url"):
+        add("unknown %s" % path, with_(path, 1, base=TELE), "unknown_field", path)
+    add("unknown telemetry field, otherwise empty", with_("telemetry", {"urls": []}),
+        "unknown_field", "telemetry.urls")
 
     # --- missing ------------------------------------------------------------------------
     for path in ("target", "target.url", "target.model", "load"):
@@ -219,7 +238,11 @@ def spec_cases():
              (WARM_RATE, "warmup.duration_s", "number"), (WARM_RATE, "warmup.load.rate", "number"),
              (WARM_RATE, "warmup.load.arrival", "string"),
              (WARM_RATE, "warmup.load.smoothness", "number"),
-             (WARM_RATE, "warmup.load.max_concurrency", "integer")]
+             (WARM_RATE, "warmup.load.max_concurrency", "integer"),
+             (TELE, "telemetry", "object"), (TELE, "telemetry.nvml", "bool"),
+             (TELE, "telemetry.server_metrics", "bool"),
+             (TELE, "telemetry.interval_ms", "integer"),
+             (TELE, "telemetry.scrape_timeout_ms", "integer")]
     for base, path, kind in moded:
         for v in wrong[kind]:
             add("%s = %r" % (path, v), with_(path, v, base=base), "wrong_type", path)
@@ -233,6 +256,11 @@ def spec_cases():
     add("header value list", with_("target.headers.X-Test", ["a"]), "wrong_type",
         "target.headers.X-Test")
     add("NaN as string", with_("load.concurrency", "NaN"), "wrong_type", "load.concurrency")
+    for path in ("telemetry.dcgm_urls", "telemetry.metrics_urls"):
+        for v in ("http://127.0.0.1:9400/metrics", 1, True, {"url": "http://x"}):
+            add("%s = %r" % (path, v), with_(path, v, base=TELE), "wrong_type", path)
+    add("telemetry.interval_ms as a string", with_("telemetry", {"interval_ms": "333"}),
+        "wrong_type", "telemetry.interval_ms")
     add("Infinity as string", with_("target.timeout_s", "Infinity"), "wrong_type",
         "target.timeout_s")
 
@@ -283,7 +311,9 @@ def spec_cases():
             (WARM_RATE, "warmup.duration_s", [0, 0.0009, 604801]),
             (WARM_RATE, "warmup.load.rate", [0, 1000001]),
             (WARM_RATE, "warmup.load.smoothness", [0, 1001]),
-            (WARM_RATE, "warmup.load.max_concurrency", [0, 100001])]
+            (WARM_RATE, "warmup.load.max_concurrency", [0, 100001]),
+            (TELE, "telemetry.interval_ms", [49, 0, -1, -333, 60001, 1e300]),
+            (TELE, "telemetry.scrape_timeout_ms", [9, 0, -1, 60001, 1e300])]
     for base, path, values in rng2:
         for v in values:
             add("%s = %r" % (path, v), with_(path, v, base=base), "out_of_range", path)
@@ -300,6 +330,11 @@ def spec_cases():
     add("workers > concurrency", with_("workers", 3), "out_of_range", "workers", schema=False)
     add("workers > default concurrency", with_("workers", 2, "load.concurrency", DEL),
         "out_of_range", "workers", schema=False)
+    for path in ("telemetry.dcgm_urls", "telemetry.metrics_urls"):
+        add("17 %s" % path, with_(path, URLS + ["http://127.0.0.1:1/metrics"], base=TELE),
+            "out_of_range", path)
+        add("1000 %s" % path, with_(path, URLS * 62 + URLS[:8], base=TELE), "out_of_range",
+            path)
     add("65 labels", with_("labels", {"l%d" % i: "v" for i in range(65)}), "out_of_range",
         "labels")
     add("long label value", with_("labels.k", "v" * 4097), "out_of_range", "labels.k")
@@ -323,6 +358,38 @@ def spec_cases():
             "workload.kind")
     for mode in ("poisson", "Rate", "", "open", "closed"):
         add("load.mode %r" % mode, with_("load.mode", mode), "invalid_value", "load.mode")
+    # telemetry URLs: the element is named; a non-string is wrong_type, an
+    # over-long URL out_of_range, anything else not a plain http(s) URL invalid_value
+    for url in ("", "ftp://h/metrics", "HTTP://h/metrics", "Https://h/metrics", "http//h",
+                "http:/h/metrics", "//h/metrics", "localhost:9400/metrics", " http://h",
+                "http://h /metrics", "http://h\t/metrics", "http://h/metrics\n",
+                "http://h\r\nX: y", "http://" + "a" * 2042, 1, None, True, ["http://h"],
+                {"url": "http://h"}):
+        label = url if not isinstance(url, str) or len(url) < 100 else "%d chars" % len(url)
+        code = ("wrong_type" if not isinstance(url, str) else
+                "out_of_range" if len(url) > 2048 else "invalid_value")
+        add("telemetry.dcgm_urls[0] %r" % (label,), with_("telemetry.dcgm_urls", [url],
+                                                          base=TELE),
+            code, "telemetry.dcgm_urls[0]")
+        add("telemetry.metrics_urls[2] %r" % (label,),
+            with_("telemetry.metrics_urls", URLS[:2] + [url] + URLS[2:5], base=TELE),
+            code, "telemetry.metrics_urls[2]")
+    for ctl in ("\x01", "\x7f", "\x1b"):
+        add("telemetry URL with control %r" % ctl,
+            with_("telemetry.dcgm_urls", ["http://h/me" + ctl + "trics"], base=TELE),
+            "invalid_value", "telemetry.dcgm_urls[0]")
+    add("telemetry: a repeated URL is named", with_("telemetry.metrics_urls",
+                                                    [URLS[0], URLS[1], URLS[0]], base=TELE),
+        "invalid_value", "telemetry.metrics_urls[2]")
+    add("telemetry.dcgm_urls[15] bad", with_("telemetry.dcgm_urls", URLS[:15] + ["gopher://h"],
+                                             base=TELE),
+        "invalid_value", "telemetry.dcgm_urls[15]")
+    add("telemetry: the first bad URL is named", with_("telemetry.dcgm_urls",
+                                                       [URLS[0], "x", "y"], base=TELE),
+        "invalid_value", "telemetry.dcgm_urls[1]")
+    add("telemetry: dcgm_urls are checked before metrics_urls",
+        with_("telemetry.dcgm_urls", ["x"], "telemetry.metrics_urls", ["y"], base=TELE),
+        "invalid_value", "telemetry.dcgm_urls[0]")
 
     # --- load modes: what applies where ---------------------------------------------------
     add("rate mode without rate", with_("load.rate", DEL, base=RATE), "missing_field",
@@ -663,6 +730,29 @@ def valid_specs():
             "smoothness": None, "max_concurrency": None, "ramp_s": None}})),
         ("warmup load null", with_("warmup", {"requests": 1, "load": None})),
         ("warmup null", with_("warmup", None)),
+
+        # --- telemetry
+        ("telemetry", TELE),
+        ("telemetry empty", with_("telemetry", {})),
+        ("telemetry null", with_("telemetry", None)),
+        ("telemetry nulls", with_("telemetry", {"nvml": None, "interval_ms": None,
+                                                "scrape_timeout_ms": None, "dcgm_urls": None,
+                                                "server_metrics": None, "metrics_urls": None})),
+        ("telemetry lower bounds", with_("telemetry", {
+            "nvml": False, "interval_ms": 50, "scrape_timeout_ms": 10, "dcgm_urls": [],
+            "server_metrics": False, "metrics_urls": []})),
+        ("telemetry upper bounds", with_("telemetry", {
+            "nvml": True, "interval_ms": 60000, "scrape_timeout_ms": 60000,
+            "dcgm_urls": URLS[:15] + ["https://" + "d" * 2040],
+            "server_metrics": True, "metrics_urls": ["http://" + "m" * 2041] + URLS[1:]})),
+        ("telemetry whole reals", with_("telemetry", {"interval_ms": 250.0,
+                                                      "scrape_timeout_ms": 1e3})),
+        ("telemetry URLs: any host, port, path, query", with_("telemetry", {
+            "dcgm_urls": ["http://[::1]:9400/metrics", "https://gpu-7.example/dcgm?x=1&y=%20",
+                          "http://h/\u00e9", "http://h/\u00e9/2"],
+            "metrics_urls": ["http://router:8080/metrics#frag", "http://a"]})),
+        ("telemetry in a rate run", with_("telemetry", {"interval_ms": 1000}, base=RATE)),
+        ("telemetry in a trace run", with_("telemetry", {"dcgm_urls": []}, base=TRACE)),
     ]
     return out
 
@@ -674,7 +764,8 @@ def normalised_expectations():
         "base": [("load.ramp_s", 0), ("load.grace_s", 30),
                  ("load.cancel", {"fraction": 0, "after_s": 0}), ("absent", "warmup"),
                  ("absent", "load.rate"), ("absent", "load.speedup"),
-                 ("absent", "workload.sessions"), ("absent", "workload.trace")],
+                 ("absent", "workload.sessions"), ("absent", "workload.trace"),
+                 ("telemetry", DEFAULT_TELEMETRY)],
         "rate": [("load.arrival", "poisson"), ("absent", "load.smoothness"),
                  ("absent", "load.concurrency"), ("absent", "load.max_concurrency"),
                  ("load.ramp_s", 0), ("absent", "load.speedup"), ("workers", 1)],
@@ -715,6 +806,21 @@ def normalised_expectations():
         "warmup load null": [("warmup.load", {"mode": "concurrency", "concurrency": 2,
                                               "ramp_s": 0})],
         "warmup null": [("absent", "warmup")],
+        "telemetry": [("telemetry", TELE["telemetry"])],
+        "telemetry empty": [("telemetry", DEFAULT_TELEMETRY)],
+        "telemetry null": [("telemetry", DEFAULT_TELEMETRY)],
+        "telemetry nulls": [("telemetry", DEFAULT_TELEMETRY)],
+        "telemetry lower bounds": [("telemetry", {
+            "nvml": False, "interval_ms": 50, "scrape_timeout_ms": 10, "dcgm_urls": [],
+            "server_metrics": False, "metrics_urls": []})],
+        "telemetry upper bounds": [("telemetry.dcgm_urls", URLS[:15] + ["https://" + "d" * 2040]),
+                                   ("telemetry.metrics_urls", ["http://" + "m" * 2041] + URLS[1:]),
+                                   ("telemetry.interval_ms", 60000),
+                                   ("telemetry.scrape_timeout_ms", 60000)],
+        "telemetry whole reals": [("telemetry", dict(DEFAULT_TELEMETRY, interval_ms=250,
+                                                     scrape_timeout_ms=1000))],
+        "telemetry in a rate run": [("telemetry", dict(DEFAULT_TELEMETRY, interval_ms=1000))],
+        "telemetry in a trace run": [("telemetry", dict(DEFAULT_TELEMETRY, dcgm_urls=[]))],
     }
 
 
@@ -742,6 +848,8 @@ class ApiErrorsTest(unittest.TestCase):
                                                 resolver=RefResolver.from_schema(doc))
         cls.doc_examples = [("api/openapi.yaml RunSpec example %d" % i, ex) for i, ex in
                             enumerate(doc["components"]["schemas"]["RunSpec"]["examples"])]
+        tele = doc["components"]["schemas"]["RunSpec"]["properties"]["telemetry"]
+        cls.telemetry_defaults = {k: v["default"] for k, v in tele["properties"].items()}
         cls.tmp = hrtest.tempdir()
         cls.data = os.path.join(cls.tmp.name, "data")
         os.mkdir(cls.data)
@@ -903,6 +1011,10 @@ class ApiErrorsTest(unittest.TestCase):
                                                  "cancel": {"fraction": 0, "after_s": 0}})
                     self.assertEqual(n["workers"], 1)
                     self.assertNotIn("warmup", n)
+                    self.assertEqual(n["telemetry"], DEFAULT_TELEMETRY)
+                if label == "telemetry empty":
+                    # the document's defaults are the server's
+                    self.assertEqual(run["spec"]["telemetry"], self.telemetry_defaults)
                 for path, want in expect.get(label, []):
                     if path == "absent":
                         self.assertIs(dig(run["spec"], want), DEL,
@@ -965,7 +1077,8 @@ class ApiErrorsTest(unittest.TestCase):
         for raw_id in bad:
             seg = urllib.parse.quote(raw_id, safe="")
             for method, suffix in (("GET", ""), ("GET", "/summary"), ("GET", "/records"),
-                                   ("GET", "/records?format=csv"), ("POST", "/cancel")):
+                                   ("GET", "/records?format=csv"), ("GET", "/telemetry"),
+                                   ("GET", "/telemetry?format=csv"), ("POST", "/cancel")):
                 path = "/api/v1/runs/%s%s" % (seg, suffix)
                 with self.subTest(path=path[:80]):
                     st, body, _ = self.request(method, path, body=b"" if method == "POST"
@@ -1004,6 +1117,10 @@ class ApiErrorsTest(unittest.TestCase):
                 ("PUT", "/api/v1/healthz", 405, "method_not_allowed", None),
                 ("GET", "/api/v1/runs/1/cancel", 405, "method_not_allowed", None),
                 ("POST", "/api/v1/runs/1/records", 405, "method_not_allowed", None),
+                ("POST", "/api/v1/runs/1/telemetry", 405, "method_not_allowed", None),
+                ("DELETE", "/api/v1/runs/1/telemetry/", 405, "method_not_allowed", None),
+                ("GET", "/api/v1/runs/1/telemetry/x", 404, "not_found", None),
+                ("GET", "/api/v1/runs/1/telemetrics", 404, "not_found", None),
                 ("OPTIONS", "/api/v1/runs", 405, "method_not_allowed", None)):
             with self.subTest(method=method, path=path):
                 st, body, _ = self.request(method, path)
@@ -1027,6 +1144,9 @@ class ApiErrorsTest(unittest.TestCase):
                           "invalid_value", "format"))
         for v in ("json", "CSV", "", "ndjson", "jsonl\n"):
             cases.append(("/api/v1/runs/999999/records?format=" + urllib.parse.quote(v),
+                          "invalid_value", "format"))
+        for v in ("jsonl", "JSON", "", "xml", "csv ", "prometheus"):
+            cases.append(("/api/v1/runs/999999/telemetry?format=" + urllib.parse.quote(v),
                           "invalid_value", "format"))
         for path, code, field in cases:
             with self.subTest(path=path):

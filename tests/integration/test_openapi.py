@@ -13,6 +13,11 @@
    documented schema (JSON bodies; each JSONL line against RecordRow; CSV
    headers against the documented columns).
 
+Telemetry (RunSpec.telemetry, Summary.telemetry, GET /runs/{id}/telemetry
+as JSON and CSV) is checked on every run these tests make, and the JSON
+and CSV exports are checked to agree with each other and with the
+summary.
+
 The response tests are split by what they need:
 
 - ApiSurfaceTest runs headroomd with a stand-in worker program that starts
@@ -25,7 +30,15 @@ The response tests are split by what they need:
   one queued behind it, a rate-mode run (constant arrivals: requested
   versus achieved load, schedule lag) and a run with a warm-up (progress
   phases, warm-up records apart from the profiling ones). It needs a
-  functional headroom-worker, with rate mode and warm-up.
+  functional headroom-worker, with rate mode and warm-up. Its daemon is
+  pointed at an NVML library that does not exist, so NVML is always
+  `unavailable` there.
+- TelemetryRunTest runs headroomd with the fake NVML library
+  (build/tests/fake_nvml, two GPUs) against the mock with its DCGM-like
+  page: a concurrency run whose summary has non-empty telemetry series of
+  every kind (NVML, DCGM, the server's /metrics), checked against the raw
+  samples of the export, and a run whose every source is unavailable.
+  It needs a functional headroom-worker (concurrency mode only).
 
 Run: HEADROOM_BIN=build/bin /usr/bin/python3 tests/integration/test_openapi.py
 """
@@ -53,6 +66,12 @@ LIMITS_H = os.path.join(hrtest.SRC, "lib", "limits.h")
 HEADROOMD = os.path.join(hrtest.BIN, "headroomd")
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 MAX_BODY = 1 << 20
+# the normalised spec's telemetry when the spec gives none (lib/spec.c)
+DEFAULT_TELEMETRY = {"nvml": True, "interval_ms": 333, "scrape_timeout_ms": 1000,
+                     "dcgm_urls": ["http://localhost:9400/metrics",
+                                   "http://localhost:9401/metrics"],
+                     "server_metrics": True, "metrics_urls": []}
+FAKE_NVML = os.path.join(hrtest.BIN, "..", "tests", "fake_nvml", "libnvidia-ml.so.1")
 
 
 def load_doc():
@@ -352,6 +371,7 @@ class DocumentTest(unittest.TestCase):
         warm = spec["warmup"]["properties"]
         wload = sch["WarmupLoad"]["properties"]
         sess = sch["Sessions"]["properties"]
+        tele = spec["telemetry"]["properties"]
         pairs = [
             (spec["name"]["maxLength"], lim["HR_MAX_NAME_LEN"]),
             (spec["labels"]["maxProperties"], lim["HR_MAX_LABELS"]),
@@ -385,6 +405,11 @@ class DocumentTest(unittest.TestCase):
             (sess["turns"]["properties"]["stddev"]["maximum"], lim["HR_MAX_TURNS"]),
             (sess["think_time_s"]["properties"]["mean"]["maximum"], lim["HR_MAX_THINK_S"]),
             (sess["think_time_s"]["properties"]["stddev"]["maximum"], lim["HR_MAX_THINK_S"]),
+            (tele["interval_ms"]["minimum"], lim["HR_MIN_TELEMETRY_INTERVAL_MS"]),
+            (tele["interval_ms"]["maximum"], lim["HR_MAX_TELEMETRY_INTERVAL_MS"]),
+            (tele["dcgm_urls"]["maxItems"], lim["HR_MAX_SCRAPE_URLS"]),
+            (tele["metrics_urls"]["maxItems"], lim["HR_MAX_SCRAPE_URLS"]),
+            (sch["ScrapeUrl"]["maxLength"], lim["HR_MAX_URL_LEN"]),
         ]
         # warm-up shape and run shape share their bounds
         for k in ("concurrency", "rate", "smoothness", "max_concurrency", "ramp_s"):
@@ -482,6 +507,98 @@ class DocumentTest(unittest.TestCase):
         self.assertFalse(v.is_valid(dict(ok, mode="concurrency", requested_rate=None)))
         v.validate(dict(ok, mode="trace", requested_rate=None))
 
+    def test_telemetry_schemas(self):
+        """RunSpec.telemetry and the telemetry results, as far as JSON Schema
+        states them (the server's side is in test_api_errors.py and below)."""
+        def validator(name):
+            return Draft202012Validator(self.doc.schema(name), resolver=self.doc.resolver)
+        spec = validator("RunSpec")
+        base = hrtest.spec("127.0.0.1:1")
+
+        def with_tele(t):
+            s = json.loads(json.dumps(base))
+            s["telemetry"] = t
+            return s
+        url = "http://h:9400/metrics"
+        for t in (None, {}, {"nvml": None, "interval_ms": None, "scrape_timeout_ms": None,
+                             "dcgm_urls": None, "server_metrics": None, "metrics_urls": None},
+                  {"nvml": False, "interval_ms": 50, "scrape_timeout_ms": 10, "dcgm_urls": [],
+                   "server_metrics": False, "metrics_urls": []},
+                  {"interval_ms": 60000, "scrape_timeout_ms": 60000,
+                   "dcgm_urls": ["http://h:%d/metrics" % (9400 + i) for i in range(16)],
+                   "metrics_urls": ["https://x" + "a" * 2039]}):
+            self.assertEqual([e.message for e in spec.iter_errors(with_tele(t))], [], t)
+        for t in ([], "x", {"interval_ms": 49}, {"interval_ms": 60001}, {"interval_ms": 100.5},
+                  {"scrape_timeout_ms": 9}, {"scrape_timeout_ms": 60001}, {"nvml": "yes"},
+                  {"server_metrics": 1}, {"dcgm_urls": url}, {"dcgm_urls": [url] * 17},
+                  {"metrics_urls": [url] * 17}, {"dcgm_urls": ["ftp://h/metrics"]},
+                  {"dcgm_urls": ["HTTP://h/metrics"]}, {"dcgm_urls": [url, "http://a b"]},
+                  {"metrics_urls": ["http://x\n"]}, {"metrics_urls": [None]},
+                  {"metrics_urls": ["https://x" + "a" * 2040]}, {"interval": 100},
+                  {"dcgm_urls": [url, url]}, {"metrics_urls": ["http://h/\x01"]}):
+            self.assertFalse(spec.is_valid(with_tele(t)), t)
+
+        series = validator("TelemetrySeries")
+        gauge = {"source": "nvml", "name": "gpu.power_w", "gpu": "GPU-1", "labels": "",
+                 "kind": "gauge", "count": 2, "avg": 1.5, "min": 1, "max": 2, "p50": 1.5,
+                 "p90": 1.9, "p99": 1.99}
+        counter = {"source": "dcgm", "name": "gpu.energy_j", "gpu": "0", "labels": "",
+                   "kind": "counter", "delta": 10.0, "rate": None}
+        hist = {"source": "server", "name": "server.ttft_seconds", "gpu": "",
+                "labels": '{model_name="m"}', "kind": "histogram", "count": 40.0, "p50": 0.1}
+        empty_gauge = {k: gauge[k] for k in ("source", "name", "gpu", "labels", "kind")}
+        empty_gauge["count"] = 0
+        for ok in (gauge, counter, hist, empty_gauge, dict(counter, rate=2.5),
+                   dict(hist, count=0.0)):
+            self.assertEqual([e.message for e in series.iter_errors(ok)], [], ok)
+        for bad in (dict(gauge, delta=1.0), dict(gauge, count=1.5), dict(counter, count=3),
+                    dict(counter, p50=1.0), {k: v for k, v in hist.items() if k != "count"},
+                    dict(hist, avg=1.0), dict(gauge, name="DCGM_FI_DEV_FB_FREE"),
+                    dict(gauge, kind="summary"), dict(gauge, source="prometheus"),
+                    dict(gauge, gpu=0)):
+            self.assertFalse(series.is_valid(bad), bad)
+
+        source = validator("TelemetrySource")
+        src = {"source": "server", "target": "http://h/metrics", "status": "ok", "detail": None,
+               "samples": 3}
+        source.validate(src)
+        source.validate(dict(src, status="unavailable", samples=0, detail="h: HTTP 404"))
+        source.validate(dict(src, detail="h: 1 malformed line(s) skipped"))
+        for bad in (dict(src, samples=0), dict(src, status="unavailable"),
+                    dict(src, status="down", samples=0)):
+            self.assertFalse(source.is_valid(bad), bad)
+
+        summ = validator("TelemetrySummary")
+        t = {"sources": [src], "window_start_ns": 10, "window_end_ns": 20,
+             "series": [gauge, counter, hist], "raw_series": 3, "energy_j": 5.0,
+             "energy_per_output_token_j": 0.5}
+        summ.validate(t)
+        summ.validate(dict(t, window_start_ns=None, window_end_ns=None, series=[],
+                           energy_j=None, energy_per_output_token_j=None))
+        summ.validate(dict(t, energy_per_output_token_j=None))
+        for bad in (dict(t, window_start_ns=None), dict(t, window_end_ns=None),
+                    dict(t, energy_j=None), {k: v for k, v in t.items() if k != "raw_series"}):
+            self.assertFalse(summ.is_valid(bad), bad)
+
+        sample = validator("TelemetrySample")
+        smp = {"t_ns": 1, "t_s": -0.5, "source": "dcgm", "name": "DCGM_FI_DEV_FB_FREE",
+               "gpu": "GPU-1", "labels": "", "kind": "gauge", "value": 3.0}
+        sample.validate(smp)
+        sample.validate(dict(smp, t_s=None, value=None))
+        h = dict(smp, kind="histogram", detail={"sum": 1.5, "buckets": [[0.1, 1], [None, 2]]})
+        sample.validate(h)
+        for bad in (dict(smp, detail=None), dict(h, detail={"buckets": []}),
+                    dict(h, detail={"sum": 1, "buckets": [[0.1]]}),
+                    {k: v for k, v in smp.items() if k != "t_s"}):
+            self.assertFalse(sample.is_valid(bad), bad)
+        cols = self.raw["paths"]["/api/v1/runs/{id}/telemetry"]["get"]["responses"]["200"][
+            "content"]["text/csv"]["x-csv-columns"]
+        self.assertEqual(cols, list(self.raw["components"]["schemas"]["TelemetrySample"][
+            "properties"]))
+        with open(os.path.join(hrtest.SRC, "server", "telesum.c"), encoding="utf-8") as f:
+            header = re.search(r'tele_csv_header\[\] = "([^"]*)\\n"', f.read()).group(1)
+        self.assertEqual(header.split(","), cols, "server/telesum.c's CSV header")
+
     def test_metric_tags_match_the_code(self):
         """MetricName and RecordRow's metric columns follow lib/metrics.c's table."""
         with open(os.path.join(hrtest.SRC, "lib", "metrics.c"), encoding="utf-8") as f:
@@ -505,22 +622,37 @@ class _ApiBase(unittest.TestCase):
     """Shared: a daemon, the document, and a checked request helper."""
 
     worker_bin = None  # None: the real headroom-worker beside headroomd
+    daemon_args = ()  # more headroomd options
+    daemon_env = None  # more environment variables for headroomd
+    mock_dcgm = False  # the mock also serves its DCGM-like page (cls.dcgm: its address)
 
     @classmethod
     def setUpClass(cls):
         cls.doc = Doc(load_doc())
         cls.tmp = hrtest.tempdir()
-        cls.mock = hrtest.start_mock("--quiet")
-        extra = ()
+        if cls.mock_dcgm:
+            cls.mock = hrtest.start_mock("--quiet", "--ttft-ms", "5", "--itl-ms", "2",
+                                         "--dcgm-listen", "127.0.0.1:0")
+            line = cls.mock.p.stdout.readline().strip()
+            if not line.startswith("dcgm listening on"):
+                cls.mock.stop()
+                raise AssertionError("headroom-mock --dcgm-listen printed %r" % line)
+            cls.dcgm = line.split()[-1]
+        else:
+            cls.mock = hrtest.start_mock("--quiet")
+        extra = tuple(cls.daemon_args)
         if cls.worker_bin == "stub":
             stub = os.path.join(cls.tmp.name, "stub-worker")
             with open(stub, "w") as f:
                 f.write("#!/bin/sh\n# a worker that starts and never speaks\nexec sleep 60\n")
             os.chmod(stub, stat.S_IRWXU)
-            extra = ("--worker-bin", stub)
+            extra += ("--worker-bin", stub)
         data = os.path.join(cls.tmp.name, "data")
         os.mkdir(data)
-        cls.daemon = hrtest.start_daemon(data, *extra)
+        env = dict(os.environ)
+        env.update(cls.daemon_env or {})
+        cls.daemon = hrtest.Proc([HEADROOMD, "--listen", "127.0.0.1:0", "--data", data, *extra],
+                                 "listening on", env=env)
         cls.api = hrtest.Api(cls.daemon.addr)
 
     @classmethod
@@ -614,6 +746,117 @@ class _ApiBase(unittest.TestCase):
                     self.assertEqual(cell, v, name)
         return rows
 
+    def check_telemetry(self, run_id, summary=None):
+        """The telemetry export of a run as JSON and CSV: schema, order, t_s,
+        agreement of the two formats and, when summary is given (the run has
+        ended), with the summary's sources and series. Returns the JSON."""
+        tj, hdrs = self.req("GET", "/runs/%d/telemetry" % run_id, 200)
+        self.assertIsNone(hdrs.get("Content-Length"), "the export is streamed")
+        also, _ = self.req("GET", "/runs/%d/telemetry?format=json" % run_id, 200)
+        text, _ = self.req("GET", "/runs/%d/telemetry?format=csv" % run_id, 200)
+        self.assertEqual(tj["run_id"], run_id)
+        samples = tj["samples"]
+        key = [(x["t_ns"], x["source"], x["name"], x["gpu"], x["labels"]) for x in samples]
+        self.assertEqual(key, sorted(key), "samples are not in (t_ns, source, name, gpu, "
+                                           "labels) order")
+        t0 = tj["t0_wall_ns"]
+        for x in samples:
+            if t0 is None:
+                self.assertIsNone(x["t_s"], x)
+            else:
+                self.assertAlmostEqual(x["t_s"], (x["t_ns"] - t0) / 1e9, delta=1e-6)
+            self.assertEqual("detail" in x, x["kind"] == "histogram", x)
+            if x.get("detail"):
+                bounds = [b for b, _ in x["detail"]["buckets"]]
+                self.assertIsNone(bounds[-1], "the +Inf bucket comes last: %s" % x)
+                self.assertEqual(x["value"], x["detail"]["buckets"][-1][1], x)
+        # CSV: the documented columns, the same rows in the same order
+        cols = self.doc.doc["paths"]["/api/v1/runs/{id}/telemetry"]["get"]["responses"]["200"][
+            "content"]["text/csv"]["x-csv-columns"]
+        table = list(csv.reader(io.StringIO(text)))
+        self.assertEqual(table[0], cols)
+        self.assertTrue(text.endswith("\n"))
+        if also != tj or len(table) - 1 != len(samples):
+            # a running run stores more samples between the requests
+            self.assertIsNone(summary, "the export of an ended run changed")
+            return tj
+        for x, cells in zip(samples, table[1:]):
+            self.assertEqual(len(cells), len(cols), cells)
+            row = dict(zip(cols, cells))
+            self.assertEqual(int(row["t_ns"]), x["t_ns"])
+            self.assertEqual(row["t_s"] == "", x["t_s"] is None, row)
+            if x["t_s"] is not None:
+                self.assertEqual(float(row["t_s"]), x["t_s"])
+            for k in ("source", "name", "gpu", "labels", "kind"):
+                self.assertEqual(row[k], x[k])
+            if x["value"] is None:
+                self.assertIn(row["value"], ("", "inf", "-inf"), row)
+            else:
+                self.assertEqual(float(row["value"]), x["value"])
+            if "detail" in x:
+                self.assertEqual(json.loads(row["detail"]), x["detail"])
+            else:
+                self.assertEqual(row["detail"], "")
+        if summary is None:
+            return tj
+        tele = summary["telemetry"]
+        self.assertEqual(tj["sources"], tele["sources"])
+        for src in {s["source"] for s in tele["sources"]}:
+            self.assertEqual(sum(s["samples"] for s in tele["sources"] if s["source"] == src),
+                             sum(1 for x in samples if x["source"] == src),
+                             "stored %s samples versus the sources' counts" % src)
+        groups = {(x["source"], x["name"], x["gpu"], x["labels"]): x["kind"] for x in samples}
+        mapped = {k: v for k, v in groups.items() if k[1].startswith(("gpu.", "server."))}
+        self.assertEqual(tele["raw_series"], len(groups) - len(mapped))
+        got = [(s["source"], s["name"], s["gpu"], s["labels"]) for s in tele["series"]]
+        self.assertEqual(got, sorted(mapped), "one series per mapped group, in order")
+        for s in tele["series"]:
+            self.assertEqual(s["kind"], mapped[(s["source"], s["name"], s["gpu"], s["labels"])])
+        return tj
+
+    def check_series_against_samples(self, summary, export):
+        """The window statistics recomputed from the raw samples (docs/metrics.md)."""
+        tele = summary["telemetry"]
+        ws, we = tele["window_start_ns"], tele["window_end_ns"]
+        self.assertIsNotNone(ws)
+        self.assertLessEqual(ws, we)
+        t0 = export["t0_wall_ns"]
+        self.assertAlmostEqual((we - ws) / 1e9, summary["window_s"], delta=1e-6)
+        self.assertLessEqual(t0, ws)
+        by = {}
+        for x in export["samples"]:
+            by.setdefault((x["source"], x["name"], x["gpu"], x["labels"]), []).append(x)
+        for s in tele["series"]:
+            pts = by[(s["source"], s["name"], s["gpu"], s["labels"])]
+            what = json.dumps(s)
+            if s["kind"] == "gauge":
+                inside = [x["value"] for x in pts
+                          if ws <= x["t_ns"] <= we and x["value"] is not None]
+                self.assertEqual(s["count"], len(inside), what)
+                if inside:
+                    self.assertEqual((s["min"], s["max"]), (min(inside), max(inside)), what)
+                    self.assertAlmostEqual(s["avg"], sum(inside) / len(inside),
+                                           delta=1e-9 * max(1, abs(s["avg"])), msg=what)
+                    self.assertTrue(s["min"] <= s["p50"] <= s["p90"] <= s["p99"] <= s["max"],
+                                    what)
+                continue
+            # the samples bracketing the window: the last at or before its
+            # start (else the first), the first at or after its end (else the last)
+            a = max([i for i, x in enumerate(pts) if x["t_ns"] <= ws] or [0])
+            b = min([i for i, x in enumerate(pts) if x["t_ns"] >= we] or [len(pts) - 1])
+            self.assertLess(a, b, "the baseline and final passes bracket the window")
+            if s["kind"] == "counter":
+                inc = 0.0
+                for p, q in zip(pts[a:b], pts[a + 1:b + 1]):
+                    d = q["value"] - p["value"]
+                    inc += d if d >= 0 else q["value"]
+                self.assertAlmostEqual(s["delta"], inc, delta=1e-9 * max(1, inc), msg=what)
+                dt = (pts[b]["t_ns"] - pts[a]["t_ns"]) / 1e9
+                self.assertAlmostEqual(s["rate"], inc / dt, delta=1e-6 * max(1, s["rate"]),
+                                       msg=what)
+            else:
+                self.assertEqual(s["count"], pts[b]["value"] - pts[a]["value"], what)
+
 
 class ApiSurfaceTest(_ApiBase):
     """Every route and error against headroomd with a stand-in worker that never
@@ -652,6 +895,18 @@ class ApiSurfaceTest(_ApiBase):
         self.error("POST", "/healthz", 405, "method_not_allowed", None, raw=b"")
         self.error("POST", "/runs/1/summary", 405, "method_not_allowed", None, raw=b"")
         self.error("DELETE", "/runs/1/records", 405, "method_not_allowed", None)
+        self.error("GET", "/runs/999999/telemetry", 404, "not_found", "id")
+        self.error("GET", "/runs/0/telemetry?format=csv", 404, "not_found", "id")
+        self.error("GET", "/runs/999999/telemetry?format=jsonl", 400, "invalid_value", "format")
+        self.error("GET", "/runs/1/telemetry?format=", 400, "invalid_value", "format")
+        self.error("POST", "/runs/1/telemetry", 405, "method_not_allowed", None, raw=b"")
+        self.error("GET", "/runs/1/telemetry/x", 404, "not_found", None)
+        bad = dict(s, telemetry={"dcgm_urls": ["http://h:9400/metrics", "h:9401/metrics"]})
+        self.error("POST", "/runs", 400, "invalid_value", "telemetry.dcgm_urls[1]", body=bad)
+        bad = dict(s, telemetry={"interval_ms": 10})
+        self.error("POST", "/runs", 400, "out_of_range", "telemetry.interval_ms", body=bad)
+        bad = dict(s, telemetry={"gpus": [0]})
+        self.error("POST", "/runs", 400, "unknown_field", "telemetry.gpus", body=bad)
         for q, field, code in (("limit=0", "limit", "out_of_range"),
                                ("limit=1001", "limit", "out_of_range"),
                                ("limit=x", "limit", "out_of_range"),
@@ -694,6 +949,15 @@ class ApiSurfaceTest(_ApiBase):
         self.assertIsNone(q["summary"])
         self.assertEqual(q["labels"], {"suite": "openapi"})
         self.assertEqual(q["spec"]["workload"]["kind"], "synthetic")  # normalised
+        self.assertEqual(q["spec"]["telemetry"], DEFAULT_TELEMETRY)
+
+        # telemetry of a queued run: nothing yet
+        t = self.check_telemetry(second)
+        self.assertEqual((t["t0_wall_ns"], t["sources"], t["samples"]), (None, [], []))
+        # of a running one whose workers never got ready: samples without t_s
+        t = self.check_telemetry(first)
+        self.assertIsNone(t["t0_wall_ns"])
+        self.assertEqual(t["sources"], [])
 
         h, _ = self.req("GET", "/healthz", 200)
         self.assertEqual((h["queued"], h["running"]), (2, 1))
@@ -744,6 +1008,29 @@ class ApiSurfaceTest(_ApiBase):
         self.assertEqual(run["progress"]["phase"], "starting")  # no worker ever got ready
         summary, _ = self.req("GET", "/runs/%d/summary" % first, 200)
         self.assertEqual(summary, run["summary"])
+        # telemetry without a profiling window: sources, no statistics
+        tele = summary["telemetry"]
+        self.assertEqual((tele["window_start_ns"], tele["window_end_ns"],
+                          tele["energy_per_output_token_j"]), (None, None, None))
+        targets = {}
+        for src in tele["sources"]:
+            targets.setdefault(src["source"], []).append(src["target"])
+        self.assertEqual(len(targets.get("nvml", [])), 1, tele["sources"])
+        self.assertEqual(targets["dcgm"], DEFAULT_TELEMETRY["dcgm_urls"])
+        self.assertEqual(targets["server"], ["http://%s/metrics" % self.mock.addr])
+        server = [src for src in tele["sources"] if src["source"] == "server"][0]
+        self.assertEqual(server["status"], "ok", server)  # the mock has a /metrics page
+        self.assertTrue(any(x["source"] == "server" for x in tele["series"]))
+        for x in tele["series"]:
+            if x["kind"] == "gauge":
+                self.assertEqual(x["count"], 0, x)
+            elif x["kind"] == "counter":
+                self.assertEqual((x["delta"], x["rate"]), (0, None), x)
+            else:  # the mock has served nothing: nothing to count either way
+                self.assertEqual(x["count"], 0, x)
+        t = self.check_telemetry(first, summary)
+        self.assertIsNone(t["t0_wall_ns"])
+        self.assertGreater(len(t["samples"]), 0)
         self.assertEqual(summary["run_id"], first)
         self.assertEqual(summary["load"], {
             "mode": "concurrency", "requested_rate": None, "requested_concurrency": 4,
@@ -795,6 +1082,7 @@ class ApiSurfaceTest(_ApiBase):
             self.assertEqual(n["workload"]["sessions"], {
                 "turns": {"mean": 2, "stddev": 0}, "think_time_s": {"mean": 0, "stddev": 0}})
             self.assertEqual(n["workers"], 1)
+            self.assertEqual(n["telemetry"], DEFAULT_TELEMETRY)
             n = self.get(ids[1])["spec"]
             self.assertEqual(n["load"], {"mode": "trace", "speedup": 2, "start_s": 0,
                                          "end_s": 10, "grace_s": 30,
@@ -832,6 +1120,8 @@ class ApiSurfaceTest(_ApiBase):
 class FinishedRunTest(_ApiBase):
     """Runs that really send requests: needs a functional headroom-worker."""
 
+    daemon_args = ("--nvml-lib", "/nonexistent/libnvidia-ml.so.1")
+
     def test_finished_run(self):
         s = hrtest.spec(self.mock.addr, requests=20, concurrency=4)
         run_id = self.create(s)
@@ -863,6 +1153,30 @@ class FinishedRunTest(_ApiBase):
             self.assertEqual(r["phase"], "profiling")
             self.assertIsNotNone(r["schedule_lag"], r)
             self.assertAlmostEqual(r["schedule_lag"], (r["start_ns"] - r["intended_ns"]) / 1e6)
+        # telemetry: NVML cannot be loaded (unavailable, with the reason), the
+        # mock's /metrics page can; statistics over the profiling window
+        self.assertEqual(run["spec"]["telemetry"], DEFAULT_TELEMETRY)
+        tele = summary["telemetry"]
+        src = {}
+        for x in tele["sources"]:
+            src.setdefault(x["source"], []).append(x)
+        self.assertEqual(len(src["nvml"]), 1)
+        nvml = src["nvml"][0]
+        self.assertEqual((nvml["target"], nvml["status"], nvml["samples"]),
+                         ("/nonexistent/libnvidia-ml.so.1", "unavailable", 0))
+        self.assertTrue(nvml["detail"].startswith("NVML not available: "), nvml)
+        self.assertIn("/nonexistent/libnvidia-ml.so.1", nvml["detail"])
+        self.assertEqual([(x["target"], x["status"]) for x in src["server"]],
+                         [("http://%s/metrics" % self.mock.addr, "ok")])
+        self.assertFalse([x for x in tele["series"] if x["source"] == "nvml"])
+        self.assertTrue([x for x in tele["series"] if x["source"] == "server"])
+        export = self.check_telemetry(run_id, summary)
+        self.assertLessEqual(export["t0_wall_ns"], tele["window_start_ns"])
+        self.assertEqual(tele["window_start_ns"] - export["t0_wall_ns"],
+                         min(r["start_ns"] for r in rows))
+        self.assertEqual(tele["window_end_ns"] - export["t0_wall_ns"],
+                         max(r["end_ns"] for r in rows))
+        self.check_series_against_samples(summary, export)
         self.error("POST", "/runs/%d/cancel" % run_id, 409, "conflict", None)
 
     def test_rate_run(self):
@@ -897,6 +1211,7 @@ class FinishedRunTest(_ApiBase):
             self.assertEqual(summary["metrics"][tag]["count"], 20, tag)
         text, _ = self.req("GET", "/runs/%d/summary?format=csv" % run_id, 200)
         self.check_summary_csv(text, summary)
+        self.check_telemetry(run_id, summary)
         rows = self.check_records(run_id, expect_rows=20)
         self.assertEqual(sorted(r["req_id"] for r in rows), list(range(20)))
         self.assertEqual({r["worker"] for r in rows}, {0, 1})
@@ -957,6 +1272,7 @@ class FinishedRunTest(_ApiBase):
                                  min(r["intended_ns"] for r in prof))
             text, _ = self.req("GET", "/runs/%d/summary?format=csv" % run_id, 200)
             self.check_summary_csv(text, summary)
+            self.check_telemetry(run_id, summary)
         finally:
             slow.stop()
 
@@ -984,9 +1300,102 @@ class FinishedRunTest(_ApiBase):
             self.check_summary_csv(text, summary)
             rows = self.check_records(long_id)
             self.assertGreater(len(rows), 0)
+            self.check_telemetry(long_id, summary)
             self.assertEqual(self.get(queued_id)["state"], "cancelled")
         finally:
             slow.stop()
+
+
+class TelemetryRunTest(_ApiBase):
+    """Real telemetry: the fake NVML library (two GPUs) and the mock's
+    DCGM-like page and /metrics. Needs a functional headroom-worker
+    (concurrency mode) and the test build's fake NVML."""
+
+    daemon_env = {"HEADROOM_NVML_LIB": FAKE_NVML, "FAKE_NVML_GPUS": "2"}
+    mock_dcgm = True
+
+    @classmethod
+    def setUpClass(cls):
+        if not os.path.exists(FAKE_NVML):
+            raise unittest.SkipTest("no fake NVML library at %s (build the tests)" % FAKE_NVML)
+        super().setUpClass()
+
+    def test_every_source_measured(self):
+        s = hrtest.spec(self.mock.addr, requests=80, concurrency=4)
+        dcgm_url = "http://%s/metrics" % self.dcgm
+        s["telemetry"] = {"interval_ms": 50, "scrape_timeout_ms": 2000, "dcgm_urls": [dcgm_url]}
+        run_id = self.create(s)
+        run = self.wait(run_id, hrtest.TERMINAL, timeout=60)
+        self.assertEqual(run["state"], "succeeded", run["reason"])
+        self.assertEqual(run["spec"]["telemetry"], {
+            "nvml": True, "interval_ms": 50, "scrape_timeout_ms": 2000, "dcgm_urls": [dcgm_url],
+            "server_metrics": True, "metrics_urls": []})
+        summary, _ = self.req("GET", "/runs/%d/summary" % run_id, 200)
+        self.assertEqual(summary, run["summary"])
+        tele = summary["telemetry"]
+        self.assertEqual([(x["source"], x["target"], x["status"]) for x in tele["sources"]], [
+            ("nvml", FAKE_NVML, "ok"), ("dcgm", dcgm_url, "ok"),
+            ("server", "http://%s/metrics" % self.mock.addr, "ok")])
+        names = {(x["source"], x["name"]) for x in tele["series"]}
+        for want in (("nvml", "gpu.power_w"), ("nvml", "gpu.energy_j"), ("nvml", "gpu.util_pct"),
+                     ("dcgm", "gpu.power_w"), ("dcgm", "gpu.util_pct"),
+                     ("server", "server.requests_running"), ("server", "server.ttft_seconds")):
+            self.assertIn(want, names)
+        self.assertEqual({x["kind"] for x in tele["series"]}, {"gauge", "counter", "histogram"})
+        self.assertEqual(len({x["gpu"] for x in tele["series"] if x["source"] == "nvml"}), 2)
+        self.assertTrue(all(x["gpu"] == "" for x in tele["series"] if x["source"] == "server"))
+        self.assertTrue(any(x["count"] >= 1 for x in tele["series"] if x["kind"] == "gauge"))
+        for x in tele["series"]:
+            if x["kind"] == "gauge" and x["count"] >= 1:
+                for k in ("avg", "min", "max", "p50", "p90", "p99"):
+                    self.assertIn(k, x)
+            if x["kind"] == "counter":
+                self.assertIsNotNone(x["rate"], x)
+        ttft = [x for x in tele["series"] if x["name"] == "server.ttft_seconds"][0]
+        self.assertEqual(ttft["count"], 80)  # every request, observed in the window
+        self.assertGreater(tele["raw_series"], 0)  # e.g. DCGM_FI_DEV_FB_FREE
+        rows = self.check_records(run_id, expect_rows=80)
+        osl = sum(r["osl"] for r in rows if r["valid"] and r["osl"])
+        self.assertGreater(tele["energy_j"], 0)
+        self.assertAlmostEqual(tele["energy_per_output_token_j"], tele["energy_j"] / osl,
+                               delta=1e-12 * tele["energy_j"])
+        export = self.check_telemetry(run_id, summary)
+        self.check_series_against_samples(summary, export)
+        t0 = export["t0_wall_ns"]
+        first = min(r["start_ns"] for r in rows)
+        last = max(r["done_ns"] for r in rows)
+        for src in ("nvml", "dcgm", "server"):  # a baseline before, a final pass after
+            ts = [x["t_s"] for x in export["samples"] if x["source"] == src]
+            self.assertLess(min(ts), first / 1e9, src)
+            self.assertGreater(max(ts), last / 1e9, src)
+        self.assertTrue(any(not x["name"].startswith(("gpu.", "server."))
+                            for x in export["samples"]))
+
+    def test_nothing_available(self):
+        """Sources that answer nothing usable: unavailable, with the reason; the
+        run succeeds with empty statistics and an empty export."""
+        s = hrtest.spec(self.mock.addr, requests=10, concurrency=2)
+        closed = "http://127.0.0.1:%d/metrics" % hrtest.closed_port()
+        nope = "http://%s/no-such-page" % self.mock.addr
+        s["telemetry"] = {"nvml": False, "server_metrics": False, "interval_ms": 50,
+                          "dcgm_urls": [closed], "metrics_urls": [nope]}
+        run_id = self.create(s)
+        run = self.wait(run_id, hrtest.TERMINAL, timeout=60)
+        self.assertEqual(run["state"], "succeeded", run["reason"])
+        tele = run["summary"]["telemetry"]
+        self.assertEqual([(x["source"], x["target"], x["status"], x["samples"])
+                          for x in tele["sources"]],
+                         [("dcgm", closed, "unavailable", 0), ("server", nope, "unavailable", 0)])
+        self.assertTrue(tele["sources"][0]["detail"].startswith(closed + ": "), tele)
+        self.assertEqual(tele["sources"][1]["detail"], nope + ": HTTP 404")
+        self.assertEqual((tele["series"], tele["raw_series"], tele["energy_j"],
+                          tele["energy_per_output_token_j"]), ([], 0, None, None))
+        self.assertIsNotNone(tele["window_start_ns"])
+        export = self.check_telemetry(run_id, run["summary"])
+        self.assertEqual(export["samples"], [])
+        self.assertIsNotNone(export["t0_wall_ns"])
+        text, _ = self.req("GET", "/runs/%d/telemetry?format=csv" % run_id, 200)
+        self.assertEqual(text, "t_ns,t_s,source,name,gpu,labels,kind,value,detail\n")
 
 
 if __name__ == "__main__":
