@@ -11,6 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -458,6 +459,19 @@ static void post_progress(struct run_ctx *c)
 
 static void terminate_all(struct run_ctx *c)
 {
+	/* workers that sent DONE exit on their own once their socket is
+	 * flushed: give them a moment, so their exit status is meaningful */
+	int64_t deadline = mono_ns() + 2000000000LL;
+	for (;;) {
+		reap(c);
+		int waiting = 0;
+		for (int i = 0; i < c->n; i++)
+			waiting |= !c->w[i].exited && c->w[i].pid > 0 && c->w[i].state == W_DONE;
+		if (!waiting || mono_ns() > deadline)
+			break;
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
 	for (int i = 0; i < c->n; i++)
 		if (!c->w[i].exited && c->w[i].pid > 0)
 			kill(c->w[i].pid, SIGKILL);
