@@ -35,6 +35,8 @@ struct sc {
 	const unsigned char *p, *end;
 	bool chat;
 	bool content, rcontent, reasoning;
+	const unsigned char *text; /* the content string's raw bytes */
+	size_t text_len;
 	int64_t prompt, completion, rtokens;
 };
 
@@ -279,6 +281,7 @@ static void set_leaf(struct sc *s, int leaf, bool nonempty, int64_t count)
 	switch (leaf) {
 	case L_CONTENT:
 		s->content = nonempty;
+		s->text = NULL;
 		break;
 	case L_RCONTENT:
 		s->rcontent = nonempty;
@@ -445,10 +448,14 @@ static int value(struct sc *s, int path, int leaf, int depth)
 	case '"': {
 		size_t n;
 		bool esc;
-		s->p++;
+		const unsigned char *start = ++s->p;
 		if (leaf == L_ERROR || string(s, &n, &esc) < 0)
 			return FAIL;
 		set_leaf(s, leaf, n > 0, -1);
+		if (leaf == L_CONTENT) {
+			s->text = start;
+			s->text_len = n;
+		}
 		return 0;
 	}
 	case 't':
@@ -491,6 +498,8 @@ int chunkscan(const char *text, size_t len, int endpoint, struct chunk_info *out
 	if (s.p != s.end)
 		return FAIL;
 	out->content = s.content;
+	out->text = s.content && s.text ? (const char *)s.text : NULL;
+	out->text_len = out->text ? s.text_len : 0;
 	out->reasoning = !s.content && (s.rcontent || s.reasoning);
 	out->prompt_tokens = s.prompt;
 	out->completion_tokens = s.completion;

@@ -21,7 +21,12 @@
 #include <stdint.h>
 
 struct chunk_info {
-	bool content;   /* non-empty choices[0].delta.content (chat) / choices[0].text */
+	bool content; /* non-empty choices[0].delta.content (chat) / choices[0].text */
+	/* when content: that string's raw bytes between the quotes, escapes
+	 * untouched - valid JSON string contents, so they can be copied into
+	 * a request body as they are (points into the scanned text) */
+	const char *text;
+	size_t text_len;
 	bool reasoning; /* else non-empty ...reasoning_content or ...reasoning */
 	/* usage.prompt_tokens, usage.completion_tokens,
 	 * usage.completion_tokens_details.reasoning_tokens: integers in

@@ -25,6 +25,7 @@ struct loop_watch {
 	int fd;
 	int kind;
 	int dead;
+	int prio; /* dispatched before the other events of a batch */
 	uint32_t events;
 	loop_fd_fn fn;
 	void *ud;
@@ -161,6 +162,11 @@ void loop_timer_stop(struct loop_timer *t)
 	struct itimerspec its;
 	memset(&its, 0, sizeof its);
 	timerfd_settime(t->w->fd, 0, &its, NULL);
+}
+
+void loop_timer_priority(struct loop_timer *t)
+{
+	t->w->prio = 1;
 }
 
 void loop_timer_free(struct loop *l, struct loop_timer *t)
@@ -358,9 +364,20 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 			return -1;
 		n = 0;
 	}
+	/* priority watches (the pacer) first: a send that is due must not
+	 * wait behind a batch of stream reads */
+	int prio = -1;
 	for (int i = 0; i < n; i++) {
 		struct loop_watch *w = evs[i].data.ptr;
-		if (w->dead)
+		if (w->prio && !w->dead) {
+			prio = i;
+			l->stats.events++;
+			dispatch(l, w, evs[i].events);
+		}
+	}
+	for (int i = 0; i < n; i++) {
+		struct loop_watch *w = evs[i].data.ptr;
+		if (w->dead || (prio >= 0 && w->prio))
 			continue;
 		l->stats.events++;
 		dispatch(l, w, evs[i].events);
@@ -373,6 +390,14 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 	int64_t after = mono_ns();
 	l->stats.busy_ns += after - woke;
 	return 0;
+}
+
+void loop_kick(struct loop *l)
+{
+	if (l->curl_deadline >= 0 && mono_ns() >= l->curl_deadline) {
+		l->curl_deadline = -1;
+		curl_action(l, CURL_SOCKET_TIMEOUT, 0);
+	}
 }
 
 void loop_get_stats(const struct loop *l, struct loop_stats *out)

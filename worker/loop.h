@@ -64,12 +64,20 @@ void loop_timer_at(struct loop_timer *t, int64_t at_ns);
 /* Fires every period_ns, the first time at first_ns (absolute). */
 void loop_timer_every(struct loop_timer *t, int64_t first_ns, int64_t period_ns);
 void loop_timer_stop(struct loop_timer *t);
+/* Its expirations are dispatched before the other events of the same
+ * epoll batch (the rate pacer). */
+void loop_timer_priority(struct loop_timer *t);
 void loop_timer_free(struct loop *l, struct loop_timer *t);
 
 /* Waits for events (at most max_wait_ms; -1: as long as nothing is due)
  * and dispatches them: watches, timers, libcurl sockets and timeouts,
  * finished transfers. Returns 0, or -1 when epoll itself failed. */
 int loop_run_once(struct loop *l, int max_wait_ms);
+
+/* Runs libcurl's timeout now if it is due - after curl_multi_add_handle it
+ * is (0 ms), so new transfers start at once instead of after the rest of
+ * the batch. Call it outside libcurl callbacks. */
+void loop_kick(struct loop *l);
 
 /* Counters for the client-headroom evidence (docs/worker.md). */
 struct loop_stats {

@@ -1,12 +1,14 @@
 /* main.c - headroom-worker: arguments, the ZeroMQ link to headroomd and the
  * worker's lifecycle (api/protocol.md, docs/worker.md).
  *
- *   HELLO -> SCHEDULE -> READY | FAIL -> START -> (t0) run -> DONE
+ *   HELLO -> SCHEDULE -> READY | FAIL -> START -> run -> DONE
+ *   with a warm-up:  START(warmup) -> warm-up -> PHASE_DONE
+ *                    -> START(profiling) -> run -> DONE
  *
  * Everything happens on one thread in one event loop (loop.h): the DEALER
  * socket's ZMQ_FD, a signalfd for SIGTERM/SIGINT, a periodic tick (record
- * flushes, heartbeats, socket drains) and a timerfd for t0 sit in the same
- * epoll set as libcurl's sockets. Message handlers only change state and
+ * flushes, heartbeats, socket drains) and the runner's pacer timerfd sit in
+ * the same epoll set as libcurl's sockets. Message handlers only change state and
  * set flags; the main loop acts on the flags between turns, so nothing
  * re-enters libcurl or the outbox from inside their own callbacks.
  */
@@ -44,8 +46,8 @@
 enum wstate {
 	WS_WAIT_SCHEDULE, /* HELLO sent */
 	WS_WAIT_START,    /* READY sent */
-	WS_WAIT_T0,       /* START received, t0 in the future */
-	WS_RUNNING,
+	WS_RUNNING,       /* a phase is running (it may begin in the future) */
+	WS_WAIT_PHASE,    /* warm-up done, PHASE_DONE sent: waiting for START(profiling) */
 };
 
 struct worker {
@@ -55,7 +57,7 @@ struct worker {
 	void *zctx, *sock;
 	int sfd;
 	struct loop *loop;
-	struct loop_timer *tick, *t0_timer;
+	struct loop_timer *tick;
 	struct outbox ob;
 	struct spec spec;
 	bool have_spec;
@@ -67,6 +69,9 @@ struct worker {
 	int64_t next_heartbeat;
 	bool draining;
 	/* flags for the main loop */
+	bool begin; /* START accepted: begin begin_phase at begin_start */
+	int begin_phase;
+	int64_t begin_start;
 	bool stop;
 	char stop_reason[128];
 	bool failing;
@@ -191,21 +196,56 @@ static void on_schedule(struct worker *w, json_t *msg)
 	send_ctl(w, PROTO_READY, json_object(), 1000);
 }
 
-static void on_tick(void *ud, uint64_t expirations);
-
+/* START: {t0_mono_ns, t0_wall_ns, phase, phase_start_ns}. phase defaults
+ * to "warmup" when the share has one (and this is the first START), else
+ * "profiling"; phase_start_ns to 0. */
 static void on_start(struct worker *w, json_t *msg)
 {
+	bool first = w->state == WS_WAIT_START;
 	json_t *t = json_object_get(msg, "t0_mono_ns");
 	if (!json_is_integer(t) || json_integer_value(t) <= 0) {
 		fail(w, "START: t0_mono_ns must be a positive integer");
 		return;
 	}
-	w->t0 = (int64_t)json_integer_value(t);
-	w->state = WS_WAIT_T0;
-	loop_timer_at(w->t0_timer, w->t0);
-	int64_t now = mono_ns();
-	w->next_heartbeat = now;
-	loop_timer_every(w->tick, now + TICK_NS, TICK_NS);
+	int phase = first && w->share.has_warmup ? HR_PHASE_WARMUP : HR_PHASE_PROFILING;
+	json_t *ph = json_object_get(msg, "phase");
+	if (ph && !json_is_null(ph)) {
+		const char *p = json_string_value(ph);
+		if (p && strcmp(p, "warmup") == 0)
+			phase = HR_PHASE_WARMUP;
+		else if (p && strcmp(p, "profiling") == 0)
+			phase = HR_PHASE_PROFILING;
+		else {
+			fail(w, "START: phase must be \"warmup\" or \"profiling\"");
+			return;
+		}
+	}
+	if (phase == HR_PHASE_WARMUP && (!first || !w->share.has_warmup)) {
+		fail(w, first ? "START: phase \"warmup\", but the share has no warm-up"
+		              : "START: a second warm-up");
+		return;
+	}
+	json_t *ps = json_object_get(msg, "phase_start_ns");
+	int64_t phase_start = 0;
+	if (ps && !json_is_null(ps)) {
+		if (!json_is_integer(ps) || json_integer_value(ps) < 0) {
+			fail(w, "START: phase_start_ns must be an integer >= 0");
+			return;
+		}
+		phase_start = (int64_t)json_integer_value(ps);
+	}
+	if (first) {
+		w->t0 = (int64_t)json_integer_value(t);
+		int64_t now = mono_ns();
+		w->next_heartbeat = now;
+		loop_timer_every(w->tick, now + TICK_NS, TICK_NS);
+	} else if (json_integer_value(t) != w->t0) {
+		wlog("START: t0_mono_ns changed between phases; keeping the first");
+	}
+	w->state = WS_RUNNING;
+	w->begin = true;
+	w->begin_phase = phase;
+	w->begin_start = phase_start;
 }
 
 static void on_stop(struct worker *w, json_t *msg)
@@ -225,7 +265,7 @@ static void handle(struct worker *w, struct proto_msg *m)
 			wlog("ignoring a second SCHEDULE");
 		return;
 	case PROTO_START:
-		if (w->state == WS_WAIT_START && !w->failing)
+		if ((w->state == WS_WAIT_START || w->state == WS_WAIT_PHASE) && !w->failing)
 			on_start(w, m->json);
 		else
 			wlog("ignoring START in the wrong state");
@@ -291,20 +331,11 @@ static void on_signal(void *ud, uint32_t events)
 	}
 }
 
-static void on_t0(void *ud, uint64_t expirations)
-{
-	struct worker *w = ud;
-	if (w->state != WS_WAIT_T0)
-		return;
-	w->state = WS_RUNNING;
-	run_begin(&w->run, w->t0);
-}
-
 static void on_tick(void *ud, uint64_t expirations)
 {
 	struct worker *w = ud;
 	zdrain(w);
-	if (w->state < WS_WAIT_T0)
+	if (w->state < WS_RUNNING)
 		return;
 	if (outbox_flush(&w->ob) < 0)
 		w->run.interrupted = true;
@@ -412,8 +443,7 @@ static int setup(struct worker *w, char *err)
 	    !loop_watch(w->loop, w->sfd, EPOLLIN, on_signal, w))
 		return errf(err, "epoll_ctl: %s", strerror(errno));
 	w->tick = loop_timer_new(w->loop, on_tick, w);
-	w->t0_timer = loop_timer_new(w->loop, on_t0, w);
-	if (!w->tick || !w->t0_timer)
+	if (!w->tick)
 		return errf(err, "timerfd: %s", strerror(errno));
 	outbox_init(&w->ob, w->sock, after_records_sent, w);
 	return 0;
@@ -452,6 +482,20 @@ static int send_hello(struct worker *w)
 	return send_ctl(w, PROTO_HELLO, o, 5000);
 }
 
+/* The warm-up share is done: its records go out, then PHASE_DONE. */
+static void warmup_done(struct worker *w)
+{
+	json_t *o = json_object();
+	json_object_set_new(o, "phase", json_string("warmup"));
+	json_object_set_new(o, "sent", json_integer((json_int_t)w->run.phase_sent));
+	json_object_set_new(o, "completed", json_integer((json_int_t)w->run.phase_completed));
+	run_end_phase(&w->run);
+	if (outbox_flush(&w->ob) < 0)
+		w->run.interrupted = true;
+	w->state = WS_WAIT_PHASE;
+	send_ctl(w, PROTO_PHASE_DONE, o, 1000);
+}
+
 /* Everything in flight is over: ship the records, then DONE. */
 static int finish(struct worker *w)
 {
@@ -485,6 +529,9 @@ int main(int argc, char **argv)
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
 	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/* the pacer's timerfd is exact; keep the kernel from batching the
+	 * other wake-ups (epoll timeouts) 50 us late */
+	prctl(PR_SET_TIMERSLACK, 1UL);
 	raise_fd_limit();
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
@@ -527,7 +574,15 @@ int main(int argc, char **argv)
 			code = finish(&w);
 			break;
 		}
-		if (w.state == WS_RUNNING && run_finished(&w.run)) {
+		if (w.begin) {
+			w.begin = false;
+			run_begin(&w.run, w.begin_phase, w.t0, w.begin_start);
+		}
+		if (w.state == WS_RUNNING && run_phase_finished(&w.run)) {
+			if (w.run.phase == HR_PHASE_WARMUP) {
+				warmup_done(&w);
+				continue;
+			}
 			code = finish(&w);
 			break;
 		}

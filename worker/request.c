@@ -238,9 +238,34 @@ static void take_stream_error(struct req *r, json_t *e)
 
 /* --- SSE events -------------------------------------------------------- */
 
+/* Keeps n bytes of JSON-escaped answer text. */
+static void capture_raw(struct req *r, const char *p, size_t n)
+{
+	if (r->answer_over)
+		return;
+	if (dynbuf_add(&r->answer, p, n) < 0)
+		r->answer_over = true;
+}
+
+/* Keeps a JSON string's text (jansson's tree: escaped again; slow path). */
+static void capture_json(struct req *r, json_t *str)
+{
+	if (!r->capture || !json_is_string(str))
+		return;
+	char *d = json_dumps(str, JSON_ENCODE_ANY | JSON_COMPACT);
+	size_t n = d ? strlen(d) : 0;
+	if (n >= 2)
+		capture_raw(r, d + 1, n - 2); /* without the quotes */
+	else
+		r->answer_over = true;
+	free(d);
+}
+
 /* What one streamed chunk said, from either reader. */
 static int note_chunk(struct req *r, const struct chunk_info *ci)
 {
+	if (ci->content && ci->text && r->capture)
+		capture_raw(r, ci->text, ci->text_len);
 	if (ci->content || ci->reasoning) {
 		if (record_add_chunk(&r->rec, r->cb_ns, &r->chunk_cap) < 0) {
 			set_fail(r, HR_ERR_MALFORMED_STREAM, "more than %u content chunks",
@@ -268,15 +293,18 @@ static void read_chunk_tree(struct req *r, json_t *j, struct chunk_info *ci)
 	json_t *choices = json_object_get(j, "choices");
 
 	ci->content = ci->reasoning = false;
+	ci->text = NULL;
+	ci->text_len = 0;
 	ci->prompt_tokens = ci->completion_tokens = ci->reasoning_tokens = -1;
 	if (json_is_array(choices) && json_array_size(choices) > 0) {
 		json_t *c0 = json_array_get(choices, 0);
 		json_t *src = r->cfg->endpoint == SPEC_EP_CHAT ? json_object_get(c0, "delta") : c0;
 		const char *ckey = r->cfg->endpoint == SPEC_EP_CHAT ? "content" : "text";
-		if (nonempty_str(json_object_get(src, ckey)))
+		if (nonempty_str(json_object_get(src, ckey))) {
 			ci->content = true;
-		else if (nonempty_str(json_object_get(src, "reasoning_content")) ||
-		         nonempty_str(json_object_get(src, "reasoning")))
+			capture_json(r, json_object_get(src, ckey));
+		} else if (nonempty_str(json_object_get(src, "reasoning_content")) ||
+		           nonempty_str(json_object_get(src, "reasoning")))
 			ci->reasoning = true;
 	}
 	json_t *usage = json_object_get(j, "usage");
@@ -402,7 +430,12 @@ struct req *req_new(const struct req_cfg *cfg)
 	r->cfg = cfg;
 	r->easy = e;
 	record_init(&r->rec);
-	dynbuf_init(&r->body, (size_t)HR_MAX_ISL * 12 + cfg->body_tail_len + 256);
+	tnode_init(&r->deadline, 0);
+	/* a prompt of HR_MAX_ISL words (8 letters at most, a space), the
+	 * conversation before it, the fixed members */
+	dynbuf_init(&r->body,
+	            (size_t)HR_MAX_ISL * 12 + REQ_MAX_CONVERSATION + cfg->body_tail_len + 256);
+	dynbuf_init(&r->answer, REQ_MAX_CONVERSATION);
 	dynbuf_init(&r->resp, HR_MAX_RESPONSE_BYTES);
 	sse_init(&r->sse, HR_MAX_SSE_LINE, HR_MAX_SSE_EVENT, on_event, NULL, r);
 	r->u_prompt = r->u_completion = r->u_reasoning = -1;
@@ -438,6 +471,7 @@ void req_free(struct req *r)
 	sse_release(&r->sse);
 	dynbuf_release(&r->body);
 	dynbuf_release(&r->resp);
+	dynbuf_release(&r->answer);
 	record_release(&r->rec);
 	free(r->fail_msg);
 	free(r->stream_error);
@@ -462,25 +496,56 @@ void req_reset(struct req *r)
 	r->err_body[0] = '\0';
 	r->errbuf[0] = '\0';
 	dynbuf_reset(&r->resp);
+	dynbuf_reset(&r->answer);
+	r->capture = r->answer_over = false;
+	r->user_off = r->user_len = 0;
 }
 
-static int build_body(struct req *r)
+/* The new user prompt: trace prefix blocks (REQ_BLOCK_WORDS words each,
+ * the same text wherever the same hash id appears), then the request's own
+ * words, requested_isl words in all. */
+static int add_prompt(struct req *r, const struct req_params *p)
 {
 	const struct req_cfg *c = r->cfg;
 	struct dynbuf *b = &r->body;
+	int left = r->requested_isl;
+	bool first = true;
+	for (uint32_t i = 0; i < p->n_hash && left > 0; i++) {
+		int n = left < REQ_BLOCK_WORDS ? left : REQ_BLOCK_WORDS;
+		if ((!first && dynbuf_add(b, " ", 1) < 0) ||
+		    prompt_synthetic(b, c->seed, REQ_BLOCK_OFFSET + p->hash_ids[i], n) < 0)
+			return -1;
+		left -= n;
+		first = false;
+	}
+	if (left > 0 && ((!first && dynbuf_add(b, " ", 1) < 0) ||
+	                 prompt_synthetic(b, c->seed, p->req_id, left) < 0))
+		return -1;
+	return 0;
+}
+
+static int build_body(struct req *r, const struct req_params *p)
+{
+	const struct req_cfg *c = r->cfg;
+	struct dynbuf *b = &r->body;
+	const struct dynbuf *h = p->history;
 
 	dynbuf_reset(b);
 	if (dynbuf_add(b, "{", 1) < 0)
 		return -1;
 	if (c->with_prompt) {
-		/* prompt_synthetic writes JSON-safe text (see prompt.h) */
-		const char *open = c->endpoint == SPEC_EP_CHAT
-		                       ? "\"messages\":[{\"role\":\"user\",\"content\":\""
-		                       : "\"prompt\":\"";
-		const char *close = c->endpoint == SPEC_EP_CHAT ? "\"}]," : "\",";
-		if (dynbuf_addstr(b, open) < 0 ||
-		    prompt_synthetic(b, c->seed, r->rec.req_id, r->requested_isl) < 0 ||
-		    dynbuf_addstr(b, close) < 0)
+		/* prompt_synthetic writes JSON-safe text (see prompt.h), the
+		 * history is escaped already */
+		bool chat = c->endpoint == SPEC_EP_CHAT;
+		if (dynbuf_addstr(b, chat ? "\"messages\":[" : "\"prompt\":\"") < 0 ||
+		    (h && h->len && dynbuf_add(b, h->data, h->len) < 0))
+			return -1;
+		r->user_off = b->len;
+		if ((chat && dynbuf_addstr(b, "{\"role\":\"user\",\"content\":\"") < 0) ||
+		    add_prompt(r, p) < 0 || (chat && dynbuf_addstr(b, "\"}") < 0))
+			return -1;
+		r->user_len = b->len - r->user_off;
+		if (dynbuf_addstr(b, chat ? "]," : "\",") < 0)
 			return -1;
 	}
 	if (c->with_max_tokens && dynbuf_printf(b, "\"max_tokens\":%d,", r->requested_osl) < 0)
@@ -488,7 +553,7 @@ static int build_body(struct req *r)
 	return dynbuf_add(b, c->body_tail, c->body_tail_len);
 }
 
-int req_prepare(struct req *r, uint64_t seq, uint64_t req_id, int64_t intended_ns)
+int req_prepare(struct req *r, const struct req_params *p)
 {
 	const struct req_cfg *c = r->cfg;
 	int64_t *chunks = r->rec.chunk_ns;
@@ -496,25 +561,57 @@ int req_prepare(struct req *r, uint64_t seq, uint64_t req_id, int64_t intended_n
 	req_reset(r);
 	record_init(&r->rec);
 	r->rec.chunk_ns = chunks; /* keep the array (and chunk_cap) */
-	r->rec.seq = seq;
-	r->rec.req_id = req_id;
+	r->rec.seq = p->seq;
+	r->rec.req_id = p->req_id;
 	r->rec.worker = c->worker;
-	r->rec.phase = HR_PHASE_PROFILING;
+	r->rec.phase = p->phase;
+	r->rec.session = p->session;
+	r->rec.turn = p->turn;
 	r->rec.flags = c->stream ? HR_REC_STREAMED : 0;
-	r->rec.intended_ns = intended_ns;
-	r->requested_isl =
-	    rng_length(c->seed, RNG_STREAM_ISL, req_id, c->isl.mean, c->isl.stddev, 1, HR_MAX_ISL);
-	r->requested_osl =
-	    rng_length(c->seed, RNG_STREAM_OSL, req_id, c->osl.mean, c->osl.stddev, 1, HR_MAX_OSL);
+	r->rec.intended_ns = p->intended_ns;
+	r->capture = p->capture;
+	r->requested_isl = p->isl >= 0 ? p->isl
+	                               : rng_length(c->seed, RNG_STREAM_ISL, p->req_id, c->isl.mean,
+	                                            c->isl.stddev, 1, HR_MAX_ISL);
+	r->requested_osl = p->osl >= 0 ? p->osl
+	                               : rng_length(c->seed, RNG_STREAM_OSL, p->req_id, c->osl.mean,
+	                                            c->osl.stddev, 1, HR_MAX_OSL);
 	if (c->stream) {
 		/* a fresh parser per stream (a spent one stays spent) */
 		sse_release(&r->sse);
 		sse_init(&r->sse, HR_MAX_SSE_LINE, HR_MAX_SSE_EVENT, on_event, NULL, r);
 	}
-	if (build_body(r) < 0)
+	if (build_body(r, p) < 0)
 		return -1;
 	curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
 	curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body.data);
+	return 0;
+}
+
+int req_turn(const struct req *r, struct dynbuf *h)
+{
+	size_t keep = h->len;
+	const char *user = r->body.data + r->user_off;
+	int rc;
+	if (!r->cfg->with_prompt)
+		return 0; /* extra_body supplies the prompt: every turn sends it as is */
+	if (r->answer_over || !r->user_len)
+		return -1;
+	if (r->cfg->endpoint == SPEC_EP_CHAT)
+		rc = dynbuf_add(h, user, r->user_len) < 0 ||
+		     dynbuf_addstr(h, ",{\"role\":\"assistant\",\"content\":\"") < 0 ||
+		     dynbuf_add(h, r->answer.data ? r->answer.data : "", r->answer.len) < 0 ||
+		     dynbuf_addstr(h, "\"},") < 0;
+	else
+		rc = dynbuf_add(h, user, r->user_len) < 0 || dynbuf_add(h, " ", 1) < 0 ||
+		     dynbuf_add(h, r->answer.data ? r->answer.data : "", r->answer.len) < 0 ||
+		     dynbuf_add(h, " ", 1) < 0;
+	if (rc) {
+		h->len = keep;
+		if (h->data)
+			h->data[keep] = '\0';
+		return -1;
+	}
 	return 0;
 }
 
@@ -621,6 +718,8 @@ static int parse_body(struct req *r, char **msg)
 	} else if (!nonempty_str(content) && !nonempty_str(rc)) {
 		*msg = xstrdup("empty completion");
 		err = HR_ERR_NO_CONTENT;
+	} else {
+		capture_json(r, content);
 	}
 	json_decref(j);
 	return err;

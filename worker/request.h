@@ -29,6 +29,7 @@
 #include "record.h"
 #include "spec.h"
 #include "sse.h"
+#include "timers.h"
 
 /* What every request of a run shares; built once from the spec. */
 struct req_cfg {
@@ -56,12 +57,35 @@ void req_cfg_release(struct req_cfg *c);
 
 enum req_body_mode { RB_UNKNOWN = 0, RB_SSE, RB_BODY, RB_ERROR };
 
-#define REQ_ERR_BODY_MAX 256 /* bytes of a non-200 body kept for the message */
+/* What one request is: identity, timing, content. */
+struct req_params {
+	uint64_t seq, req_id;
+	int64_t intended_ns;
+	uint8_t phase;            /* HR_PHASE_* */
+	uint32_t session, turn;   /* record fields; 0 outside sessions */
+	int isl, osl;             /* -1: drawn from the workload with req_id */
+	const uint64_t *hash_ids; /* trace: prefix blocks of the prompt */
+	uint32_t n_hash;
+	/* A conversation: history holds the earlier turns, JSON-escaped -
+	 * chat: `{"role":"user","content":"..."},{"role":"assistant",...},`
+	 * fragments; completions: the text, every part followed by one
+	 * space. NULL: a single request. */
+	const struct dynbuf *history;
+	bool capture; /* keep the answer's text (another turn follows) */
+};
+
+#define REQ_ERR_BODY_MAX 256             /* bytes of a non-200 body kept for the message */
+#define REQ_MAX_CONVERSATION (16u << 20) /* bytes of a conversation's history / an answer */
+#define REQ_BLOCK_WORDS 16               /* words of one trace prefix block (hash id) */
+#define REQ_BLOCK_OFFSET (1ULL << 41)    /* block h's text is prompt index this + h */
 
 struct req {
 	const struct req_cfg *cfg; /* borrowed */
 	CURL *easy;                /* owned; CURLOPT_PRIVATE points here */
 	int index;                 /* free for the owner (position in its table) */
+
+	void *owner;           /* free for the owner (the conversation of a turn) */
+	struct tnode deadline; /* free for the owner (cancellation by policy) */
 
 	struct hr_record rec; /* the record being filled */
 	uint32_t chunk_cap;   /* capacity of rec.chunk_ns, kept across requests */
@@ -82,6 +106,12 @@ struct req {
 	uint32_t reasoning_chunks;
 	int64_t u_prompt, u_completion, u_reasoning; /* from usage; -1: none */
 	char *stream_error; /* owned: message of an in-stream {"error":...} */
+
+	/* conversations */
+	bool capture;              /* collect the answer */
+	bool answer_over;          /* it did not fit: the conversation cannot go on */
+	struct dynbuf answer;      /* the answer's content text, JSON-escaped */
+	size_t user_off, user_len; /* the new user part within body (see req_turn) */
 };
 
 /* Returns a new request with its easy handle configured (caller frees with
@@ -89,10 +119,14 @@ struct req {
 struct req *req_new(const struct req_cfg *cfg);
 void req_free(struct req *r);
 
-/* Prepares the request for the worker's seq-th send, global index req_id,
- * meant to be sent at intended_ns (since t0): lengths, prompt, body, a
- * fresh record. Returns 0, or -1 when the body cannot be built. */
-int req_prepare(struct req *r, uint64_t seq, uint64_t req_id, int64_t intended_ns);
+/* Prepares the request (lengths, prompt, body, a fresh record). Returns
+ * 0, or -1 when the body cannot be built (too long). */
+int req_prepare(struct req *r, const struct req_params *p);
+/* After a successful turn with capture: appends this turn (the user part
+ * and the answer) to a conversation history in the form req_params
+ * describes (nothing when target.extra_body replaces the prompt). Returns
+ * 0, or -1 when it does not fit. */
+int req_turn(const struct req *r, struct dynbuf *history);
 /* Stamps start_ns and hands the handle to the multi (loop_add is passed
  * in so this module needs no loop). Returns 0 or -1. */
 int req_launch(struct req *r, int (*add)(void *ud, CURL *easy), void *ud);

@@ -1,15 +1,29 @@
-/* run.c - the request pool between the load model, libcurl and the outbox
- * (see run.h). */
+/* run.c - the request pool between the load model, the deadlines,
+ * libcurl and the outbox (see run.h). */
 #include "run.h"
 
+#include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "rng.h"
 #include "util.h"
+
+/* Sends per run_pump call. A worker that is behind (a burst, a stall)
+ * would otherwise send for as long as something is due - and while it
+ * sends more becomes due - never reading the responses in flight. After
+ * this many it yields to the event loop with the pacer armed for now. */
+#define PUMP_BATCH 32
 
 static int add_to_loop(void *ud, CURL *easy)
 {
 	return loop_add(ud, easy);
+}
+
+static int64_t now_ns(const struct run *r)
+{
+	return mono_ns() - r->t0;
 }
 
 static void activate(struct run *r, struct req *q)
@@ -32,16 +46,24 @@ static void deactivate(struct run *r, struct req *q)
 	q->index = -1;
 }
 
-/* The record of q is final: count it, ship it, recycle q. */
+/* The record of q is final: count it, carry the conversation on, ship
+ * the record, recycle q. */
 static void retire(struct run *r, struct req *q, int64_t now)
 {
 	deactivate(r, q);
+	theap_del(&r->heap, &q->deadline);
 	r->completed++;
+	r->phase_completed++;
 	if (q->rec.error)
 		r->errors++;
+	struct conv *c = q->owner;
+	bool ok = q->rec.error == HR_ERR_NONE;
+	if (c && ok && q->capture && req_turn(q, &c->hist) < 0)
+		ok = false; /* the conversation outgrew its bound: it ends here */
 	if (outbox_add(r->ob, &q->rec) < 0)
 		r->interrupted = true;
-	load_done(&r->load, now);
+	q->owner = NULL;
+	load_done(&r->load, c, now, ok);
 	req_reset(q);
 	r->idle[r->n_idle++] = q; /* idle has room: it grows with active */
 }
@@ -53,13 +75,14 @@ static struct req *take_req(struct run *r)
 	struct req *q = req_new(&r->cfg);
 	if (!q)
 		xalloc_die();
+	q->deadline.kind = TN_CANCEL;
 	return q;
 }
 
 /* A request that never reached libcurl still gets a record. */
 static void fail_early(struct run *r, struct req *q, const char *why)
 {
-	int64_t now = mono_ns() - r->t0;
+	int64_t now = now_ns(r);
 	if (q->rec.start_ns == HR_NO_TIME)
 		q->rec.start_ns = now;
 	req_complete(q, CURLE_FAILED_INIT, now);
@@ -69,26 +92,60 @@ static void fail_early(struct run *r, struct req *q, const char *why)
 	retire(r, q, now);
 }
 
-static void send_one(struct run *r, int64_t intended_ns)
+static void send_one(struct run *r, const struct issue *is)
 {
 	struct req *q = take_req(r);
-	uint64_t seq = r->sent++;
-	uint64_t req_id = r->req_id_base + seq * r->req_id_stride;
-
+	struct req_params p = {
+	    .seq = r->sent++,
+	    .req_id = is->req_id,
+	    .intended_ns = is->intended_ns,
+	    .phase = (uint8_t)r->phase,
+	    .session = is->session,
+	    .turn = is->turn,
+	    .isl = is->isl,
+	    .osl = is->osl,
+	    .hash_ids = is->hash_ids,
+	    .n_hash = is->n_hash,
+	    .history = is->conv ? &is->conv->hist : NULL,
+	    .capture = is->conv && is->more,
+	};
+	r->phase_sent++;
 	activate(r, q);
-	if (req_prepare(q, seq, req_id, intended_ns) < 0) {
-		fail_early(r, q, "cannot build the request body");
+	q->owner = is->conv;
+	if (req_prepare(q, &p) < 0) {
+		fail_early(r, q,
+		           "cannot build the request body (prompt and conversation too long)");
 		return;
 	}
-	if (req_launch(q, add_to_loop, r->loop) < 0)
+	if (req_launch(q, add_to_loop, r->loop) < 0) {
 		fail_early(r, q, "curl_multi_add_handle failed");
+		return;
+	}
+	if (r->cancel_fraction > 0 &&
+	    rng_uniform(r->cfg.seed, RNG_STREAM_CANCEL, is->req_id) < r->cancel_fraction)
+		theap_set(&r->heap, &q->deadline, q->rec.start_ns + r->cancel_after_ns);
+}
+
+/* Takes q out of libcurl and records it as cancelled. */
+static void abort_req(struct run *r, struct req *q, int64_t now, const char *why)
+{
+	loop_remove(r->loop, q->easy);
+	req_cancel(q, now, why);
+	retire(r, q, now);
+}
+
+static void abort_all(struct run *r, const char *why)
+{
+	int64_t now = now_ns(r);
+	while (r->n_active)
+		abort_req(r, r->active[r->n_active - 1], now, why);
 }
 
 static void on_done(void *ud, CURL *easy, CURLcode result)
 {
 	struct run *r = ud;
 	char *p = NULL;
-	int64_t now = mono_ns() - r->t0;
+	int64_t now = now_ns(r);
 
 	curl_easy_getinfo(easy, CURLINFO_PRIVATE, &p);
 	loop_remove(r->loop, easy);
@@ -100,17 +157,108 @@ static void on_done(void *ud, CURL *easy, CURLcode result)
 	run_pump(r);
 }
 
+/* Handles every deadline that is due. */
+static void run_timers(struct run *r)
+{
+	int64_t now = now_ns(r);
+	struct tnode *t;
+	while ((t = theap_pop_due(&r->heap, now))) {
+		switch (t->kind) {
+		case TN_TURN:
+			load_turn_due(&r->load, (struct conv *)t); /* tn is the first member */
+			break;
+		case TN_CANCEL: {
+			struct req *q = (struct req *)((char *)t - offsetof(struct req, deadline));
+			abort_req(r, q, now, r->cancel_msg);
+			break;
+		}
+		case TN_GRACE:
+			abort_all(r, "grace period over");
+			break;
+		default: /* TN_PUMP: run_pump looks */
+			break;
+		}
+	}
+}
+
+/* Arms the pacer for the earliest deadline (now when a backlog is left),
+ * unless it already is. */
+static void rearm(struct run *r)
+{
+	struct tnode *m = theap_min(&r->heap);
+	int64_t at;
+	if (r->backlog)
+		at = now_ns(r);
+	else if (m)
+		at = m->at - r->spin_ns;
+	else
+		return; /* a stale expiration only makes run_pump look once more */
+	if (r->backlog && r->armed != INT64_MIN && r->armed <= at)
+		return; /* already due */
+	if (at == r->armed)
+		return;
+	r->armed = at;
+	loop_timer_at(r->pacer, r->t0 + at);
+}
+
+static void on_pacer(void *ud, uint64_t expirations)
+{
+	struct run *r = ud;
+	r->armed = INT64_MIN;
+	if (!r->have_load)
+		return;
+	if (r->spin_ns > 0 && !r->backlog) {
+		/* woken early on purpose: wait for the deadline on the CPU,
+		 * which wakes far more punctually than the scheduler */
+		struct tnode *m = theap_min(&r->heap);
+		if (m && m->at - now_ns(r) <= r->spin_ns)
+			while (now_ns(r) < m->at)
+				;
+	}
+	run_timers(r);
+	run_pump(r);
+	loop_kick(r->loop);
+}
+
 int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct spec *spec,
              const struct share *sh, uint32_t worker, char *err)
 {
 	memset(r, 0, sizeof *r);
 	if (req_cfg_init(&r->cfg, spec, worker, err) < 0)
 		return -1;
+	r->sh = *sh;
+	if (sh->prof.mode == SPEC_LOAD_TRACE) {
+		if (trace_plan_build(&r->tp, spec, sh, err) < 0) {
+			req_cfg_release(&r->cfg);
+			return -1;
+		}
+		r->have_tp = true;
+	}
 	r->loop = loop;
 	r->ob = ob;
-	r->req_id_base = sh->req_id_base;
-	r->req_id_stride = sh->req_id_stride;
-	load_init(&r->load, sh->slots, sh->requests, sh->duration_s);
+	theap_init(&r->heap);
+	tnode_init(&r->grace, TN_GRACE);
+	r->armed = INT64_MIN;
+	r->pacer = loop_timer_new(loop, on_pacer, r);
+	if (!r->pacer) {
+		errf(err, "timerfd: cannot create the pacer");
+		if (r->have_tp)
+			trace_plan_release(&r->tp);
+		req_cfg_release(&r->cfg);
+		return -1;
+	}
+	loop_timer_priority(r->pacer);
+	const char *spin = getenv("HEADROOM_WORKER_SPIN_US");
+	if (spin && *spin)
+		r->spin_ns = (int64_t)(atof(spin) * 1000);
+	if (r->spin_ns < 0 || r->spin_ns > 1000000)
+		r->spin_ns = 0;
+	r->grace_ns = (int64_t)(sh->grace_s * 1e9 + 0.5);
+	r->cancel_fraction = sh->cancel_fraction;
+	r->cancel_after_ns = (int64_t)(sh->cancel_after_s * 1e9 + 0.5);
+	char num[32];
+	fmt_double(num, sh->cancel_after_s);
+	snprintf(r->cancel_msg, sizeof r->cancel_msg, "cancelled by policy after %s s", num);
 	loop_on_done(loop, on_done, r);
 	return 0;
 }
@@ -125,46 +273,101 @@ void run_release(struct run *r)
 		req_free(r->idle[i]);
 	free(r->active);
 	free(r->idle);
-	load_release(&r->load);
+	if (r->have_load)
+		load_release(&r->load);
+	if (r->have_tp)
+		trace_plan_release(&r->tp);
+	theap_release(&r->heap);
+	if (r->pacer)
+		loop_timer_free(r->loop, r->pacer);
 	req_cfg_release(&r->cfg);
 	loop_on_done(r->loop, NULL, NULL);
 	memset(r, 0, sizeof *r);
 }
 
-void run_begin(struct run *r, int64_t t0)
+void run_begin(struct run *r, int phase, int64_t t0, int64_t phase_start_ns)
 {
+	if (r->have_load)
+		run_end_phase(r);
 	r->t0 = t0;
 	r->cfg.t0 = t0;
 	r->begun = true;
+	r->phase = phase;
+	r->phase_sent = r->phase_completed = 0;
+	r->grace_armed = false;
+	struct load_cfg lc = {
+	    .ph = phase == HR_PHASE_WARMUP ? &r->sh.warm : &r->sh.prof,
+	    .phase = phase,
+	    .worker = r->sh.worker,
+	    .workers = r->sh.workers,
+	    .seed = r->cfg.seed,
+	    .sessions = r->sh.sessions,
+	    .turns = r->sh.turns,
+	    .think_s = r->sh.think_s,
+	    .tp = r->have_tp ? &r->tp : NULL,
+	    .heap = &r->heap,
+	};
+	load_init(&r->load, &lc);
+	r->have_load = true;
+	load_begin(&r->load, phase_start_ns);
 	run_pump(r);
+	loop_kick(r->loop);
+}
+
+/* Sending is over: in-flight profiling requests get the grace period. */
+static void on_exhausted(struct run *r)
+{
+	if (r->grace_armed)
+		return;
+	r->grace_armed = true;
+	if (r->load.dropped)
+		fprintf(stderr,
+		        "headroom-worker[w%d]: %llu arrivals were still waiting for a slot when "
+		        "the duration ended; they were not sent\n",
+		        r->sh.worker, (unsigned long long)r->load.dropped);
+	if (r->phase == HR_PHASE_PROFILING && r->n_active > 0)
+		theap_set(&r->heap, &r->grace, r->load.ended_at + r->grace_ns);
 }
 
 void run_pump(struct run *r)
 {
-	if (!r->begun)
+	if (!r->have_load)
 		return;
-	for (;;) {
-		int64_t intended, wake;
-		int v = load_next(&r->load, mono_ns() - r->t0, &intended, &wake);
+	struct issue is;
+	int v = LOAD_WAIT;
+	r->backlog = false;
+	for (int n = 0;; n++) {
+		if (n == PUMP_BATCH) {
+			r->backlog = true; /* the rest after the pending events */
+			break;
+		}
+		v = load_next(&r->load, now_ns(r), &is);
 		if (v != LOAD_SEND)
-			break; /* LOAD_WAIT: a completion (or, paced, a timer) calls again */
-		send_one(r, intended);
+			break;
+		send_one(r, &is);
 	}
+	if (v == LOAD_EXHAUSTED)
+		on_exhausted(r);
+	rearm(r);
 }
 
 void run_cancel(struct run *r, const char *why)
 {
-	load_stop(&r->load);
-	int64_t now = mono_ns() - r->t0;
-	while (r->n_active) {
-		struct req *q = r->active[r->n_active - 1];
-		loop_remove(r->loop, q->easy);
-		req_cancel(q, now, why);
-		retire(r, q, now);
-	}
+	if (r->have_load)
+		load_stop(&r->load, now_ns(r));
+	abort_all(r, why);
 }
 
-bool run_finished(struct run *r)
+bool run_phase_finished(struct run *r)
 {
-	return r->begun && r->n_active == 0 && load_finished(&r->load, mono_ns() - r->t0);
+	return r->have_load && r->n_active == 0 && load_finished(&r->load);
+}
+
+void run_end_phase(struct run *r)
+{
+	if (!r->have_load)
+		return;
+	theap_del(&r->heap, &r->grace);
+	load_release(&r->load);
+	r->have_load = false;
 }

@@ -1,11 +1,21 @@
-/* run.h - the measuring phase of a worker: requests in flight, started as
- * the load model allows, their records handed to the outbox.
+/* run.h - the measuring phases of a worker: requests in flight, started
+ * as the load model allows, their records handed to the outbox.
  *
  * The runner owns a pool of requests (struct req, one easy handle each),
- * created on first need and reused; at most `slots` exist in concurrency
- * mode. Sending is split from deciding: run_pump asks the load model
- * (load.h) and calls send_one for each LOAD_SEND, so a paced mode only
- * changes the model and arms a timer for LOAD_WAIT.
+ * created on first need and reused, the deadline heap (timers.h) and the
+ * pacer: one timerfd armed at the absolute CLOCK_MONOTONIC time of the
+ * earliest deadline (t0 + its time), dispatched before other events.
+ * Sending is split from deciding: run_pump asks the load model (load.h)
+ * and sends each LOAD_SEND. When the pacer fires, every deadline that is
+ * due is handled (turns, cancellations, the grace period), run_pump sends
+ * what is due - all of it, in order, when late, in batches of PUMP_BATCH
+ * with the loop's other events in between - and libcurl is kicked so the
+ * new transfers leave at once.
+ *
+ * A run has one or two phases (warm-up, profiling), one at a time:
+ * run_begin starts one, run_phase_finished says when it is over,
+ * run_end_phase releases its model. Counters cover all phases; the
+ * phase_* ones the current one.
  *
  * Thread affinity: the loop's thread.
  */
@@ -21,18 +31,35 @@
 #include "request.h"
 #include "share.h"
 #include "spec.h"
+#include "timers.h"
 
 struct run {
 	struct loop *loop;  /* borrowed */
 	struct outbox *ob;  /* borrowed */
 	struct req_cfg cfg; /* owned; the requests point at it (struct run must not move) */
+	struct share sh;    /* a copy */
+	struct trace_plan tp;
+	bool have_tp;
+	struct theap heap;
+	struct loop_timer *pacer;
+	int64_t armed;   /* what the pacer is armed for (ns since t0), INT64_MIN: nothing */
+	int64_t spin_ns; /* wake this early and spin to the deadline (HEADROOM_WORKER_SPIN_US) */
+	bool backlog;    /* run_pump stopped after PUMP_BATCH sends: more may be due */
 	struct load load;
+	bool have_load;    /* a phase is running */
+	int phase;         /* HR_PHASE_* of the current / last phase */
 	struct req **idle; /* pooled, not in flight */
 	int n_idle;
 	struct req **active; /* in flight; req->index is the position */
 	int n_active, cap;
-	uint64_t req_id_base, req_id_stride;
 	uint64_t sent, completed, errors; /* sent doubles as the next seq */
+	uint64_t phase_sent, phase_completed;
+	struct tnode grace; /* TN_GRACE */
+	bool grace_armed;
+	int64_t grace_ns;
+	double cancel_fraction;
+	int64_t cancel_after_ns;
+	char cancel_msg[64];
 	int64_t t0;
 	bool begun;
 	bool interrupted; /* an outbox wait was interrupted by a signal */
@@ -41,20 +68,24 @@ struct run {
 /* Prepares a run from a validated spec and share (both borrowed; nothing
  * is kept from them). Installs itself as the loop's done callback.
  * Returns 0, or -1 with a message in err (e.g. the API key variable is
- * not set). */
+ * not set, the trace cannot be read). */
 int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct spec *spec,
              const struct share *sh, uint32_t worker, char *err);
 /* Frees the pool. Nothing may be in flight (run_cancel first). */
 void run_release(struct run *r);
 
-/* Time zero has come (t0: absolute monotonic ns): fills the slots. */
-void run_begin(struct run *r, int64_t t0);
+/* Starts phase (HR_PHASE_WARMUP: the share's warm-up, else its profiling
+ * part) whose schedule begins at t0 + phase_start_ns (absolute monotonic
+ * t0). Sends what is due at once; the rest follows the pacer. */
+void run_begin(struct run *r, int phase, int64_t t0, int64_t phase_start_ns);
 /* Starts whatever the load model allows now. */
 void run_pump(struct run *r);
 /* Aborts everything in flight, recording it as cancelled (why: message),
- * and starts nothing more. */
+ * and starts nothing more in this phase. */
 void run_cancel(struct run *r, const char *why);
-/* True once begun, nothing more to send and nothing in flight. */
-bool run_finished(struct run *r);
+/* The current phase has sent its share and nothing is in flight. */
+bool run_phase_finished(struct run *r);
+/* Releases the finished phase's model. */
+void run_end_phase(struct run *r);
 
 #endif

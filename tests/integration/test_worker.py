@@ -34,7 +34,7 @@ BIN = os.environ.get("HEADROOM_BIN") or os.path.join(HERE, "..", "..", "build", 
 WORKER = os.path.join(BIN, "headroom-worker")
 MOCK = os.path.join(BIN, "headroom-mock")
 
-HELLO, SCHEDULE, READY, START, HEARTBEAT, RECORDS, STOP, DONE, FAIL = range(1, 10)
+HELLO, SCHEDULE, READY, START, HEARTBEAT, RECORDS, STOP, DONE, FAIL, PHASE_DONE = range(1, 11)
 MS = 1000000
 
 
@@ -325,7 +325,8 @@ class WorkerCase(unittest.TestCase):
             return self.finish(res)
         self.assertEqual(typ, READY, msg)
         res.t0 = time.monotonic_ns() + 50 * MS
-        self.send(START, {"t0_mono_ns": res.t0, "t0_wall_ns": time.time_ns() + 50 * MS})
+        self.send(START, {"t0_mono_ns": res.t0, "t0_wall_ns": time.time_ns() + 50 * MS,
+                          "phase": "profiling", "phase_start_ns": 0})
         deadline = time.monotonic() + timeout
         while True:
             wait = deadline - time.monotonic()
@@ -531,6 +532,29 @@ class WorkerCase(unittest.TestCase):
              "req_id_stride"),
             ("requests and duration", good, {"slots": 2, "requests": 4, "duration_s": 1},
              "duration_s"),
+            ("rate without rate", good, {"mode": "rate", "slots": 0, "requests": 4},
+             "share.rate"),
+            ("unknown law", good, {"mode": "rate", "slots": 0,
+                                   "rate": {"law": "zipf", "rate": 5, "total_requests": 4}},
+             "law"),
+            ("zero rate", good, {"mode": "rate", "slots": 0,
+                                 "rate": {"rate": 0, "total_requests": 4}}, "rate.rate"),
+            ("unbounded rate", good, {"mode": "rate", "slots": 0, "rate": {"rate": 5}},
+             "total_requests"),
+            ("unknown mode", good, {"mode": "burst", "slots": 2, "requests": 4}, "mode"),
+            ("trace without trace", good, {"mode": "trace", "slots": 0}, "trace"),
+            ("warm-up replaying a trace", good,
+             {"slots": 2, "requests": 4, "warmup": {"mode": "trace", "slots": 0}}, "warmup"),
+            ("warm-up without slots", good, {"slots": 2, "requests": 4, "warmup": {}},
+             "share.warmup.slots"),
+            ("bad cancel", good, {"slots": 2, "requests": 4, "cancel": {"fraction": 2}},
+             "cancel.fraction"),
+            ("sessions without turns", good,
+             {"slots": 2, "requests": 4, "sessions": {"think_time_s": {"mean": 1}}},
+             "sessions.turns"),
+            ("negative grace", good, {"slots": 2, "requests": 4, "grace_s": -1}, "grace_s"),
+            ("another worker's share", good, {"slots": 2, "requests": 4, "worker": 1,
+                                              "workers": 2}, "share.worker"),
         ]
         for name, spec, share, word in cases:
             with self.subTest(name):
@@ -701,6 +725,55 @@ class WorkerCase(unittest.TestCase):
         res = self.finish(Result())
         self.assertEqual(p.wait(5), 0, res.stderr)
         self.assertIn("malformed", res.stderr)
+
+    def test_p_start_fields(self):
+        """START without the phase fields means the profiling share (old
+        daemons); a warm-up START for a share without warm-up is refused."""
+        m = self.mock()
+        for start, ok in (({}, True), ({"phase": "profiling", "phase_start_ns": 20 * MS}, True),
+                          ({"phase": "warmup"}, False), ({"phase": "later"}, False),
+                          ({"phase_start_ns": -1}, False)):
+            with self.subTest(start=start):
+                self.setUpSocket()
+                p = self.start_worker()
+                self.assertEqual(self.recv(5)[0], HELLO)
+                self.send(SCHEDULE, {"worker": 0, "spec": self.spec(m.url, 2, 4),
+                                     "share": {"slots": 2, "requests": 4}})
+                self.assertEqual(self.recv(5)[0], READY)
+                t0 = time.monotonic_ns()
+                msg = {"t0_mono_ns": t0, "t0_wall_ns": time.time_ns()}
+                msg.update(start)
+                self.send(START, msg)
+                recs = []
+                while True:
+                    typ, body = self.recv(5)
+                    if typ == RECORDS:
+                        recs.extend(body)
+                    elif typ in (DONE, FAIL):
+                        break
+                res = self.finish(Result())
+                self.assertEqual(typ, DONE if ok else FAIL, res.stderr)
+                self.assertEqual(p.wait(5), 0 if ok else 1)
+                if ok:
+                    self.assertEqual(len(recs), 4)
+                    first = min(r["intended_ns"] for r in recs)
+                    self.assertEqual(first, start.get("phase_start_ns", 0))
+                    self.assertTrue(all(r["start_ns"] >= first for r in recs))
+                else:
+                    self.assertIn("START", body["message"])
+
+    def test_q_rate_share(self):
+        """A rate share (slots 0: no ceiling) sends exactly its arrivals."""
+        m = self.mock()
+        spec = self.spec(m.url, 1, 10)
+        spec["load"] = {"mode": "rate", "rate": 100, "arrival": "constant", "requests": 10}
+        share = {"mode": "rate", "slots": 0, "requests": 10,
+                 "rate": {"law": "constant", "rate": 100, "total_requests": 10}}
+        res = self.run_worker(spec, share)
+        self.check_common(res, 10)
+        self.assertEqual(sorted(r["req_id"] for r in res.records), list(range(10)))
+        self.assertEqual(sorted(r["intended_ns"] for r in res.records),
+                         [k * 10 * MS for k in range(10)])
 
     def test_k_sigterm(self):
         m = self.mock("--ttft-ms", "2000")
