@@ -29,6 +29,7 @@ static const char general_help[] =
     "  show ID [--json]                             show a run and its summary\n"
     "  cancel ID                                    cancel a queued or running run\n"
     "  export ID [--records] [--format F] [-o FILE] export a summary or the records\n"
+    "  tokenize --tokenizer FILE [--count]          token ids of stdin (tokenize --help)\n"
     "  help [COMMAND]                               help on one command\n"
     "\n"
     "options (anywhere on the line):\n"
@@ -383,6 +384,7 @@ static int run_help(const struct cli_opts *o)
 
 int main(int argc, char **argv)
 {
+	if (argc > 1 && strcmp(argv[1], "tokenize") == 0) { int cmd_tokenize(int, char **); return cmd_tokenize(argc - 1, argv + 1); }
 	struct parsed p;
 	memset(&p, 0, sizeof(p));
 	p.pos = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*p.pos));
