@@ -74,8 +74,10 @@ static json_t *load_json(const struct spec *spec, struct ivec *starts, struct iv
 	int conc = ld->mode == SPEC_LOAD_CONCURRENCY ? ld->concurrency : ld->max_concurrency;
 	json_object_set_new(o, "requested_concurrency", conc ? json_integer(conc) : json_null());
 	json_object_set_new(o, "sent", json_integer((json_int_t)starts->n));
-	qsort(starts->v, starts->n, sizeof *starts->v, cmp_i64);
-	qsort(dones->v, dones->n, sizeof *dones->v, cmp_i64);
+	if (starts->n) { /* an empty vector has no array at all */
+		qsort(starts->v, starts->n, sizeof *starts->v, cmp_i64);
+		qsort(dones->v, dones->n, sizeof *dones->v, cmp_i64);
+	}
 	double rate = NAN;
 	if (starts->n >= 2 && starts->v[starts->n - 1] > starts->v[0])
 		rate = (double)(starts->n - 1) /
