@@ -11,6 +11,22 @@ import unittest
 import hrtest
 
 
+def _sanitized():
+    """Whether the binaries under test carry AddressSanitizer."""
+    import os
+    try:
+        with open(os.path.join(hrtest.BIN, "headroom-worker"), "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
+# Under ASan/UBSan (a -O0 build, several times slower) schedules, counts and
+# accounting are checked exactly as always; the statistics of *actual* send
+# times are judged in the optimised build of the same `make check`.
+SANITIZED = _sanitized()
+
+
 def rate_spec(mock, rate, law="poisson", workers=1, **extra):
     s = hrtest.spec(mock)
     s["load"] = {"mode": "rate", "rate": rate, "arrival": law}
@@ -99,10 +115,11 @@ class Shapes(unittest.TestCase):
         diffs = {b - a for a, b in zip(intended, intended[1:])}
         self.assertTrue(all(abs(d - 2500000) <= 1 for d in diffs), diffs)
         actual = self.gaps(rows, "start_ns")
-        self.assertLess(cv(actual), 0.35)
         load = run["summary"]["load"]
         self.assertEqual(load["requested_rate"], 400)
-        self.assertLess(abs(load["achieved_rate"] - 400) / 400, 0.03)
+        if not SANITIZED:
+            self.assertLess(cv(actual), 0.35)
+            self.assertLess(abs(load["achieved_rate"] - 400) / 400, 0.03)
         self.assertIn("schedule_lag", run["summary"]["metrics"])
 
     def test_poisson_actual_sends_follow_exponential(self):
@@ -122,8 +139,9 @@ class Shapes(unittest.TestCase):
             if d < crit and abs(cv(actual) - 1.0) < 0.15:
                 break
         self.assertLess(ks_exponential(self.gaps(rows, "intended_ns"), rate), crit)
-        self.assertLess(d, crit)
-        self.assertLess(abs(cv(actual) - 1.0), 0.15)
+        if not SANITIZED:
+            self.assertLess(d, crit)
+            self.assertLess(abs(cv(actual) - 1.0), 0.15)
         # the same test rejects a constant-rate run: it can fail
         _, crow = self.run_spec(rate_spec(self.mock.addr, rate, "constant", requests=600))
         self.assertGreater(ks_exponential(self.gaps(crow, "start_ns"), rate), crit)
@@ -134,7 +152,8 @@ class Shapes(unittest.TestCase):
         intended = self.gaps(rows, "intended_ns")
         self.assertLess(abs(cv(intended) - 2.0), 0.25)
         actual = self.gaps(rows, "start_ns")
-        self.assertLess(abs(cv(actual) - 2.0), 0.35)
+        if not SANITIZED:
+            self.assertLess(abs(cv(actual) - 2.0), 0.35)
         n = len(intended)
         self.assertLess(ks_gamma(intended, k, 1.0 / rate), 1.63 / math.sqrt(n))
         # and an exponential law is rejected for the same sample
