@@ -35,6 +35,7 @@ struct cli_opts {
 	int json;           /* show --json */
 	const char *format; /* export --format, NULL: default */
 	int records;        /* export --records */
+	int telemetry;      /* export --telemetry */
 	const char *output; /* export -o, NULL: stdout */
 };
 

@@ -563,7 +563,10 @@ int cmd_export(const struct cli_opts *o)
 		return EXIT_RUN_FAILED;
 	}
 	catch_signals();
-	char *path = xasprintf("/runs/%lld/%s?format=%s", o->id, o->records ? "records" : "summary",
+	char *path = xasprintf("/runs/%lld/%s?format=%s", o->id,
+	                       o->records     ? "records"
+	                       : o->telemetry ? "telemetry"
+	                                      : "summary",
 	                       o->format);
 	char err[HR_ERRLEN];
 	struct http_resp r;

@@ -88,12 +88,14 @@ static const char cancel_help[] =
 static const char export_help[] =
     "usage: headroom export ID [--format json|csv] [-o FILE]\n"
     "       headroom export ID --records [--format jsonl|csv] [-o FILE]\n"
+    "       headroom export ID --telemetry [--format json|csv] [-o FILE]\n"
     "\n"
     "Writes the run's summary (default format json), or with --records every\n"
     "per-request record (default format jsonl), as the daemon streams it.\n"
     "--format jsonl implies --records.\n"
     "\n"
     "  --records          export the per-request records\n"
+    "  --telemetry        export the GPU and server telemetry samples\n"
     "  --format F         json or csv (summary), jsonl or csv (records)\n"
     "  -o, --output FILE  write to FILE (replaced only once complete) instead of\n"
     "                     stdout\n";
@@ -131,6 +133,7 @@ enum opt_id {
 	OPT_JSON,
 	OPT_FORMAT,
 	OPT_RECORDS,
+	OPT_TELEMETRY,
 	OPT_OUTPUT,
 	OPT__COUNT
 };
@@ -155,6 +158,7 @@ static const struct optdef {
     [OPT_JSON] = {"json", 0, 0, FOR(CMD_SHOW)},
     [OPT_FORMAT] = {"format", 0, 1, FOR(CMD_EXPORT)},
     [OPT_RECORDS] = {"records", 0, 0, FOR(CMD_EXPORT)},
+    [OPT_TELEMETRY] = {"telemetry", 0, 0, FOR(CMD_EXPORT)},
     [OPT_OUTPUT] = {"output", 'o', 1, FOR(CMD_EXPORT)},
 };
 
@@ -353,6 +357,9 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 	if (cmd == CMD_EXPORT) {
 		const char *f = p->seen[OPT_FORMAT] ? p->val[OPT_FORMAT] : NULL;
 		o->records = p->seen[OPT_RECORDS] || (f && strcmp(f, "jsonl") == 0);
+		o->telemetry = p->seen[OPT_TELEMETRY];
+		if (o->telemetry && o->records)
+			return usage_error(cmd, "--telemetry and --records are separate exports");
 		if (!f)
 			f = o->records ? "jsonl" : "json";
 		if (o->records && strcmp(f, "jsonl") != 0 && strcmp(f, "csv") != 0)

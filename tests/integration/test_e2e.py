@@ -159,5 +159,27 @@ class EndToEnd(unittest.TestCase):
         self.assertLess(page2["runs"][0]["id"], lst["runs"][1]["id"])
 
 
+
+
+class TcpTransport(unittest.TestCase):
+    """Workers can reach the daemon over TCP instead of ipc (the path remote
+    workers will take)."""
+
+    def test_run_over_tcp(self):
+        with hrtest.tempdir() as tmp:
+            mock = hrtest.start_mock()
+            daemon = hrtest.start_daemon(tmp, "--transport", "tcp")
+            try:
+                api = hrtest.Api(daemon.addr)
+                spec = hrtest.spec(mock.addr, concurrency=4, requests=200)
+                spec["workers"] = 2
+                run = api.wait(api.submit(spec))
+                self.assertEqual(run["state"], "succeeded", run.get("reason"))
+                self.assertEqual(run["summary"]["counts"]["valid"], 200)
+            finally:
+                daemon.stop()
+                mock.stop()
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -119,6 +119,13 @@ class Telemetry(unittest.TestCase):
         hottest = max(util, key=util.get)
         self.assertEqual(busiest, hottest, (inflight, util))
 
+        # the CLI exports it
+        out = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "export", str(run["id"]),
+                              "--telemetry", "--format", "csv", "--url", "http://" + d.addr],
+                             capture_output=True, text=True)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertEqual(out.stdout, text)
+
         # the CLI shows it
         out = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "show", str(run["id"]),
                               "--url", "http://" + d.addr], capture_output=True, text=True)

@@ -1,0 +1,75 @@
+#!/usr/bin/env python3
+# pacing.py - pacing precision of one worker: schedule lag p50/p99/max and
+# achieved versus requested rate for Poisson arrivals at several rates,
+# through the whole service (REST submit -> daemon -> one worker -> mock).
+#
+#   bench/build.sh && bench/pacing.py [--rates 1000,2000,5000,20000]
+#                                     [--duration 10] [--repeat 3]
+#
+# The daemon and its worker are pinned to CPU 0, headroom-mock to CPU 1.
+# Figures come from the run's own summary: `schedule_lag` (start - intended)
+# over every sent request, and summary.load.achieved_rate (sends over the
+# span of actual starts). Medians over --repeat runs. Streams are short
+# (8 output tokens, ISL 16) so the mock stays light. Loopback only.
+
+import argparse
+import os
+import sys
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hrbench as hb  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__)
+    ap.add_argument("--rates", default="1000,2000,5000,20000")
+    ap.add_argument("--duration", type=float, default=10.0)
+    ap.add_argument("--repeat", type=int, default=3)
+    a = ap.parse_args()
+    hb.warn_if_busy()
+    mock = hb.start_mock("1")
+    d = hb.start_daemon("0", extra=("--default-workers", "1"))
+    api = hb.Api(d.port)
+    print("machine: %s" % hb.machine())
+    print("| rate (req/s) | achieved (median) | within 1% | lag p50 (us) | lag p99 (us) "
+          "| lag max (ms) | runs |")
+    print("|---|---|---|---|---|---|---|")
+    try:
+        for rate in [float(x) for x in a.rates.split(",")]:
+            rows = []
+            for _ in range(a.repeat):
+                spec = {"name": "pacing %g/s" % rate,
+                        "target": {"url": "http://127.0.0.1:%d" % mock.port,
+                                   "model": "mock-model", "stream": True},
+                        "workload": {"isl": {"mean": 16}, "osl": {"mean": 8}, "seed": 1},
+                        "load": {"mode": "rate", "rate": rate, "arrival": "poisson",
+                                 "duration_s": a.duration, "grace_s": 5},
+                        "telemetry": {"nvml": False, "dcgm_urls": [],
+                                      "server_metrics": False},
+                        "workers": 1}
+                run = api.wait(api.submit(spec))
+                s = run.get("summary") or {}
+                lag = s.get("metrics", {}).get("schedule_lag", {})
+                ach = (s.get("load") or {}).get("achieved_rate")
+                if run["state"] != "succeeded" or ach is None or "p99" not in lag:
+                    hb.log("rate %g: run %d %s: %s" % (rate, run["id"], run["state"],
+                                                       run.get("reason")))
+                    continue
+                rows.append((ach, lag["p50"] * 1e3, lag["p99"] * 1e3, lag["max"]))
+                hb.log("rate %g: achieved %.1f, lag p50 %.1f us p99 %.1f us max %.2f ms"
+                       % ((rate,) + rows[-1]))
+            if not rows:
+                print("| %g | failed | | | | | 0 |" % rate)
+                continue
+            ach = hb.med([r[0] for r in rows])
+            print("| %g | %.1f | %s | %.1f | %.1f | %.2f | %d |" % (
+                rate, ach, "yes" if abs(ach - rate) / rate <= 0.01 else "no",
+                hb.med([r[1] for r in rows]), hb.med([r[2] for r in rows]),
+                hb.med([r[3] for r in rows]), len(rows)))
+    finally:
+        hb.stop_daemon(d)
+        mock.stop()
+
+
+if __name__ == "__main__":
+    main()
