@@ -545,12 +545,15 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	while (c.sock) {
 		zmq_pollitem_t pi = {c.sock, 0, ZMQ_POLLIN, 0};
 		zmq_poll(&pi, 1, 100);
+		int drained = 0;
 		for (int k = 0; k < 256; k++) {
 			struct proto_msg m;
 			char perr[HR_ERRLEN];
 			int rc = proto_recv(c.sock, 1, &m, ZMQ_DONTWAIT, perr);
-			if (rc == 0 || rc == -1)
+			if (rc == 0 || rc == -1) {
+				drained = 1;
 				break;
+			}
 			if (rc == -2) {
 				int i = ident_index(&c, m.ident);
 				fail_run(&c, "worker %d sent a malformed message: %s", i, perr);
@@ -562,7 +565,10 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		}
 		reap(&c);
 		int64_t now = mono_ns();
-		check_silence(&c, now);
+		/* with messages still queued the daemon is the one behind (ingestion
+		 * back-pressure): a worker's heartbeat may be waiting in the queue */
+		if (drained)
+			check_silence(&c, now);
 		if (atomic_load(&r->cancel_id) == id && !c.cancelled) {
 			c.cancelled = 1;
 			send_stop(&c, "cancelled");
