@@ -6,7 +6,11 @@
 #   bench/build.sh && bench/pacing.py [--rates 1000,2000,5000,20000]
 #                                     [--duration 10] [--repeat 3]
 #
-# The daemon and its worker are pinned to CPU 0, headroom-mock to CPU 1.
+# By default the daemon and its worker are pinned to CPU 0 and headroom-mock
+# to CPU 1. With --worker-alone the worker gets CPU 0 to itself (the daemon
+# joins the mock on CPU 1; the worker is re-pinned as soon as it appears),
+# which separates the worker's own pacing from competition with the
+# daemon's threads.
 # Figures come from the run's own summary: `schedule_lag` (start - intended)
 # over every sent request, and summary.load.achieved_rate (sends over the
 # span of actual starts). Medians over --repeat runs. Streams are short
@@ -20,17 +24,34 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hrbench as hb  # noqa: E402
 
 
+def pin_worker(daemon_pid, timeout=10.0):
+    """Moves the run's worker (a child of the daemon) to CPU 0 once it exists."""
+    import time
+    end = time.monotonic() + timeout
+    while time.monotonic() < end:
+        kids = hb.children(daemon_pid)
+        if kids:
+            for k in kids:
+                hb.pin_all_threads(k, {0})
+            return
+        time.sleep(0.005)
+    hb.log("pacing: no worker appeared to pin")
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rates", default="1000,2000,5000,20000")
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--worker-alone", action="store_true")
     a = ap.parse_args()
     hb.warn_if_busy()
     mock = hb.start_mock("1")
-    d = hb.start_daemon("0", extra=("--default-workers", "1"))
+    d = hb.start_daemon("1" if a.worker_alone else "0", extra=("--default-workers", "1"))
     api = hb.Api(d.port)
     print("machine: %s" % hb.machine())
+    print("layout: %s" % ("worker alone on CPU 0; daemon and mock on CPU 1" if a.worker_alone
+                          else "daemon and worker on CPU 0; mock on CPU 1"))
     print("| rate (req/s) | achieved (median) | within 1% | lag p50 (us) | lag p99 (us) "
           "| lag max (ms) | runs |")
     print("|---|---|---|---|---|---|---|")
@@ -47,7 +68,10 @@ def main():
                         "telemetry": {"nvml": False, "dcgm_urls": [],
                                       "server_metrics": False},
                         "workers": 1}
-                run = api.wait(api.submit(spec))
+                rid = api.submit(spec)
+                if a.worker_alone:
+                    pin_worker(d.p.pid)
+                run = api.wait(rid)
                 s = run.get("summary") or {}
                 lag = s.get("metrics", {}).get("schedule_lag", {})
                 ach = (s.get("load") or {}).get("achieved_rate")
