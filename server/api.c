@@ -269,31 +269,56 @@ static enum MHD_Result h_summary(struct call *k)
 	return reply_text(k->conn, 200, "text/csv; charset=utf-8", csv, strlen(csv));
 }
 
-/* Streaming records: the response pulls rows from a cursor as the client
- * reads, so memory stays at one block whatever the run's size. */
-struct rec_stream {
-	struct rec_cursor *cur;
-	enum export_format fmt;
+/* A streamed export: the response pulls rows from a cursor as the client
+ * reads, so memory stays at one block whatever the run's size. Records and
+ * telemetry differ only in how the next row is appended (row_next). */
+struct row_stream {
+	struct rec_cursor *rec;   /* records export, or ... */
+	struct tele_cursor *tele; /* ... telemetry export */
+	enum export_format fmt;   /* records: JSONL or CSV */
+	int csv;                  /* telemetry: CSV, else one JSON document */
 	struct dynbuf buf;
 	size_t off;
-	int eof, failed;
+	int rows, eof, failed;
 };
 
-static ssize_t rec_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+/* Appends the next row to rs->buf: 1, 0 at the end, -1 on error. */
+static int row_next(struct row_stream *rs)
 {
-	struct rec_stream *rs = cls;
+	if (rs->rec) {
+		const struct hr_record *r;
+		int rc = rec_cursor_next(rs->rec, &r);
+		if (rc == 1 && export_record(&rs->buf, rs->fmt, r) < 0)
+			return -1;
+		return rc;
+	}
+	if (!rs->csv && rs->rows)
+		dynbuf_add(&rs->buf, ",", 1);
+	size_t mark = rs->buf.len;
+	int rc = tele_cursor_next(rs->tele, rs->csv, &rs->buf);
+	if (rc != 1 && !rs->csv) {
+		if (rs->rows)
+			rs->buf.len = mark - 1; /* the separator had nothing after it */
+		dynbuf_addstr(&rs->buf, "]}\n");
+	}
+	return rc;
+}
+
+static ssize_t row_stream_read(void *cls, uint64_t pos, char *out, size_t max)
+{
+	struct row_stream *rs = cls;
 	while (rs->buf.len - rs->off < max && !rs->eof) {
 		if (rs->off) { /* compact what was already sent */
 			memmove(rs->buf.data, rs->buf.data + rs->off, rs->buf.len - rs->off);
 			rs->buf.len -= rs->off;
 			rs->off = 0;
 		}
-		const struct hr_record *r;
-		int rc = rec_cursor_next(rs->cur, &r);
-		if (rc == 0) {
+		int rc = row_next(rs);
+		if (rc == 1) {
+			rs->rows++;
+		} else {
 			rs->eof = 1;
-		} else if (rc < 0 || export_record(&rs->buf, rs->fmt, r) < 0) {
-			rs->eof = rs->failed = 1;
+			rs->failed = rc < 0;
 		}
 	}
 	size_t avail = rs->buf.len - rs->off;
@@ -306,12 +331,25 @@ static ssize_t rec_stream_read(void *cls, uint64_t pos, char *out, size_t max)
 	return (ssize_t)n;
 }
 
-static void rec_stream_free(void *cls)
+static void row_stream_free(void *cls)
 {
-	struct rec_stream *rs = cls;
-	rec_cursor_free(rs->cur);
+	struct row_stream *rs = cls;
+	rec_cursor_free(rs->rec);
+	tele_cursor_free(rs->tele);
 	dynbuf_release(&rs->buf);
 	free(rs);
+}
+
+/* Answers 200 with rs streamed (taking ownership of it). */
+static enum MHD_Result reply_stream(struct MHD_Connection *c, struct row_stream *rs,
+				    const char *type)
+{
+	struct MHD_Response *r = MHD_create_response_from_callback(
+		MHD_SIZE_UNKNOWN, EXPORT_BLOCK, row_stream_read, rs, row_stream_free);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, type);
+	enum MHD_Result ret = MHD_queue_response(c, 200, r);
+	MHD_destroy_response(r);
+	return ret;
 }
 
 static enum MHD_Result h_records(struct call *k)
@@ -329,75 +367,19 @@ static enum MHD_Result h_records(struct call *k)
 	if (rc < 0)
 		return reply_internal(k->conn, err);
 	json_decref(run);
-	struct rec_stream *rs = xcalloc(1, sizeof *rs);
+	struct row_stream *rs = xcalloc(1, sizeof *rs);
 	rs->fmt = strcmp(fmt, "csv") == 0 ? EXPORT_CSV : EXPORT_JSONL;
 	dynbuf_init(&rs->buf, (size_t)HR_MAX_CHUNKS_PER_REQUEST * 24 + EXPORT_BLOCK * 2);
-	rs->cur = rec_cursor_open(k->a->store, k->id);
-	if (!rs->cur) {
-		rec_stream_free(rs);
+	rs->rec = rec_cursor_open(k->a->store, k->id);
+	if (!rs->rec) {
+		row_stream_free(rs);
 		return reply_internal(k->conn, "cannot open the records");
 	}
 	if (rs->fmt == EXPORT_CSV)
 		export_csv_header(&rs->buf);
-	struct MHD_Response *r = MHD_create_response_from_callback(
-		MHD_SIZE_UNKNOWN, EXPORT_BLOCK, rec_stream_read, rs, rec_stream_free);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				rs->fmt == EXPORT_CSV ? "text/csv; charset=utf-8"
-						      : "application/x-ndjson");
-	enum MHD_Result ret = MHD_queue_response(k->conn, 200, r);
-	MHD_destroy_response(r);
-	return ret;
-}
-
-/* Telemetry samples, streamed like the records. */
-struct tele_stream {
-	struct tele_cursor *cur;
-	int csv;
-	struct dynbuf buf;
-	size_t off;
-	int rows, eof, failed;
-};
-
-static ssize_t tele_stream_read(void *cls, uint64_t pos, char *out, size_t max)
-{
-	struct tele_stream *ts = cls;
-	while (ts->buf.len - ts->off < max && !ts->eof) {
-		if (ts->off) {
-			memmove(ts->buf.data, ts->buf.data + ts->off, ts->buf.len - ts->off);
-			ts->buf.len -= ts->off;
-			ts->off = 0;
-		}
-		if (!ts->csv && ts->rows)
-			dynbuf_add(&ts->buf, ",", 1);
-		size_t mark = ts->buf.len;
-		int rc = tele_cursor_next(ts->cur, ts->csv, &ts->buf);
-		if (rc == 1) {
-			ts->rows++;
-		} else {
-			if (!ts->csv && ts->rows)
-				ts->buf.len = mark - 1; /* the separator had nothing after it */
-			if (!ts->csv)
-				dynbuf_addstr(&ts->buf, "]}\n");
-			ts->eof = 1;
-			ts->failed = rc < 0;
-		}
-	}
-	size_t avail = ts->buf.len - ts->off;
-	if (avail == 0)
-		return ts->failed ? MHD_CONTENT_READER_END_WITH_ERROR
-				  : MHD_CONTENT_READER_END_OF_STREAM;
-	size_t n = avail < max ? avail : max;
-	memcpy(out, ts->buf.data + ts->off, n);
-	ts->off += n;
-	return (ssize_t)n;
-}
-
-static void tele_stream_free(void *cls)
-{
-	struct tele_stream *ts = cls;
-	tele_cursor_free(ts->cur);
-	dynbuf_release(&ts->buf);
-	free(ts);
+	return reply_stream(k->conn, rs,
+			    rs->fmt == EXPORT_CSV ? "text/csv; charset=utf-8"
+						  : "application/x-ndjson");
 }
 
 static enum MHD_Result h_telemetry(struct call *k)
@@ -412,12 +394,12 @@ static enum MHD_Result h_telemetry(struct call *k)
 		return not_found(k);
 	if (t0 < 0)
 		return reply_internal(k->conn, "cannot read the run");
-	struct tele_stream *ts = xcalloc(1, sizeof *ts);
+	struct row_stream *ts = xcalloc(1, sizeof *ts);
 	ts->csv = strcmp(fmt, "csv") == 0;
 	dynbuf_init(&ts->buf, (size_t)HR_MAX_SCRAPE_BYTES + EXPORT_BLOCK * 2);
-	ts->cur = tele_cursor_open(k->a->store, k->id, t0);
-	if (!ts->cur) {
-		tele_stream_free(ts);
+	ts->tele = tele_cursor_open(k->a->store, k->id, t0);
+	if (!ts->tele) {
+		row_stream_free(ts);
 		return reply_internal(k->conn, "cannot open the telemetry");
 	}
 	if (ts->csv) {
@@ -434,13 +416,7 @@ static enum MHD_Result h_telemetry(struct call *k)
 		dynbuf_printf(&ts->buf, ",\"sources\":%s,\"samples\":[", s ? s : "[]");
 		free(s);
 	}
-	struct MHD_Response *r = MHD_create_response_from_callback(
-		MHD_SIZE_UNKNOWN, EXPORT_BLOCK, tele_stream_read, ts, tele_stream_free);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
-				ts->csv ? "text/csv; charset=utf-8" : "application/json");
-	enum MHD_Result ret = MHD_queue_response(k->conn, 200, r);
-	MHD_destroy_response(r);
-	return ret;
+	return reply_stream(k->conn, ts, ts->csv ? "text/csv; charset=utf-8" : "application/json");
 }
 
 /* --- routing ---------------------------------------------------------------------- */

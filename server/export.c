@@ -44,7 +44,7 @@ static void put_json_str(struct dynbuf *b, const char *s)
 	dynbuf_add(b, "\"", 1);
 }
 
-static void put_csv_str(struct dynbuf *b, const char *s)
+void export_csv_cell(struct dynbuf *b, const char *s)
 {
 	if (!strpbrk(s, ",\"\n\r")) {
 		dynbuf_addstr(b, s);
@@ -112,7 +112,7 @@ static void f_str(struct row *w, const char *name, const char *s)
 	else if (w->fmt == EXPORT_JSONL)
 		put_json_str(w->b, s);
 	else
-		put_csv_str(w->b, s);
+		export_csv_cell(w->b, s);
 }
 
 static void f_dbl(struct row *w, const char *name, double v)

@@ -13,6 +13,10 @@
 
 enum export_format { EXPORT_JSONL, EXPORT_CSV };
 
+/* Appends s as one CSV cell, quoted (RFC 4180) when it holds a comma,
+ * quote or line break. */
+void export_csv_cell(struct dynbuf *out, const char *s);
+
 /* The CSV header line (with newline). */
 void export_csv_header(struct dynbuf *out);
 /* Appends one record as a line (with newline). Returns 0 or -1 when out is full. */

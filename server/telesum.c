@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "export.h"
 #include "prom.h"
 #include "stats.h"
 #include "util.h"
@@ -305,21 +306,6 @@ struct tele_cursor *tele_cursor_open(struct store *s, int64_t run_id, int64_t t0
 	return c;
 }
 
-static void csv_cell(struct dynbuf *b, const char *s)
-{
-	if (!strpbrk(s, ",\"\n\r")) {
-		dynbuf_addstr(b, s);
-		return;
-	}
-	dynbuf_add(b, "\"", 1);
-	for (; *s; s++) {
-		if (*s == '"')
-			dynbuf_add(b, "\"", 1);
-		dynbuf_add(b, s, 1);
-	}
-	dynbuf_add(b, "\"", 1);
-}
-
 int tele_cursor_next(struct tele_cursor *c, int csv, struct dynbuf *out)
 {
 	int rc = sqlite3_step(c->st);
@@ -345,10 +331,10 @@ int tele_cursor_next(struct tele_cursor *c, int csv, struct dynbuf *out)
 		dynbuf_printf(out, "%lld,%s", (long long)t, isnan(ts) ? "" : tb);
 		for (int i = 0; i < 5; i++) {
 			dynbuf_add(out, ",", 1);
-			csv_cell(out, f[i]);
+			export_csv_cell(out, f[i]);
 		}
 		dynbuf_printf(out, ",%s,", has_v ? vb : "");
-		csv_cell(out, detail ? detail : "");
+		export_csv_cell(out, detail ? detail : "");
 		dynbuf_add(out, "\n", 1);
 		return 1;
 	}
