@@ -110,6 +110,16 @@ def spec(url, **load):
             "load": ld, "workers": 1}
 
 
+def sanitized():
+    """Whether the binaries under test carry AddressSanitizer (a -O0 build,
+    several times slower: timing statistics are judged in the other build)."""
+    try:
+        with open(os.path.join(BIN, "headroom-worker"), "rb") as f:
+            return b"__asan_init" in f.read()
+    except OSError:
+        return False
+
+
 def closed_port():
     """A loopback port nothing listens on (bound, then released)."""
     import socket

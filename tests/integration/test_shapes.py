@@ -11,20 +11,10 @@ import unittest
 import hrtest
 
 
-def _sanitized():
-    """Whether the binaries under test carry AddressSanitizer."""
-    import os
-    try:
-        with open(os.path.join(hrtest.BIN, "headroom-worker"), "rb") as f:
-            return b"__asan_init" in f.read()
-    except OSError:
-        return False
-
-
-# Under ASan/UBSan (a -O0 build, several times slower) schedules, counts and
-# accounting are checked exactly as always; the statistics of *actual* send
-# times are judged in the optimised build of the same `make check`.
-SANITIZED = _sanitized()
+# Under ASan/UBSan schedules, counts and accounting are checked exactly as
+# always; the statistics of *actual* send times are judged in the optimised
+# build of the same `make check`.
+SANITIZED = hrtest.sanitized()
 
 
 def rate_spec(mock, rate, law="poisson", workers=1, **extra):

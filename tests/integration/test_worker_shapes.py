@@ -31,6 +31,7 @@ import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hrrecords  # noqa: E402
+import hrtest  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 BIN = os.environ.get("HEADROOM_BIN") or os.path.join(HERE, "..", "..", "build", "bin")
@@ -41,18 +42,10 @@ MOCK = os.path.join(BIN, "headroom-mock")
  PHASE_DONE) = range(1, 11)
 
 
-def _sanitized():
-    try:
-        with open(WORKER, "rb") as f:
-            return b"__asan_init" in f.read()
-    except OSError:
-        return False
-
-
 # Under ASan/UBSan the worker and the mock run several times slower: the
 # schedules are still checked exactly, but what the clock says about actual
 # start times is only checked in optimised builds.
-SANITIZED = _sanitized()
+SANITIZED = hrtest.sanitized()
 ATTEMPTS = 3  # a timing check may be retried on a busy machine
 MS = 1000000
 SEC = 1000000000
@@ -388,18 +381,20 @@ class ShapeCase(unittest.TestCase):
 
     def test_b_poisson(self):
         m = self.mock()
-        spec = self.spec(m.url, {"mode": "rate", "rate": 500, "duration_s": 3})
+        # 200/s keeps the mean gap (5 ms) well above a shared machine's
+        # occasional millisecond stalls, which collapse short gaps
+        spec = self.spec(m.url, {"mode": "rate", "rate": 200, "duration_s": 5})
 
         def attempt():
-            res = self.run_pool(spec, lambda i: self.rate_share(500, "poisson", duration=3.0))
+            res = self.run_pool(spec, lambda i: self.rate_share(200, "poisson", duration=5.0))
             n = len(res.records)
-            self.assertGreater(n, 1350)
-            self.assertLess(n, 1650)
+            self.assertGreater(n, 850)
+            self.assertLess(n, 1150)
             crit = 1.63 / math.sqrt(n - 1)
             planned = intervals([r["intended_ns"] for r in res.records])
-            self.assertLess(ks_exponential([x / SEC for x in planned], 500), crit)
+            self.assertLess(ks_exponential([x / SEC for x in planned], 200), crit)
             actual = intervals([r["start_ns"] for r in res.records])
-            d = ks_exponential([x / SEC for x in actual], 500)
+            d = ks_exponential([x / SEC for x in actual], 200)
             problems = []
             if d >= crit:
                 problems.append("actual start times are not Poisson (KS %.4f >= %.4f)"
