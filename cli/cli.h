@@ -19,6 +19,8 @@ enum cli_exit {
 	                        * output could not be written */
 	EXIT_USAGE = 2,        /* bad command line or unusable local input */
 	EXIT_DAEMON = 3,       /* daemon unreachable, an error answer, or a malformed one */
+	EXIT_CLIENT_BOUND = 4, /* `submit --wait`: the run succeeded but its client verdict
+	                        * is client_bound and its spec does not allow that */
 	EXIT_INTERRUPTED = 130 /* Ctrl-C / SIGTERM while waiting or streaming */
 };
 
@@ -36,6 +38,10 @@ struct cli_opts {
 	const char *format; /* export --format, NULL: default */
 	int records;        /* export --records */
 	int telemetry;      /* export --telemetry */
+	int client;         /* export --client */
+	const char *osl;    /* calibrate --osl, NULL: the daemon's default */
+	long isl, concurrency; /* calibrate --isl / --concurrency, 0: default */
+	double duration_s;  /* calibrate --duration, 0: default */
 	const char *output; /* export -o, NULL: stdout */
 };
 
@@ -48,5 +54,6 @@ int cmd_list(const struct cli_opts *o);
 int cmd_show(const struct cli_opts *o);
 int cmd_cancel(const struct cli_opts *o);
 int cmd_export(const struct cli_opts *o);
+int cmd_calibrate(const struct cli_opts *o);
 
 #endif

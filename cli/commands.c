@@ -269,6 +269,17 @@ static int wait_run(struct http_client *c, long long id, long poll_ms)
 	if (ex == EXIT_OK) {
 		show_run(stdout, run);
 		ex = strcmp(view_str(run, "state"), "succeeded") == 0 ? EXIT_OK : EXIT_RUN_FAILED;
+		json_t *cl = json_object_get(json_object_get(run, "summary"), "client");
+		const char *v = json_string_value(json_object_get(cl, "verdict"));
+		if (ex == EXIT_OK && v && strcmp(v, "client_bound") == 0 &&
+		    !json_is_true(json_object_get(cl, "allow_client_bound"))) {
+			fprintf(stderr,
+			        "headroom: run %lld is client_bound: the load generator, not the "
+			        "server, was the limit (set client.allow_client_bound in the spec to "
+			        "accept that)\n",
+			        id);
+			ex = EXIT_CLIENT_BOUND;
+		}
 	}
 	json_decref(run);
 	free(path);
@@ -566,6 +577,7 @@ int cmd_export(const struct cli_opts *o)
 	char *path = xasprintf("/runs/%lld/%s?format=%s", o->id,
 	                       o->records     ? "records"
 	                       : o->telemetry ? "telemetry"
+	                       : o->client    ? "client"
 	                                      : "summary",
 	                       o->format);
 	char err[HR_ERRLEN];
@@ -580,6 +592,124 @@ int cmd_export(const struct cli_opts *o)
 		ex = EXIT_RUN_FAILED;
 	http_resp_release(&r);
 	free(path);
+	http_client_release(&c);
+	return ex;
+}
+
+/* --- calibrate ------------------------------------------------------------------ */
+
+static void calibration_table(FILE *out, json_t *cal)
+{
+	json_t *pts = json_object_get(json_object_get(cal, "result"), "points");
+	static const char *const titles[] = {"OSL", "REQUESTS/S", "TOKENS/S", "LOOP BUSY",
+	                                     "RUN", "LIMIT"};
+	struct table *t = table_new(6);
+	for (size_t k = 0; k < 6; k++)
+		table_column(t, k, titles[k], k == 5 ? TABLE_LEFT : TABLE_RIGHT);
+	size_t i;
+	json_t *p;
+	json_array_foreach(pts, i, p)
+	{
+		char a[VIEW_NUMLEN], b[VIEW_NUMLEN] = "-", c[VIEW_NUMLEN] = "-",
+		                     d[VIEW_NUMLEN] = "-", e[32];
+		double x;
+		snprintf(e, sizeof e, "%lld",
+		         (long long)json_integer_value(json_object_get(p, "run_id")));
+		if (view_num(p, "requests_per_s", &x))
+			view_fmt_num(b, x);
+		if (view_num(p, "tokens_per_s", &x))
+			view_fmt_num(c, x);
+		if (view_num(p, "loop_busy_avg", &x))
+			view_fmt_num(d, x);
+		const char *cells[6] = {view_scalar(a, sizeof a, json_object_get(p, "osl")), b, c, d,
+		                        e,
+		                        json_is_true(json_object_get(p, "client_saturated"))
+		                            ? "the worker"
+		                            : "the mock or the host (a lower bound)"};
+		table_add_row(t, cells);
+	}
+	table_print(t, out, TABLE_PLAIN);
+	table_free(t);
+}
+
+int cmd_calibrate(const struct cli_opts *o)
+{
+	json_t *body = json_object();
+	if (o->osl) {
+		json_t *a = json_array();
+		const char *c = o->osl;
+		while (*c) {
+			char *end;
+			json_array_append_new(a, json_integer(strtoll(c, &end, 10)));
+			c = *end == ',' ? end + 1 : end;
+		}
+		json_object_set_new(body, "osl", a);
+	}
+	if (o->isl)
+		json_object_set_new(body, "isl", json_integer(o->isl));
+	if (o->concurrency)
+		json_object_set_new(body, "concurrency", json_integer(o->concurrency));
+	if (o->duration_s > 0)
+		json_object_set_new(body, "duration_s", json_real(o->duration_s));
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	struct http_client c;
+	int ex = client_open(o, &c);
+	if (ex != EXIT_OK) {
+		free(text);
+		return ex;
+	}
+	json_t *cal = call(&c, "/calibrations", text, strlen(text), &ex);
+	free(text);
+	if (!cal) {
+		http_client_release(&c);
+		return ex;
+	}
+	long long id = (long long)json_integer_value(json_object_get(cal, "id"));
+	json_t *runs = json_object_get(cal, "run_ids");
+	printf("calibration %lld queued: runs", id);
+	size_t i;
+	json_t *r;
+	json_array_foreach(runs, i, r)
+		printf(" %lld", (long long)json_integer_value(r));
+	printf("\n");
+	fflush(stdout);
+	if (!o->wait) {
+		json_decref(cal);
+		http_client_release(&c);
+		return EXIT_OK;
+	}
+	/* each run in turn: follow its progress as submit --wait does, quietly */
+	catch_signals();
+	char *path = xasprintf("/calibrations/%lld", id);
+	for (;;) {
+		const char *st = view_str(cal, "state");
+		if (st && strcmp(st, "running") != 0)
+			break;
+		if (cli_stop) {
+			ex = EXIT_INTERRUPTED;
+			break;
+		}
+		sleep_ms(500);
+		json_decref(cal);
+		cal = call(&c, path, NULL, 0, &ex);
+		if (!cal)
+			break;
+	}
+	free(path);
+	if (cal && ex == EXIT_OK) {
+		const char *st = view_str(cal, "state");
+		printf("calibration %lld %s on host %s\n", id, st ? st : "?",
+		       view_str(cal, "host") ? view_str(cal, "host") : "?");
+		if (st && strcmp(st, "succeeded") == 0) {
+			calibration_table(stdout, cal);
+		} else {
+			const char *e = view_str(cal, "error");
+			fprintf(stderr, "headroom: calibration %lld failed: %s\n", id, e ? e : "?");
+			ex = EXIT_RUN_FAILED;
+		}
+	}
+	json_decref(cal);
 	http_client_release(&c);
 	return ex;
 }

@@ -16,7 +16,17 @@
 #define POLL_MS_MIN 10L
 #define POLL_MS_MAX 3600000L
 
-enum cmd { CMD_NONE, CMD_SUBMIT, CMD_LIST, CMD_SHOW, CMD_CANCEL, CMD_EXPORT, CMD_HELP, CMD__COUNT };
+enum cmd {
+	CMD_NONE,
+	CMD_SUBMIT,
+	CMD_LIST,
+	CMD_SHOW,
+	CMD_CANCEL,
+	CMD_EXPORT,
+	CMD_CALIBRATE,
+	CMD_HELP,
+	CMD__COUNT
+};
 
 static const char general_help[] =
     "usage: headroom [--url URL] COMMAND [ARGS]\n"
@@ -29,6 +39,7 @@ static const char general_help[] =
     "  show ID [--json]                             show a run and its summary\n"
     "  cancel ID                                    cancel a queued or running run\n"
     "  export ID [--records] [--format F] [-o FILE] export a summary or the records\n"
+    "  calibrate [--osl N,N,...] [--duration S]     measure this host's client ceiling\n"
     "  tokenize --tokenizer FILE [--count]          token ids of stdin (tokenize --help)\n"
     "  help [COMMAND]                               help on one command\n"
     "\n"
@@ -40,7 +51,8 @@ static const char general_help[] =
     "exit codes: 0 success (submit --wait: the run succeeded); 1 the waited-for run\n"
     "ended failed, cancelled or interrupted, or an output could not be written;\n"
     "2 usage error or unreadable spec; 3 daemon unreachable, error answer or\n"
-    "malformed answer; 130 interrupted (Ctrl-C). See docs/cli.md.\n";
+    "malformed answer; 4 the waited-for run was client_bound (the load generator\n"
+    "was the limit); 130 interrupted (Ctrl-C). See docs/cli.md.\n";
 
 static const char submit_help[] =
     "usage: headroom submit SPEC.json [--wait] [--poll-ms N]\n"
@@ -58,7 +70,9 @@ static const char submit_help[] =
     "exit codes: 0 submitted (with --wait: the run succeeded); 1 with --wait, the\n"
     "run ended failed, cancelled or interrupted; 2 usage error or unreadable spec;\n"
     "3 daemon unreachable or it rejected the spec (the error's message and field\n"
-    "are printed).\n";
+    "are printed); 4 with --wait, the run succeeded but its client verdict is\n"
+    "client_bound (the load generator, not the server, was the limit) and the\n"
+    "spec does not set client.allow_client_bound.\n";
 
 static const char list_help[] =
     "usage: headroom list [--limit N] [--state S] [--before ID]\n"
@@ -89,6 +103,7 @@ static const char export_help[] =
     "usage: headroom export ID [--format json|csv] [-o FILE]\n"
     "       headroom export ID --records [--format jsonl|csv] [-o FILE]\n"
     "       headroom export ID --telemetry [--format json|csv] [-o FILE]\n"
+    "       headroom export ID --client [--format json|csv] [-o FILE]\n"
     "\n"
     "Writes the run's summary (default format json), or with --records every\n"
     "per-request record (default format jsonl), as the daemon streams it.\n"
@@ -96,9 +111,27 @@ static const char export_help[] =
     "\n"
     "  --records          export the per-request records\n"
     "  --telemetry        export the GPU and server telemetry samples\n"
+    "  --client           export the load generator's own samples (workers, daemon)\n"
     "  --format F         json or csv (summary), jsonl or csv (records)\n"
     "  -o, --output FILE  write to FILE (replaced only once complete) instead of\n"
     "                     stdout\n";
+
+static const char calibrate_help[] =
+    "usage: headroom calibrate [--osl N,N,...] [--isl N] [--concurrency N]\n"
+    "                          [--duration S] [--no-wait]\n"
+    "\n"
+    "Measures this host's client ceiling: the daemon starts a zero-delay\n"
+    "headroom-mock and runs one worker against it in concurrency mode, once per\n"
+    "output length, and stores the requests/s and streamed tokens/s it sustained\n"
+    "as the host's client profile. Every later run reports its load as a fraction\n"
+    "of it (`headroom show`, the summary's client.ceiling). Waits for the result\n"
+    "and prints it, unless --no-wait.\n"
+    "\n"
+    "  --osl N,N,...      output lengths to measure (default 16,128,512)\n"
+    "  --isl N            input length (default 128)\n"
+    "  --concurrency N    concurrent streams (default 64)\n"
+    "  --duration S       seconds per output length (default 3)\n"
+    "  --no-wait          print the calibration's id and return\n";
 
 static const char help_help[] = "usage: headroom help [COMMAND]\n"
                                 "\n"
@@ -118,6 +151,7 @@ static const struct command {
     [CMD_SHOW] = {"show", cmd_show, 1, 1, show_help},
     [CMD_CANCEL] = {"cancel", cmd_cancel, 1, 1, cancel_help},
     [CMD_EXPORT] = {"export", cmd_export, 1, 1, export_help},
+    [CMD_CALIBRATE] = {"calibrate", cmd_calibrate, 0, 0, calibrate_help},
     [CMD_HELP] = {"help", run_help, 0, 1, help_help},
 };
 
@@ -134,7 +168,13 @@ enum opt_id {
 	OPT_FORMAT,
 	OPT_RECORDS,
 	OPT_TELEMETRY,
+	OPT_CLIENT,
 	OPT_OUTPUT,
+	OPT_OSL,
+	OPT_ISL,
+	OPT_CONCURRENCY,
+	OPT_DURATION,
+	OPT_NO_WAIT,
 	OPT__COUNT
 };
 
@@ -159,7 +199,13 @@ static const struct optdef {
     [OPT_FORMAT] = {"format", 0, 1, FOR(CMD_EXPORT)},
     [OPT_RECORDS] = {"records", 0, 0, FOR(CMD_EXPORT)},
     [OPT_TELEMETRY] = {"telemetry", 0, 0, FOR(CMD_EXPORT)},
+    [OPT_CLIENT] = {"client", 0, 0, FOR(CMD_EXPORT)},
     [OPT_OUTPUT] = {"output", 'o', 1, FOR(CMD_EXPORT)},
+    [OPT_OSL] = {"osl", 0, 1, FOR(CMD_CALIBRATE)},
+    [OPT_ISL] = {"isl", 0, 1, FOR(CMD_CALIBRATE)},
+    [OPT_CONCURRENCY] = {"concurrency", 0, 1, FOR(CMD_CALIBRATE)},
+    [OPT_DURATION] = {"duration", 0, 1, FOR(CMD_CALIBRATE)},
+    [OPT_NO_WAIT] = {"no-wait", 0, 0, FOR(CMD_CALIBRATE)},
 };
 
 static const char *const run_states[] = {"queued", "running",   "succeeded",
@@ -358,8 +404,10 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 		const char *f = p->seen[OPT_FORMAT] ? p->val[OPT_FORMAT] : NULL;
 		o->records = p->seen[OPT_RECORDS] || (f && strcmp(f, "jsonl") == 0);
 		o->telemetry = p->seen[OPT_TELEMETRY];
-		if (o->telemetry && o->records)
-			return usage_error(cmd, "--telemetry and --records are separate exports");
+		o->client = p->seen[OPT_CLIENT];
+		if (o->telemetry + o->records + o->client > 1)
+			return usage_error(cmd, "--records, --telemetry and --client are separate "
+			                        "exports");
 		if (!f)
 			f = o->records ? "jsonl" : "json";
 		if (o->records && strcmp(f, "jsonl") != 0 && strcmp(f, "csv") != 0)
@@ -371,6 +419,28 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 			o->output = p->val[OPT_OUTPUT];
 			if (!*o->output)
 				return usage_error(cmd, "empty output file name");
+		}
+	}
+	if (cmd == CMD_CALIBRATE) {
+		o->wait = !p->seen[OPT_NO_WAIT];
+		if (p->seen[OPT_OSL]) {
+			o->osl = p->val[OPT_OSL];
+			const char *c = o->osl;
+			if (!*c || strspn(c, "0123456789,") != strlen(c) || *c == ',' ||
+			    c[strlen(c) - 1] == ',' || strstr(c, ",,"))
+				return usage_error(cmd, "--osl wants output lengths like 16,128,512");
+		}
+		if (p->seen[OPT_ISL] && parse_long(p->val[OPT_ISL], 1, 65536, &o->isl) < 0)
+			return usage_error(cmd, "--isl wants a number, 1..65536");
+		if (p->seen[OPT_CONCURRENCY] &&
+		    parse_long(p->val[OPT_CONCURRENCY], 1, 4096, &o->concurrency) < 0)
+			return usage_error(cmd, "--concurrency wants a number, 1..4096");
+		if (p->seen[OPT_DURATION]) {
+			char *end;
+			errno = 0;
+			o->duration_s = strtod(p->val[OPT_DURATION], &end);
+			if (errno || *end || !(o->duration_s >= 0.5 && o->duration_s <= 600))
+				return usage_error(cmd, "--duration wants seconds, 0.5..600");
 		}
 	}
 	return 0;

@@ -154,12 +154,60 @@ static void labels_line(FILE *out, json_t *labels)
 	dynbuf_release(&b);
 }
 
+/* The client verdict, first thing after the title: whether the figures
+ * below are the server's or the load generator's. */
+static void client_lines(FILE *out, json_t *summary)
+{
+	json_t *cl = json_object_get(summary, "client");
+	const char *v = view_str(cl, "verdict");
+	if (!v)
+		return;
+	const char *what = strcmp(v, "ok") == 0 ? "ok: the load generator had room left"
+	                   : strcmp(v, "client_bound") == 0
+	                       ? "CLIENT_BOUND: the load generator was the limit; the figures "
+	                         "below understate the server"
+	                       : "inconclusive: not enough evidence either way";
+	kv_line(out, "client", what);
+	for (int pass = 0; pass < 2; pass++) {
+		json_t *list = json_object_get(cl, pass ? "notes" : "reasons");
+		size_t i;
+		json_t *r;
+		json_array_foreach(list, i, r)
+		{
+			char *m = view_clean(view_str(r, "message"));
+			fprintf(out, "  %-9s - %s\n", "", m);
+			free(m);
+		}
+	}
+	json_t *h = json_object_get(cl, "headline");
+	double busy, late, lag, frac;
+	char a[VIEW_NUMLEN], b[VIEW_NUMLEN], c[VIEW_NUMLEN];
+	struct dynbuf d;
+	dynbuf_init(&d, 1024);
+	if (view_num(h, "loop_busy_avg", &busy) && view_num(h, "loop_busy_max", &frac))
+		dynbuf_printf(&d, "loop busy %s%% avg, %s%% peak", view_fmt_num(a, busy * 100),
+		              view_fmt_num(b, frac * 100));
+	if (view_num(h, "schedule_lag_p99_ms", &lag))
+		dynbuf_printf(&d, "%sschedule lag p99 %s ms", d.len ? "; " : "",
+		              view_fmt_num(c, lag));
+	if (view_num(h, "timer_late_max_ms", &late) && late > 0)
+		dynbuf_printf(&d, "%stimer late max %s ms", d.len ? "; " : "",
+		              view_fmt_num(a, late));
+	if (view_num(json_object_get(cl, "ceiling"), "fraction", &frac))
+		dynbuf_printf(&d, "%sload %s%% of the calibrated ceiling", d.len ? "; " : "",
+		              view_fmt_num(b, frac * 100));
+	if (d.len)
+		fprintf(out, "  %-9s (%s)\n", "", d.data);
+	dynbuf_release(&d);
+}
+
 static void header(FILE *out, json_t *run)
 {
 	char id[64], buf[SCALAR_LEN];
 	char *name = view_clean(view_str(run, "name"));
 	fprintf(out, "Run %s: %s\n", view_scalar(id, sizeof(id), json_object_get(run, "id")), name);
 	free(name);
+	client_lines(out, json_object_get(run, "summary"));
 	kv_line(out, "state", view_str(run, "state"));
 	const char *reason = view_str(run, "reason");
 	if (reason && *reason)

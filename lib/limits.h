@@ -59,6 +59,7 @@
 #define HR_RECORD_BATCH_FLUSH_NS 50000000LL /* worker ships records at least every 50 ms */
 #define HR_HEARTBEAT_NS 250000000LL       /* worker heartbeat period */
 #define HR_WORKER_SILENCE_NS 5000000000LL /* a worker silent this long is declared lost */
+#define HR_CLIENT_SAMPLE_NS 1000000000LL  /* worker and daemon self-telemetry period */
 #define HR_WORKER_HELLO_NS 10000000000LL  /* time allowed for all workers to say hello */
 #define HR_ZMQ_HWM 10000                  /* messages queued per ZeroMQ socket */
 

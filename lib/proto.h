@@ -28,6 +28,7 @@ enum proto_type {
 	PROTO_DONE = 8,      /* worker -> daemon: {sent, completed, records}; last message */
 	PROTO_FAIL = 9,      /* worker -> daemon: {message}: fatal error, worker exits */
 	PROTO_PHASE_DONE = 10, /* worker -> daemon: {phase, sent, completed}: warm-up done */
+	PROTO_SAMPLE = 11,     /* worker -> daemon: self-telemetry, about once a second (csample.h) */
 	PROTO__MAX
 };
 

@@ -542,10 +542,34 @@ static int parse_telemetry(struct vctx *v, json_t *root, struct spec *s)
 	return s->telemetry.metrics_urls ? 0 : -1;
 }
 
+static int parse_client(struct vctx *v, json_t *root, struct spec *s)
+{
+	json_t *c = get_obj(v, root, "client", "client", 0);
+	if (!c)
+		return -1;
+	static const char *const keys[] = {"allow_client_bound", "max_loop_busy",
+					   "max_busy_share", "max_lag_ms", NULL};
+	if (check_keys(v, c, "client", keys) < 0)
+		return -1;
+	int b = get_bool(v, c, "allow_client_bound", "client.allow_client_bound", 0);
+	if (b < 0)
+		return -1;
+	s->client.allow_client_bound = b;
+	if (get_num(v, c, "max_loop_busy", "client.max_loop_busy", 0.9, 1, 0.05, 1, 0,
+		    &s->client.max_loop_busy) < 0 ||
+	    get_num(v, c, "max_busy_share", "client.max_busy_share", 0.2, 1, 0, 1, 0,
+		    &s->client.max_busy_share) < 0 ||
+	    get_num(v, c, "max_lag_ms", "client.max_lag_ms", 10, 1, 0.01, 60000, 0,
+		    &s->client.max_lag_ms) < 0)
+		return -1;
+	return 0;
+}
+
 static int validate(struct vctx *v, json_t *root, int default_workers, struct spec *s)
 {
-	static const char *const top[] = {"name", "labels",  "target", "workload",
-	                                  "load", "workers", "warmup", "telemetry", NULL};
+	static const char *const top[] = {"name",	"labels",    "target", "workload",
+	                                  "load",	"workers",   "warmup", "telemetry",
+	                                  "client",	NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -561,9 +585,24 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		return -1;
 	static const char *const tkeys[] = {"url",        "endpoint",    "model",
 	                                    "stream",     "api_key_env", "headers",
-	                                    "extra_body", "timeout_s",   NULL};
+	                                    "extra_body", "timeout_s",   "mock",
+	                                    NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
+	int mock = get_bool(v, t, "mock", "target.mock", 0);
+	if (mock < 0)
+		return -1;
+	s->target.mock = mock;
+	if (mock) {
+		/* the daemon starts a headroom-mock for the run and fills in
+		 * target.url before the workers see the spec */
+		json_t *u = json_object_get(t, "url");
+		if (u && !json_is_null(u) &&
+		    !(json_is_string(u) && strcmp(json_string_value(u), SPEC_MOCK_URL) == 0))
+			return fail(v, "invalid_value", "target.url",
+			            "give 'target.url' or 'target.mock', not both");
+		json_object_set_new(t, "url", json_string(SPEC_MOCK_URL));
+	}
 	s->target.url = get_str(v, t, "url", "target.url", NULL, HR_MAX_URL_LEN);
 	if (!s->target.url)
 		return -1;
@@ -714,6 +753,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	}
 
 	if (parse_telemetry(v, root, s) < 0)
+		return -1;
+	if (parse_client(v, root, s) < 0)
 		return -1;
 
 	/* workers: default from the core count, never more than the slots */

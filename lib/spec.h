@@ -45,10 +45,15 @@ struct spec_load {
 	double duration_s;   /* 0 when not bounded by time */
 };
 
+/* target.url of a spec with target.mock until the daemon fills in the
+ * address of the headroom-mock it started. */
+#define SPEC_MOCK_URL "http://127.0.0.1:0"
+
 struct spec {
 	const char *name; /* borrowed from json (valid while json lives) */
 	struct {
 		const char *url, *model, *api_key_env; /* api_key_env may be NULL */
+		int mock; /* the daemon runs a headroom-mock for the run (url: SPEC_MOCK_URL) */
 		int endpoint;
 		bool stream;
 		double timeout_s;
@@ -79,6 +84,12 @@ struct spec {
 		json_t *dcgm_urls;    /* borrowed: array of strings */
 		json_t *metrics_urls; /* borrowed: array of strings (server-like pages) */
 	} telemetry;
+	struct {                     /* the client verdict (docs/client.md) */
+		int allow_client_bound;  /* submit --wait succeeds even when client_bound */
+		double max_loop_busy;    /* a worker sample this busy is saturated */
+		double max_busy_share;   /* ... and this share of such samples is too many */
+		double max_lag_ms;       /* schedule lag p99 / timer lateness p99 limit */
+	} client;
 	int workers;
 	json_t *json; /* owned: the normalised spec (all defaults filled) */
 };

@@ -10,6 +10,8 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "calibrate.h"
+#include "client.h"
 #include "dynbuf.h"
 #include "export.h"
 #include "limits.h"
@@ -274,7 +276,8 @@ static enum MHD_Result h_summary(struct call *k)
  * telemetry differ only in how the next row is appended (row_next). */
 struct row_stream {
 	struct rec_cursor *rec;   /* records export, or ... */
-	struct tele_cursor *tele; /* ... telemetry export */
+	struct tele_cursor *tele; /* ... telemetry export, or ... */
+	struct client_cursor *cli; /* ... client self-telemetry export */
 	enum export_format fmt;   /* records: JSONL or CSV */
 	int csv;                  /* telemetry: CSV, else one JSON document */
 	struct dynbuf buf;
@@ -295,7 +298,8 @@ static int row_next(struct row_stream *rs)
 	if (!rs->csv && rs->rows)
 		dynbuf_add(&rs->buf, ",", 1);
 	size_t mark = rs->buf.len;
-	int rc = tele_cursor_next(rs->tele, rs->csv, &rs->buf);
+	int rc = rs->tele ? tele_cursor_next(rs->tele, rs->csv, &rs->buf)
+			  : client_cursor_next(rs->cli, rs->csv, &rs->buf);
 	if (rc != 1 && !rs->csv) {
 		if (rs->rows)
 			rs->buf.len = mark - 1; /* the separator had nothing after it */
@@ -336,6 +340,7 @@ static void row_stream_free(void *cls)
 	struct row_stream *rs = cls;
 	rec_cursor_free(rs->rec);
 	tele_cursor_free(rs->tele);
+	client_cursor_free(rs->cli);
 	dynbuf_release(&rs->buf);
 	free(rs);
 }
@@ -419,6 +424,83 @@ static enum MHD_Result h_telemetry(struct call *k)
 	return reply_stream(k->conn, ts, ts->csv ? "text/csv; charset=utf-8" : "application/json");
 }
 
+static enum MHD_Result h_client(struct call *k)
+{
+	static const char *const fmts[] = {"json", "csv", NULL};
+	const char *fmt;
+	if (want_format(k, fmts, &fmt) < 0)
+		return reply_error(k->conn, 400, "invalid_value", "format",
+				   "'format' must be json or csv");
+	int64_t t0 = runs_t0_wall(k->a->store, k->id);
+	if (t0 == -404)
+		return not_found(k);
+	if (t0 < 0)
+		return reply_internal(k->conn, "cannot read the run");
+	struct row_stream *rs = xcalloc(1, sizeof *rs);
+	rs->csv = strcmp(fmt, "csv") == 0;
+	dynbuf_init(&rs->buf, EXPORT_BLOCK * 4);
+	rs->cli = client_cursor_open(k->a->store, k->id, 1);
+	if (!rs->cli) {
+		row_stream_free(rs);
+		return reply_internal(k->conn, "cannot open the client samples");
+	}
+	if (rs->csv) {
+		dynbuf_addstr(&rs->buf, client_csv_header);
+	} else {
+		dynbuf_printf(&rs->buf, "{\"run_id\":%lld,\"t0_wall_ns\":", (long long)k->id);
+		if (t0)
+			dynbuf_printf(&rs->buf, "%lld", (long long)t0);
+		else
+			dynbuf_addstr(&rs->buf, "null");
+		dynbuf_addstr(&rs->buf, ",\"samples\":[");
+	}
+	return reply_stream(k->conn, rs, rs->csv ? "text/csv; charset=utf-8" : "application/json");
+}
+
+static enum MHD_Result h_calib_create(struct call *k)
+{
+	json_error_t je;
+	json_t *body = json_loadb(k->body, k->body_len, 0, &je);
+	if (!body && k->body_len == 0)
+		body = json_object(); /* every field has a default */
+	if (!body)
+		return reply_error(k->conn, 400, "invalid_json", "", "the body is not JSON: %s",
+				   je.text);
+	char field[256], msg[256];
+	int64_t id;
+	int rc = calib_create(k->a->store, body, &id, field, msg);
+	json_decref(body);
+	if (rc == -400)
+		return reply_error(k->conn, 400, "invalid_value", field, "%s", msg);
+	if (rc < 0)
+		return reply_internal(k->conn, msg);
+	runner_kick(k->a->runner);
+	json_t *cal = calib_get(k->a->store, id);
+	if (!cal)
+		return reply_internal(k->conn, "cannot read the calibration back");
+	return reply_json(k->conn, 201, cal);
+}
+
+static enum MHD_Result h_calib_list(struct call *k)
+{
+	long long limit = HR_DEFAULT_PAGE_LIMIT;
+	const char *l = arg(k->conn, "limit");
+	if (l && parse_int(l, 1, HR_MAX_PAGE_LIMIT, &limit) < 0)
+		return reply_error(k->conn, 400, "out_of_range", "limit",
+				   "'limit' must be an integer from 1 to %d", HR_MAX_PAGE_LIMIT);
+	json_t *o = json_pack("{s:o}", "calibrations", calib_list(k->a->store, (int)limit));
+	return reply_json(k->conn, 200, o);
+}
+
+static enum MHD_Result h_calib_get(struct call *k)
+{
+	json_t *cal = calib_get(k->a->store, k->id);
+	if (!cal)
+		return reply_error(k->conn, 404, "not_found", "id", "no calibration %lld",
+				   (long long)k->id);
+	return reply_json(k->conn, 200, cal);
+}
+
 /* --- routing ---------------------------------------------------------------------- */
 
 struct route {
@@ -436,6 +518,10 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/runs/{id}/summary", h_summary},
 	{"GET", "/api/v1/runs/{id}/records", h_records},
 	{"GET", "/api/v1/runs/{id}/telemetry", h_telemetry},
+	{"GET", "/api/v1/runs/{id}/client", h_client},
+	{"POST", "/api/v1/calibrations", h_calib_create},
+	{"GET", "/api/v1/calibrations", h_calib_list},
+	{"GET", "/api/v1/calibrations/{id}", h_calib_get},
 };
 
 void api_list_routes(FILE *out)
@@ -517,7 +603,7 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 		k.id = id;
 		if (strstr(routes[i].path, "{id}") && id <= 0)
 			return reply_error(conn, 404, "not_found", "id",
-					   "'%s' is not a run id", url);
+					   "'%s' does not end in a valid id", url);
 		k.body = rq->body.data ? rq->body.data : "";
 		k.body_len = rq->body.len;
 		return routes[i].fn(&k);

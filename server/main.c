@@ -28,6 +28,8 @@ static void usage(FILE *f)
 	      "                       port 0 picks a free port)\n"
 	      "  --data DIR           directory of the SQLite store (default ./headroom-data)\n"
 	      "  --worker-bin PATH    headroom-worker to launch (default: beside headroomd)\n"
+	      "  --mock-bin PATH      headroom-mock for runs with target.mock and for\n"
+	      "                       calibrations (default: beside headroomd)\n"
 	      "  --transport ipc|tcp  how workers connect (default ipc)\n"
 	      "  --default-workers N  workers per run when a spec gives none\n"
 	      "                       (default: number of CPU cores)\n"
@@ -38,24 +40,24 @@ static void usage(FILE *f)
 	      f);
 }
 
-static char *default_worker_bin(void)
+static char *beside_self(const char *name)
 {
 	char self[4096];
 	ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
 	if (n <= 0)
-		return xstrdup("headroom-worker");
+		return xstrdup(name);
 	self[n] = '\0';
 	char *slash = strrchr(self, '/');
 	if (slash)
 		*slash = '\0';
-	return xasprintf("%s/headroom-worker", self);
+	return xasprintf("%s/%s", self, name);
 }
 
 int main(int argc, char **argv)
 {
 	const char *listen = "127.0.0.1:8080", *data = "headroom-data", *transport = "ipc";
 	const char *nvml_lib = NULL;
-	char *worker_bin = NULL, *data_abs = NULL;
+	char *worker_bin = NULL, *mock_bin = NULL, *data_abs = NULL;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
 	for (int i = 1; i < argc; i++) {
@@ -83,6 +85,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--worker-bin") == 0) {
 			free(worker_bin);
 			worker_bin = xstrdup(v);
+		} else if (strcmp(a, "--mock-bin") == 0) {
+			free(mock_bin);
+			mock_bin = xstrdup(v);
 		} else if (strcmp(a, "--transport") == 0) {
 			if (strcmp(v, "ipc") != 0 && strcmp(v, "tcp") != 0) {
 				fprintf(stderr, "headroomd: --transport must be ipc or tcp\n");
@@ -105,11 +110,14 @@ int main(int argc, char **argv)
 		i++;
 	}
 	if (!worker_bin)
-		worker_bin = default_worker_bin();
+		worker_bin = beside_self("headroom-worker");
+	if (!mock_bin)
+		mock_bin = beside_self("headroom-mock");
 	if (access(worker_bin, X_OK) != 0) {
 		fprintf(stderr, "headroomd: worker program %s is not executable: %s\n", worker_bin,
 			strerror(errno));
 		free(worker_bin);
+		free(mock_bin);
 		return 1;
 	}
 
@@ -147,7 +155,8 @@ int main(int argc, char **argv)
 				 .worker_bin = worker_bin,
 				 .transport = transport,
 				 .default_workers = default_workers,
-				 .nvml_lib = nvml_lib};
+				 .nvml_lib = nvml_lib,
+				 .mock_bin = mock_bin};
 	if (runner_start(store, &ro, &runner, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
@@ -169,6 +178,7 @@ out:
 	runner_free(runner);
 	store_free(store);
 	free(worker_bin);
+	free(mock_bin);
 	free(data_abs);
 	curl_global_cleanup();
 	return status;

@@ -15,7 +15,11 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "calibrate.h"
+#include "client.h"
+#include "csample.h"
 #include "limits.h"
+#include "mockproc.h"
 #include "proto.h"
 #include "rng.h"
 #include "runs.h"
@@ -23,6 +27,7 @@
 #include "summary.h"
 #include "telemetry.h"
 #include "util.h"
+#include "verdict.h"
 
 extern char **environ;
 
@@ -41,6 +46,7 @@ struct runner {
 	int kicked;
 	atomic_int stopping;
 	atomic_llong cancel_id;
+	atomic_llong stored; /* records written by the store (all runs) */
 };
 
 enum wstate { W_SPAWNED, W_HELLO, W_READY, W_DONE };
@@ -71,6 +77,9 @@ struct run_ctx {
 	char *fail_reason;     /* first failure wins */
 	int cancelled, interrupted;
 	long long records;
+	long long stored_base; /* runner.stored when the run began */
+	/* the daemon's own sample (client.h) */
+	int64_t next_sample, last_sample, last_cpu;
 };
 
 /* --- helpers ------------------------------------------------------------------ */
@@ -253,6 +262,75 @@ static void send_start(struct run_ctx *c, int64_t phase_start)
 	json_decref(st);
 }
 
+/* Ingest backlog: a marker job behind each record batch counts it as
+ * stored once the writer reaches it (jobs run in order). */
+struct stored_mark {
+	atomic_llong *counter;
+	long long n;
+};
+
+static int stored_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct stored_mark *m = arg;
+	atomic_fetch_add(m->counter, m->n);
+	(void)tx;
+	(void)err;
+	return 0;
+}
+
+static void count_stored(struct run_ctx *c, long long n)
+{
+	struct stored_mark *m = xmalloc(sizeof *m);
+	m->counter = &c->r->stored;
+	m->n = n;
+	store_post(c->r->store, stored_job, m, free);
+}
+
+static int64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* The daemon's own sample, once a second from t0 on: its CPU (every
+ * thread: API, store writer, this runner, telemetry) and the records
+ * received but not yet stored. */
+static void daemon_sample(struct run_ctx *c, int64_t now, int force)
+{
+	if (!c->t0 || now < c->t0)
+		return;
+	if (!c->last_sample) {
+		c->last_sample = now;
+		c->last_cpu = process_cpu_ns();
+		c->next_sample = now + HR_CLIENT_SAMPLE_NS;
+		return;
+	}
+	if ((!force && now < c->next_sample) || now <= c->last_sample)
+		return;
+	int64_t cpu = process_cpu_ns();
+	struct dsample d = {
+	    .t_ns = now - c->t0,
+	    .interval_ns = now - c->last_sample,
+	    .cpu = (double)(cpu - c->last_cpu) / (double)(now - c->last_sample),
+	    .backlog = c->records - (atomic_load(&c->r->stored) - c->stored_base),
+	};
+	if (d.backlog < 0)
+		d.backlog = 0;
+	for (int i = 0; i < c->n; i++) {
+		d.in_flight += c->w[i].in_flight;
+		d.sent += c->w[i].sent;
+		d.completed += c->w[i].completed;
+	}
+	client_store_daemon(c->r->store, c->id, &d);
+	c->last_sample = now;
+	c->last_cpu = cpu;
+	c->next_sample += HR_CLIENT_SAMPLE_NS;
+	if (c->next_sample <= now)
+		c->next_sample = now + HR_CLIENT_SAMPLE_NS;
+}
+
 static void on_message(struct run_ctx *c, struct proto_msg *m)
 {
 	int i = ident_index(c, m->ident);
@@ -337,6 +415,17 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 #undef GETC
 		break;
 	}
+	case PROTO_SAMPLE: {
+		struct csample cs;
+		char err[HR_ERRLEN];
+		if (csample_from_json(m->json, &cs, err) < 0) {
+			fail_run(c, "worker %d sent a malformed sample: %s", i, err);
+			send_stop(c, "protocol error");
+			return;
+		}
+		client_store_worker(c->r->store, c->id, i, &cs);
+		break;
+	}
 	case PROTO_RECORDS: {
 		struct hr_record *recs;
 		size_t n;
@@ -350,10 +439,12 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 			recs[k].worker = (uint32_t)i; /* the sender is authoritative */
 		c->records += (long long)n;
 		w->records += (long long)n;
-		if (n)
+		if (n) {
 			runs_add_records(c->r->store, c->id, recs, n);
-		else
+			count_stored(c, (long long)n);
+		} else {
 			free(recs);
+		}
 		break;
 	}
 	case PROTO_DONE: {
@@ -519,10 +610,39 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	struct run_ctx c = {.r = r, .id = id};
 	struct spec_error serr;
 	char err[HR_ERRLEN];
-	if (spec_from_json(spec_json, r->o.default_workers, &c.spec, &serr) < 0) {
+	struct mockproc mock = {.pid = -1, .out = -1};
+	json_t *run_json = json_incref(spec_json);
+	json_t *tgt = json_object_get(spec_json, "target");
+	if (json_is_true(json_object_get(tgt, "mock"))) {
+		/* a headroom-mock of our own for this run: the workers get its
+		 * address as target.url */
+		if (!r->o.mock_bin || mockproc_start(&mock, r->o.mock_bin, err) < 0) {
+			runs_finish(r->store, id, RUN_FAILED,
+				    r->o.mock_bin ? err : "no headroom-mock to start (--mock-bin)",
+				    NULL, err);
+			calib_run_finished(r->store, id, spec_json);
+			json_decref(run_json);
+			return;
+		}
+		json_decref(run_json);
+		run_json = json_deep_copy(spec_json);
+		json_t *t = json_object_get(run_json, "target");
+		char url[160];
+		snprintf(url, sizeof url, "http://%s", mock.addr);
+		json_object_set_new(t, "url", json_string(url));
+		json_object_del(t, "mock");
+		fprintf(stderr, "headroomd: run %lld: headroom-mock (pid %d) on %s\n", (long long)id,
+			(int)mock.pid, mock.addr);
+	}
+	if (spec_from_json(run_json, r->o.default_workers, &c.spec, &serr) < 0) {
 		runs_finish(r->store, id, RUN_FAILED, serr.message, NULL, err);
+		calib_run_finished(r->store, id, spec_json);
+		mockproc_stop(&mock);
+		json_decref(run_json);
 		return;
 	}
+	json_decref(run_json);
+	c.stored_base = atomic_load(&r->stored);
 	c.n = c.spec.workers;
 	if (c.spec.load.mode == SPEC_LOAD_CONCURRENCY && c.spec.load.requests > 0 &&
 	    c.spec.load.requests < c.n)
@@ -569,6 +689,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		 * back-pressure): a worker's heartbeat may be waiting in the queue */
 		if (drained)
 			check_silence(&c, now);
+		daemon_sample(&c, now, 0);
 		if (atomic_load(&r->cancel_id) == id && !c.cancelled) {
 			c.cancelled = 1;
 			send_stop(&c, "cancelled");
@@ -591,7 +712,9 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	terminate_all(&c);
 	reap(&c);
 	post_progress(&c);
+	daemon_sample(&c, mono_ns(), 1);
 	collector_stop(tele);
+	mockproc_stop(&mock);
 	if (c.sock)
 		zmq_close(c.sock);
 	if (c.sockpath[0])
@@ -602,6 +725,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	json_t *summary = summary_compute(r->store, id, &c.spec, c.t0_wall, &valid, err);
 	if (!summary)
 		fprintf(stderr, "headroomd: run %lld: summary failed: %s\n", (long long)id, err);
+	else
+		json_object_set_new(summary, "client", verdict_compute(r->store, id, &c.spec, c.n, summary));
 	const char *state = RUN_SUCCEEDED;
 	char reason[600] = "";
 	if (c.interrupted) {
@@ -624,8 +749,10 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if (runs_finish(r->store, id, state, reason[0] ? reason : NULL, summary, err) < 0)
 		fprintf(stderr, "headroomd: run %lld: cannot store the result: %s\n",
 			(long long)id, err);
-	fprintf(stderr, "headroomd: run %lld %s%s%s\n", (long long)id, state,
-		reason[0] ? ": " : "", reason);
+	fprintf(stderr, "headroomd: run %lld %s%s%s%s%s\n", (long long)id, state,
+		reason[0] ? ": " : "", reason, summary ? ", client verdict " : "",
+		summary ? verdict_of(summary) : "");
+	calib_run_finished(r->store, id, spec_json);
 	json_decref(summary);
 	free(c.fail_reason);
 	free(c.w);

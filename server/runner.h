@@ -21,6 +21,7 @@ struct runner_opts {
 	const char *transport;   /* "ipc" (default) or "tcp" */
 	int default_workers;     /* used when a spec gives none */
 	const char *nvml_lib;    /* borrowed; NULL: HEADROOM_NVML_LIB or the system's */
+	const char *mock_bin;    /* borrowed; headroom-mock for specs with target.mock */
 };
 
 struct runner;

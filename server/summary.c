@@ -264,5 +264,27 @@ char *summary_to_csv(json_t *summary)
 			csv_num(&b, json_object_get(m, cols[i]));
 		dynbuf_addstr(&b, "\n");
 	}
+	/* the client verdict: its word in the unit column, then the headline
+	 * figures as rows with their value in the avg column */
+	json_t *cl = json_object_get(summary, "client");
+	const char *verdict = json_string_value(json_object_get(cl, "verdict"));
+	if (verdict) {
+		dynbuf_printf(&b, "client.verdict,%s", verdict);
+		for (size_t i = 0; i < HR_ARRAY_LEN(cols); i++)
+			dynbuf_add(&b, ",", 1);
+		dynbuf_addstr(&b, "\n");
+		json_t *v;
+		json_object_foreach(json_object_get(cl, "headline"), tag, v)
+		{
+			if (!json_is_number(v))
+				continue;
+			dynbuf_printf(&b, "client.%s,", tag);
+			csv_num(&b, json_null()); /* count */
+			csv_num(&b, v);           /* avg */
+			for (size_t i = 2; i < HR_ARRAY_LEN(cols); i++)
+				dynbuf_add(&b, ",", 1);
+			dynbuf_addstr(&b, "\n");
+		}
+	}
 	return dynbuf_take(&b, NULL);
 }

@@ -603,3 +603,54 @@ void load_release(struct load *l)
 	free(l->free_at);
 	memset(l, 0, sizeof *l);
 }
+
+/* --- self-telemetry ------------------------------------------------------- */
+
+/* Counts on a copy: the generators only move the copy's cursor (sched, next_*,
+ * tpos, gen_done), so peeking ahead changes nothing the phase will send. */
+uint64_t load_queued(const struct load *l, int64_t now, int64_t *oldest)
+{
+	const uint64_t cap = 1000000; /* a bound on the work of one look */
+	uint64_t n = 0;
+	int64_t first = INT64_MAX;
+	if (!l->begun || l->ended) {
+		*oldest = 0;
+		return 0;
+	}
+	for (const struct conv *c = l->rq_head; c && n < cap; c = c->next) {
+		if (c->due_ns > now)
+			continue;
+		n++;
+		if (c->due_ns < first)
+			first = c->due_ns;
+	}
+	if (l->mode == SPEC_LOAD_CONCURRENCY) {
+		bool more = l->limit < 0 || l->issued < l->limit;
+		for (int i = 0; more && i < l->free_n && n < cap; i++) {
+			int64_t at = l->free_at[(l->free_head + i) % l->slots];
+			if (at > now)
+				break;
+			n++;
+			if (at < first)
+				first = at;
+		}
+	} else {
+		struct load cp = *l;
+		int64_t limit = l->limit < 0 ? INT64_MAX : l->limit - l->issued;
+		for (int64_t k = 0; k < limit && n < cap; k++) {
+			if (cp.gen_done || cp.next_ns > now || cp.next_ns >= cp.end)
+				break;
+			n++;
+			if (cp.next_ns < first)
+				first = cp.next_ns;
+			if (cp.mode == SPEC_LOAD_RATE) {
+				gen_advance(&cp);
+			} else {
+				cp.tpos++;
+				gen_peek(&cp);
+			}
+		}
+	}
+	*oldest = n ? now - first : 0;
+	return n;
+}

@@ -171,6 +171,11 @@ void load_turn_due(struct load *l, struct conv *c);
 /* No further sends (STOP, the end of the phase). */
 void load_stop(struct load *l, int64_t now);
 /* Sending is over and nothing is in flight. */
+/* Sends due by now that have not been made (arrivals and turns waiting, in
+ * rate and trace modes also those held back by the concurrency ceiling;
+ * in concurrency mode, free slots not refilled yet). *oldest: how long
+ * the oldest of them has been due (0 when none). Read-only. */
+uint64_t load_queued(const struct load *l, int64_t now, int64_t *oldest);
 static inline bool load_finished(const struct load *l)
 {
 	return l->ended && l->in_flight == 0;

@@ -26,10 +26,12 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
+#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
 #include "limits.h"
+#include "csample.h"
 #include "loop.h"
 #include "outbox.h"
 #include "proto.h"
@@ -67,6 +69,9 @@ struct worker {
 	int state;
 	int64_t t0;
 	int64_t next_heartbeat;
+	/* self-telemetry: when the next sample is due, the previous one's readings */
+	int64_t next_sample, last_sample, last_cpu, last_busy;
+	uint64_t last_wakeups;
 	bool draining;
 	/* flags for the main loop */
 	bool begin; /* START accepted: begin begin_phase at begin_start */
@@ -169,6 +174,54 @@ static json_t *counters(struct worker *w, bool with_in_flight)
 	return o;
 }
 
+static int64_t process_cpu_ns(void)
+{
+	struct timespec ts;
+	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
+		return 0;
+	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+}
+
+/* Starts the self-telemetry intervals (at the first START). */
+static void sample_begin(struct worker *w, int64_t now)
+{
+	struct loop_stats ls;
+	loop_get_stats(w->loop, &ls);
+	w->last_sample = now;
+	w->last_cpu = process_cpu_ns();
+	w->last_busy = ls.busy_ns;
+	w->last_wakeups = ls.wakeups;
+	w->next_sample = now + HR_CLIENT_SAMPLE_NS;
+}
+
+/* Sends one self-telemetry sample (csample.h) covering the time since the
+ * previous one. Never blocks: a sample the socket refuses is dropped (the
+ * next one carries the totals). */
+static void send_sample(struct worker *w, int64_t now)
+{
+	if (!w->have_run || now <= w->last_sample)
+		return;
+	struct csample s = {0};
+	struct loop_stats ls;
+	loop_get_stats(w->loop, &ls);
+	int64_t cpu = process_cpu_ns();
+	run_sample(&w->run, &s);
+	s.t_ns = now - w->t0;
+	s.interval_ns = now - w->last_sample;
+	s.cpu_ns = cpu > w->last_cpu ? cpu - w->last_cpu : 0;
+	s.busy_ns = ls.busy_ns > w->last_busy ? ls.busy_ns - w->last_busy : 0;
+	s.wakeups = (int64_t)(ls.wakeups - w->last_wakeups);
+	s.record_backlog = (int64_t)outbox_backlog_records(&w->ob);
+	w->last_sample = now;
+	w->last_cpu = cpu;
+	w->last_busy = ls.busy_ns;
+	w->last_wakeups = ls.wakeups;
+	w->next_sample += HR_CLIENT_SAMPLE_NS;
+	if (w->next_sample <= now)
+		w->next_sample = now + HR_CLIENT_SAMPLE_NS;
+	send_ctl(w, PROTO_SAMPLE, csample_to_json(&s), 0);
+}
+
 /* --- incoming messages ---------------------------------------------------- */
 
 static void fail(struct worker *w, const char *msg)
@@ -238,6 +291,7 @@ static void on_start(struct worker *w, json_t *msg)
 		w->t0 = (int64_t)json_integer_value(t);
 		int64_t now = mono_ns();
 		w->next_heartbeat = now;
+		sample_begin(w, now);
 		loop_timer_every(w->tick, now + TICK_NS, TICK_NS);
 	} else if (json_integer_value(t) != w->t0) {
 		wlog("START: t0_mono_ns changed between phases; keeping the first");
@@ -346,6 +400,8 @@ static void on_tick(void *ud, uint64_t expirations)
 		if (w->next_heartbeat <= now) /* fell behind: no burst of heartbeats */
 			w->next_heartbeat = now + HR_HEARTBEAT_NS;
 	}
+	if (now >= w->next_sample)
+		send_sample(w, now);
 	if (w->state == WS_RUNNING)
 		run_pump(&w->run);
 }
@@ -489,6 +545,7 @@ static void warmup_done(struct worker *w)
 	json_object_set_new(o, "phase", json_string("warmup"));
 	json_object_set_new(o, "sent", json_integer((json_int_t)w->run.phase_sent));
 	json_object_set_new(o, "completed", json_integer((json_int_t)w->run.phase_completed));
+	send_sample(w, mono_ns()); /* the warm-up's last partial interval */
 	run_end_phase(&w->run);
 	if (outbox_flush(&w->ob) < 0)
 		w->run.interrupted = true;
@@ -500,6 +557,8 @@ static void warmup_done(struct worker *w)
 static int finish(struct worker *w)
 {
 	int rc = 0;
+	if (w->state >= WS_RUNNING)
+		send_sample(w, mono_ns()); /* the last partial interval */
 	if (outbox_flush_all(&w->ob, mono_ns() + FINAL_FLUSH_NS) < 0) {
 		wlog("could not deliver %llu records",
 		     (unsigned long long)outbox_backlog_records(&w->ob));

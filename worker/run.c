@@ -2,6 +2,7 @@
  * libcurl and the outbox (see run.h). */
 #include "run.h"
 
+#include <errno.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -110,6 +111,11 @@ static void send_one(struct run *r, const struct issue *is)
 	    .capture = is->conv && is->more,
 	};
 	r->phase_sent++;
+	if (r->burn_ns > 0) { /* a deliberately slow client (see run_init) */
+		int64_t until = mono_ns() + r->burn_ns;
+		while (mono_ns() < until)
+			;
+	}
 	activate(r, q);
 	q->owner = is->conv;
 	if (req_prepare(q, &p) < 0) {
@@ -153,6 +159,13 @@ static void on_done(void *ud, CURL *easy, CURLcode result)
 		return; /* not ours */
 	struct req *q = (struct req *)p;
 	req_complete(q, result, now);
+	if (q->rec.error == HR_ERR_CONNECT) {
+		long os = 0;
+		r->conn_errors++;
+		if (curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os) == CURLE_OK &&
+		    os == EADDRNOTAVAIL)
+			r->port_errors++; /* no local port (or address) left */
+	}
 	retire(r, q, now);
 	run_pump(r);
 }
@@ -215,6 +228,14 @@ static void on_pacer(void *ud, uint64_t expirations)
 			while (now_ns(r) < m->at)
 				;
 	}
+	struct tnode *due = theap_min(&r->heap);
+	int64_t now = now_ns(r);
+	if (due && due->at <= now) { /* how late the earliest deadline is handled */
+		int64_t late = now - due->at;
+		r->late[csample_late_bucket(late)]++;
+		if (late > r->late_max)
+			r->late_max = late;
+	}
 	run_timers(r);
 	run_pump(r);
 	loop_kick(r->loop);
@@ -248,6 +269,14 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 		return -1;
 	}
 	loop_timer_priority(r->pacer);
+	/* Burn this much CPU per send: makes a worker slow on purpose, so that
+	 * tests and demonstrations can show a client-bound run. */
+	const char *burn = getenv("HEADROOM_WORKER_BURN_US");
+	if (burn && *burn) {
+		double us = atof(burn);
+		if (us > 0 && us <= 1e6)
+			r->burn_ns = (int64_t)(us * 1000);
+	}
 	const char *spin = getenv("HEADROOM_WORKER_SPIN_US");
 	if (spin && *spin)
 		r->spin_ns = (int64_t)(atof(spin) * 1000);
@@ -370,4 +399,22 @@ void run_end_phase(struct run *r)
 	theap_del(&r->heap, &r->grace);
 	load_release(&r->load);
 	r->have_load = false;
+}
+
+void run_sample(struct run *r, struct csample *s)
+{
+	s->in_flight = r->n_active;
+	s->queued = 0;
+	s->queued_age_ns = 0;
+	if (r->have_load)
+		s->queued = (int64_t)load_queued(&r->load, now_ns(r), &s->queued_age_ns);
+	memcpy(s->late, r->late, sizeof s->late);
+	s->late_max_ns = r->late_max;
+	memset(r->late, 0, sizeof r->late);
+	r->late_max = 0;
+	s->conn_errors = (int64_t)r->conn_errors;
+	s->port_errors = (int64_t)r->port_errors;
+	s->sent = (int64_t)r->sent;
+	s->completed = (int64_t)r->completed;
+	s->phase = r->phase;
 }

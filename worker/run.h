@@ -25,6 +25,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "csample.h"
 #include "load.h"
 #include "loop.h"
 #include "outbox.h"
@@ -63,6 +64,11 @@ struct run {
 	int64_t t0;
 	bool begun;
 	bool interrupted; /* an outbox wait was interrupted by a signal */
+	/* self-telemetry (csample.h): lateness since the last sample, totals */
+	int64_t late[CSAMPLE_LATE_BUCKETS];
+	int64_t late_max;
+	uint64_t conn_errors, port_errors;
+	int64_t burn_ns; /* HEADROOM_WORKER_BURN_US: CPU burnt per send (tests, demos) */
 };
 
 /* Prepares a run from a validated spec and share (both borrowed; nothing
@@ -71,6 +77,9 @@ struct run {
  * not set, the trace cannot be read). */
 int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct spec *spec,
              const struct share *sh, uint32_t worker, char *err);
+/* Fills the run's part of a self-telemetry sample (in flight, queued,
+ * lateness, errors, totals) and starts the next lateness interval. */
+void run_sample(struct run *r, struct csample *s);
 /* Frees the pool. Nothing may be in flight (run_cancel first). */
 void run_release(struct run *r);
 

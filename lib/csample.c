@@ -1,0 +1,105 @@
+/* csample.c - worker self-telemetry samples to and from JSON (csample.h). */
+#include "csample.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "record.h"
+#include "util.h"
+
+const int64_t csample_late_edges_ns[CSAMPLE_LATE_BUCKETS - 1] = {
+    100000, 250000, 500000, 1000000, 2000000, 5000000, 10000000, 50000000,
+};
+
+int csample_late_bucket(int64_t late_ns)
+{
+	int b = 0;
+	while (b < CSAMPLE_LATE_BUCKETS - 1 && late_ns >= csample_late_edges_ns[b])
+		b++;
+	return b;
+}
+
+int64_t csample_late_quantile(const int64_t h[CSAMPLE_LATE_BUCKETS], double q)
+{
+	int64_t total = 0;
+	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
+		total += h[b];
+	if (total == 0)
+		return 0;
+	/* the smallest bucket whose cumulative count reaches q of the total */
+	double want = q * (double)total;
+	int64_t cum = 0;
+	for (int b = 0; b < CSAMPLE_LATE_BUCKETS - 1; b++) {
+		cum += h[b];
+		if ((double)cum >= want)
+			return csample_late_edges_ns[b];
+	}
+	return INT64_MAX;
+}
+
+/* The plain integer fields, in wire order. */
+static const struct {
+	const char *name;
+	size_t off;
+} fields[] = {
+#define F(x) {#x, offsetof(struct csample, x)}
+    F(t_ns),	    F(interval_ns),    F(cpu_ns),	  F(busy_ns),	  F(wakeups),
+    F(late_max_ns), F(in_flight),      F(queued),	  F(queued_age_ns),
+    F(record_backlog), F(conn_errors), F(port_errors), F(sent),	  F(completed),
+#undef F
+};
+
+static int64_t *field(struct csample *s, size_t i)
+{
+	return (int64_t *)(void *)((char *)s + fields[i].off);
+}
+
+json_t *csample_to_json(const struct csample *s)
+{
+	json_t *o = json_object();
+	for (size_t i = 0; i < HR_ARRAY_LEN(fields); i++)
+		json_object_set_new(o, fields[i].name,
+				    json_integer((json_int_t)*field((struct csample *)s, i)));
+	json_object_set_new(o, "phase", json_integer(s->phase));
+	json_t *late = json_array();
+	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
+		json_array_append_new(late, json_integer((json_int_t)s->late[b]));
+	json_object_set_new(o, "late", late);
+	return o;
+}
+
+int csample_from_json(json_t *o, struct csample *s, char *err)
+{
+	*s = (struct csample){0};
+	if (!json_is_object(o))
+		return errf(err, "sample: not a JSON object");
+	for (size_t i = 0; i < HR_ARRAY_LEN(fields); i++) {
+		json_t *v = json_object_get(o, fields[i].name);
+		if (!json_is_integer(v))
+			return errf(err, "sample: '%s' must be an integer", fields[i].name);
+		json_int_t x = json_integer_value(v);
+		/* t_ns may be negative (a sample taken before t0); nothing else */
+		if (x < (i == 0 ? -((json_int_t)1 << 62) : 0) || x > (json_int_t)1 << 62)
+			return errf(err, "sample: '%s' out of range", fields[i].name);
+		*field(s, i) = (int64_t)x;
+	}
+	json_t *ph = json_object_get(o, "phase");
+	if (!json_is_integer(ph) || json_integer_value(ph) < 0 ||
+	    json_integer_value(ph) >= HR_PHASE__COUNT)
+		return errf(err, "sample: 'phase' must be 0 (warm-up) or 1 (profiling)");
+	s->phase = (int)json_integer_value(ph);
+	json_t *late = json_object_get(o, "late");
+	if (!json_is_array(late) || json_array_size(late) != CSAMPLE_LATE_BUCKETS)
+		return errf(err, "sample: 'late' must be an array of %d counts",
+			    CSAMPLE_LATE_BUCKETS);
+	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++) {
+		json_t *v = json_array_get(late, (size_t)b);
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > (json_int_t)1 << 62)
+			return errf(err, "sample: 'late[%d]' must be a count", b);
+		s->late[b] = (int64_t)json_integer_value(v);
+	}
+	if (s->interval_ns == 0 && (s->cpu_ns || s->busy_ns))
+		return errf(err, "sample: 'interval_ns' is 0 but the interval has CPU time");
+	return 0;
+}

@@ -1,0 +1,400 @@
+/* verdict.c - the client verdict of a run (verdict.h).
+ *
+ * The evidence is the workers' self-telemetry over the profiling phase
+ * (client_samples, about one sample per worker per second) and the run's
+ * own records (schedule lag, achieved rate, from the summary). The rules,
+ * in order; their thresholds come from the spec's `client` section, with
+ * the defaults given here (docs/client.md explains the choice):
+ *
+ *   client_bound when any of
+ *     busy   a worker's event loop was busy (time outside epoll_wait, as
+ *            wall time: being preempted or throttled counts) at or above
+ *            max_loop_busy (0.9) for at least max_busy_share (20%) of its
+ *            profiling time;
+ *     lag    the schedule lag p99 (records: actual minus intended send)
+ *            is over max_lag_ms (10 ms), with at least LAG_MIN_SENDS sends
+ *            and no concurrency ceiling that explains the wait (rate and
+ *            trace runs with max_concurrency wait for slots by design);
+ *     timer  the pacer's lateness p99 (worker histograms) is over
+ *            max_lag_ms, with at least TIMER_MIN_WAKEUPS wake-ups;
+ *     ports  a connection failed for want of a local port (EADDRNOTAVAIL);
+ *   and, as supporting evidence when busy or lag holds, a rate run without
+ *   a ceiling whose achieved send rate is under RATE_MIN_FRACTION (90%) of
+ *   the requested one.
+ *
+ *   inconclusive, when nothing above holds, if
+ *     a worker sent no self-telemetry for the profiling phase, or
+ *     a worker's loop was busy BUSY_NEAR (70%) or more on average: close
+ *     enough to its ceiling that a burst may have been shaped by it.
+ *
+ *   ok otherwise.
+ *
+ * The busy rule is the primary one: it is measured where the work is done,
+ * needs no model of the server, and is not fooled by a slow server (a
+ * worker waiting for responses is idle). Lag and timer lateness catch a
+ * client that is not busy but still late (an overcommitted host, a CPU
+ * quota) - the schedule was not kept, whoever is to blame on the host.
+ */
+#include "verdict.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "calibrate.h"
+#include "client.h"
+#include "util.h"
+
+#define LAG_MIN_SENDS 20
+#define TIMER_MIN_WAKEUPS 50
+#define RATE_MIN_FRACTION 0.9
+#define BUSY_NEAR 0.7
+
+struct wstat {
+	int samples;
+	double time_s;      /* profiling time covered */
+	double busy_time_s; /* of which in samples at or over max_loop_busy */
+	double busy_sum, cpu_sum; /* interval-weighted */
+	double busy_max, cpu_max;
+	int64_t late[CSAMPLE_LATE_BUCKETS];
+	int64_t late_max_ns;
+	int64_t in_flight_max, queued_max, queued_age_max, backlog_max;
+	int64_t conn_errors, port_errors;
+};
+
+static json_t *real_or_null(double v)
+{
+	return isfinite(v) ? json_real(v) : json_null();
+}
+
+static double metric(json_t *summary, const char *name, const char *field)
+{
+	json_t *v = json_object_get(
+	    json_object_get(json_object_get(summary, "metrics"), name), field);
+	return json_is_number(v) ? json_number_value(v) : NAN;
+}
+
+static void reason(json_t *list, const char *code, int worker, double value, double limit,
+		   const char *fmt, ...) __attribute__((format(printf, 6, 7)));
+
+static void reason(json_t *list, const char *code, int worker, double value, double limit,
+		   const char *fmt, ...)
+{
+	char msg[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	json_t *o = json_pack("{s:s, s:s}", "code", code, "message", msg);
+	json_object_set_new(o, "worker", worker >= 0 ? json_integer(worker) : json_null());
+	json_object_set_new(o, "value", real_or_null(value));
+	json_object_set_new(o, "limit", real_or_null(limit));
+	json_array_append_new(list, o);
+}
+
+/* "1,720" */
+static void thousands(char *out, size_t n, double v)
+{
+	char raw[32];
+	snprintf(raw, sizeof raw, "%.0f", v);
+	size_t len = strlen(raw), k = 0;
+	for (size_t i = 0; i < len && k + 2 < n; i++) {
+		if (i && raw[i - 1] != '-' && (len - i) % 3 == 0)
+			out[k++] = ',';
+		out[k++] = raw[i];
+	}
+	out[k] = '\0';
+}
+
+/* Milliseconds for a message: "0.42", "12.3", "5,018". */
+static const char *ms_text(char *out, size_t n, double v)
+{
+	if (v < 1)
+		snprintf(out, n, "%.2f", v);
+	else if (v < 100)
+		snprintf(out, n, "%.1f", v);
+	else
+		thousands(out, n, v);
+	return out;
+}
+
+/* The calibrated ceiling at the run's mean output length. */
+static json_t *ceiling(struct store *s, json_t *summary, int workers)
+{
+	json_t *cal = calib_latest(s);
+	if (!cal)
+		return json_null();
+	double osl = metric(summary, "output_sequence_length", "avg");
+	double thr = metric(summary, "request_throughput", "avg");
+	double rps = NAN, tps = NAN;
+	json_t *pts = json_object_get(json_object_get(cal, "result"), "points");
+	size_t n = json_array_size(pts);
+	/* points are sorted by osl: interpolate linearly, clamp at the ends */
+	for (size_t i = 0; i < n && isfinite(osl); i++) {
+		json_t *p = json_array_get(pts, i);
+		double o = json_number_value(json_object_get(p, "osl"));
+		double r = json_number_value(json_object_get(p, "requests_per_s"));
+		double t = json_number_value(json_object_get(p, "tokens_per_s"));
+		if (i == 0 && osl <= o) {
+			rps = r;
+			tps = t;
+			break;
+		}
+		if (i + 1 == n) {
+			rps = r;
+			tps = t;
+			break;
+		}
+		json_t *q = json_array_get(pts, i + 1);
+		double o2 = json_number_value(json_object_get(q, "osl"));
+		if (osl <= o2 && o2 > o) {
+			double f = (osl - o) / (o2 - o);
+			rps = r + f * (json_number_value(json_object_get(q, "requests_per_s")) - r);
+			tps = t + f * (json_number_value(json_object_get(q, "tokens_per_s")) - t);
+			break;
+		}
+	}
+	double per_worker = workers > 0 ? thr / workers : NAN;
+	json_t *o = json_object();
+	json_object_set(o, "calibration_id", json_object_get(cal, "id"));
+	json_object_set(o, "host", json_object_get(cal, "host"));
+	json_object_set_new(o, "osl", real_or_null(osl));
+	json_object_set_new(o, "requests_per_s_per_worker", real_or_null(rps));
+	json_object_set_new(o, "tokens_per_s_per_worker", real_or_null(tps));
+	json_object_set_new(o, "achieved_requests_per_s_per_worker", real_or_null(per_worker));
+	json_object_set_new(o, "fraction",
+			    real_or_null(rps > 0 ? per_worker / rps : NAN));
+	json_decref(cal);
+	return o;
+}
+
+json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec, int workers,
+			json_t *summary)
+{
+	double max_busy = spec->client.max_loop_busy, max_share = spec->client.max_busy_share;
+	double max_lag = spec->client.max_lag_ms;
+	if (workers < 1)
+		workers = 1;
+	struct wstat *ws = xcalloc((size_t)workers, sizeof *ws);
+	double d_cpu_max = NAN;
+	int64_t d_backlog_max = -1;
+	int daemon_samples = 0;
+	struct client_cursor *cur = client_cursor_open(s, run_id, 0);
+	struct client_row r;
+	while (cur && client_cursor_row(cur, &r) == 1) {
+		if (r.worker < 0) {
+			daemon_samples++;
+			if (!(d_cpu_max >= r.cpu))
+				d_cpu_max = r.cpu;
+			if (r.record_backlog > d_backlog_max)
+				d_backlog_max = r.record_backlog;
+			continue;
+		}
+		if (r.worker >= workers || r.phase != 1)
+			continue; /* the warm-up is not judged */
+		struct wstat *w = &ws[r.worker];
+		double dt = (double)r.interval_ns / 1e9;
+		w->samples++;
+		w->time_s += dt;
+		if (isfinite(r.busy)) {
+			w->busy_sum += r.busy * dt;
+			if (r.busy >= max_busy)
+				w->busy_time_s += dt;
+			if (r.busy > w->busy_max)
+				w->busy_max = r.busy;
+		}
+		if (isfinite(r.cpu)) {
+			w->cpu_sum += r.cpu * dt;
+			if (r.cpu > w->cpu_max)
+				w->cpu_max = r.cpu;
+		}
+		for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
+			w->late[b] += r.late[b];
+		if (r.late_max_ns > w->late_max_ns)
+			w->late_max_ns = r.late_max_ns;
+#define MAXOF(field, v) \
+	if ((v) > w->field) \
+	w->field = (v)
+		MAXOF(in_flight_max, r.in_flight);
+		MAXOF(queued_max, r.queued);
+		MAXOF(queued_age_max, r.queued_age_ns);
+		MAXOF(backlog_max, r.record_backlog);
+		MAXOF(conn_errors, r.conn_errors);
+		MAXOF(port_errors, r.port_errors);
+#undef MAXOF
+	}
+	int cursor_failed = cur == NULL;
+	client_cursor_free(cur);
+
+	json_t *reasons = json_array(), *notes = json_array(), *per = json_array();
+	int bound = 0, unsure = 0;
+	int64_t late_all[CSAMPLE_LATE_BUCKETS] = {0}, late_max = 0, wakeups = 0;
+	int64_t in_flight_max = 0, queued_max = 0, queued_age_max = 0, backlog_max = 0;
+	int64_t conn_errors = 0, port_errors = 0;
+	double busy_avg_max = NAN, busy_max = NAN, cpu_avg_max = NAN, cpu_max = NAN;
+	int busy_hit = 0;
+	for (int i = 0; i < workers; i++) {
+		struct wstat *w = &ws[i];
+		if (w->samples == 0 || w->time_s <= 0) {
+			unsure = 1;
+			reason(notes, "no_telemetry", i, NAN, NAN,
+			       "worker %d sent no self-telemetry for the profiling phase", i);
+			json_array_append_new(per, json_pack("{s:i, s:i}", "worker", i, "samples", 0));
+			continue;
+		}
+		double busy_avg = w->busy_sum / w->time_s, cpu_avg = w->cpu_sum / w->time_s;
+		double share = w->busy_time_s / w->time_s;
+		int64_t wk = 0;
+		for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++) {
+			late_all[b] += w->late[b];
+			wk += w->late[b];
+		}
+		wakeups += wk;
+		double lp99 = wk ? (double)csample_late_quantile(w->late, 0.99) / 1e6 : NAN;
+		if (w->late_max_ns > late_max)
+			late_max = w->late_max_ns;
+		if (!(busy_avg_max >= busy_avg))
+			busy_avg_max = busy_avg;
+		if (!(busy_max >= w->busy_max))
+			busy_max = w->busy_max;
+		if (!(cpu_avg_max >= cpu_avg))
+			cpu_avg_max = cpu_avg;
+		if (!(cpu_max >= w->cpu_max))
+			cpu_max = w->cpu_max;
+		in_flight_max += w->in_flight_max > 0 ? w->in_flight_max : 0;
+		queued_max += w->queued_max > 0 ? w->queued_max : 0;
+		if (w->queued_age_max > queued_age_max)
+			queued_age_max = w->queued_age_max;
+		if (w->backlog_max > backlog_max)
+			backlog_max = w->backlog_max;
+		conn_errors += w->conn_errors > 0 ? w->conn_errors : 0;
+		port_errors += w->port_errors > 0 ? w->port_errors : 0;
+		json_t *o = json_pack("{s:i, s:i, s:f}", "worker", i, "samples", w->samples,
+				      "window_s", w->time_s);
+		json_object_set_new(o, "loop_busy_avg", json_real(busy_avg));
+		json_object_set_new(o, "loop_busy_max", json_real(w->busy_max));
+		json_object_set_new(o, "busy_share", json_real(share));
+		json_object_set_new(o, "cpu_avg", json_real(cpu_avg));
+		json_object_set_new(o, "cpu_max", json_real(w->cpu_max));
+		json_object_set_new(o, "timer_wakeups", json_integer((json_int_t)wk));
+		json_object_set_new(o, "timer_late_p99_ms", real_or_null(lp99));
+		json_object_set_new(o, "timer_late_max_ms", json_real((double)w->late_max_ns / 1e6));
+		json_object_set_new(o, "in_flight_max", json_integer((json_int_t)w->in_flight_max));
+		json_object_set_new(o, "queued_max", json_integer((json_int_t)w->queued_max));
+		json_object_set_new(o, "port_errors", json_integer((json_int_t)w->port_errors));
+		json_array_append_new(per, o);
+		if (share >= max_share && share > 0) {
+			bound = busy_hit = 1;
+			reason(reasons, "loop_busy", i, share, max_share,
+			       "worker %d loop busy %.0f%% or more for %.0f%% of the window "
+			       "(peak %.0f%%, average %.0f%%)",
+			       i, max_busy * 100, share * 100, w->busy_max * 100, busy_avg * 100);
+		} else if (busy_avg >= BUSY_NEAR) {
+			unsure = 1;
+			reason(notes, "loop_busy_near", i, busy_avg, BUSY_NEAR,
+			       "worker %d loop busy %.0f%% on average: close to its ceiling", i,
+			       busy_avg * 100);
+		}
+	}
+	free(ws);
+
+	/* lag: the records' own evidence */
+	const struct spec_load *ld = &spec->load;
+	int ceilinged = ld->mode != SPEC_LOAD_CONCURRENCY && ld->max_concurrency > 0;
+	double lag_p99 = metric(summary, "schedule_lag", "p99");
+	double lag_n = metric(summary, "schedule_lag", "count");
+	int lag_hit = 0;
+	if (!ceilinged && lag_n >= LAG_MIN_SENDS && lag_p99 > max_lag) {
+		bound = lag_hit = 1;
+		char a[32], b[32];
+		reason(reasons, "schedule_lag", -1, lag_p99, max_lag,
+		       "schedule lag p99 %s ms over the %s ms limit%s",
+		       ms_text(a, sizeof a, lag_p99), ms_text(b, sizeof b, max_lag),
+		       busy_hit ? "" : " (no worker loop was busy: the host may be overcommitted)");
+	}
+	double late_p99 =
+	    wakeups ? (double)csample_late_quantile(late_all, 0.99) / 1e6 : NAN;
+	if (wakeups >= TIMER_MIN_WAKEUPS && late_p99 > max_lag) {
+		char a[32], b[32];
+		bound = 1;
+		if (isinf(late_p99))
+			reason(reasons, "timer_late", -1, (double)late_max / 1e6, max_lag,
+			       "pacer timer late by more than %.0f ms at p99 (worst %s ms), over "
+			       "the %s ms limit",
+			       (double)csample_late_edges_ns[CSAMPLE_LATE_BUCKETS - 2] / 1e6,
+			       ms_text(a, sizeof a, (double)late_max / 1e6),
+			       ms_text(b, sizeof b, max_lag));
+		else
+			reason(reasons, "timer_late", -1, late_p99, max_lag,
+			       "pacer timer late by up to %s ms at p99, over the %s ms limit",
+			       ms_text(a, sizeof a, late_p99), ms_text(b, sizeof b, max_lag));
+	}
+	if (port_errors > 0) {
+		bound = 1;
+		reason(reasons, "local_ports", -1, (double)port_errors, 0,
+		       "%lld connection(s) failed for want of a local port (EADDRNOTAVAIL)",
+		       (long long)port_errors);
+	}
+	json_t *load = json_object_get(summary, "load");
+	double req_rate = json_number_value(json_object_get(load, "requested_rate"));
+	double ach_rate = json_number_value(json_object_get(load, "achieved_rate"));
+	if (ld->mode == SPEC_LOAD_RATE && !ceilinged && ld->ramp_s <= 0 && req_rate > 0 &&
+	    ach_rate > 0 && ach_rate < RATE_MIN_FRACTION * req_rate && (busy_hit || lag_hit)) {
+		char a[32], q[32];
+		thousands(a, sizeof a, ach_rate);
+		thousands(q, sizeof q, req_rate);
+		reason(reasons, "rate_shortfall", -1, ach_rate / req_rate, RATE_MIN_FRACTION,
+		       "achieved %s/s of %s/s requested", a, q);
+	}
+	if (cursor_failed) {
+		unsure = 1;
+		reason(notes, "no_telemetry", -1, NAN, NAN, "the client samples could not be read");
+	}
+
+	json_t *ceil = ceiling(s, summary, workers);
+	double frac = json_number_value(json_object_get(ceil, "fraction"));
+	if (frac >= 0.9)
+		reason(notes, "near_calibrated_ceiling", -1, frac, 0.9,
+		       "load per worker is %.0f%% of this host's calibrated ceiling", frac * 100);
+
+	const char *verdict = bound ? "client_bound" : unsure ? "inconclusive" : "ok";
+	json_t *head = json_object();
+	json_object_set_new(head, "workers", json_integer(workers));
+	json_object_set_new(head, "loop_busy_avg", real_or_null(busy_avg_max));
+	json_object_set_new(head, "loop_busy_max", real_or_null(busy_max));
+	json_object_set_new(head, "cpu_avg", real_or_null(cpu_avg_max));
+	json_object_set_new(head, "cpu_max", real_or_null(cpu_max));
+	json_object_set_new(head, "timer_wakeups", json_integer((json_int_t)wakeups));
+	json_object_set_new(head, "timer_late_p99_ms", real_or_null(isinf(late_p99) ? NAN : late_p99));
+	json_object_set_new(head, "timer_late_max_ms", json_real((double)late_max / 1e6));
+	json_object_set_new(head, "schedule_lag_p99_ms", real_or_null(lag_p99));
+	json_object_set_new(head, "requested_rate", real_or_null(req_rate > 0 ? req_rate : NAN));
+	json_object_set_new(head, "achieved_rate", real_or_null(ach_rate > 0 ? ach_rate : NAN));
+	json_object_set_new(head, "in_flight_max", json_integer((json_int_t)in_flight_max));
+	json_object_set_new(head, "queued_max", json_integer((json_int_t)queued_max));
+	json_object_set_new(head, "queued_age_max_ms", json_real((double)queued_age_max / 1e6));
+	json_object_set_new(head, "record_backlog_max", json_integer((json_int_t)backlog_max));
+	json_object_set_new(head, "conn_errors", json_integer((json_int_t)conn_errors));
+	json_object_set_new(head, "port_errors", json_integer((json_int_t)port_errors));
+	json_object_set_new(head, "daemon_cpu_max", real_or_null(d_cpu_max));
+	json_object_set_new(head, "daemon_ingest_backlog_max",
+			    d_backlog_max >= 0 ? json_integer((json_int_t)d_backlog_max) : json_null());
+	json_t *th = json_pack("{s:f, s:f, s:f, s:f, s:f}", "max_loop_busy", max_busy,
+			       "max_busy_share", max_share, "max_lag_ms", max_lag, "busy_near",
+			       BUSY_NEAR, "rate_min_fraction", RATE_MIN_FRACTION);
+	json_t *out = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "verdict", verdict,
+				"reasons", reasons, "notes", notes, "headline", head, "workers", per,
+				"ceiling", ceil, "allow_client_bound", spec->client.allow_client_bound,
+				"thresholds", th);
+	(void)daemon_samples;
+	return out;
+}
+
+const char *verdict_of(json_t *summary)
+{
+	const char *v =
+	    json_string_value(json_object_get(json_object_get(summary, "client"), "verdict"));
+	return v ? v : "";
+}
