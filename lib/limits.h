@@ -60,6 +60,12 @@
 #define HR_HEARTBEAT_NS 250000000LL       /* worker heartbeat period */
 #define HR_WORKER_SILENCE_NS 5000000000LL /* a worker silent this long is declared lost */
 #define HR_CLIENT_SAMPLE_NS 1000000000LL  /* worker and daemon self-telemetry period */
+/* Requests one worker holds in flight in a rate or trace run that sets no
+ * load.max_concurrency: past a few thousand connections to one host,
+ * libcurl's connection lookup per new request grows with their number and
+ * an overloaded worker would stall (docs/client.md). Arrivals past it
+ * wait, which shows as schedule lag and makes the run client_bound. */
+#define HR_WORKER_MAX_IN_FLIGHT 2048
 #define HR_WORKER_HELLO_NS 10000000000LL  /* time allowed for all workers to say hello */
 #define HR_ZMQ_HWM 10000                  /* messages queued per ZeroMQ socket */
 

@@ -111,7 +111,9 @@ static void thousands(char *out, size_t n, double v)
 /* Milliseconds for a message: "0.42", "12.3", "5,018". */
 static const char *ms_text(char *out, size_t n, double v)
 {
-	if (v < 1)
+	if (v == floor(v) && v < 100)
+		snprintf(out, n, "%.0f", v);
+	else if (v < 1)
 		snprintf(out, n, "%.2f", v);
 	else if (v < 100)
 		snprintf(out, n, "%.1f", v);

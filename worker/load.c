@@ -493,6 +493,8 @@ void load_init(struct load *l, const struct load_cfg *cfg)
 			l->end = ns_of(ph->duration_s);
 		break;
 	}
+	if (l->mode != SPEC_LOAD_CONCURRENCY && l->ceiling <= 0)
+		l->ceiling = HR_WORKER_MAX_IN_FLIGHT; /* a safety cap, not the user's */
 }
 
 void load_begin(struct load *l, int64_t start)
