@@ -358,7 +358,7 @@ void calib_run_finished(struct store *s, int64_t run_id, json_t *spec)
 	{
 		json_t *run;
 		char err[HR_ERRLEN];
-		if (runs_get(s, json_integer_value(idv), 0, &run, err) < 0) {
+		if (runs_get(s, json_integer_value(idv), 1, &run, err) < 0) {
 			snprintf(errbuf, sizeof errbuf, "run %lld cannot be read",
 				 (long long)json_integer_value(idv));
 			continue;

@@ -712,9 +712,12 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	terminate_all(&c);
 	reap(&c);
 	post_progress(&c);
-	daemon_sample(&c, mono_ns(), 1);
 	collector_stop(tele);
 	mockproc_stop(&mock);
+	/* the daemon's last sample once every record is stored: its backlog
+	 * then says whether ingestion kept up to the end */
+	runs_sync(r->store);
+	daemon_sample(&c, mono_ns(), 1);
 	if (c.sock)
 		zmq_close(c.sock);
 	if (c.sockpath[0])

@@ -1,0 +1,312 @@
+#!/usr/bin/env python3
+"""test_client.py - the load generator's self-telemetry and the client
+verdict, end to end: headroomd, real workers, headroom-mock and SQLite.
+
+Saturation is induced on purpose, two ways:
+  - a worker made slow by HEADROOM_WORKER_BURN_US (CPU burnt per send, so
+    its ceiling is known: 3 ms per send is at most ~330 sends/s), asked
+    for three times that, must be reported client_bound for its busy loop,
+    while a light run at otherwise equal settings (same slow worker, same
+    mock) must say ok;
+  - a plain worker asked for far more than any worker sends (30,000/s)
+    must be client_bound too.
+Also: the samples are stored and exported (JSON and CSV) with the fields
+the verdict used; `headroom submit --wait` exits 4 for a client_bound run
+unless the spec allows it; `headroom show` puts the verdict first; a
+calibration measures a ceiling that later runs report against; a worker
+that sends a malformed sample fails its run with a message naming the
+field, and the daemon goes on.
+
+Run: HEADROOM_BIN=build/bin python3 tests/integration/test_client.py
+"""
+import csv
+import io
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import textwrap
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hrtest  # noqa: E402
+
+CLI = os.path.join(hrtest.BIN, "headroom")
+BURN_US = 3000
+
+
+def start_daemon(data, *extra, env=None):
+    e = dict(os.environ)
+    e.update(env or {})
+    return hrtest.Proc([os.path.join(hrtest.BIN, "headroomd"), "--listen", "127.0.0.1:0",
+                        "--data", data, *extra], "listening on", env=e)
+
+
+def rate_spec(mock, rate, duration_s, **extra):
+    s = hrtest.spec(mock, mode="rate", rate=rate, arrival="constant", duration_s=duration_s)
+    del s["load"]["concurrency"]
+    del s["load"]["requests"]
+    s.update(extra)
+    return s
+
+
+class ClientVerdictTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = tempfile.TemporaryDirectory(prefix="headroom-test-")
+        # a mock that answers in a few ms, so light runs hold few streams
+        cls.mock = hrtest.start_mock("--quiet", "--ttft-ms", "2", "--itl-ms", "1")
+        cls.daemon = start_daemon(os.path.join(cls.tmp.name, "plain"))
+        cls.slow = start_daemon(os.path.join(cls.tmp.name, "slow"),
+                                env={"HEADROOM_WORKER_BURN_US": str(BURN_US)})
+        cls.api = hrtest.Api(cls.daemon.addr)
+        cls.slow_api = hrtest.Api(cls.slow.addr)
+
+    @classmethod
+    def tearDownClass(cls):
+        rcs = [cls.daemon.stop(), cls.slow.stop(), cls.mock.stop()]
+        cls.tmp.cleanup()
+        if rcs != [0, 0, 0]:
+            raise AssertionError("headroomd, headroomd, headroom-mock exit statuses %s" % rcs)
+
+    def run_to_end(self, api, spec):
+        rid = api.submit(spec)
+        run = api.wait(rid, timeout=120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        return rid, run["summary"]
+
+    def codes(self, client):
+        return [r["code"] for r in client["reasons"]]
+
+    # --- induced saturation ------------------------------------------------------
+
+    def test_slow_worker_overloaded_is_client_bound_light_run_ok(self):
+        # ceiling ~330 sends/s at 3 ms each: 1,000/s is three times that
+        _, heavy = self.run_to_end(self.slow_api, rate_spec(self.mock.addr, 1000, 2))
+        c = heavy["client"]
+        self.assertEqual(c["verdict"], "client_bound", c)
+        self.assertIn("loop_busy", self.codes(c))
+        busy = [r for r in c["reasons"] if r["code"] == "loop_busy"][0]
+        self.assertEqual(busy["worker"], 0)
+        self.assertRegex(busy["message"], r"^worker 0 loop busy 90% or more for \d+% of the window")
+        self.assertGreaterEqual(busy["value"], 0.2)
+        # the schedule could not be kept: the records say so too
+        self.assertIn("schedule_lag", self.codes(c))
+        self.assertIn("rate_shortfall", self.codes(c))
+        self.assertGreater(c["headline"]["loop_busy_avg"], 0.8)
+        self.assertLess(heavy["load"]["achieved_rate"], 700)
+        self.assertGreater(c["headline"]["queued_max"], 0)
+
+        # same slow worker, same mock, 20/s: ~6% busy
+        _, light = self.run_to_end(self.slow_api, rate_spec(self.mock.addr, 20, 2))
+        c = light["client"]
+        self.assertEqual(c["verdict"], "ok", c)
+        self.assertEqual(c["reasons"], [])
+        self.assertLess(c["headline"]["loop_busy_avg"], 0.5)
+
+    def test_plain_worker_asked_far_too_much_is_client_bound(self):
+        _, s = self.run_to_end(self.api, rate_spec(self.mock.addr, 30000, 1.5))
+        c = s["client"]
+        self.assertEqual(c["verdict"], "client_bound", c)
+        self.assertIn("schedule_lag", self.codes(c))
+        self.assertLess(s["load"]["achieved_rate"], 27000)
+        # the worker's safety cap held its streams in check
+        self.assertLessEqual(c["headline"]["in_flight_max"], 2048)
+
+    def test_light_concurrency_run_ok(self):
+        spec = hrtest.spec(self.mock.addr, concurrency=2, requests=60)
+        _, s = self.run_to_end(self.api, spec)
+        c = s["client"]
+        self.assertEqual(c["verdict"], "ok", c)
+        self.assertEqual(c["headline"]["workers"], 1)
+        self.assertEqual(len(c["workers"]), 1)
+        self.assertGreaterEqual(c["workers"][0]["samples"], 1)
+        self.assertEqual(c["thresholds"]["max_loop_busy"], 0.9)
+
+    # --- the samples ----------------------------------------------------------------
+
+    def test_samples_stored_and_exported(self):
+        rid, s = self.run_to_end(self.api, rate_spec(self.mock.addr, 40, 2.5, workers=2))
+        st, doc, _ = self.api.call("GET", "/runs/%d/client" % rid)
+        self.assertEqual(st, 200)
+        self.assertEqual(doc["run_id"], rid)
+        samples = doc["samples"]
+        by = {}
+        for x in samples:
+            by.setdefault(x["source"], []).append(x)
+        self.assertEqual(sorted(by), ["daemon", "w0", "w1"])
+        for w in ("w0", "w1"):
+            prof = [x for x in by[w] if x["phase"] == "profiling"]
+            # about one a second over 2.5 s, plus the last partial one
+            self.assertGreaterEqual(len(prof), 3, prof)
+            for x in prof:
+                self.assertGreater(x["interval_s"], 0)
+                self.assertTrue(0 <= x["loop_busy"] <= 1, x)
+                self.assertGreaterEqual(x["cpu"], 0)
+                self.assertEqual(len(x["late_buckets"]), 9)
+                self.assertGreaterEqual(x["in_flight"], 0)
+            # totals only grow, and the last one is the worker's whole run
+            sent = [x["sent"] for x in by[w]]
+            self.assertEqual(sent, sorted(sent))
+            self.assertGreater(sent[-1], 40)
+        self.assertEqual(by["w0"][-1]["sent"] + by["w1"][-1]["sent"], s["counts"]["requests"])
+        d = by["daemon"][-1]
+        self.assertEqual(d["record_backlog"], 0)  # everything stored at the end
+        self.assertIsNone(d["loop_busy"])
+        times = [x["t_ns"] for x in samples]
+        self.assertEqual(times, sorted(times))
+        # the verdict's headline is built from these samples
+        c = s["client"]
+        peak = max(x["loop_busy"] for x in samples if x["source"] != "daemon"
+                   and x["phase"] == "profiling")
+        self.assertAlmostEqual(c["headline"]["loop_busy_max"], peak, places=9)
+
+        st, text, hdrs = self.api.call("GET", "/runs/%d/client?format=csv" % rid)
+        self.assertEqual(st, 200)
+        self.assertTrue(hdrs["Content-Type"].startswith("text/csv"))
+        rows = list(csv.DictReader(io.StringIO(text)))
+        self.assertEqual(len(rows), len(samples))
+        self.assertEqual(rows[0]["source"], samples[0]["source"])
+        self.assertEqual(int(rows[-1]["sent"]), samples[-1]["sent"])
+
+        st, text, _ = self.api.call("GET", "/runs/%d/summary?format=csv" % rid)
+        self.assertEqual(st, 200)
+        self.assertIn("\nclient.verdict,ok,", text)
+        self.assertIn("\nclient.loop_busy_max,,", text)
+
+        st, err, _ = self.api.call("GET", "/runs/%d/client?format=xml" % rid)
+        self.assertEqual(st, 400)
+        self.assertEqual(err["error"]["field"], "format")
+        st, _, _ = self.api.call("GET", "/runs/999999/client")
+        self.assertEqual(st, 404)
+
+    # --- the CLI ----------------------------------------------------------------------
+
+    def cli(self, *args, stdin=None):
+        return subprocess.run([CLI, "--url", "http://" + self.slow.addr, *args], input=stdin,
+                              capture_output=True, text=True, timeout=180)
+
+    def test_cli_exit_code_and_show(self):
+        spec = rate_spec(self.mock.addr, 1000, 1.5)
+        r = self.cli("submit", "-", "--wait", stdin=json.dumps(spec))
+        self.assertEqual(r.returncode, 4, r.stdout + r.stderr)
+        self.assertIn("client_bound", r.stderr)
+        lines = r.stdout.splitlines()
+        title = [i for i, l in enumerate(lines) if l.startswith("Run ")][0]
+        self.assertTrue(lines[title + 1].lstrip().startswith("client    CLIENT_BOUND"), lines)
+        rid = int(lines[title].split()[1].rstrip(":"))
+        show = self.cli("show", str(rid))
+        self.assertEqual(show.returncode, 0, show.stderr)
+        self.assertIn("worker 0 loop busy", show.stdout)
+        exp = self.cli("export", str(rid), "--client", "--format", "csv")
+        self.assertEqual(exp.returncode, 0, exp.stderr)
+        self.assertTrue(exp.stdout.startswith("source,t_ns,"))
+
+        spec["client"] = {"allow_client_bound": True}
+        r = self.cli("submit", "-", "--wait", stdin=json.dumps(spec))
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("CLIENT_BOUND", r.stdout)
+
+    def test_bad_client_spec_rejected(self):
+        for client, field in (({"max_loop_busy": 2}, "client.max_loop_busy"),
+                              ({"allow_client_bound": "yes"}, "client.allow_client_bound"),
+                              ({"max_lag": 1}, "client.max_lag")):
+            spec = rate_spec(self.mock.addr, 10, 1)
+            spec["client"] = client
+            st, err, _ = self.api.call("POST", "/runs", spec)
+            self.assertEqual(st, 400, err)
+            self.assertEqual(err["error"]["field"], field)
+
+    # --- calibration ---------------------------------------------------------------------
+
+    def test_calibration_then_runs_report_their_fraction(self):
+        r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", "--osl",
+                            "32,8", "--duration", "1", "--concurrency", "8"],
+                           capture_output=True, text=True, timeout=240)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("succeeded", r.stdout)
+        st, lst, _ = self.api.call("GET", "/calibrations")
+        cal = lst["calibrations"][0]
+        self.assertEqual(cal["state"], "succeeded", cal)
+        pts = cal["result"]["points"]
+        self.assertEqual([p["osl"] for p in pts], [8, 32])
+        for p in pts:
+            self.assertGreater(p["requests_per_s"], 50)
+            self.assertAlmostEqual(p["tokens_per_s"] / p["requests_per_s"], p["osl"], delta=0.5)
+            st, run, _ = self.api.call("GET", "/runs/%d" % p["run_id"])
+            self.assertEqual(run["spec"]["labels"]["calibration"], str(cal["id"]))
+        # a later run is set against the newest calibration
+        _, s = self.run_to_end(self.api, hrtest.spec(self.mock.addr, concurrency=2, requests=40))
+        ceil = s["client"]["ceiling"]
+        self.assertEqual(ceil["calibration_id"], cal["id"])
+        self.assertGreater(ceil["requests_per_s_per_worker"], 0)
+        self.assertAlmostEqual(ceil["fraction"],
+                               ceil["achieved_requests_per_s_per_worker"] /
+                               ceil["requests_per_s_per_worker"], places=6)
+
+        for body, field in (({"osl": [0]}, "osl"), ({"duration_s": 0.1}, "duration_s"),
+                            ({"osl": [8], "speed": 1}, "speed")):
+            st, err, _ = self.api.call("POST", "/calibrations", body)
+            self.assertEqual(st, 400, err)
+            self.assertEqual(err["error"]["field"], field)
+        st, _, _ = self.api.call("GET", "/calibrations/424242")
+        self.assertEqual(st, 404)
+
+
+# A worker that follows the protocol up to START, then sends a sample whose
+# busy_ns is not a number.
+FAKE_WORKER = textwrap.dedent("""\
+    #!{python}
+    import json, sys, zmq
+    ep = sys.argv[sys.argv.index("--connect") + 1]
+    idx = sys.argv[sys.argv.index("--index") + 1]
+    s = zmq.Context().socket(zmq.DEALER)
+    s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
+    s.connect(ep)
+    def send(t, o):
+        s.send_multipart([bytes([1, t]), json.dumps(o).encode()])
+    def recv():
+        f = s.recv_multipart()
+        return f[0][1]
+    send(1, {"index": int(idx), "pid": 1, "protocol": 1, "version": "fake",
+             "mono_ns": 1, "wall_ns": 1})
+    assert recv() == 2
+    send(3, {})
+    assert recv() == 4
+    sample = {k: 0 for k in ("t_ns", "interval_ns", "cpu_ns", "wakeups", "late_max_ns",
+              "in_flight", "queued", "queued_age_ns", "record_backlog", "conn_errors",
+              "port_errors", "sent", "completed")}
+    sample.update(busy_ns="lots", phase=1, late=[0] * 9)
+    send(11, sample)
+    s.setsockopt(zmq.RCVTIMEO, 10000)
+    try:
+        recv()  # STOP
+    except zmq.Again:
+        pass
+    """)
+
+
+class MalformedSampleTest(unittest.TestCase):
+    def test_malformed_sample_fails_the_run_naming_the_field(self):
+        with tempfile.TemporaryDirectory(prefix="headroom-test-") as tmp:
+            fake = os.path.join(tmp, "fake-worker")
+            with open(fake, "w") as f:
+                f.write(FAKE_WORKER.replace("{python}", sys.executable))
+            os.chmod(fake, 0o755)
+            d = start_daemon(os.path.join(tmp, "d"), "--worker-bin", fake)
+            try:
+                api = hrtest.Api(d.addr)
+                rid = api.submit(hrtest.spec("127.0.0.1:%d" % hrtest.closed_port()))
+                run = api.wait(rid, timeout=60)
+                self.assertEqual(run["state"], "failed")
+                self.assertIn("malformed sample", run["reason"])
+                self.assertIn("'busy_ns' must be an integer", run["reason"])
+                st, h, _ = api.call("GET", "/healthz")
+                self.assertEqual(st, 200)
+            finally:
+                self.assertEqual(d.stop(), 0)
+
+
+if __name__ == "__main__":
+    unittest.main()
