@@ -20,6 +20,7 @@ static const char *const err_names[HR_ERR__COUNT] = {
 	[HR_ERR_NO_CONTENT] = "no_content",
 	[HR_ERR_CANCELLED] = "cancelled",
 	[HR_ERR_TRANSPORT] = "transport",
+	[HR_ERR_RATE_LIMITED] = "rate_limited",
 };
 
 static const char *const toksrc_names[HR_TOKSRC__COUNT] = {

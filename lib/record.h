@@ -37,6 +37,7 @@ enum hr_err {
 	HR_ERR_NO_CONTENT,       /* 200 but no content-bearing chunk */
 	HR_ERR_CANCELLED,        /* cancelled by the client (stop, grace, policy) */
 	HR_ERR_TRANSPORT,        /* any other transport failure */
+	HR_ERR_RATE_LIMITED,     /* HTTP 429 (new categories go last: the numbers are stored) */
 	HR_ERR__COUNT
 };
 

@@ -75,6 +75,8 @@ const char *http_reason(int status)
 		return "Length Required";
 	case 413:
 		return "Content Too Large";
+	case 429:
+		return "Too Many Requests";
 	case 431:
 		return "Request Header Fields Too Large";
 	case 500:
@@ -98,6 +100,12 @@ void http_respond(struct conn *c, int status, const char *ctype, const char *bod
 
 void http_error(struct conn *c, int status, const char *msg, const char *extra)
 {
+	http_error_type(c, status, "invalid_request_error", msg, extra);
+}
+
+void http_error_type(struct conn *c, int status, const char *type, const char *msg,
+                     const char *extra)
+{
 	/* The message may quote the input: keep it printable ASCII so it is
 	 * valid UTF-8 for the encoder and harmless in a log. */
 	char clean[HR_MAX_ERROR_MSG];
@@ -107,8 +115,8 @@ void http_error(struct conn *c, int status, const char *msg, const char *extra)
 		clean[n] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
 	}
 	clean[n] = '\0';
-	json_t *o = json_pack("{s:{s:s,s:s,s:i}}", "error", "message", clean, "type",
-	                      "invalid_request_error", "code", status);
+	json_t *o =
+	    json_pack("{s:{s:s,s:s,s:i}}", "error", "message", clean, "type", type, "code", status);
 	char *s = o ? json_dumps(o, JSON_COMPACT) : NULL;
 	json_decref(o);
 	if (s) {

@@ -3,6 +3,9 @@
  * on HOST:PORT" with --dcgm-listen), run the event loop until SIGINT or
  * SIGTERM, free everything and exit 0.
  *
+ * --fail-* inject failures into a chosen share of the generation requests
+ * (fault.c draws which; openai.c carries them out).
+ *
  * SIGINT and SIGTERM are blocked except inside epoll_pwait(), so the
  * handler (which only sets a flag) can run only while the loop sleeps and
  * the loop always sees the flag right after.
@@ -64,6 +67,19 @@ static void usage(FILE *f)
 	      "                          of simulated GPUs there (port 0: any free port)\n"
 	      "  --gpus N                simulated GPUs on that page, 1 to 64 (default 1)\n"
 	      "\n"
+	      "Failure injection (chat and text completions, streamed or not; default none):\n"
+	      "  --fail-429 P            answer this share of requests 429 with Retry-After\n"
+	      "  --fail-500 P            answer this share 500\n"
+	      "  --fail-reset P          reset the connection halfway through the response\n"
+	      "  --fail-malformed P      send an event (or a body) that is not valid JSON\n"
+	      "                          halfway through\n"
+	      "  --fail-stall P          stop sending halfway through, for --stall-ms\n"
+	      "  --stall-ms MS           length of a stall (default: until the client\n"
+	      "                          gives up)\n"
+	      "  --fail-seed N           seed of the draw (default 0)\n"
+	      "  Each P is from 0 to 1 and they add up to at most 1. Request n (the n of\n"
+	      "  its chatcmpl-mock-n id) draws its outcome from the seed and n alone.\n"
+	      "\n"
 	      "Prints \"listening on HOST:PORT\" on stdout once it accepts connections,\n"
 	      "then \"dcgm listening on HOST:PORT\" with --dcgm-listen.\n",
 	      f);
@@ -98,6 +114,21 @@ static int parse_ms_rate(const char *opt, const char *s, double *ns)
 	return 0;
 }
 
+/* A probability: a number from 0 to 1. */
+static int parse_prob(const char *opt, const char *s, double *p)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !isfinite(v) || v < 0 || v > 1) {
+		fprintf(stderr, "headroom-mock: %s wants a probability from 0 to 1, not '%s'\n",
+		        opt, s);
+		return -1;
+	}
+	*p = v;
+	return 0;
+}
+
 /* A whole number from 1 to max, decimal digits only. */
 static int parse_count(const char *s, unsigned long long max, unsigned long long *out)
 {
@@ -129,6 +160,13 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		OPT_KV,
 		OPT_DCGM,
 		OPT_GPUS,
+		OPT_FAIL_429,
+		OPT_FAIL_500,
+		OPT_FAIL_RESET,
+		OPT_FAIL_MALFORMED,
+		OPT_FAIL_STALL,
+		OPT_STALL_MS,
+		OPT_FAIL_SEED,
 	};
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, OPT_LISTEN},
@@ -145,6 +183,13 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	    {"kv-capacity-tokens", required_argument, NULL, OPT_KV},
 	    {"dcgm-listen", required_argument, NULL, OPT_DCGM},
 	    {"gpus", required_argument, NULL, OPT_GPUS},
+	    {"fail-429", required_argument, NULL, OPT_FAIL_429},
+	    {"fail-500", required_argument, NULL, OPT_FAIL_500},
+	    {"fail-reset", required_argument, NULL, OPT_FAIL_RESET},
+	    {"fail-malformed", required_argument, NULL, OPT_FAIL_MALFORMED},
+	    {"fail-stall", required_argument, NULL, OPT_FAIL_STALL},
+	    {"stall-ms", required_argument, NULL, OPT_STALL_MS},
+	    {"fail-seed", required_argument, NULL, OPT_FAIL_SEED},
 	    {NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -152,6 +197,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	cfg->tokens_per_chunk = 1;
 	cfg->kv_capacity_tokens = MOCK_DEFAULT_KV_TOKENS;
 	cfg->gpus = 1;
+	cfg->stall_ns = MOCK_NEVER;
 	bool have_listen = false;
 	char err[HR_ERRLEN];
 	int o;
@@ -259,6 +305,36 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 			cfg->gpus = (unsigned)v;
 			break;
 		}
+		case OPT_FAIL_429:
+		case OPT_FAIL_500:
+		case OPT_FAIL_RESET:
+		case OPT_FAIL_MALFORMED:
+		case OPT_FAIL_STALL: {
+			enum mock_fault f = (enum mock_fault)(FAULT_429 + (o - OPT_FAIL_429));
+			char opt[32];
+			snprintf(opt, sizeof(opt), "--fail-%s", fault_name(f));
+			if (parse_prob(opt, optarg, &cfg->fail_p[f]) < 0)
+				return -1;
+			break;
+		}
+		case OPT_STALL_MS:
+			if (parse_ms("--stall-ms", optarg, &cfg->stall_ns) < 0)
+				return -1;
+			break;
+		case OPT_FAIL_SEED: {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (optarg[0] < '0' || optarg[0] > '9' || errno || *end) {
+				fprintf(stderr,
+				        "headroom-mock: --fail-seed wants a whole number from 0 to "
+				        "%llu, not '%s'\n",
+				        (unsigned long long)UINT64_MAX, optarg);
+				return -1;
+			}
+			cfg->fail_seed = v;
+			break;
+		}
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;
@@ -281,6 +357,17 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		                "--decode-ms instead\n");
 		return -1;
 	}
+	double sum = 0;
+	for (int f = FAULT_429; f < FAULT__COUNT; f++)
+		sum += cfg->fail_p[f];
+	if (sum > 1 + 1e-9) {
+		fprintf(stderr,
+		        "headroom-mock: --fail-429, --fail-500, --fail-reset, --fail-malformed and "
+		        "--fail-stall add up to %g; at most 1\n",
+		        sum);
+		return -1;
+	}
+	cfg->faults = sum > 0;
 	if (!have_listen) {
 		fprintf(stderr, "headroom-mock: --listen HOST:PORT is required\n");
 		return -1;
@@ -340,10 +427,32 @@ int main(int argc, char **argv)
 		        cfg.tokens_per_chunk);
 	}
 
+	if (!cfg.quiet && cfg.faults) {
+		char stall[64] = "until the client gives up";
+		if (cfg.stall_ns != MOCK_NEVER)
+			snprintf(stall, sizeof(stall), "%.3f ms", (double)cfg.stall_ns / 1e6);
+		fprintf(
+		    stderr,
+		    "headroom-mock: injecting failures: 429 %g, 500 %g, reset %g, malformed %g, "
+		    "stall %g (%s), seed %llu\n",
+		    cfg.fail_p[FAULT_429], cfg.fail_p[FAULT_500], cfg.fail_p[FAULT_RESET],
+		    cfg.fail_p[FAULT_MALFORMED], cfg.fail_p[FAULT_STALL], stall,
+		    (unsigned long long)cfg.fail_seed);
+	}
+
 	int rc = server_run(&srv, &stop_flag, &run_mask);
 	if (!cfg.quiet)
 		fprintf(stderr, "headroom-mock: stopping after %llu request(s), %llu streamed\n",
 		        (unsigned long long)srv.nrequests, (unsigned long long)srv.nstreams);
+	if (!cfg.quiet && cfg.faults)
+		fprintf(stderr,
+		        "headroom-mock: injected 429 %llu, 500 %llu, reset %llu, malformed %llu, "
+		        "stall %llu\n",
+		        (unsigned long long)srv.faults[FAULT_429],
+		        (unsigned long long)srv.faults[FAULT_500],
+		        (unsigned long long)srv.faults[FAULT_RESET],
+		        (unsigned long long)srv.faults[FAULT_MALFORMED],
+		        (unsigned long long)srv.faults[FAULT_STALL]);
 	server_close(&srv);
 	return rc < 0 ? 1 : 0;
 }

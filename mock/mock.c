@@ -31,7 +31,9 @@
  * batch, so later events of the batch never touch freed memory. Closing
  * after an error or "Connection: close" shuts down our side first and
  * reads until the peer's FIN (bounded in time and bytes) so that the
- * peer sees the response rather than a reset.
+ * peer sees the response rather than a reset. An injected reset
+ * (conn.reset, openai.c) is the opposite: an abortive close as soon as the
+ * output has reached the peer (polled with SIOCOUTQ, bounded in time).
  */
 #define _GNU_SOURCE /* accept4 */
 #include <errno.h>
@@ -42,7 +44,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <linux/sockios.h>
 #include <sys/epoll.h>
+#include <sys/ioctl.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/timerfd.h>
@@ -397,6 +401,42 @@ static bool conn_generate(struct server *srv, struct conn *c, int64_t now)
 	return progress;
 }
 
+/* Whether an injected reset is due: the output has reached the peer
+ * (none is left here nor in the kernel's send queue, since an abortive
+ * close drops that), or MOCK_RESET_WAIT_NS passed. */
+static bool reset_due(struct conn *c, int64_t now)
+{
+	if (!c->reset_by)
+		c->reset_by = now + MOCK_RESET_WAIT_NS;
+	if (now >= c->reset_by)
+		return true;
+	if (pending(c))
+		return false;
+	int unsent = 0;
+	return ioctl(c->fd, SIOCOUTQ, &unsent) < 0 || unsent <= 0;
+}
+
+/* An injected reset: an abortive close (SO_LINGER 0), so the peer gets an
+ * RST after the last byte. */
+static void conn_reset(struct server *srv, struct conn *c)
+{
+	struct linger lg = {.l_onoff = 1, .l_linger = 0};
+	setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &lg, sizeof(lg));
+	conn_close(srv, c);
+}
+
+/* When c's response next needs a turn: its next step, or the end of an
+ * injected stall; MOCK_NEVER when the model will wake it or the stall
+ * lasts until the client leaves. */
+static int64_t stream_wake_ns(const struct stream *s, int64_t now)
+{
+	if (s->hold_ns <= now)
+		return s->next_ns;
+	if (s->next_ns == MOCK_NEVER || s->next_ns < s->hold_ns)
+		return s->hold_ns;
+	return s->next_ns;
+}
+
 /* Our side is done: send FIN and wait (bounded) for the peer's, reading
  * and dropping what it still sends, so it reads our last response instead
  * of a reset. */
@@ -474,6 +514,10 @@ static void conn_run(struct server *srv, struct conn *c, uint32_t ev, int64_t no
 			conn_close(srv, c);
 			return;
 		}
+		if (c->reset && reset_due(c, now)) {
+			conn_reset(srv, c);
+			return;
+		}
 		if (!progress || pending(c))
 			break;
 		if (round == ROUNDS_PER_RUN) {
@@ -501,8 +545,15 @@ static void conn_run(struct server *srv, struct conn *c, uint32_t ev, int64_t no
 		events |= EPOLLOUT;
 	set_events(srv, c, events);
 
-	if (c->st.active && !c->more && pend < MOCK_OUT_HIGH_WATER && c->st.next_ns != MOCK_NEVER)
-		heap_set(srv, c, c->st.next_ns);
+	if (c->reset) {
+		/* waiting for the output to reach the peer: look again soon */
+		int64_t poll = now + MOCK_RESET_POLL_NS;
+		heap_set(srv, c, pend || poll > c->reset_by ? c->reset_by : poll);
+		return;
+	}
+	int64_t wake = c->st.active ? stream_wake_ns(&c->st, now) : MOCK_NEVER;
+	if (!c->more && pend < MOCK_OUT_HIGH_WATER && wake != MOCK_NEVER)
+		heap_set(srv, c, wake);
 	else
 		heap_remove(srv, c);
 }
@@ -514,8 +565,9 @@ static void model_wake(void *ctx, struct stream *s)
 {
 	struct server *srv = ctx;
 	struct conn *c = (struct conn *)(void *)((char *)s - offsetof(struct conn, st));
-	if (!c->dead && !c->lingering)
-		heap_set(srv, c, s->next_ns);
+	int64_t wake = stream_wake_ns(s, s->next_ns);
+	if (!c->dead && !c->lingering && !c->reset && wake != MOCK_NEVER)
+		heap_set(srv, c, wake);
 }
 
 static void run_timers(struct server *srv, int64_t now)

@@ -10,6 +10,7 @@
  *                load model (an engine loop of continuous batching)
  *   telemetry.c  Prometheus pages that follow the simulated load: vLLM-like
  *                /metrics, and a DCGM-exporter-like page of simulated GPUs
+ *   fault.c      injected failures: which generation request gets which
  */
 #ifndef HR_MOCK_H
 #define HR_MOCK_H
@@ -38,6 +39,24 @@
 #define MOCK_DEFAULT_KV_TOKENS 100000     /* --kv-capacity-tokens */
 #define MOCK_MAX_KV_TOKENS 1000000000000ULL
 #define MOCK_HIST_BUCKETS 16 /* finite buckets of a histogram */
+#define MOCK_RETRY_AFTER_S 1 /* Retry-After of an injected 429 */
+
+/* An injected reset waits at most this long for its output to reach the
+ * peer, looking every MOCK_RESET_POLL_NS. */
+#define MOCK_RESET_WAIT_NS 2000000000LL
+#define MOCK_RESET_POLL_NS 1000000LL
+
+/* An injected failure (docs/mock.md, "Failure injection"), drawn per
+ * generation request; the order is the order of the draw's intervals. */
+enum mock_fault {
+	FAULT_NONE,
+	FAULT_429,       /* 429 with Retry-After, at once */
+	FAULT_500,       /* 500, at once */
+	FAULT_RESET,     /* the connection is reset halfway through the response */
+	FAULT_MALFORMED, /* an event (or body) that is not valid JSON */
+	FAULT_STALL,     /* the output stops halfway for --stall-ms, or for good */
+	FAULT__COUNT
+};
 
 struct mock_config {
 	char host[256];
@@ -60,6 +79,11 @@ struct mock_config {
 	char dcgm_host[256];
 	int dcgm_port;
 	unsigned gpus; /* --gpus: simulated GPUs on the DCGM page */
+	/* failure injection (fault.c) */
+	double fail_p[FAULT__COUNT]; /* --fail-429 ... --fail-stall; [FAULT_NONE] unused */
+	bool faults;                 /* any of them above 0 */
+	uint64_t fail_seed;          /* --fail-seed */
+	int64_t stall_ns;            /* --stall-ms; MOCK_NEVER: until the client leaves */
 };
 
 /* The response a connection is producing. Generation is step-wise even
@@ -86,6 +110,10 @@ struct stream {
 	struct stream *eprev, *enext; /* in the model's waiting or running list */
 	uint32_t produced;            /* tokens the engine has generated */
 	uint8_t phase;                /* enum seq_phase */
+	/* an injected failure (fault.c) */
+	uint8_t fault;   /* enum mock_fault still to come; FAULT_NONE once it happened */
+	int64_t hold_ns; /* a stall: nothing is sent before this (MOCK_NEVER: never) */
+	bool cut_body;   /* a body that is not streamed goes out cut in half */
 };
 
 enum seq_phase {
@@ -115,6 +143,8 @@ struct conn {
 	bool overflow;      /* output buffer bound reached: internal error */
 	bool dead;          /* closed; freed after the current event batch */
 	bool dcgm;          /* accepted on the DCGM listener: serves only its page */
+	bool reset;         /* an injected reset: send the output, then abort */
+	int64_t reset_by;   /* when the reset happens at the latest; 0: not yet known */
 	struct conn *prev, *next;
 };
 
@@ -211,6 +241,8 @@ struct server {
 	uint64_t next_id;
 	uint64_t nrequests;
 	uint64_t nstreams;
+	/* injected failures by kind */
+	uint64_t faults[FAULT__COUNT];
 	char *rbuf;            /* recv() scratch */
 	struct dynbuf scratch; /* a body or event being formatted */
 };
@@ -257,8 +289,11 @@ void out_printf(struct conn *c, const char *fmt, ...) __attribute__((format(prin
  * leaves out the body when c->head. */
 void http_respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
                   const char *extra);
-/* An OpenAI-style JSON error response. */
+/* An OpenAI-style JSON error response of type "invalid_request_error". */
 void http_error(struct conn *c, int status, const char *msg, const char *extra);
+/* The same with another "type". */
+void http_error_type(struct conn *c, int status, const char *type, const char *msg,
+                     const char *extra);
 /* One piece of a streamed body: an HTTP chunk, or raw bytes for HTTP/1.0. */
 void http_body_chunk(struct conn *c, bool chunked, const char *p, size_t n);
 
@@ -281,6 +316,12 @@ void tel_finished(struct server *srv, const struct stream *s, int64_t due);
 /* The pages, into b (reset first). */
 void tel_vllm_page(struct server *srv, struct dynbuf *b);
 void tel_dcgm_page(struct server *srv, struct dynbuf *b, int64_t now);
+
+/* fault.c */
+/* The failure generation request number n (1, 2, ...; its response id)
+ * gets: a pure function of cfg->fail_seed, n and the probabilities. */
+enum mock_fault fault_draw(const struct mock_config *cfg, uint64_t n);
+const char *fault_name(enum mock_fault f); /* the option's suffix: "429", "reset"... */
 
 /* model.c */
 void model_init(struct model *m, const struct mock_config *cfg,

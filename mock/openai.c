@@ -27,6 +27,18 @@
  * stream_options.include_usage, then "data: [DONE]". Output JSON is
  * written by hand (every string in it is known ASCII or pre-encoded);
  * requests are parsed with jansson.
+ *
+ * Injected failures (--fail-*; fault.c draws which request gets which):
+ * a 429 (with Retry-After) or a 500 is the answer at once, with an
+ * OpenAI-style error body. The others happen at the failure point: for a
+ * streamed response when the chunk after the first max_tokens / 2 tokens
+ * is due (or its end is, when there is no such chunk), for one that is
+ * not streamed when its body is due. There a reset sends what is ready
+ * (for a body: the headers and half of it) and resets the connection; a
+ * malformed event is a content event cut off inside its text, after which
+ * the stream goes on (a body is cut in half, with a Content-Length that
+ * matches); a stall sends nothing more for --stall-ms, or ever, while the
+ * generation itself goes on (what became due meanwhile follows at once).
  */
 #include <stdio.h>
 #include <string.h>
@@ -391,8 +403,31 @@ static void events_end(struct server *srv, struct conn *c)
 		c->close_after = true; /* HTTP/1.0: the body ends with the connection */
 }
 
+/* An injected malformed event: the head of a content event, cut off inside
+ * its text. */
+static void event_malformed(struct server *srv, struct conn *c)
+{
+	struct stream *s = &c->st;
+	struct dynbuf *b = &srv->scratch;
+	dynbuf_reset(b);
+	if (s->chat) {
+		add_head(srv, b, s, "chat.completion.chunk");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+	} else {
+		add_head(srv, b, s, "text_completion");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
+	}
+	send_event(srv, c);
+}
+
+enum body_cut {
+	BODY_WHOLE,
+	BODY_CUT_JSON, /* half the JSON, with a Content-Length that matches */
+	BODY_CUT_WIRE, /* the whole Content-Length, but half the body in the output */
+};
+
 /* The whole body of a response that is not streamed. */
-static void plain_body(struct server *srv, struct conn *c)
+static void plain_body(struct server *srv, struct conn *c, enum body_cut cut)
 {
 	struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
@@ -414,16 +449,61 @@ static void plain_body(struct server *srv, struct conn *c)
 		c->overflow = true;
 		return;
 	}
+	if (cut == BODY_CUT_JSON)
+		b->len /= 2;
 	http_respond(c, 200, "application/json", b->data, b->len, NULL);
+	if (cut == BODY_CUT_WIRE && !c->overflow) {
+		c->out.len -= b->len - b->len / 2;
+		c->out.data[c->out.len] = '\0';
+	}
+}
+
+/* The failure injected into c's response happens now; due: when the step
+ * it stops was due. Returns whether the response goes no further here. */
+static bool fault_happens(struct server *srv, struct conn *c, int64_t due)
+{
+	struct stream *s = &c->st;
+	enum mock_fault f = (enum mock_fault)s->fault;
+	s->fault = FAULT_NONE;
+	srv->faults[f]++;
+	switch (f) {
+	case FAULT_RESET:
+		if (!s->sse)
+			plain_body(srv, c, BODY_CUT_WIRE);
+		c->reset = true; /* mock.c sends what is ready, then resets */
+		return true;
+	case FAULT_MALFORMED:
+		if (s->sse)
+			event_malformed(srv, c);
+		else
+			s->cut_body = true;
+		return false;
+	case FAULT_STALL:
+		s->hold_ns =
+		    srv->cfg->stall_ns == MOCK_NEVER ? MOCK_NEVER : due + srv->cfg->stall_ns;
+		return false;
+	default:
+		return false;
+	}
 }
 
 void api_pump(struct server *srv, struct conn *c, int64_t now)
 {
 	struct stream *s = &c->st;
+	if (c->reset)
+		return; /* an injected reset: nothing more, the connection goes */
 	while (s->active && !c->overflow && c->out.len - c->out_off < MOCK_OUT_HIGH_WATER) {
-		if (s->sent < s->max_tokens) {
-			if (s->next_ns > now)
+		if (s->hold_ns > now)
+			return; /* an injected stall */
+		bool more = s->sent < s->max_tokens;
+		if (more && s->next_ns > now)
+			return;
+		if (s->fault && (s->sse ? s->sent >= s->max_tokens / 2 : !more)) {
+			if (fault_happens(srv, c, more ? s->next_ns : now))
 				return;
+			continue;
+		}
+		if (more) {
 			if (s->chunks == 0)
 				tel_first_chunk(srv, s, s->next_ns);
 			s->due_ns = s->next_ns;
@@ -443,7 +523,7 @@ void api_pump(struct server *srv, struct conn *c, int64_t now)
 		if (s->sse)
 			events_end(srv, c);
 		else
-			plain_body(srv, c);
+			plain_body(srv, c, s->cut_body ? BODY_CUT_JSON : BODY_WHOLE);
 		model_stream_end(&srv->model, s);
 		s->active = false;
 	}
@@ -458,16 +538,35 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 		http_error(c, 400, err, NULL);
 		return;
 	}
+	uint64_t id = ++srv->next_id;
+	enum mock_fault f = fault_draw(srv->cfg, id);
+	if (f == FAULT_429) {
+		char extra[64], msg[128];
+		snprintf(extra, sizeof(extra), "Retry-After: %d\r\n", MOCK_RETRY_AFTER_S);
+		snprintf(msg, sizeof(msg),
+		         "rate limit reached, retry after %d s (failure injected by headroom-mock)",
+		         MOCK_RETRY_AFTER_S);
+		srv->faults[f]++;
+		http_error_type(c, 429, "rate_limit_error", msg, extra);
+		return;
+	}
+	if (f == FAULT_500) {
+		srv->faults[f]++;
+		http_error_type(c, 500, "server_error",
+		                "internal server error (failure injected by headroom-mock)", NULL);
+		return;
+	}
 	struct stream *s = &c->st;
 	memset(s, 0, sizeof(*s));
 	s->active = true;
+	s->fault = (uint8_t)f;
 	s->sse = g.stream;
 	s->chat = chat;
 	s->include_usage = g.include_usage;
 	s->chunked = !req->http10;
 	s->prompt_tokens = g.prompt_tokens;
 	s->max_tokens = g.max_tokens;
-	s->id = ++srv->next_id;
+	s->id = id;
 	s->created = wall_ns() / 1000000000LL;
 	model_stream_start(&srv->model, s, now);
 	if (!s->sse)

@@ -22,7 +22,7 @@ NO_TIME = -1
 
 ERROR_NAMES = ["", "connect", "timeout", "reset", "http_4xx", "http_5xx",
                "http_other", "malformed_stream", "no_content", "cancelled",
-               "transport"]
+               "transport", "rate_limited"]
 TOKSRC_NAMES = ["none", "server_usage", "chunks", "requested", "tokenizer"]
 PHASE_NAMES = ["warmup", "profiling"]
 FLAG_STREAMED = 0x01

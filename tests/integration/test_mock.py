@@ -790,6 +790,230 @@ class MockTest(unittest.TestCase):
             self.assertNotEqual(p.returncode, 0, args)
             self.assertEqual(p.stdout, b"")
 
+    # ---- injected failures (test_faults.py takes them end to end) ----
+
+    def test_fault_flags(self):
+        fail_flags = ["--fail-429", "--fail-500", "--fail-reset", "--fail-malformed",
+                      "--fail-stall"]
+        for args, named in (
+                (["--fail-429", "1.5"], ["--fail-429"]),
+                (["--fail-500", "-0.1"], ["--fail-500"]),
+                (["--fail-reset", "x"], ["--fail-reset"]),
+                (["--fail-malformed", "nan"], ["--fail-malformed"]),
+                (["--fail-stall", "inf"], ["--fail-stall"]),
+                (["--fail-stall", ""], ["--fail-stall"]),
+                (["--fail-429", "0.6", "--fail-stall", "0.5"], fail_flags),
+                (["--fail-500", "0.5", "--fail-reset", "0.3", "--fail-malformed", "0.3"],
+                 fail_flags),
+                (["--fail-seed", "-1"], ["--fail-seed"]),
+                (["--fail-seed", "1.5"], ["--fail-seed"]),
+                (["--fail-seed", "18446744073709551616"], ["--fail-seed"]),
+                (["--fail-seed", ""], ["--fail-seed"]),
+                (["--stall-ms", "-1"], ["--stall-ms"]),
+                (["--stall-ms", "3600001"], ["--stall-ms"])):
+            p = subprocess.run([MOCK, "--listen", "127.0.0.1:0", *args], capture_output=True,
+                               timeout=30)
+            self.assertEqual(p.returncode, 2, args)
+            self.assertEqual(p.stdout, b"", args)
+            err = p.stderr.decode()
+            self.assertTrue(err.startswith("headroom-mock: "), err)
+            self.assertEqual(err.count("\n"), 1, err)
+            for flag in named:
+                self.assertIn(flag, err, args)
+        # the edges are accepted
+        m = self.start("--fail-429", "0.25", "--fail-500", "0.25", "--fail-reset", "0.25",
+                       "--fail-malformed", "0.125", "--fail-stall", "0.125",
+                       "--fail-seed", "18446744073709551615", "--stall-ms", "0")
+        self.assertEqual(do(m.conn(), "GET", "/health")[0], 200)
+        self.assertEqual(m.stop(), 0, m.log())
+        self.assertIn("injecting failures", m.log())
+        p = subprocess.run([MOCK, "--help"], capture_output=True, timeout=30)
+        self.assertEqual(p.returncode, 0)
+        for flag in fail_flags + ["--fail-seed", "--stall-ms"]:
+            self.assertIn(flag.encode(), p.stdout)
+
+    def test_fault_429_and_500(self):
+        for flag, code, etype in (("--fail-429", 429, "rate_limit_error"),
+                                  ("--fail-500", 500, "server_error")):
+            m = self.start(flag, "1")
+            c = m.conn()
+            # streamed or not, chat or completions, on one kept-alive connection
+            for path, body in (("/v1/chat/completions", chat_body(8, stream=True)),
+                               ("/v1/chat/completions", chat_body(8)),
+                               ("/v1/completions", {"prompt": "hi", "max_tokens": 8}),
+                               ("/v1/completions", {"prompt": "hi", "stream": True})):
+                status, headers, raw = do(c, "POST", path, body)
+                self.assertEqual(status, code, raw)
+                self.assertEqual(headers["content-type"], "application/json")
+                self.assertNotIn("connection", headers)
+                err = json.loads(raw)["error"]
+                self.assertEqual(err["type"], etype)
+                self.assertEqual(err["code"], code)
+                self.assertIn("injected", err["message"])
+                if code == 429:
+                    self.assertEqual(headers["retry-after"], "1")
+                else:
+                    self.assertNotIn("retry-after", headers)
+            # only generation requests fail; a bad one is still a 400
+            self.assertEqual(do(c, "GET", "/health")[0], 200)
+            self.assertEqual(do(c, "GET", "/v1/models")[0], 200)
+            self.assert_error(*do(c, "POST", "/v1/completions", b"{not json"), 400)
+
+    def read_until_reset(self, s):
+        """Everything the socket gives before it is reset; fails on a clean end."""
+        data = b""
+        while True:
+            try:
+                part = s.recv(65536)
+            except ConnectionResetError:
+                return data
+            if not part:
+                self.fail("the connection ended without a reset: %r" % data[-200:])
+            data += part
+
+    def test_fault_reset(self):
+        m = self.start("--fail-reset", "1")
+        # streamed: the headers, the role event and the first half of the tokens
+        s = m.sock()
+        body = json.dumps(chat_body(8, stream=True)).encode()
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(body), body))
+        data = self.read_until_reset(s)
+        head, _, rest = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 OK"), head)
+        self.assertIn(b"Transfer-Encoding: chunked", head)
+        self.assertNotIn(b"0\r\n\r\n", rest)  # no last chunk
+        events = [e for e in rest.split(b"\r\n") if e.startswith(b"data: ")]
+        self.assertEqual(len(events), 5, rest)
+        deltas = [json.loads(e[6:])["choices"][0]["delta"] for e in events]
+        self.assertEqual(deltas[0], {"role": "assistant", "content": ""})
+        self.assertEqual(len(words("".join(d["content"] for d in deltas[1:]))), 4)
+        # not streamed: the headers with the whole Content-Length, half the body
+        s = m.sock()
+        body = json.dumps({"prompt": "hi", "max_tokens": 8}).encode()
+        s.sendall(b"POST /v1/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(body), body))
+        data = self.read_until_reset(s)
+        head, _, rest = data.partition(b"\r\n\r\n")
+        self.assertTrue(head.startswith(b"HTTP/1.1 200 OK"), head)
+        length = int(head.split(b"Content-Length: ")[1].split(b"\r\n")[0])
+        self.assertEqual(len(rest), length // 2)
+        self.assertTrue(rest.startswith(b'{"id":"cmpl-mock-2"'), rest)
+        # a client that reads slowly still gets all of the first half before the reset
+        s = m.sock()
+        body = json.dumps(chat_body(40000, stream=True)).encode()
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(body), body))
+        time.sleep(0.3)  # the socket buffers fill up meanwhile
+        data = self.read_until_reset(s)
+        self.assertEqual(data.count(b"data: "), 1 + 20000)
+        self.assertTrue(data.endswith(b"}\n\n\r\n"), data[-100:])
+        # the server goes on
+        self.assertEqual(do(m.conn(), "GET", "/health")[0], 200)
+
+    def test_fault_malformed(self):
+        m = self.start("--fail-malformed", "1")
+        c = m.conn()
+        for path, body, chat in (("/v1/chat/completions", chat_body(8, stream=True), True),
+                                 ("/v1/completions",
+                                  {"prompt": "hi", "max_tokens": 8, "stream": True}, False)):
+            status, _, raw = do(c, "POST", path, body)
+            self.assertEqual(status, 200)
+            events = sse_events(raw.decode())
+            self.assertEqual(events[-1], "[DONE]")
+            bad = [i for i, e in enumerate(events[:-1]) if not self.is_json(e)]
+            # after the first 4 tokens (and the role event of a chat stream)
+            self.assertEqual(bad, [5 if chat else 4], events)
+            self.assertTrue(events[bad[0]].startswith('{"id":"'), events[bad[0]])
+            good = [json.loads(e) for e in events[:-1] if self.is_json(e)]
+            key = "delta" if chat else None
+            text = "".join((ch["choices"][0]["delta"].get("content", "") if key
+                            else ch["choices"][0]["text"]) for ch in good)
+            self.assertEqual(len(words(text)), 8)  # the stream goes on, whole
+        # not streamed: a complete HTTP response whose JSON is cut in half
+        status, headers, raw = do(c, "POST", "/v1/chat/completions", chat_body(8))
+        self.assertEqual(status, 200)
+        self.assertEqual(headers["content-type"], "application/json")
+        self.assertEqual(int(headers["content-length"]), len(raw))
+        self.assertFalse(self.is_json(raw.decode()))
+        self.assertTrue(raw.startswith(b'{"id":"chatcmpl-mock-3"'), raw)
+        self.assertEqual(do(c, "GET", "/health")[0], 200)  # the connection is still good
+
+    @staticmethod
+    def is_json(text):
+        try:
+            json.loads(text)
+            return True
+        except ValueError:
+            return False
+
+    def test_fault_stall(self):
+        # a stall of --stall-ms: the first half, a pause, the rest (all due by then)
+        m = self.start("--fail-stall", "1", "--stall-ms", "300")
+        ev = timed_events(m.conn(), "/v1/chat/completions", chat_body(8, stream=True))
+        self.assertEqual(len(ev), 1 + 8 + 1 + 1)  # role, tokens, finish, [DONE]
+        self.assertGreaterEqual(ev[5][0] - ev[4][0], 0.28)
+        self.assertLess(ev[4][0], 0.25)
+        t0 = time.monotonic()
+        status, _, raw = do(m.conn(), "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 4})
+        self.assertGreaterEqual(time.monotonic() - t0, 0.28)
+        self.assertEqual(status, 200)
+        self.assertEqual(json.loads(raw)["usage"]["completion_tokens"], 4)
+        # without --stall-ms it lasts until the client leaves
+        m = self.start("--fail-stall", "1")
+        s = m.sock(timeout=0.5)
+        body = json.dumps(chat_body(8, stream=True)).encode()
+        s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
+                  % (len(body), body))
+        data = b""
+        with self.assertRaises(socket.timeout):
+            while True:
+                part = s.recv(65536)
+                self.assertNotEqual(part, b"")
+                data += part
+        self.assertEqual(data.count(b"data: "), 5)  # role + 4 tokens
+        c = m.conn()
+        self.assertIn(b'vllm:num_requests_running{model_name="mock-model"} 1.0',
+                      do(c, "GET", "/metrics")[2])
+        s.close()
+        deadline = time.monotonic() + 10
+        while b'vllm:num_requests_running{model_name="mock-model"} 0.0' not in \
+                do(c, "GET", "/metrics")[2]:
+            self.assertLess(time.monotonic(), deadline, "the stalled response was not dropped")
+            time.sleep(0.05)
+
+    def test_fault_draw(self):
+        """Request n gets the failure the documented formula gives (test_faults.fault_draw),
+        whatever the kind, streamed or not."""
+        from test_faults import fault_draw
+        probs = {"429": 0.15, "500": 0.15, "reset": 0.15, "malformed": 0.15, "stall": 0.1}
+        seed = 42
+        m = self.start("--fail-429", "0.15", "--fail-500", "0.15", "--fail-reset", "0.15",
+                       "--fail-malformed", "0.15", "--fail-stall", "0.1", "--stall-ms", "400",
+                       "--fail-seed", str(seed))
+        got, want = [], []
+        for n in range(1, 31):
+            want.append(fault_draw(seed, n, probs))
+            c = m.conn()
+            t0 = time.monotonic()
+            try:
+                status, _, raw = do(c, "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 4})
+            except (ConnectionResetError, http.client.IncompleteRead):
+                got.append("reset")
+                continue
+            finally:
+                c.close()
+            elapsed = time.monotonic() - t0
+            if status in (429, 500):
+                got.append(str(status))
+            elif not self.is_json(raw.decode()):
+                got.append("malformed")
+            else:
+                self.assertEqual(json.loads(raw)["id"], "cmpl-mock-%d" % n)
+                got.append("stall" if elapsed >= 0.39 else None)
+        self.assertEqual(got, want)
+        self.assertEqual(len(set(want)), 6, want)  # every kind, and no failure
+
 
 if __name__ == "__main__":
     unittest.main()
