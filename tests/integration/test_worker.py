@@ -34,7 +34,8 @@ BIN = os.environ.get("HEADROOM_BIN") or os.path.join(HERE, "..", "..", "build", 
 WORKER = os.path.join(BIN, "headroom-worker")
 MOCK = os.path.join(BIN, "headroom-mock")
 
-HELLO, SCHEDULE, READY, START, HEARTBEAT, RECORDS, STOP, DONE, FAIL, PHASE_DONE = range(1, 11)
+HELLO, SCHEDULE, READY, START, HEARTBEAT, RECORDS, STOP, DONE, FAIL, PHASE_DONE, SAMPLE = \
+    range(1, 12)
 MS = 1000000
 
 
@@ -233,6 +234,7 @@ class Result:
     def __init__(self):
         self.records = []
         self.heartbeats = []
+        self.samples = []
         self.done = None
         self.fail = None
         self.rc = None
@@ -344,6 +346,8 @@ class WorkerCase(unittest.TestCase):
                 res.records.extend(msg)
             elif typ == HEARTBEAT:
                 res.heartbeats.append(msg)
+            elif typ == SAMPLE:
+                res.samples.append(msg)
             elif typ == DONE:
                 res.done = msg
                 res.done_at = time.monotonic_ns()
@@ -582,6 +586,23 @@ class WorkerCase(unittest.TestCase):
         # ~100 ms requests: everything is over well before 1.5 s
         self.assertLess(res.done_at - res.t0, 1500 * MS)
         self.assertGreaterEqual(len(res.heartbeats), 3)
+        # self-telemetry: one sample a second, and a last one at the end
+        # whose totals are the worker's own (lib/csample.h)
+        self.assertGreaterEqual(len(res.samples), 2, res.samples)
+        for smp in res.samples:
+            self.assertEqual(smp["phase"], 1)
+            self.assertGreater(smp["interval_ns"], 0)
+            self.assertLessEqual(smp["busy_ns"], smp["interval_ns"] * 1.05)
+            self.assertEqual(len(smp["late"]), 9)
+            self.assertLessEqual(smp["in_flight"], 4)
+        self.assertGreaterEqual(res.samples[0]["interval_ns"], 900 * MS)
+        last = res.samples[-1]
+        self.assertEqual(last["sent"], res.done["sent"])
+        self.assertEqual(last["completed"], res.done["completed"])
+        self.assertEqual(last["in_flight"], 0)
+        self.assertEqual(last["port_errors"], 0)
+        t = [smp["t_ns"] for smp in res.samples]
+        self.assertEqual(t, sorted(t))
 
     def test_h_api_key(self):
         var = "HEADROOM_TEST_UNSET_KEY_4711"
