@@ -19,6 +19,7 @@
 #include <string.h>
 
 #include "mock.h"
+#include "tokenizer.h"
 #include "util.h"
 
 static volatile sig_atomic_t stop_flag;
@@ -77,6 +78,9 @@ static void usage(FILE *f)
 	      "  --stall-ms MS           length of a stall (default: until the client\n"
 	      "                          gives up)\n"
 	      "  --fail-seed N           seed of the draw (default 0)\n"
+	      "  --tokenizer FILE        count prompt tokens (usage.prompt_tokens) with this\n"
+	      "                          tokenizer (tokenizer.json, .tiktoken, tiktoken JSON)\n"
+	      "                          instead of one per whitespace-separated word\n"
 	      "  Each P is from 0 to 1 and they add up to at most 1. Request n (the n of\n"
 	      "  its chatcmpl-mock-n id) draws its outcome from the seed and n alone.\n"
 	      "\n"
@@ -167,6 +171,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		OPT_FAIL_STALL,
 		OPT_STALL_MS,
 		OPT_FAIL_SEED,
+		OPT_TOKENIZER,
 	};
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, OPT_LISTEN},
@@ -190,6 +195,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	    {"fail-stall", required_argument, NULL, OPT_FAIL_STALL},
 	    {"stall-ms", required_argument, NULL, OPT_STALL_MS},
 	    {"fail-seed", required_argument, NULL, OPT_FAIL_SEED},
+	    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
 	    {NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -335,6 +341,16 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 			cfg->fail_seed = v;
 			break;
 		}
+		case OPT_TOKENIZER: {
+			char terr[HR_ERRLEN];
+			tok_free(cfg->tokenizer);
+			cfg->tokenizer = NULL;
+			if (tok_load(optarg, &cfg->tokenizer, terr) < 0) {
+				fprintf(stderr, "headroom-mock: --tokenizer: %s\n", terr);
+				return -1;
+			}
+			break;
+		}
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;
@@ -378,8 +394,11 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 int main(int argc, char **argv)
 {
 	struct mock_config cfg;
-	if (parse_config(argc, argv, &cfg) < 0)
+	if (parse_config(argc, argv, &cfg) < 0) {
+		tok_free(cfg.tokenizer);
 		return 2;
+	}
+	openai_use_tokenizer(cfg.tokenizer);
 
 	sigset_t block, run_mask;
 	sigemptyset(&block);
@@ -402,6 +421,7 @@ int main(int argc, char **argv)
 	if (server_open(&srv, &cfg, bound, sizeof(bound), dbound, sizeof(dbound), err) < 0) {
 		fprintf(stderr, "headroom-mock: %s\n", err);
 		server_close(&srv);
+		tok_free(cfg.tokenizer);
 		return 1;
 	}
 	printf("listening on %s\n", bound);
@@ -454,5 +474,6 @@ int main(int argc, char **argv)
 		        (unsigned long long)srv.faults[FAULT_MALFORMED],
 		        (unsigned long long)srv.faults[FAULT_STALL]);
 	server_close(&srv);
+	tok_free(cfg.tokenizer);
 	return rc < 0 ? 1 : 0;
 }

@@ -23,6 +23,8 @@
 #include "dynbuf.h"
 #include "limits.h"
 
+struct tok; /* tokenizer.h */
+
 /* Bounds of the mock beyond those in limits.h. */
 #define MOCK_MAX_HEADER_BYTES (16u << 10) /* request line + headers -> 431 */
 #define MOCK_MAX_HEADERS 100              /* header lines per request -> 431 */
@@ -84,6 +86,7 @@ struct mock_config {
 	bool faults;                 /* any of them above 0 */
 	uint64_t fail_seed;          /* --fail-seed */
 	int64_t stall_ns;            /* --stall-ms; MOCK_NEVER: until the client leaves */
+	struct tok *tokenizer;       /* --tokenizer: prompt tokens counted with it, else words */
 };
 
 /* The response a connection is producing. Generation is step-wise even
@@ -341,5 +344,8 @@ void model_advance(struct model *m, int64_t now);
 /* When the engine next needs model_advance(): the end of the step in
  * progress, or 0 when idle. */
 int64_t model_deadline(const struct model *m);
+
+/* Count prompt tokens with tok (borrowed; NULL: whitespace-separated words). */
+void openai_use_tokenizer(const struct tok *tok);
 
 #endif

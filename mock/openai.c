@@ -46,6 +46,7 @@
 #include <jansson.h>
 
 #include "mock.h"
+#include "tokenizer.h"
 #include "util.h"
 
 #define DEFAULT_MAX_TOKENS 16
@@ -95,8 +96,21 @@ static uint64_t count_words(const char *s, size_t n)
 	return w;
 }
 
+static const struct tok *prompt_tok;
+
+void openai_use_tokenizer(const struct tok *tok)
+{
+	prompt_tok = tok;
+}
+
+/* Tokens of one prompt string: by the tokenizer given with --tokenizer
+ * (as the server's own would count them), else one per word. */
 static uint64_t string_words(const json_t *v)
 {
+	if (prompt_tok) {
+		long long n = tok_count(prompt_tok, json_string_value(v), json_string_length(v));
+		return n > 0 ? (uint64_t)n : 0;
+	}
 	return count_words(json_string_value(v), json_string_length(v));
 }
 
