@@ -55,5 +55,9 @@ int cmd_show(const struct cli_opts *o);
 int cmd_cancel(const struct cli_opts *o);
 int cmd_export(const struct cli_opts *o);
 int cmd_calibrate(const struct cli_opts *o);
+/* POSTs a spec (JSON text) and, with o->wait, waits as `submit --wait`. */
+int cli_submit_text(const struct cli_opts *o, const char *text, size_t len);
+/* `headroom profile`: AIPerf's flags to a run spec (profile.c). */
+int cmd_profile(int argc, char **argv);
 
 #endif

@@ -321,17 +321,19 @@ int cmd_submit(const struct cli_opts *o)
 	struct dynbuf spec;
 	dynbuf_init(&spec, HR_MAX_BODY_BYTES);
 	int ex = read_spec(o->arg, &spec);
-	if (ex != EXIT_OK) {
-		dynbuf_release(&spec);
-		return ex;
-	}
-	struct http_client c;
-	if ((ex = client_open(o, &c)) != EXIT_OK) {
-		dynbuf_release(&spec);
-		return ex;
-	}
-	json_t *ans = call(&c, "/runs", spec.data ? spec.data : "", spec.len, &ex);
+	if (ex == EXIT_OK)
+		ex = cli_submit_text(o, spec.data ? spec.data : "", spec.len);
 	dynbuf_release(&spec);
+	return ex;
+}
+
+int cli_submit_text(const struct cli_opts *o, const char *text, size_t len)
+{
+	struct http_client c;
+	int ex;
+	if ((ex = client_open(o, &c)) != EXIT_OK)
+		return ex;
+	json_t *ans = call(&c, "/runs", text, len, &ex);
 	if (ans) {
 		json_t *id = json_object_get(ans, "id");
 		if (!json_is_integer(id)) {

@@ -40,6 +40,7 @@ static const char general_help[] =
     "  cancel ID                                    cancel a queued or running run\n"
     "  export ID [--records] [--format F] [-o FILE] export a summary or the records\n"
     "  calibrate [--osl N,N,...] [--duration S]     measure this host's client ceiling\n"
+    "  profile -m MODEL --url URL [AIPerf flags]    a run from `aiperf profile` flags\n"
     "  tokenize --tokenizer FILE [--count]          token ids of stdin (tokenize --help)\n"
     "  help [COMMAND]                               help on one command\n"
     "\n"
@@ -461,7 +462,13 @@ static int run_help(const struct cli_opts *o)
 
 int main(int argc, char **argv)
 {
-	if (argc > 1 && strcmp(argv[1], "tokenize") == 0) { int cmd_tokenize(int, char **); return cmd_tokenize(argc - 1, argv + 1); }
+	/* commands with their own flag sets: tokenize (local), profile (AIPerf's) */
+	if (argc > 1 && strcmp(argv[1], "tokenize") == 0) {
+		int cmd_tokenize(int, char **);
+		return cmd_tokenize(argc - 1, argv + 1);
+	}
+	if (argc > 1 && strcmp(argv[1], "profile") == 0)
+		return cmd_profile(argc - 1, argv + 1);
 	struct parsed p;
 	memset(&p, 0, sizeof(p));
 	p.pos = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*p.pos));

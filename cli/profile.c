@@ -1,0 +1,469 @@
+/* profile.c - `headroom profile`: AIPerf's common `aiperf profile` flags
+ * turned into a headroom run spec, submitted to the daemon and waited for,
+ * so that commands written for AIPerf keep working (docs/cli.md lists the
+ * mapping). Flags for features headroom does not have yet are refused with
+ * a message naming the flag, never silently ignored.
+ *
+ * `--url` is the inference server, as in AIPerf; the daemon's address
+ * comes from `--daemon URL` or $HEADROOM_URL.
+ */
+#include <curl/curl.h>
+#include <errno.h>
+#include <jansson.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "limits.h"
+#include "util.h"
+
+#define AIPERF_DEFAULT_REQUESTS 10 /* aiperf's --request-count default */
+
+static const char profile_help[] =
+    "usage: headroom profile -m MODEL --url URL [AIPerf flags] [--daemon URL]\n"
+    "                        [--name NAME] [--print-spec] [--no-wait]\n"
+    "\n"
+    "Runs a benchmark described with `aiperf profile` flags: they become a run\n"
+    "spec (print it with --print-spec), which is submitted to the daemon and\n"
+    "waited for as `headroom submit --wait` does (same output, same exit codes).\n"
+    "\n"
+    "  --url URL                     the inference server (http:// is added when\n"
+    "                                missing; default localhost:8000)\n"
+    "  -m, --model NAME              model name (required)\n"
+    "  --endpoint-type chat|completions   (default chat)\n"
+    "  --streaming                   stream responses (default: not streamed)\n"
+    "  --concurrency N               closed loop with N in flight; with\n"
+    "                                --request-rate, the ceiling on requests in flight\n"
+    "  --request-rate R              open loop at R requests/s\n"
+    "  --arrival-pattern constant|poisson|gamma   (default poisson)\n"
+    "  --arrival-smoothness K        gamma shape (1 = Poisson, < 1 burstier)\n"
+    "  --request-count N             requests to send (default 10)\n"
+    "  --benchmark-duration S        send for S seconds instead\n"
+    "  --benchmark-grace-period S    in-flight requests get S more seconds\n"
+    "  --request-timeout-seconds S   per-request timeout\n"
+    "  --isl N, --isl-stddev N       prompt length (tokens; --synthetic-input-tokens-mean)\n"
+    "  --osl N, --osl-stddev N       output length (--output-tokens-mean)\n"
+    "  --warmup-request-count N      warm-up requests, excluded from the summary\n"
+    "  --random-seed N               seed of prompts, lengths and arrivals\n"
+    "  --extra-inputs K:V | JSON     merged into every request body (repeatable)\n"
+    "  -H, --header 'Name: value'    extra request header (repeatable)\n"
+    "  --tokenizer FILE              tokenizer file on the daemon's host: prompts\n"
+    "                                of exact token lengths\n"
+    "  --input-file FILE --custom-dataset-type mooncake_trace   replay a trace\n"
+    "  --fixed-schedule              replay the trace at its timestamps (implied)\n"
+    "  --workers-max N               worker processes\n"
+    "\n"
+    "headroom's own:\n"
+    "  --daemon URL                  headroomd (default $HEADROOM_URL, else\n"
+    "                                http://127.0.0.1:8080)\n"
+    "  --name NAME                   the run's name\n"
+    "  --print-spec                  print the spec and exit, submitting nothing\n"
+    "  --no-wait                     submit and return\n"
+    "\n"
+    "Refused for now (the feature is not in headroom yet): --goodput,\n"
+    "--public-dataset, --custom-dataset-type other than mooncake_trace, and\n"
+    "endpoint types other than chat and completions.\n";
+
+struct pflags {
+	const char *url, *model, *endpoint, *arrival, *tokenizer, *input_file, *dataset_type;
+	const char *daemon, *name;
+	int streaming, print_spec, no_wait;
+	double concurrency, rate, smoothness, requests, duration, grace, timeout;
+	double isl, isl_sd, osl, osl_sd, warmup, seed, workers;
+	json_t *extra, *headers;
+};
+
+static int bad(const char *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static int bad(const char *flag, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "headroom profile: %s: ", flag);
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputs("\nTry 'headroom profile --help'.\n", stderr);
+	return EXIT_USAGE;
+}
+
+static int number(const char *flag, const char *v, double lo, double hi, int integer,
+		  double *out)
+{
+	char *end;
+	errno = 0;
+	double d = strtod(v, &end);
+	if (errno || end == v || *end || !isfinite(d) || d < lo || d > hi ||
+	    (integer && d != floor(d)))
+		return bad(flag, "wants %s from %g to %g, not '%s'",
+			   integer ? "a whole number" : "a number", lo, hi, v);
+	*out = d;
+	return 0;
+}
+
+/* "key:value" (the value as JSON when it parses, else as a string) or a
+ * JSON object, merged into extra. */
+static int extra_input(const char *v, json_t *extra)
+{
+	if (v[0] == '{') {
+		json_error_t je;
+		json_t *o = json_loads(v, 0, &je);
+		if (!json_is_object(o)) {
+			json_decref(o);
+			return bad("--extra-inputs", "not a JSON object: %s", je.text);
+		}
+		json_object_update(extra, o);
+		json_decref(o);
+		return 0;
+	}
+	const char *colon = strchr(v, ':');
+	if (!colon || colon == v)
+		return bad("--extra-inputs", "wants KEY:VALUE or a JSON object, not '%s'", v);
+	char *key = xstrndup(v, (size_t)(colon - v));
+	json_t *val = json_loads(colon + 1, JSON_DECODE_ANY, NULL);
+	if (!val)
+		val = json_string(colon + 1);
+	json_object_set_new(extra, key, val);
+	free(key);
+	return 0;
+}
+
+static int header(const char *v, json_t *headers)
+{
+	const char *colon = strchr(v, ':');
+	if (!colon || colon == v)
+		return bad("-H", "wants 'Name: value', not '%s'", v);
+	char *name = xstrndup(v, (size_t)(colon - v));
+	const char *val = colon + 1;
+	while (*val == ' ')
+		val++;
+	json_object_set_new(headers, name, json_string(val));
+	free(name);
+	return 0;
+}
+
+static char *read_file(const char *path, size_t max, size_t *len)
+{
+	FILE *f = fopen(path, "rb");
+	if (!f)
+		return NULL;
+	char *buf = xmalloc(max + 1);
+	size_t n = fread(buf, 1, max + 1, f);
+	int err = ferror(f);
+	fclose(f);
+	if (err || n > max) {
+		free(buf);
+		errno = err ? EIO : EFBIG;
+		return NULL;
+	}
+	buf[n] = '\0';
+	*len = n;
+	return buf;
+}
+
+/* The flag table: name, short form, takes a value. */
+enum {
+	F_URL, F_MODEL, F_ENDPOINT, F_STREAMING, F_CONCURRENCY, F_RATE, F_ARRIVAL, F_SMOOTH,
+	F_COUNT, F_DURATION, F_GRACE, F_TIMEOUT, F_ISL, F_ISL_SD, F_OSL, F_OSL_SD, F_WARMUP,
+	F_SEED, F_EXTRA, F_HEADER, F_GOODPUT, F_TOKENIZER, F_INPUT, F_DTYPE, F_PUBLIC,
+	F_FIXED, F_WORKERS, F_DAEMON, F_NAME, F_PRINT, F_NO_WAIT, F_HELP, F__COUNT
+};
+
+static const struct {
+	const char *name, *alias;
+	char shrt;
+	int has_arg;
+} flags[F__COUNT] = {
+    [F_URL] = {"url", NULL, 'u', 1},
+    [F_MODEL] = {"model", "model-names", 'm', 1},
+    [F_ENDPOINT] = {"endpoint-type", NULL, 0, 1},
+    [F_STREAMING] = {"streaming", NULL, 0, 0},
+    [F_CONCURRENCY] = {"concurrency", NULL, 0, 1},
+    [F_RATE] = {"request-rate", NULL, 0, 1},
+    [F_ARRIVAL] = {"arrival-pattern", NULL, 0, 1},
+    [F_SMOOTH] = {"arrival-smoothness", NULL, 0, 1},
+    [F_COUNT] = {"request-count", "num-requests", 0, 1},
+    [F_DURATION] = {"benchmark-duration", NULL, 0, 1},
+    [F_GRACE] = {"benchmark-grace-period", NULL, 0, 1},
+    [F_TIMEOUT] = {"request-timeout-seconds", NULL, 0, 1},
+    [F_ISL] = {"isl", "synthetic-input-tokens-mean", 0, 1},
+    [F_ISL_SD] = {"isl-stddev", "synthetic-input-tokens-stddev", 0, 1},
+    [F_OSL] = {"osl", "output-tokens-mean", 0, 1},
+    [F_OSL_SD] = {"osl-stddev", "output-tokens-stddev", 0, 1},
+    [F_WARMUP] = {"warmup-request-count", NULL, 0, 1},
+    [F_SEED] = {"random-seed", NULL, 0, 1},
+    [F_EXTRA] = {"extra-inputs", NULL, 0, 1},
+    [F_HEADER] = {"header", NULL, 'H', 1},
+    [F_GOODPUT] = {"goodput", NULL, 0, 1},
+    [F_TOKENIZER] = {"tokenizer", NULL, 0, 1},
+    [F_INPUT] = {"input-file", NULL, 0, 1},
+    [F_DTYPE] = {"custom-dataset-type", NULL, 0, 1},
+    [F_PUBLIC] = {"public-dataset", NULL, 0, 1},
+    [F_FIXED] = {"fixed-schedule", NULL, 0, 0},
+    [F_WORKERS] = {"workers-max", NULL, 0, 1},
+    [F_DAEMON] = {"daemon", NULL, 0, 1},
+    [F_NAME] = {"name", NULL, 0, 1},
+    [F_PRINT] = {"print-spec", NULL, 0, 0},
+    [F_NO_WAIT] = {"no-wait", NULL, 0, 0},
+    [F_HELP] = {"help", NULL, 'h', 0},
+};
+
+static int find_flag(const char *arg, const char **val)
+{
+	*val = NULL;
+	if (arg[0] == '-' && arg[1] && arg[1] != '-' && !arg[2]) {
+		for (int i = 0; i < F__COUNT; i++)
+			if (flags[i].shrt == arg[1])
+				return i;
+		return -1;
+	}
+	if (strncmp(arg, "--", 2) != 0)
+		return -1;
+	const char *name = arg + 2, *eq = strchr(name, '=');
+	size_t n = eq ? (size_t)(eq - name) : strlen(name);
+	for (int i = 0; i < F__COUNT; i++) {
+		const char *a = flags[i].alias;
+		if ((strlen(flags[i].name) == n && strncmp(flags[i].name, name, n) == 0) ||
+		    (a && strlen(a) == n && strncmp(a, name, n) == 0)) {
+			if (eq)
+				*val = eq + 1;
+			return i;
+		}
+	}
+	return -1;
+}
+
+static int parse(int argc, char **argv, struct pflags *p)
+{
+	for (int i = 1; i < argc; i++) {
+		const char *v;
+		int f = find_flag(argv[i], &v);
+		if (f < 0)
+			return bad(argv[i], "unknown flag (or one headroom does not take)");
+		if (flags[f].has_arg && !v) {
+			if (i + 1 >= argc)
+				return bad(argv[i], "needs a value");
+			v = argv[++i];
+		} else if (!flags[f].has_arg && v) {
+			return bad(argv[i], "takes no value");
+		}
+		char fl[64];
+		snprintf(fl, sizeof fl, "--%s", flags[f].name);
+		int rc = 0;
+		switch (f) {
+		case F_URL: p->url = v; break;
+		case F_MODEL:
+			if (p->model)
+				return bad(fl, "one model per run");
+			p->model = v;
+			break;
+		case F_ENDPOINT: p->endpoint = v; break;
+		case F_STREAMING: p->streaming = 1; break;
+		case F_CONCURRENCY: rc = number(fl, v, 1, HR_MAX_CONCURRENCY, 1, &p->concurrency); break;
+		case F_RATE: rc = number(fl, v, 1e-6, HR_MAX_RATE, 0, &p->rate); break;
+		case F_ARRIVAL: p->arrival = v; break;
+		case F_SMOOTH: rc = number(fl, v, HR_MIN_SMOOTHNESS, HR_MAX_SMOOTHNESS, 0, &p->smoothness); break;
+		case F_COUNT: rc = number(fl, v, 1, (double)HR_MAX_REQUESTS, 1, &p->requests); break;
+		case F_DURATION: rc = number(fl, v, 0.001, HR_MAX_DURATION_S, 0, &p->duration); break;
+		case F_GRACE: rc = number(fl, v, 0, HR_MAX_GRACE_S, 0, &p->grace); break;
+		case F_TIMEOUT: rc = number(fl, v, 0.001, HR_MAX_TIMEOUT_S, 0, &p->timeout); break;
+		case F_ISL: rc = number(fl, v, 1, HR_MAX_ISL, 1, &p->isl); break;
+		case F_ISL_SD: rc = number(fl, v, 0, HR_MAX_ISL, 0, &p->isl_sd); break;
+		case F_OSL: rc = number(fl, v, 1, HR_MAX_OSL, 1, &p->osl); break;
+		case F_OSL_SD: rc = number(fl, v, 0, HR_MAX_OSL, 0, &p->osl_sd); break;
+		case F_WARMUP: rc = number(fl, v, 1, (double)HR_MAX_REQUESTS, 1, &p->warmup); break;
+		case F_SEED: rc = number(fl, v, 0, 9007199254740991.0, 1, &p->seed); break;
+		case F_EXTRA: rc = extra_input(v, p->extra); break;
+		case F_HEADER: rc = header(v, p->headers); break;
+		case F_GOODPUT:
+			return bad(fl, "goodput SLOs are not in headroom yet; the summary has "
+				       "every percentile to judge them by");
+		case F_PUBLIC:
+			return bad(fl, "public datasets are not in headroom yet (a trace replays "
+				       "with --input-file FILE --custom-dataset-type mooncake_trace)");
+		case F_TOKENIZER: p->tokenizer = v; break;
+		case F_INPUT: p->input_file = v; break;
+		case F_DTYPE: p->dataset_type = v; break;
+		case F_FIXED: break; /* a trace always replays at its timestamps */
+		case F_WORKERS: rc = number(fl, v, 1, HR_MAX_WORKERS, 1, &p->workers); break;
+		case F_DAEMON: p->daemon = v; break;
+		case F_NAME: p->name = v; break;
+		case F_PRINT: p->print_spec = 1; break;
+		case F_NO_WAIT: p->no_wait = 1; break;
+		case F_HELP:
+			fputs(profile_help, stdout);
+			return -1;
+		}
+		if (rc)
+			return rc;
+	}
+	return 0;
+}
+
+static json_t *dist(double mean, double sd)
+{
+	return json_pack("{s:f, s:f}", "mean", mean, "stddev", sd);
+}
+
+/* Builds the spec; EXIT_OK and *out, or an exit code with a message. */
+static int build(struct pflags *p, json_t **out)
+{
+	if (!p->model)
+		return bad("--model", "is required (the model name the server serves)");
+	json_t *target = json_object();
+	const char *url = p->url ? p->url : "localhost:8000";
+	char *full = strstr(url, "://") ? xstrdup(url) : xasprintf("http://%s", url);
+	size_t ul = strlen(full);
+	while (ul > 0 && full[ul - 1] == '/')
+		full[--ul] = '\0'; /* the endpoint path is added per request */
+	json_object_set_new(target, "url", json_string(full));
+	free(full);
+	json_object_set_new(target, "model", json_string(p->model));
+	const char *ep = p->endpoint ? p->endpoint : "chat";
+	if (strcmp(ep, "chat") != 0 && strcmp(ep, "completions") != 0) {
+		json_decref(target);
+		return bad("--endpoint-type", "'%s' is not in headroom yet (chat, completions)", ep);
+	}
+	json_object_set_new(target, "endpoint", json_string(ep));
+	json_object_set_new(target, "stream", json_boolean(p->streaming));
+	if (p->timeout > 0)
+		json_object_set_new(target, "timeout_s", json_real(p->timeout));
+	if (json_object_size(p->headers))
+		json_object_set(target, "headers", p->headers);
+	if (json_object_size(p->extra))
+		json_object_set(target, "extra_body", p->extra);
+
+	json_t *spec = json_pack("{s:o}", "target", target);
+	if (p->name)
+		json_object_set_new(spec, "name", json_string(p->name));
+	json_object_set_new(spec, "labels", json_pack("{s:s}", "from", "aiperf-flags"));
+	json_t *wl = json_object(), *load = json_object();
+	json_object_set_new(spec, "workload", wl);
+	json_object_set_new(spec, "load", load);
+	if (p->seed >= 0)
+		json_object_set_new(wl, "seed", json_integer((json_int_t)p->seed));
+	if (p->tokenizer)
+		json_object_set_new(wl, "tokenizer", json_string(p->tokenizer));
+	if (p->isl > 0 || p->isl_sd > 0)
+		json_object_set_new(wl, "isl", dist(p->isl > 0 ? p->isl : 550, p->isl_sd));
+	if (p->osl > 0 || p->osl_sd > 0)
+		json_object_set_new(wl, "osl", dist(p->osl > 0 ? p->osl : 128, p->osl_sd));
+
+	int rc = EXIT_OK;
+	if (p->input_file || p->dataset_type) {
+		const char *dt = p->dataset_type ? p->dataset_type : "mooncake_trace";
+		if (strcmp(dt, "mooncake_trace") != 0) {
+			rc = bad("--custom-dataset-type",
+				 "'%s' is not in headroom yet (mooncake_trace replays a trace)", dt);
+			goto fail;
+		}
+		if (!p->input_file) {
+			rc = bad("--input-file", "is required with --custom-dataset-type");
+			goto fail;
+		}
+		size_t len;
+		char *text = read_file(p->input_file, HR_MAX_BODY_BYTES - 4096, &len);
+		if (!text) {
+			rc = bad("--input-file", "cannot read %s: %s", p->input_file,
+				 errno == EFBIG ? "larger than the daemon's body limit"
+						: strerror(errno));
+			goto fail;
+		}
+		json_object_set_new(wl, "kind", json_string("trace"));
+		json_object_set_new(wl, "trace", json_stringn(text, len));
+		free(text);
+		if (!json_object_get(wl, "trace")) {
+			rc = bad("--input-file", "%s is not UTF-8 text", p->input_file);
+			goto fail;
+		}
+		json_object_set_new(load, "mode", json_string("trace"));
+		if (p->concurrency > 0)
+			json_object_set_new(load, "max_concurrency",
+					    json_integer((json_int_t)p->concurrency));
+		if (p->rate > 0) {
+			rc = bad("--request-rate", "a trace replays at its own timestamps");
+			goto fail;
+		}
+	} else if (p->rate > 0) {
+		json_object_set_new(load, "mode", json_string("rate"));
+		json_object_set_new(load, "rate", json_real(p->rate));
+		const char *a = p->arrival ? p->arrival : "poisson";
+		if (strcmp(a, "constant") && strcmp(a, "poisson") && strcmp(a, "gamma")) {
+			rc = bad("--arrival-pattern", "'%s' is not one of constant, poisson, gamma", a);
+			goto fail;
+		}
+		json_object_set_new(load, "arrival", json_string(a));
+		if (p->smoothness > 0)
+			json_object_set_new(load, "smoothness", json_real(p->smoothness));
+		if (p->concurrency > 0)
+			json_object_set_new(load, "max_concurrency",
+					    json_integer((json_int_t)p->concurrency));
+	} else {
+		if (p->arrival || p->smoothness > 0) {
+			rc = bad(p->arrival ? "--arrival-pattern" : "--arrival-smoothness",
+				 "applies to --request-rate only");
+			goto fail;
+		}
+		json_object_set_new(load, "mode", json_string("concurrency"));
+		json_object_set_new(load, "concurrency",
+				    json_integer(p->concurrency > 0 ? (json_int_t)p->concurrency : 1));
+	}
+	if (p->duration > 0)
+		json_object_set_new(load, "duration_s", json_real(p->duration));
+	else if (p->requests > 0 || !p->input_file)
+		json_object_set_new(load, "requests",
+				    json_integer(p->requests > 0 ? (json_int_t)p->requests
+								 : AIPERF_DEFAULT_REQUESTS));
+	if (p->grace >= 0)
+		json_object_set_new(load, "grace_s", json_real(p->grace));
+	if (p->warmup > 0)
+		json_object_set_new(spec, "warmup",
+				    json_pack("{s:I}", "requests", (json_int_t)p->warmup));
+	if (p->workers > 0)
+		json_object_set_new(spec, "workers", json_integer((json_int_t)p->workers));
+	*out = spec;
+	return EXIT_OK;
+fail:
+	json_decref(spec);
+	return rc;
+}
+
+int cmd_profile(int argc, char **argv)
+{
+	struct pflags p = {.seed = -1, .grace = -1};
+	p.extra = json_object();
+	p.headers = json_object();
+	int rc = parse(argc, argv, &p);
+	json_t *spec = NULL;
+	if (rc == 0)
+		rc = build(&p, &spec);
+	else if (rc < 0)
+		rc = EXIT_OK; /* --help */
+	if (rc == EXIT_OK && spec) {
+		char *text = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
+		if (p.print_spec) {
+			printf("%s\n", text);
+		} else {
+			const char *env = getenv("HEADROOM_URL");
+			struct cli_opts o = {
+			    .url = p.daemon ? p.daemon : env && *env ? env : HEADROOM_DEFAULT_URL,
+			    .wait = !p.no_wait,
+			    .poll_ms = 500,
+			};
+			if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+				fputs("headroom: cannot initialise libcurl\n", stderr);
+				rc = EXIT_DAEMON;
+			} else {
+				rc = cli_submit_text(&o, text, strlen(text));
+				curl_global_cleanup();
+			}
+		}
+		free(text);
+	}
+	json_decref(spec);
+	json_decref(p.extra);
+	json_decref(p.headers);
+	return rc;
+}
