@@ -41,8 +41,11 @@ int tokprompt_init(struct tokprompt *tp, const struct tok *tok, const char *text
 		   char *err);
 void tokprompt_release(struct tokprompt *tp);
 
-/* Appends a prompt of exactly `tokens` (>= 1) tokens chosen by pick to out.
- * Returns 0, or -1 when out would pass its maximum. */
-int tokprompt_build(const struct tokprompt *tp, uint64_t pick, int tokens, struct dynbuf *out);
+/* Appends a prompt of exactly `tokens` (>= 1) tokens chosen by pick to out,
+ * escaped for the inside of a JSON string when json is nonzero (the count
+ * is that of the text, unescaped). Returns 0, or -1 when out would pass its
+ * maximum. */
+int tokprompt_build(const struct tokprompt *tp, uint64_t pick, int tokens, int json,
+		    struct dynbuf *out);
 
 #endif

@@ -100,7 +100,7 @@ static void test_exact_lengths(void)
 		int n = 1 + (k * 7919) % 3000;
 		struct dynbuf d;
 		dynbuf_init(&d, 1u << 24);
-		CHECK_EQ_INT(tokprompt_build(&tp, (uint64_t)k * 0x9E3779B97F4A7C15ull, n, &d), 0);
+		CHECK_EQ_INT(tokprompt_build(&tp, (uint64_t)k * 0x9E3779B97F4A7C15ull, n, 0, &d), 0);
 		if (tok_count(tk, d.data, d.len) != n)
 			bad++;
 		dynbuf_release(&d);
@@ -112,19 +112,38 @@ static void test_exact_lengths(void)
 	dynbuf_init(&a, 1u << 20);
 	dynbuf_init(&b, 1u << 20);
 	dynbuf_init(&c, 1u << 20);
-	tokprompt_build(&tp, 12345, 200, &a);
-	tokprompt_build(&tp, 12345, 200, &b);
-	tokprompt_build(&tp, 54321, 200, &c);
+	tokprompt_build(&tp, 12345, 200, 0, &a);
+	tokprompt_build(&tp, 12345, 200, 0, &b);
+	tokprompt_build(&tp, 54321, 200, 0, &c);
 	CHECK_MEM(a.data, a.len, b.data, b.len);
 	CHECK(a.len != c.len || memcmp(a.data, c.data, a.len) != 0);
 	dynbuf_release(&a);
 	dynbuf_release(&b);
 	dynbuf_release(&c);
 
+	/* JSON-escaped: a JSON parser gives back exactly the plain text
+	 * (prompts that cross a paragraph carry newlines) */
+	for (int k = 0; k < 50; k++) {
+		struct dynbuf plain, js;
+		dynbuf_init(&plain, 1u << 20);
+		dynbuf_init(&js, 1u << 20);
+		dynbuf_addstr(&js, "\"");
+		tokprompt_build(&tp, (uint64_t)k * 7777, 1500, 0, &plain);
+		tokprompt_build(&tp, (uint64_t)k * 7777, 1500, 1, &js);
+		dynbuf_addstr(&js, "\"");
+		json_t *v = json_loadb(js.data, js.len, JSON_DECODE_ANY, NULL);
+		CHECK(json_is_string(v));
+		if (v)
+			CHECK_MEM(json_string_value(v), json_string_length(v), plain.data, plain.len);
+		json_decref(v);
+		dynbuf_release(&plain);
+		dynbuf_release(&js);
+	}
+
 	/* a buffer too small for the prompt: -1, not an overrun */
 	struct dynbuf small;
 	dynbuf_init(&small, 64);
-	CHECK_EQ_INT(tokprompt_build(&tp, 1, 500, &small), -1);
+	CHECK_EQ_INT(tokprompt_build(&tp, 1, 500, 0, &small), -1);
 	dynbuf_release(&small);
 	tokprompt_release(&tp);
 	tok_free(tk);
