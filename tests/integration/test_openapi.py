@@ -18,6 +18,12 @@ as JSON and CSV) is checked on every run these tests make, and the JSON
 and CSV exports are checked to agree with each other and with the
 summary.
 
+The client verdict (RunSpec.client, target.mock, Summary.client, GET
+/runs/{id}/client as JSON and CSV) is checked on every run too: the
+export's two formats against each other and the verdict's per-worker
+figures against the samples they come from; the summary CSV's client rows
+against the headline.
+
 The response tests are split by what they need:
 
 - ApiSurfaceTest runs headroomd with a stand-in worker program that starts
@@ -39,6 +45,9 @@ The response tests are split by what they need:
   every kind (NVML, DCGM, the server's /metrics), checked against the raw
   samples of the export, and a run whose every source is unavailable.
   It needs a functional headroom-worker (concurrency mode only).
+- CalibrationTest runs a one-point calibration (POST, poll, list), then a
+  run with target.mock whose summary carries the calibrated ceiling. It
+  needs a functional headroom-worker and headroom-mock beside headroomd.
 
 Run: HEADROOM_BIN=build/bin /usr/bin/python3 tests/integration/test_openapi.py
 """
@@ -72,6 +81,9 @@ DEFAULT_TELEMETRY = {"nvml": True, "interval_ms": 333, "scrape_timeout_ms": 1000
                                    "http://localhost:9401/metrics"],
                      "server_metrics": True, "metrics_urls": []}
 FAKE_NVML = os.path.join(hrtest.BIN, "..", "tests", "fake_nvml", "libnvidia-ml.so.1")
+# the normalised spec's client section when the spec gives none (lib/spec.c)
+DEFAULT_CLIENT = {"allow_client_bound": False, "max_loop_busy": 0.9, "max_busy_share": 0.2,
+                  "max_lag_ms": 10}
 
 
 def load_doc():
@@ -421,6 +433,7 @@ class DocumentTest(unittest.TestCase):
             self.assertIn(str(lim[name]), trace_doc, name)
         for got, want in pairs:
             self.assertEqual(got, want)
+        self.assertIn(str(lim["HR_WORKER_MAX_IN_FLIGHT"]), load["max_concurrency"]["description"])
         list_params = {p["name"]: p for p in self.raw["paths"]["/api/v1/runs"]["get"]["parameters"]}
         self.assertEqual(list_params["limit"]["schema"]["maximum"], lim["HR_MAX_PAGE_LIMIT"])
         self.assertEqual(list_params["limit"]["schema"]["default"], lim["HR_DEFAULT_PAGE_LIMIT"])
@@ -599,6 +612,109 @@ class DocumentTest(unittest.TestCase):
             header = re.search(r'tele_csv_header\[\] = "([^"]*)\\n"', f.read()).group(1)
         self.assertEqual(header.split(","), cols, "server/telesum.c's CSV header")
 
+    def test_client_schemas(self):
+        """RunSpec.client and target.mock, the client verdict and samples, and the
+        client export's CSV columns, as far as JSON Schema states them."""
+        def validator(name):
+            return Draft202012Validator(self.doc.schema(name), resolver=self.doc.resolver)
+        spec = validator("RunSpec")
+        base = hrtest.spec("127.0.0.1:1")
+
+        def with_target(**t):
+            s = json.loads(json.dumps(base))
+            s["target"].update(t)
+            return {**s, "target": {k: v for k, v in s["target"].items() if v != "DEL"}}
+
+        def with_client(c):
+            return dict(json.loads(json.dumps(base)), client=c)
+        for ok in (with_target(mock=True, url="DEL"), with_target(mock=True, url=None),
+                   with_target(mock=True, url="http://127.0.0.1:0"), with_target(mock=False),
+                   with_target(mock=None), with_client(None), with_client({}),
+                   with_client({"allow_client_bound": True, "max_loop_busy": 0.05,
+                                "max_busy_share": 0, "max_lag_ms": 0.01}),
+                   with_client({"max_loop_busy": 1, "max_busy_share": 1, "max_lag_ms": 60000}),
+                   with_client({"allow_client_bound": None, "max_lag_ms": None})):
+            self.assertEqual([e.message for e in spec.iter_errors(ok)], [], ok)
+        for bad in (with_target(mock=True), with_target(url="DEL"), with_target(url=None),
+                    with_target(mock=False, url="DEL"), with_target(mock="yes"),
+                    with_target(mock=True, url="http://127.0.0.1:8000"),
+                    with_client([]), with_client({"colour": 1}),
+                    with_client({"max_loop_busy": 0.04}), with_client({"max_loop_busy": 1.1}),
+                    with_client({"max_busy_share": -0.1}), with_client({"max_lag_ms": 0}),
+                    with_client({"max_lag_ms": 60001}), with_client({"allow_client_bound": 1})):
+            self.assertFalse(spec.is_valid(bad), bad)
+
+        verdict = validator("ClientVerdict")
+        head = {k: 0 for k in self.raw["components"]["schemas"]["ClientHeadline"]["required"]}
+        head.update(workers=1, timer_late_max_ms=0.0, queued_age_max_ms=0.0)
+        for k in ("loop_busy_avg", "loop_busy_max", "cpu_avg", "cpu_max", "timer_late_p99_ms",
+                  "schedule_lag_p99_ms", "requested_rate", "achieved_rate", "daemon_cpu_max",
+                  "daemon_ingest_backlog_max"):
+            head[k] = None
+        th = {"max_loop_busy": 0.9, "max_busy_share": 0.2, "max_lag_ms": 10.0,
+              "busy_near": 0.7, "rate_min_fraction": 0.9}
+        note = {"code": "no_telemetry", "message": "m", "worker": 0, "value": None, "limit": None}
+        busy = {"code": "loop_busy", "message": "m", "worker": 0, "value": 1.0, "limit": 0.2}
+        near = {"code": "near_calibrated_ceiling", "message": "m", "worker": None, "value": 0.95,
+                "limit": 0.9}
+        v = {"verdict": "inconclusive", "reasons": [], "notes": [note], "headline": head,
+             "workers": [{"worker": 0, "samples": 0}], "ceiling": None,
+             "allow_client_bound": False, "thresholds": th}
+        verdict.validate(v)
+        verdict.validate(dict(v, verdict="client_bound", reasons=[busy]))
+        verdict.validate(dict(v, verdict="ok", notes=[near]))
+        verdict.validate(dict(v, verdict="ok", notes=[]))
+        for bad in (dict(v, verdict="client_bound"), dict(v, reasons=[busy]),
+                    dict(v, verdict="ok"), dict(v, notes=[]), dict(v, reasons=[note]),
+                    dict(v, notes=[note, busy]), dict(v, workers=[{"worker": 0, "samples": 1}]),
+                    dict(v, verdict="client-bound"), dict(v, ceiling={})):
+            self.assertFalse(verdict.is_valid(bad), bad)
+
+        sample = validator("ClientSample")
+        w = {"source": "w0", "t_ns": -5, "t_s": -5e-9, "interval_s": 1.0, "phase": "profiling",
+             "cpu": 0.5, "loop_busy": 0.25, "wakeups": 10, "late_buckets": [1] * 9,
+             "late_max_ms": 0.5, "in_flight": 3, "queued": 0, "queued_age_ms": 0,
+             "record_backlog": 0, "conn_errors": 0, "port_errors": 0, "sent": 9, "completed": 6}
+        d = dict(w, source="daemon", phase=None, loop_busy=None, wakeups=None, late_buckets=None,
+                 late_max_ms=None, queued=None, queued_age_ms=None, conn_errors=None,
+                 port_errors=None)
+        for ok in (w, d, dict(w, cpu=None, loop_busy=None), dict(w, source="w255")):
+            self.assertEqual([e.message for e in sample.iter_errors(ok)], [], ok)
+        for bad in (dict(w, phase=None), dict(w, late_buckets=[1] * 8), dict(w, loop_busy=1.5),
+                    dict(d, phase="profiling"), dict(d, cpu=None), dict(w, source="w01"),
+                    dict(w, source="worker"), {k: v for k, v in w.items() if k != "queued"}):
+            self.assertFalse(sample.is_valid(bad), bad)
+        cols = self.raw["paths"]["/api/v1/runs/{id}/client"]["get"]["responses"]["200"][
+            "content"]["text/csv"]["x-csv-columns"]
+        self.assertEqual(cols, list(self.raw["components"]["schemas"]["ClientSample"][
+            "properties"]))
+        with open(os.path.join(hrtest.SRC, "server", "client.c"), encoding="utf-8") as f:
+            header = "".join(re.findall(r'"([^"]*)"', f.read().split(
+                "client_csv_header[] =", 1)[1].split(";", 1)[0]))
+        self.assertEqual(header, ",".join(cols) + "\\n", "server/client.c's CSV header")
+
+        cal = validator("Calibration")
+        c = {"id": 1, "created_ns": 1, "finished_ns": None, "state": "running", "host": "h",
+             "params": {"osl": [8], "isl": 128, "concurrency": 4, "duration_s": 0.5},
+             "run_ids": [3], "result": None, "error": None}
+        point = {"osl": 8, "run_id": 3, "requests_per_s": 10.0, "tokens_per_s": 80.0,
+                 "loop_busy_avg": 0.9, "cpu_avg": 0.8, "client_saturated": True}
+        cal.validate(c)
+        cal.validate(dict(c, state="succeeded", finished_ns=2, result={"points": [point]}))
+        cal.validate(dict(c, state="failed", finished_ns=2, error="run 3 failed: x"))
+        for bad in (dict(c, state="succeeded"), dict(c, state="failed", finished_ns=2),
+                    dict(c, error="x"), dict(c, state="done"),
+                    dict(c, state="succeeded", finished_ns=2, result={"points": [point]},
+                         error="x")):
+            self.assertFalse(cal.is_valid(bad), bad)
+        req = validator("CalibrationRequest")
+        for ok in ({}, {"osl": None, "isl": None, "concurrency": None, "duration_s": None},
+                   {"osl": [1, 65536], "isl": 65536, "concurrency": 4096, "duration_s": 600}):
+            req.validate(ok)
+        for bad in ({"osl": []}, {"osl": [8, 8]}, {"osl": [0]}, {"osl": list(range(1, 10))},
+                    {"isl": 1.5}, {"duration_s": 0.4}, {"concurrency": 0}, {"x": 1}, []):
+            self.assertFalse(req.is_valid(bad), bad)
+
     def test_metric_tags_match_the_code(self):
         """MetricName and RecordRow's metric columns follow lib/metrics.c's table."""
         with open(os.path.join(hrtest.SRC, "lib", "metrics.c"), encoding="utf-8") as f:
@@ -706,8 +822,26 @@ class _ApiBase(unittest.TestCase):
             "content"]["text/csv"]["x-csv-columns"]
         rows = list(csv.reader(io.StringIO(text)))
         self.assertEqual(rows[0], cols)
-        self.assertEqual([r[0] for r in rows[1:]], list(summary["metrics"]))
-        for r in rows[1:]:
+        n = len(summary["metrics"])
+        self.assertEqual([r[0] for r in rows[1:n + 1]], list(summary["metrics"]))
+        # the client rows: the verdict in the unit column, then each numeric
+        # headline figure in the avg column, in the headline's order
+        client = summary.get("client")
+        if client is None:
+            self.assertEqual(len(rows), n + 1)
+        else:
+            head = client["headline"]
+            figures = [k for k, v in head.items() if isinstance(v, (int, float))]
+            self.assertEqual([r[0] for r in rows[n + 1:]],
+                             ["client.verdict"] + ["client." + k for k in figures])
+            self.assertEqual(rows[n + 1], ["client.verdict", client["verdict"]] +
+                             [""] * (len(cols) - 2))
+            for k, r in zip(figures, rows[n + 2:]):
+                self.assertEqual(len(r), len(cols), r)
+                self.assertEqual(float(r[cols.index("avg")]), float(head[k]), r)
+                self.assertEqual([c for i, c in enumerate(r) if i not in (0, cols.index("avg"))],
+                                 [""] * (len(cols) - 2), r)
+        for r in rows[1:n + 1]:
             self.assertEqual(len(r), len(cols), r)
             m = summary["metrics"][r[0]]
             self.assertEqual(r[1], m["unit"])
@@ -857,6 +991,96 @@ class _ApiBase(unittest.TestCase):
             else:
                 self.assertEqual(s["count"], pts[b]["value"] - pts[a]["value"], what)
 
+    def check_client(self, run_id, summary=None, spec=None):
+        """The client self-telemetry export of a run as JSON and CSV: schema,
+        order, agreement of the two formats and, when summary is given (the
+        run has ended), with the summary's client section, which it must
+        have. Returns the JSON."""
+        cj, hdrs = self.req("GET", "/runs/%d/client" % run_id, 200)
+        self.assertIsNone(hdrs.get("Content-Length"), "the export is streamed")
+        also, _ = self.req("GET", "/runs/%d/client?format=json" % run_id, 200)
+        text, _ = self.req("GET", "/runs/%d/client?format=csv" % run_id, 200)
+        self.assertEqual(cj["run_id"], run_id)
+        samples = cj["samples"]
+        key = [(x["t_ns"], x["source"]) for x in samples]
+        self.assertEqual(key, sorted(key), "samples are not in (t_ns, source) order")
+        if cj["t0_wall_ns"] is None:
+            self.assertEqual(samples, [])
+        for x in samples:
+            self.assertAlmostEqual(x["t_s"], x["t_ns"] / 1e9, delta=1e-9)
+        cols = self.doc.doc["paths"]["/api/v1/runs/{id}/client"]["get"]["responses"]["200"][
+            "content"]["text/csv"]["x-csv-columns"]
+        table = list(csv.reader(io.StringIO(text)))
+        self.assertEqual(table[0], cols)
+        self.assertTrue(text.endswith("\n"))
+        if also != cj or len(table) - 1 != len(samples):
+            self.assertIsNone(summary, "the client export of an ended run changed")
+            return cj
+        for x, cells in zip(samples, table[1:]):
+            self.assertEqual(len(cells), len(cols), cells)
+            for k, cell in zip(cols, cells):
+                v = x[k]
+                if v is None:
+                    self.assertEqual(cell, "", (k, cells))
+                elif k == "late_buckets":
+                    self.assertEqual([int(c) for c in cell.split(" ")], v, cells)
+                elif isinstance(v, str):
+                    self.assertEqual(cell, v, (k, cells))
+                else:
+                    self.assertEqual(float(cell), float(v), (k, cells))
+        if summary is None:
+            return cj
+        self.assertIn("client", summary, "a run finished by this version has a client verdict")
+        cl = summary["client"]
+        if spec is not None:
+            sc = spec["client"]
+            self.assertEqual(cl["allow_client_bound"], sc["allow_client_bound"])
+            for k in ("max_loop_busy", "max_busy_share", "max_lag_ms"):
+                self.assertEqual(cl["thresholds"][k], sc[k], k)
+        head = cl["headline"]
+        self.assertEqual([w["worker"] for w in cl["workers"]], list(range(head["workers"])))
+        # the verdict's figures come from the same samples (profiling ones)
+        prof = {}
+        for x in samples:
+            if x["source"] != "daemon" and x["phase"] == "profiling":
+                prof.setdefault(int(x["source"][1:]), []).append(x)
+        for w in cl["workers"]:
+            mine = prof.get(w["worker"], [])
+            if w["samples"] == 0:
+                self.assertTrue(any(n["code"] == "no_telemetry" and n["worker"] == w["worker"]
+                                    for n in cl["notes"]), cl["notes"])
+                continue
+            what = "worker %d" % w["worker"]
+            self.assertEqual(w["samples"], len(mine), what)
+            window = sum(x["interval_s"] for x in mine)
+            self.assertAlmostEqual(w["window_s"], window, delta=1e-6, msg=what)
+            for k in ("loop_busy", "cpu"):  # null only for an interval of 0
+                self.assertAlmostEqual(w[k + "_max"], max(x[k] or 0 for x in mine),
+                                       delta=1e-12, msg=(what, k))
+            self.assertEqual(w["timer_wakeups"], sum(sum(x["late_buckets"]) for x in mine))
+            self.assertAlmostEqual(w["timer_late_max_ms"], max(x["late_max_ms"] for x in mine),
+                                   delta=1e-9, msg=what)
+            for k in ("in_flight", "queued", "port_errors"):
+                self.assertEqual(w[k + "_max" if k != "port_errors" else k],
+                                 max(x[k] for x in mine), (what, k))
+            busy = sum(x["interval_s"] for x in mine
+                       if (x["loop_busy"] or 0) >= cl["thresholds"]["max_loop_busy"])
+            self.assertAlmostEqual(w["busy_share"], busy / window, delta=1e-6, msg=what)
+        self.assertEqual(head["timer_wakeups"], sum(w.get("timer_wakeups", 0)
+                                                    for w in cl["workers"]))
+        daemon = [x for x in samples if x["source"] == "daemon"]
+        if daemon:
+            self.assertAlmostEqual(head["daemon_cpu_max"], max(x["cpu"] for x in daemon),
+                                   delta=1e-12)
+            self.assertEqual(head["daemon_ingest_backlog_max"],
+                             max(x["record_backlog"] for x in daemon))
+        else:
+            self.assertEqual((head["daemon_cpu_max"], head["daemon_ingest_backlog_max"]),
+                             (None, None))
+        lag = summary["metrics"].get("schedule_lag", {})
+        self.assertEqual(head["schedule_lag_p99_ms"], lag.get("p99"))
+        return cj
+
 
 class ApiSurfaceTest(_ApiBase):
     """Every route and error against headroomd with a stand-in worker that never
@@ -916,6 +1140,50 @@ class ApiSurfaceTest(_ApiBase):
             self.error("GET", "/runs?" + q, 400, code, field)
         self.error("GET", "/runs/999999/summary?format=xml", 400, "invalid_value", "format")
         self.error("GET", "/runs/999999/records?format=json", 400, "invalid_value", "format")
+        # the client export, and the spec's client section and target.mock
+        self.error("GET", "/runs/999999/client", 404, "not_found", "id")
+        self.error("GET", "/runs/abc/client?format=csv", 404, "not_found", "id")
+        self.error("GET", "/runs/999999/client?format=jsonl", 400, "invalid_value", "format")
+        self.error("POST", "/runs/1/client", 405, "method_not_allowed", None, raw=b"")
+        mock = json.loads(json.dumps(s))
+        mock["target"]["mock"] = True
+        self.error("POST", "/runs", 400, "invalid_value", "target.url", body=mock)
+        del mock["target"]["url"]
+        mock["target"]["mock"] = "yes"
+        self.error("POST", "/runs", 400, "wrong_type", "target.mock", body=mock)
+        del mock["target"]["mock"]
+        self.error("POST", "/runs", 400, "missing_field", "target.url", body=mock)
+        for client, code, field in (({"colour": 1}, "unknown_field", "client.colour"),
+                                    ({"max_loop_busy": 0.01}, "out_of_range",
+                                     "client.max_loop_busy"),
+                                    ({"max_busy_share": 1.5}, "out_of_range",
+                                     "client.max_busy_share"),
+                                    ({"max_lag_ms": 0}, "out_of_range", "client.max_lag_ms"),
+                                    ({"allow_client_bound": 1}, "wrong_type",
+                                     "client.allow_client_bound"),
+                                    ([], "wrong_type", "client")):
+            self.error("POST", "/runs", 400, code, field, body=dict(s, client=client))
+        # calibrations: bad bodies (validated before anything is queued), unknown ids
+        for body, field in (({"osl": [8], "colour": 1}, "colour"), ({"osl": [0]}, "osl"),
+                            ({"osl": [65537]}, "osl"), ({"osl": []}, "osl"),
+                            ({"osl": list(range(1, 10))}, "osl"), ({"osl": [8, 8]}, "osl"),
+                            ({"osl": [8.0]}, "osl"), ({"osl": 8}, "osl"),
+                            ({"duration_s": 0.4}, "duration_s"),
+                            ({"duration_s": 601}, "duration_s"),
+                            ({"duration_s": "1"}, "duration_s"), ({"isl": 0}, "isl"),
+                            ({"isl": 16.0}, "isl"), ({"concurrency": 4097}, "concurrency"),
+                            ([], None)):
+            self.error("POST", "/calibrations", 400, "invalid_value", field, body=body)
+        self.error("POST", "/calibrations", 400, "invalid_json", None, raw=b"{osl")
+        self.error("POST", "/calibrations", 400, "invalid_json", None, raw=b"null")
+        for path in ("/calibrations/999999", "/calibrations/abc", "/calibrations/0"):
+            self.error("GET", path, 404, "not_found", "id")
+        self.error("DELETE", "/calibrations/1", 405, "method_not_allowed", None)
+        self.error("PUT", "/calibrations", 405, "method_not_allowed", None, raw=b"")
+        for q in ("limit=0", "limit=1001", "limit=x"):
+            self.error("GET", "/calibrations?" + q, 400, "out_of_range", "limit")
+        lst, _ = self.req("GET", "/calibrations?limit=5", 200)
+        self.assertEqual(lst, {"calibrations": []})
 
     def test_too_large(self):
         addr = self.daemon.addr
@@ -954,6 +1222,14 @@ class ApiSurfaceTest(_ApiBase):
         # telemetry of a queued run: nothing yet
         t = self.check_telemetry(second)
         self.assertEqual((t["t0_wall_ns"], t["sources"], t["samples"]), (None, [], []))
+        c = self.check_client(second)
+        self.assertEqual((c["t0_wall_ns"], c["samples"]), (None, []))
+        text, _ = self.req("GET", "/runs/%d/client?format=csv" % second, 200)
+        self.assertEqual(text.splitlines(), [",".join(self.doc.doc["paths"][
+            "/api/v1/runs/{id}/client"]["get"]["responses"]["200"]["content"]["text/csv"][
+            "x-csv-columns"])])
+        self.assertEqual(q["spec"]["client"], DEFAULT_CLIENT)
+        self.assertIs(q["spec"]["target"]["mock"], False)
         # of a running one whose workers never got ready: samples without t_s
         t = self.check_telemetry(first)
         self.assertIsNone(t["t0_wall_ns"])
@@ -1031,6 +1307,14 @@ class ApiSurfaceTest(_ApiBase):
         t = self.check_telemetry(first, summary)
         self.assertIsNone(t["t0_wall_ns"])
         self.assertGreater(len(t["samples"]), 0)
+        # no worker ever spoke: no samples, so no evidence either way
+        c = self.check_client(first, summary, run["spec"])
+        self.assertEqual((c["t0_wall_ns"], c["samples"]), (None, []))
+        cl = summary["client"]
+        self.assertEqual((cl["verdict"], cl["reasons"], cl["ceiling"]),
+                         ("inconclusive", [], None))
+        self.assertEqual(cl["workers"], [{"worker": 0, "samples": 0}])
+        self.assertEqual([(n["code"], n["worker"]) for n in cl["notes"]], [("no_telemetry", 0)])
         self.assertEqual(summary["run_id"], first)
         self.assertEqual(summary["load"], {
             "mode": "concurrency", "requested_rate": None, "requested_concurrency": 4,
@@ -1177,6 +1461,13 @@ class FinishedRunTest(_ApiBase):
         self.assertEqual(tele["window_end_ns"] - export["t0_wall_ns"],
                          max(r["end_ns"] for r in rows))
         self.check_series_against_samples(summary, export)
+        self.assertEqual(run["spec"]["client"], DEFAULT_CLIENT)
+        c = self.check_client(run_id, summary, run["spec"])
+        self.assertEqual(c["t0_wall_ns"], export["t0_wall_ns"])
+        self.assertEqual(summary["client"]["workers"][0]["worker"], 0)
+        self.assertGreater(summary["client"]["workers"][0]["samples"], 0)
+        self.assertTrue({"w0", "daemon"} <= {x["source"] for x in c["samples"]})
+        self.assertEqual(max(x["sent"] for x in c["samples"] if x["source"] == "w0"), 20)
         self.error("POST", "/runs/%d/cancel" % run_id, 409, "conflict", None)
 
     def test_rate_run(self):
@@ -1215,6 +1506,10 @@ class FinishedRunTest(_ApiBase):
         rows = self.check_records(run_id, expect_rows=20)
         self.assertEqual(sorted(r["req_id"] for r in rows), list(range(20)))
         self.assertEqual({r["worker"] for r in rows}, {0, 1})
+        self.check_client(run_id, summary, run["spec"])
+        head = summary["client"]["headline"]
+        self.assertEqual((head["workers"], head["requested_rate"], head["achieved_rate"]),
+                         (2, 100, load["achieved_rate"]))
         self.assertTrue(all(r["valid"] and r["phase"] == "profiling" for r in rows))
         intended = sorted(r["intended_ns"] for r in rows)
         gaps = [(b - a) / 1e6 for a, b in zip(intended, intended[1:])]
@@ -1273,6 +1568,9 @@ class FinishedRunTest(_ApiBase):
             text, _ = self.req("GET", "/runs/%d/summary?format=csv" % run_id, 200)
             self.check_summary_csv(text, summary)
             self.check_telemetry(run_id, summary)
+            c = self.check_client(run_id, summary, run["spec"])
+            self.assertEqual({x["phase"] for x in c["samples"] if x["source"] != "daemon"},
+                             {"warmup", "profiling"})
         finally:
             slow.stop()
 
@@ -1301,9 +1599,90 @@ class FinishedRunTest(_ApiBase):
             rows = self.check_records(long_id)
             self.assertGreater(len(rows), 0)
             self.check_telemetry(long_id, summary)
+            self.check_client(long_id, summary, run["spec"])
             self.assertEqual(self.get(queued_id)["state"], "cancelled")
         finally:
             slow.stop()
+
+
+class CalibrationTest(_ApiBase):
+    """A calibration (one short run against a mock the daemon starts itself),
+    then a run with target.mock whose summary states its load against it.
+    Needs a functional headroom-worker and the headroom-mock beside
+    headroomd."""
+
+    daemon_args = ("--nvml-lib", "/nonexistent/libnvidia-ml.so.1")
+
+    def test_calibration_then_mock_run(self):
+        body = {"osl": [8], "duration_s": 0.5, "concurrency": 4}
+        cal, hdrs = self.req("POST", "/calibrations", 201, body=body)
+        self.assertEqual(hdrs.get("Cache-Control"), "no-store")
+        self.assertEqual((cal["state"], cal["params"], len(cal["run_ids"])),
+                         ("running", {"osl": [8], "isl": 128, "concurrency": 4,
+                                      "duration_s": 0.5}, 1))
+        cid, rid = cal["id"], cal["run_ids"][0]
+        run = self.get(rid)
+        spec = run["spec"]
+        self.assertEqual((run["labels"], spec["workers"], spec["target"]["mock"],
+                          spec["target"]["url"], spec["client"]["allow_client_bound"]),
+                         ({"calibration": str(cid)}, 1, True, "http://127.0.0.1:0", True))
+        self.assertEqual(spec["load"]["concurrency"], 4)
+        self.assertEqual(spec["workload"]["osl"]["mean"], 8)
+        deadline = time.time() + 60
+        while cal["state"] == "running":
+            self.assertLess(time.time(), deadline, "calibration %d still running: %s"
+                            % (cid, json.dumps(cal)[:1000]))
+            time.sleep(0.1)
+            cal, _ = self.req("GET", "/calibrations/%d" % cid, 200)
+        self.assertEqual(cal["state"], "succeeded", cal["error"])
+        self.assertIsNotNone(cal["finished_ns"])
+        self.assertGreaterEqual(cal["finished_ns"], cal["created_ns"])
+        [point] = cal["result"]["points"]
+        self.assertEqual((point["osl"], point["run_id"]), (8, rid))
+        self.assertGreater(point["requests_per_s"], 0)
+        run = self.get(rid)
+        self.assertEqual(run["state"], "succeeded", run["reason"])
+        summary = run["summary"]
+        # stored with 10 significant digits
+        self.assertAlmostEqual(point["requests_per_s"],
+                               summary["metrics"]["request_throughput"]["avg"],
+                               delta=1e-8 * point["requests_per_s"])
+        self.assertEqual(point["loop_busy_avg"] is None,
+                         summary["client"]["headline"]["loop_busy_avg"] is None)
+        self.check_client(rid, summary, spec)
+        lst, _ = self.req("GET", "/calibrations", 200)
+        self.assertEqual(lst["calibrations"][0], cal)
+        lst, _ = self.req("GET", "/calibrations?limit=1", 200)
+        self.assertEqual(lst["calibrations"], [cal])
+
+        # a run against a mock of its own: its load against that ceiling
+        s = hrtest.spec("127.0.0.1:1", requests=40, concurrency=2)
+        del s["target"]["url"]
+        s["target"]["mock"] = True
+        s["client"] = {"allow_client_bound": True, "max_lag_ms": 50}
+        s["telemetry"] = {"nvml": False, "dcgm_urls": []}
+        run_id = self.create(s)
+        run = self.wait(run_id, hrtest.TERMINAL, timeout=30)
+        self.assertEqual(run["state"], "succeeded", run["reason"])
+        self.assertEqual(run["spec"]["target"]["url"], "http://127.0.0.1:0")
+        self.assertEqual(run["spec"]["client"], dict(DEFAULT_CLIENT, allow_client_bound=True,
+                                                     max_lag_ms=50))
+        summary, _ = self.req("GET", "/runs/%d/summary" % run_id, 200)
+        self.assertEqual(summary, run["summary"])
+        self.assertEqual(summary["counts"]["valid"], 40)
+        server = [x for x in summary["telemetry"]["sources"] if x["source"] == "server"]
+        self.assertEqual(len(server), 1)
+        self.assertRegex(server[0]["target"], r"^http://127\.0\.0\.1:[1-9][0-9]*/metrics$")
+        ceiling = summary["client"]["ceiling"]
+        self.assertEqual((ceiling["calibration_id"], ceiling["host"]), (cid, cal["host"]))
+        self.assertEqual(ceiling["osl"], summary["metrics"]["output_sequence_length"]["avg"])
+        self.assertAlmostEqual(ceiling["requests_per_s_per_worker"], point["requests_per_s"],
+                               delta=1e-6 * point["requests_per_s"])
+        self.assertAlmostEqual(ceiling["fraction"], ceiling["achieved_requests_per_s_per_worker"]
+                               / ceiling["requests_per_s_per_worker"], delta=1e-9)
+        self.check_client(run_id, summary, run["spec"])
+        text, _ = self.req("GET", "/runs/%d/summary?format=csv" % run_id, 200)
+        self.check_summary_csv(text, summary)
 
 
 class TelemetryRunTest(_ApiBase):
@@ -1361,6 +1740,7 @@ class TelemetryRunTest(_ApiBase):
                                delta=1e-12 * tele["energy_j"])
         export = self.check_telemetry(run_id, summary)
         self.check_series_against_samples(summary, export)
+        self.check_client(run_id, summary, run["spec"])
         t0 = export["t0_wall_ns"]
         first = min(r["start_ns"] for r in rows)
         last = max(r["done_ns"] for r in rows)
