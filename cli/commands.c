@@ -621,8 +621,10 @@ static void calibration_table(FILE *out, json_t *cal)
 			view_fmt_num(b, x);
 		if (view_num(p, "tokens_per_s", &x))
 			view_fmt_num(c, x);
-		if (view_num(p, "loop_busy_avg", &x))
-			view_fmt_num(d, x);
+		if (view_num(p, "loop_busy_avg", &x)) {
+			view_fmt_num(d, x * 100);
+			strcat(d, "%");
+		}
 		const char *cells[6] = {view_scalar(a, sizeof a, json_object_get(p, "osl")), b, c, d,
 		                        e,
 		                        json_is_true(json_object_get(p, "client_saturated"))

@@ -228,6 +228,8 @@ int calib_create(struct store *s, json_t *body, int64_t *id, char *field, char *
 		if (rc < 0) {
 			snprintf(msg, 256, "%s", err);
 			json_decref(ids);
+			struct update_args f = {.id = a.id, .state = "failed", .error = msg};
+			store_exec(s, update_job, &f, err); /* best effort: the store failed */
 			return -1;
 		}
 		json_array_append_new(ids, json_integer((json_int_t)rid));
@@ -300,13 +302,23 @@ static json_t *first(json_t *list)
 	return o;
 }
 
+static void settle(struct store *s, long long cid);
+
 json_t *calib_get(struct store *s, int64_t id)
 {
-	return first(query(s, "WHERE id = ?", id, 1));
+	json_t *c = first(query(s, "WHERE id = ?", id, 1));
+	const char *st = json_string_value(json_object_get(c, "state"));
+	if (st && strcmp(st, "running") == 0) {
+		json_decref(c);
+		settle(s, (long long)id);
+		c = first(query(s, "WHERE id = ?", id, 1));
+	}
+	return c;
 }
 
 json_t *calib_list(struct store *s, int limit)
 {
+	calib_settle_all(s);
 	json_t *l = query(s, "", 0, limit);
 	return l ? l : json_array();
 }
@@ -329,17 +341,13 @@ static json_t *real_or_null(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-void calib_run_finished(struct store *s, int64_t run_id, json_t *spec)
+/* Finishes calibration cid when every run it queued is over (whichever way
+ * they ended: run by the runner, cancelled while queued, interrupted by a
+ * daemon restart). Called when one of its runs ends, and whenever a
+ * calibration is read while running, so none stays running for ever. */
+static void settle(struct store *s, long long cid)
 {
-	const char *label =
-	    json_string_value(json_object_get(json_object_get(spec, "labels"), "calibration"));
-	if (!label)
-		return;
-	char *end;
-	long long cid = strtoll(label, &end, 10);
-	if (*end || cid <= 0)
-		return;
-	json_t *cal = calib_get(s, cid);
+	json_t *cal = first(query(s, "WHERE id = ?", cid, 1));
 	if (!cal)
 		return;
 	const char *state = json_string_value(json_object_get(cal, "state"));
@@ -411,7 +419,7 @@ void calib_run_finished(struct store *s, int64_t run_id, json_t *spec)
 	} else {
 		u.state = "succeeded";
 		json_t *res = json_pack("{s:O}", "points", points);
-		u.result = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(10));
+		u.result = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(17));
 		json_decref(res);
 	}
 	if (store_exec(s, update_job, &u, err) < 0)
@@ -421,5 +429,28 @@ void calib_run_finished(struct store *s, int64_t run_id, json_t *spec)
 	free(u.result);
 	json_decref(points);
 	json_decref(cal);
+}
+
+void calib_run_finished(struct store *s, int64_t run_id, json_t *spec)
+{
+	const char *label =
+	    json_string_value(json_object_get(json_object_get(spec, "labels"), "calibration"));
+	if (!label)
+		return;
+	char *end;
+	long long cid = strtoll(label, &end, 10);
+	if (*end || cid <= 0)
+		return;
+	settle(s, cid);
 	(void)run_id;
+}
+
+void calib_settle_all(struct store *s)
+{
+	json_t *list = query(s, "WHERE state = 'running'", 0, 1000);
+	size_t i;
+	json_t *c;
+	json_array_foreach(list, i, c)
+		settle(s, (long long)json_integer_value(json_object_get(c, "id")));
+	json_decref(list);
 }

@@ -30,5 +30,8 @@ json_t *calib_latest(struct store *s);
 /* A run ended: when it belongs to a calibration whose runs are all over,
  * computes and stores the calibration's result. spec: the run's spec. */
 void calib_run_finished(struct store *s, int64_t run_id, json_t *spec);
+/* Settles every calibration left running (at start-up, after the runs of a
+ * previous daemon were marked interrupted). */
+void calib_settle_all(struct store *s);
 
 #endif

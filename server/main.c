@@ -17,6 +17,7 @@
 #include "api.h"
 #include "runner.h"
 #include "runs.h"
+#include "calibrate.h"
 #include "store.h"
 #include "util.h"
 
@@ -148,6 +149,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, "headroomd: %d run(s) were running when the daemon last stopped; "
 				"marked interrupted\n",
 			n);
+	calib_settle_all(store); /* calibrations whose last run was interrupted */
 	/* workers connect to an ipc socket in the data directory: use its
 	 * absolute path so the endpoint does not depend on anyone's cwd */
 	data_abs = realpath(data, NULL);

@@ -16,7 +16,8 @@
  *            and no concurrency ceiling that explains the wait (rate and
  *            trace runs with max_concurrency wait for slots by design);
  *     timer  the pacer's lateness p99 (worker histograms) is over
- *            max_lag_ms, with at least TIMER_MIN_WAKEUPS wake-ups;
+ *            max_lag_ms for sure (the lower edge of the bucket that holds
+ *            the p99 reaches it), with at least TIMER_MIN_WAKEUPS wake-ups;
  *     ports  a connection failed for want of a local port (EADDRNOTAVAIL);
  *   and, as supporting evidence when busy or lag holds, a rate run without
  *   a ceiling whose achieved send rate is under RATE_MIN_FRACTION (90%) of
@@ -254,7 +255,8 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 			wk += w->late[b];
 		}
 		wakeups += wk;
-		double lp99 = wk ? (double)csample_late_quantile(w->late, 0.99) / 1e6 : NAN;
+		int64_t q = wk ? csample_late_quantile(w->late, 0.99) : 0;
+		double lp99 = !wk || q == INT64_MAX ? NAN : (double)q / 1e6;
 		if (w->late_max_ns > late_max)
 			late_max = w->late_max_ns;
 		if (!(busy_avg_max >= busy_avg))
@@ -316,22 +318,29 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		       ms_text(a, sizeof a, lag_p99), ms_text(b, sizeof b, max_lag),
 		       busy_hit ? "" : " (no worker loop was busy: the host may be overcommitted)");
 	}
-	double late_p99 =
-	    wakeups ? (double)csample_late_quantile(late_all, 0.99) / 1e6 : NAN;
-	if (wakeups >= TIMER_MIN_WAKEUPS && late_p99 > max_lag) {
-		char a[32], b[32];
+	/* the p99 lies in one bucket of the histogram: [lo, hi) */
+	int64_t hi_ns = wakeups ? csample_late_quantile(late_all, 0.99) : 0;
+	double late_p99 = hi_ns == INT64_MAX ? NAN : (double)hi_ns / 1e6; /* its upper edge */
+	double late_lo = 0;
+	for (int b = 0; b < CSAMPLE_LATE_BUCKETS - 1; b++)
+		if (csample_late_edges_ns[b] < hi_ns && (double)csample_late_edges_ns[b] / 1e6 > late_lo)
+			late_lo = (double)csample_late_edges_ns[b] / 1e6;
+	/* over the limit for sure: even the bucket's lower edge reaches it */
+	if (wakeups >= TIMER_MIN_WAKEUPS && late_lo >= max_lag) {
+		char a[32], b[32], c[32];
 		bound = 1;
-		if (isinf(late_p99))
-			reason(reasons, "timer_late", -1, (double)late_max / 1e6, max_lag,
-			       "pacer timer late by more than %.0f ms at p99 (worst %s ms), over "
+		if (hi_ns == INT64_MAX)
+			reason(reasons, "timer_late", -1, late_lo, max_lag,
+			       "pacer timer late by more than %s ms at p99 (worst %s ms), over "
 			       "the %s ms limit",
-			       (double)csample_late_edges_ns[CSAMPLE_LATE_BUCKETS - 2] / 1e6,
-			       ms_text(a, sizeof a, (double)late_max / 1e6),
+			       ms_text(a, sizeof a, late_lo),
+			       ms_text(c, sizeof c, (double)late_max / 1e6),
 			       ms_text(b, sizeof b, max_lag));
 		else
-			reason(reasons, "timer_late", -1, late_p99, max_lag,
-			       "pacer timer late by up to %s ms at p99, over the %s ms limit",
-			       ms_text(a, sizeof a, late_p99), ms_text(b, sizeof b, max_lag));
+			reason(reasons, "timer_late", -1, late_lo, max_lag,
+			       "pacer timer late by %s to %s ms at p99, over the %s ms limit",
+			       ms_text(a, sizeof a, late_lo), ms_text(c, sizeof c, late_p99),
+			       ms_text(b, sizeof b, max_lag));
 	}
 	if (port_errors > 0) {
 		bound = 1;
@@ -369,7 +378,7 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 	json_object_set_new(head, "cpu_avg", real_or_null(cpu_avg_max));
 	json_object_set_new(head, "cpu_max", real_or_null(cpu_max));
 	json_object_set_new(head, "timer_wakeups", json_integer((json_int_t)wakeups));
-	json_object_set_new(head, "timer_late_p99_ms", real_or_null(isinf(late_p99) ? NAN : late_p99));
+	json_object_set_new(head, "timer_late_p99_ms", real_or_null(late_p99));
 	json_object_set_new(head, "timer_late_max_ms", json_real((double)late_max / 1e6));
 	json_object_set_new(head, "schedule_lag_p99_ms", real_or_null(lag_p99));
 	json_object_set_new(head, "requested_rate", real_or_null(req_rate > 0 ? req_rate : NAN));

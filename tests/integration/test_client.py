@@ -253,6 +253,23 @@ class ClientVerdictTest(unittest.TestCase):
         st, _, _ = self.api.call("GET", "/calibrations/424242")
         self.assertEqual(st, 404)
 
+    def test_calibration_whose_run_is_cancelled_while_queued_fails(self):
+        # a long run holds the runner; the calibration's run waits behind it
+        busy = self.api.submit(rate_spec(self.mock.addr, 5, 60))
+        self.api.wait(busy, states=("running",))
+        st, cal, _ = self.api.call("POST", "/calibrations",
+                                   {"osl": [8], "duration_s": 0.5, "concurrency": 2})
+        self.assertEqual(st, 201, cal)
+        self.assertEqual(cal["state"], "running")
+        (rid,) = cal["run_ids"]
+        st, ans, _ = self.api.call("POST", "/runs/%d/cancel" % rid)
+        self.assertEqual((st, ans["state"]), (202, "cancelled"))
+        st, cal, _ = self.api.call("GET", "/calibrations/%d" % cal["id"])
+        self.assertEqual(cal["state"], "failed", cal)
+        self.assertIn("cancelled", cal["error"])
+        self.api.call("POST", "/runs/%d/cancel" % busy)
+        self.assertEqual(self.api.wait(busy)["state"], "cancelled")
+
 
 # A worker that follows the protocol up to START, then sends a sample whose
 # busy_ns is not a number.
