@@ -15,13 +15,14 @@
  * is "no failure". The draw depends on nothing else (not on timing, the
  * connection or the other requests), so a client can compute which
  * request fails how; over N requests each count is exactly predictable.
- * What each failure does is in openai.c.
+ * What each failure does is in openai.c. SplitMix64 also makes the
+ * embeddings' vectors (pool.c).
  */
 #include "mock.h"
 
 #define SPLITMIX_GAMMA 0x9e3779b97f4a7c15ULL
 
-static uint64_t splitmix64_at(uint64_t seed, uint64_t n)
+uint64_t mock_splitmix64(uint64_t seed, uint64_t n)
 {
 	uint64_t z = seed + n * SPLITMIX_GAMMA;
 	z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
@@ -33,7 +34,7 @@ enum mock_fault fault_draw(const struct mock_config *cfg, uint64_t n)
 {
 	if (!cfg->faults)
 		return FAULT_NONE;
-	double u = (double)(splitmix64_at(cfg->fail_seed, n) >> 11) * 0x1p-53;
+	double u = (double)(mock_splitmix64(cfg->fail_seed, n) >> 11) * 0x1p-53;
 	double edge = 0;
 	for (int f = FAULT_429; f < FAULT__COUNT; f++) {
 		edge += cfg->fail_p[f];

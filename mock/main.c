@@ -4,7 +4,9 @@
  * SIGTERM, free everything and exit 0.
  *
  * --fail-* inject failures into a chosen share of the generation requests
- * (fault.c draws which; openai.c carries them out).
+ * (fault.c draws which; openai.c carries them out). --reasoning-tokens
+ * gives chat responses reasoning content; --embedding-dim sets the size of
+ * /v1/embeddings' vectors (pool.c).
  *
  * SIGINT and SIGTERM are blocked except inside epoll_pwait(), so the
  * handler (which only sets a flag) can run only while the loop sleeps and
@@ -34,9 +36,11 @@ static void usage(FILE *f)
 {
 	fputs("usage: headroom-mock --listen HOST:PORT [options]\n"
 	      "\n"
-	      "An OpenAI-compatible inference server simulator: /health, /v1/models,\n"
-	      "/v1/chat/completions and /v1/completions, streamed or not, with\n"
-	      "deterministic output of exactly max_tokens words.\n"
+	      "An inference server simulator: /health, /v1/models, OpenAI-compatible\n"
+	      "/v1/chat/completions and /v1/completions (streamed or not, deterministic\n"
+	      "output of exactly max_tokens words, optional reasoning content),\n"
+	      "/v1/embeddings, rankings (NIM /v1/ranking, Cohere /v2/rerank and\n"
+	      "/v1/rerank, TEI /rerank) and TGI /generate and /generate_stream.\n"
 	      "\n"
 	      "  --listen HOST:PORT      address to serve (port 0: any free port)\n"
 	      "  --ttft-ms MS            time to first token (default 0); with the load\n"
@@ -45,6 +49,14 @@ static void usage(FILE *f)
 	      "                          with the load model\n"
 	      "  --model NAME            model name to report (default mock-model)\n"
 	      "  --tokens-per-chunk N    tokens in each streamed chunk (default 1)\n"
+	      "  --reasoning-tokens N    chat: the first N tokens of each response (at most\n"
+	      "                          max_tokens) are reasoning_content (default: no\n"
+	      "                          reasoning), counted in completion_tokens and in\n"
+	      "                          completion_tokens_details.reasoning_tokens\n"
+	      "  --embedding-dim N       /v1/embeddings vector size, 1 to 16384 (default 32)\n"
+	      "  --tokenizer FILE        count prompt tokens (usage.prompt_tokens) with this\n"
+	      "                          tokenizer (tokenizer.json, .tiktoken, tiktoken JSON)\n"
+	      "                          instead of one per whitespace-separated word\n"
 	      "  --quiet                 log nothing but fatal errors\n"
 	      "  --help                  this text\n"
 	      "\n"
@@ -68,7 +80,7 @@ static void usage(FILE *f)
 	      "                          of simulated GPUs there (port 0: any free port)\n"
 	      "  --gpus N                simulated GPUs on that page, 1 to 64 (default 1)\n"
 	      "\n"
-	      "Failure injection (chat and text completions, streamed or not; default none):\n"
+	      "Failure injection (every POST endpoint, streamed or not; default none):\n"
 	      "  --fail-429 P            answer this share of requests 429 with Retry-After\n"
 	      "  --fail-500 P            answer this share 500\n"
 	      "  --fail-reset P          reset the connection halfway through the response\n"
@@ -78,11 +90,9 @@ static void usage(FILE *f)
 	      "  --stall-ms MS           length of a stall (default: until the client\n"
 	      "                          gives up)\n"
 	      "  --fail-seed N           seed of the draw (default 0)\n"
-	      "  --tokenizer FILE        count prompt tokens (usage.prompt_tokens) with this\n"
-	      "                          tokenizer (tokenizer.json, .tiktoken, tiktoken JSON)\n"
-	      "                          instead of one per whitespace-separated word\n"
 	      "  Each P is from 0 to 1 and they add up to at most 1. Request n (the n of\n"
-	      "  its chatcmpl-mock-n id) draws its outcome from the seed and n alone.\n"
+	      "  its chatcmpl-mock-n id; every POST endpoint counts) draws its outcome\n"
+	      "  from the seed and n alone.\n"
 	      "\n"
 	      "Prints \"listening on HOST:PORT\" on stdout once it accepts connections,\n"
 	      "then \"dcgm listening on HOST:PORT\" with --dcgm-listen.\n",
@@ -172,6 +182,8 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		OPT_STALL_MS,
 		OPT_FAIL_SEED,
 		OPT_TOKENIZER,
+		OPT_REASONING,
+		OPT_EMBED_DIM,
 	};
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, OPT_LISTEN},
@@ -196,6 +208,8 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	    {"stall-ms", required_argument, NULL, OPT_STALL_MS},
 	    {"fail-seed", required_argument, NULL, OPT_FAIL_SEED},
 	    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+	    {"reasoning-tokens", required_argument, NULL, OPT_REASONING},
+	    {"embedding-dim", required_argument, NULL, OPT_EMBED_DIM},
 	    {NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -204,6 +218,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	cfg->kv_capacity_tokens = MOCK_DEFAULT_KV_TOKENS;
 	cfg->gpus = 1;
 	cfg->stall_ns = MOCK_NEVER;
+	cfg->embedding_dim = MOCK_DEFAULT_EMBED_DIM;
 	bool have_listen = false;
 	char err[HR_ERRLEN];
 	int o;
@@ -351,6 +366,33 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 			}
 			break;
 		}
+		case OPT_REASONING: {
+			unsigned long long v;
+			/* 0 is allowed: the fields are there, with no reasoning */
+			if (strcmp(optarg, "0") == 0) {
+				v = 0;
+			} else if (parse_count(optarg, HR_MAX_OSL, &v) < 0) {
+				fprintf(
+				    stderr,
+				    "headroom-mock: --reasoning-tokens wants 0 to %d, not '%s'\n",
+				    HR_MAX_OSL, optarg);
+				return -1;
+			}
+			cfg->reasoning = true;
+			cfg->reasoning_tokens = (uint32_t)v;
+			break;
+		}
+		case OPT_EMBED_DIM: {
+			unsigned long long v;
+			if (parse_count(optarg, MOCK_MAX_EMBED_DIM, &v) < 0) {
+				fprintf(stderr,
+				        "headroom-mock: --embedding-dim wants 1 to %d, not '%s'\n",
+				        MOCK_MAX_EMBED_DIM, optarg);
+				return -1;
+			}
+			cfg->embedding_dim = (uint32_t)v;
+			break;
+		}
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;
@@ -446,6 +488,10 @@ int main(int argc, char **argv)
 		        (double)cfg.ttft_ns / 1e6, cfg.prefill_ns_per_token * 1000 / 1e6,
 		        cfg.tokens_per_chunk);
 	}
+
+	if (!cfg.quiet && cfg.reasoning)
+		fprintf(stderr, "headroom-mock: chat reasoning: %u token(s) before the content\n",
+		        cfg.reasoning_tokens);
 
 	if (!cfg.quiet && cfg.faults) {
 		char stall[64] = "until the client gives up";

@@ -220,6 +220,7 @@ static void conn_close(struct server *srv, struct conn *c)
 		model_stream_end(&srv->model, &c->st);
 		c->st.active = false;
 	}
+	api_stream_free(&c->st);
 	if (c->prev)
 		c->prev->next = c->next;
 	else

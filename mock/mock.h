@@ -5,7 +5,10 @@
  *   main.c       command line, signals, start and stop
  *   mock.c       the epoll event loop: sockets, connections, timers
  *   http.c       HTTP/1.1 request parsing and response framing
- *   openai.c     the endpoints: OpenAI-compatible bodies and streamed events
+ *   openai.c     the endpoints: routing, OpenAI-compatible chat and text
+ *                completions (with reasoning content), the streaming machinery
+ *   tgi.c        Hugging Face TGI /generate and /generate_stream
+ *   pool.c       embeddings and rankings (OpenAI, NIM, Cohere, TEI)
  *   model.c      when each generated chunk is due: fixed TTFT/ITL, or the
  *                load model (an engine loop of continuous batching)
  *   telemetry.c  Prometheus pages that follow the simulated load: vLLM-like
@@ -40,8 +43,13 @@ struct tok; /* tokenizer.h */
 #define MOCK_MAX_GPUS 64                  /* --gpus upper bound */
 #define MOCK_DEFAULT_KV_TOKENS 100000     /* --kv-capacity-tokens */
 #define MOCK_MAX_KV_TOKENS 1000000000000ULL
-#define MOCK_HIST_BUCKETS 16 /* finite buckets of a histogram */
-#define MOCK_RETRY_AFTER_S 1 /* Retry-After of an injected 429 */
+#define MOCK_HIST_BUCKETS 16              /* finite buckets of a histogram */
+#define MOCK_RETRY_AFTER_S 1              /* Retry-After of an injected 429 */
+#define MOCK_DEFAULT_EMBED_DIM 32         /* --embedding-dim */
+#define MOCK_MAX_EMBED_DIM 16384          /* --embedding-dim and "dimensions" */
+#define MOCK_MAX_EMBED_INPUTS 2048        /* items of an embeddings "input" (OpenAI's bound) */
+#define MOCK_MAX_EMBED_VALUES (1u << 21)  /* inputs * dimension: the body stays under 64 MiB */
+#define MOCK_MAX_TGI_DETAIL_TOKENS 500000 /* /generate with details: tokens listed */
 
 /* An injected reset waits at most this long for its output to reach the
  * peer, looking every MOCK_RESET_POLL_NS. */
@@ -87,7 +95,25 @@ struct mock_config {
 	uint64_t fail_seed;          /* --fail-seed */
 	int64_t stall_ns;            /* --stall-ms; MOCK_NEVER: until the client leaves */
 	struct tok *tokenizer;       /* --tokenizer: prompt tokens counted with it, else words */
+	/* more endpoints (pool.c, openai.c) */
+	uint32_t embedding_dim;    /* --embedding-dim: vector size of /v1/embeddings */
+	bool reasoning;            /* --reasoning-tokens given */
+	uint32_t reasoning_tokens; /* chat: reasoning tokens before the content */
 };
+
+/* The API a response speaks. The first three generate tokens (streamed or
+ * not); the others are answered whole after one prefill-only step. */
+enum mock_api {
+	API_CHAT,        /* POST /v1/chat/completions */
+	API_COMPLETION,  /* POST /v1/completions */
+	API_TGI,         /* POST /generate, /generate_stream */
+	API_EMBED,       /* POST /v1/embeddings */
+	API_RANK_NIM,    /* POST /v1/ranking */
+	API_RANK_COHERE, /* POST /v2/rerank, /v1/rerank */
+	API_RANK_TEI,    /* POST /rerank */
+};
+
+struct pool_req; /* pool.c: a parsed embeddings or rankings request */
 
 /* The response a connection is producing. Generation is step-wise even
  * when the response is not streamed: each step ("chunk") produces up to
@@ -97,7 +123,8 @@ struct mock_config {
 struct stream {
 	bool active;
 	bool sse;           /* "stream": true */
-	bool chat;          /* chat.completion vs text_completion */
+	uint8_t api;        /* enum mock_api */
+	bool pool;          /* embeddings or rankings: one step, no generated tokens */
 	bool include_usage; /* stream_options.include_usage */
 	bool chunked;       /* Transfer-Encoding: chunked (not for HTTP/1.0) */
 	uint32_t prompt_tokens;
@@ -117,6 +144,14 @@ struct stream {
 	uint8_t fault;   /* enum mock_fault still to come; FAULT_NONE once it happened */
 	int64_t hold_ns; /* a stall: nothing is sent before this (MOCK_NEVER: never) */
 	bool cut_body;   /* a body that is not streamed goes out cut in half */
+	/* per API */
+	uint32_t reasoning;  /* chat: the first `reasoning` tokens are reasoning content */
+	bool tgi_details;    /* TGI: "details" */
+	bool tgi_seed_given; /* TGI: "seed" given, reported in the details */
+	uint64_t tgi_seed;
+	char *tgi_prefix; /* TGI return_full_text: a copy of the inputs, or NULL */
+	size_t tgi_prefix_len;
+	struct pool_req *pq; /* embeddings and rankings: the request, for the body */
 };
 
 enum seq_phase {
@@ -305,6 +340,65 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 /* Produce what is due of c->st by now, while c's output is below the high
  * water mark; clears c->st.active when the response is complete. */
 void api_pump(struct server *srv, struct conn *c, int64_t now);
+/* Free what a response holds beyond its struct (its kept request); the
+ * connection's end calls it too. Safe to call twice. */
+void api_stream_free(struct stream *s);
+
+/* A request of a generation endpoint, parsed (openai.c, tgi.c, pool.c). */
+struct gen_req {
+	bool stream;
+	bool include_usage;
+	uint32_t prompt_tokens;
+	uint32_t max_tokens;
+	bool details;    /* TGI */
+	bool seed_given; /* TGI */
+	uint64_t seed;   /* TGI */
+	char *prefix;    /* TGI return_full_text: the inputs; owned, moved into the stream */
+	size_t prefix_len;
+	struct pool_req *pq; /* embeddings, rankings: owned, moved into the stream */
+};
+
+struct json_t; /* jansson */
+/* Helpers the endpoint files share (openai.c). */
+/* The body as a JSON object, or NULL with a message in err. */
+struct json_t *api_load_object(const char *body, size_t len, char *err);
+/* Prompt tokens of a text: by --tokenizer, else one per whitespace-separated word. */
+uint64_t api_text_tokens(const char *s, size_t n);
+/* An optional boolean member `key` of obj (null: absent); name is how errors call it. */
+int api_opt_bool(const struct json_t *obj, const char *key, const char *name, bool *out, char *err);
+/* The optional string member "model". */
+int api_check_model(const struct json_t *root, char *err);
+/* Token i of s's output: its place in the word list, and the word. */
+unsigned api_word_index(const struct stream *s, uint32_t i);
+const char *api_word(unsigned idx, size_t *len);
+void api_add_words(struct dynbuf *b, const struct stream *s, uint32_t from, uint32_t n);
+void api_add_u64(struct dynbuf *b, uint64_t v);
+/* s[0..n) (valid UTF-8, from a parsed request) as the inside of a JSON string. */
+void api_add_json_text(struct dynbuf *b, const char *s, size_t n);
+/* srv->scratch (one event's JSON) to c as an SSE event: "data: JSON\n\n",
+ * or "data:JSON\n\n" (TGI's framing) when !space; an HTTP chunk of its
+ * own when chunked. */
+void api_send_event(struct server *srv, struct conn *c, bool space);
+
+/* tgi.c */
+int tgi_parse(const char *body, size_t len, bool stream, struct gen_req *g, char *err);
+/* Events for the next n tokens of a /generate_stream response. */
+void tgi_events(struct server *srv, struct conn *c, uint32_t n);
+/* An injected malformed event: a token event cut off inside its text. */
+void tgi_event_malformed(struct server *srv, struct conn *c);
+/* The body of a /generate response, into b (reset first); -1 when it does
+ * not fit b. */
+int tgi_body(struct server *srv, const struct stream *s, struct dynbuf *b);
+/* Extra header lines of a /generate response, into buf. */
+void tgi_headers(const struct stream *s, char *buf, size_t size);
+
+/* pool.c */
+int pool_parse(const struct mock_config *cfg, enum mock_api api, const char *body, size_t len,
+               struct gen_req *g, char *err);
+/* The body of an embeddings or rankings response, into b (reset first);
+ * -1 when it does not fit b. */
+int pool_body(struct server *srv, const struct stream *s, struct dynbuf *b);
+void pool_free(struct pool_req *pq);
 
 /* telemetry.c */
 #define MOCK_PROM_CTYPE "text/plain; version=0.0.4; charset=utf-8"
@@ -325,6 +419,8 @@ void tel_dcgm_page(struct server *srv, struct dynbuf *b, int64_t now);
  * gets: a pure function of cfg->fail_seed, n and the probabilities. */
 enum mock_fault fault_draw(const struct mock_config *cfg, uint64_t n);
 const char *fault_name(enum mock_fault f); /* the option's suffix: "429", "reset"... */
+/* SplitMix64's n-th output from state seed (the draw; also the embeddings). */
+uint64_t mock_splitmix64(uint64_t seed, uint64_t n);
 
 /* model.c */
 void model_init(struct model *m, const struct mock_config *cfg,

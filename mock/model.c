@@ -46,12 +46,22 @@
  * admitted ones.
  *
  * A response with max_tokens 0 is answered at once in both modes and never
- * enters the engine.
+ * enters the engine. An embeddings or rankings request (stream.pool) is a
+ * sequence of one step: its prefill, after which its answer is due; that
+ * step generates no token (not counted in the generation total nor the KV
+ * cache).
  */
 #include <math.h>
 #include <string.h>
 
 #include "mock.h"
+
+/* Tokens of n that count as generated: none for an embeddings or rankings
+ * request, whose one step is its prefill. */
+static uint32_t generated(const struct stream *s, uint32_t n)
+{
+	return s->pool ? 0 : n;
+}
 
 static void wake(struct model *m, struct stream *s, int64_t at)
 {
@@ -191,14 +201,14 @@ static void step_finish(struct model *m)
 	for (struct stream *s = m->run_head; s; s = next) {
 		next = s->enext;
 		s->produced += adv;
-		m->generation_tokens_total += adv;
-		m->kv_tokens += adv;
+		m->generation_tokens_total += generated(s, adv);
+		m->kv_tokens += generated(s, adv);
 		if (s->next_ns == MOCK_NEVER && s->produced >= chunk_target(m, s))
 			wake(m, s, t);
 		if (s->produced >= s->max_tokens) {
 			list_del(&m->run_head, &m->run_tail, s);
 			running_dec(m);
-			m->kv_tokens -= (uint64_t)s->prompt_tokens + s->produced;
+			m->kv_tokens -= (uint64_t)s->prompt_tokens + generated(s, s->produced);
 			s->phase = SEQ_DONE;
 		}
 	}
@@ -252,8 +262,8 @@ void model_stream_start(struct model *m, struct stream *s, int64_t now)
 int64_t model_next_ns(struct model *m, struct stream *s, uint32_t n)
 {
 	if (s->phase == SEQ_NONE) {
-		m->generation_tokens_total += n;
-		m->kv_tokens += n;
+		m->generation_tokens_total += generated(s, n);
+		m->kv_tokens += generated(s, n);
 		return s->next_ns + m->itl_ns;
 	}
 	/* The engine counted these tokens when it generated them. The next
@@ -271,7 +281,7 @@ void model_stream_end(struct model *m, struct stream *s)
 	switch ((enum seq_phase)s->phase) {
 	case SEQ_NONE:
 		running_dec(m);
-		m->kv_tokens -= (uint64_t)s->prompt_tokens + s->sent;
+		m->kv_tokens -= (uint64_t)s->prompt_tokens + generated(s, s->sent);
 		break;
 	case SEQ_WAITING:
 		list_del(&m->wait_head, &m->wait_tail, s);
@@ -282,7 +292,7 @@ void model_stream_end(struct model *m, struct stream *s)
 		 * the next step; the one in progress keeps its length. */
 		list_del(&m->run_head, &m->run_tail, s);
 		running_dec(m);
-		m->kv_tokens -= (uint64_t)s->prompt_tokens + s->produced;
+		m->kv_tokens -= (uint64_t)s->prompt_tokens + generated(s, s->produced);
 		break;
 	case SEQ_DONE:
 		break;

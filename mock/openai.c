@@ -1,11 +1,18 @@
-/* openai.c - the endpoints of headroom-mock: an OpenAI-compatible API that
- * produces deterministic text, shaped like vLLM's responses.
+/* openai.c - the endpoints of headroom-mock: routing, the OpenAI-compatible
+ * chat and text completions (shaped like vLLM's responses, with reasoning
+ * content), and the response machinery every generation endpoint shares.
  *
  *   GET  /health               {"status":"ok"}
  *   GET  /v1/models            a list with the one served model
  *   GET  /v1/models/NAME       that model
  *   POST /v1/chat/completions  chat.completion / chat.completion.chunk
  *   POST /v1/completions       text_completion
+ *   POST /generate             Hugging Face TGI (tgi.c)
+ *   POST /generate_stream      TGI's token stream (tgi.c)
+ *   POST /v1/embeddings        OpenAI embeddings (pool.c)
+ *   POST /v1/ranking           NVIDIA NIM rankings (pool.c)
+ *   POST /v2/rerank            Cohere rerank, also on /v1/rerank (pool.c)
+ *   POST /rerank               Hugging Face TEI rerank (pool.c)
  *   GET  /metrics              vLLM-like Prometheus page (telemetry.c)
  *
  * A connection accepted on --dcgm-listen serves only GET /metrics, the
@@ -17,7 +24,14 @@
  * whitespace-separated words sees exactly the tokens asked for, and the
  * same prompt always gives the same text. The prompt's token count is its
  * number of whitespace-separated words (summed over chat messages and
- * text parts; a completions prompt given as token ids counts one per id).
+ * text parts; a completions prompt given as token ids counts one per id),
+ * or with --tokenizer the tokens that tokenizer gives.
+ *
+ * With --reasoning-tokens R a chat response's first min(R, max_tokens)
+ * tokens are reasoning content (delta.reasoning_content when streamed,
+ * message.reasoning_content when not) and the rest its content; all count
+ * in usage.completion_tokens, the first ones also in
+ * usage.completion_tokens_details.reasoning_tokens.
  *
  * A streamed response is text/event-stream in HTTP chunks, one event per
  * chunk, "data: JSON\n\n" each, the events in vLLM's order: for chat a
@@ -27,6 +41,12 @@
  * stream_options.include_usage, then "data: [DONE]". Output JSON is
  * written by hand (every string in it is known ASCII or pre-encoded);
  * requests are parsed with jansson.
+ *
+ * Every endpoint that answers a POST with a valid body is a generation
+ * request: it gets the next response number (its id), draws its injected
+ * failure, and runs through the timing model (model.c). Embeddings and
+ * rankings are a single step with no generated token, answered whole when
+ * it is due (after TTFT, or the load model's prefill).
  *
  * Injected failures (--fail-*; fault.c draws which request gets which):
  * a 429 (with Retry-After) or a 500 is the answer at once, with an
@@ -41,6 +61,7 @@
  * generation itself goes on (what became due meanwhile follows at once).
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include <jansson.h>
@@ -74,13 +95,6 @@ static const struct word {
 
 #define NWORDS HR_ARRAY_LEN(words)
 
-struct gen_req {
-	bool stream;
-	bool include_usage;
-	uint32_t prompt_tokens;
-	uint32_t max_tokens;
-};
-
 static uint64_t count_words(const char *s, size_t n)
 {
 	uint64_t w = 0;
@@ -103,15 +117,20 @@ void openai_use_tokenizer(const struct tok *tok)
 	prompt_tok = tok;
 }
 
-/* Tokens of one prompt string: by the tokenizer given with --tokenizer
- * (as the server's own would count them), else one per word. */
-static uint64_t string_words(const json_t *v)
+/* Tokens of one prompt text: by the tokenizer given with --tokenizer (as
+ * the server's own would count them), else one per word. */
+uint64_t api_text_tokens(const char *s, size_t n)
 {
 	if (prompt_tok) {
-		long long n = tok_count(prompt_tok, json_string_value(v), json_string_length(v));
-		return n > 0 ? (uint64_t)n : 0;
+		long long t = tok_count(prompt_tok, s, n);
+		return t > 0 ? (uint64_t)t : 0;
 	}
-	return count_words(json_string_value(v), json_string_length(v));
+	return count_words(s, n);
+}
+
+static uint64_t string_words(const json_t *v)
+{
+	return api_text_tokens(json_string_value(v), json_string_length(v));
 }
 
 /* One chat message's content: a string, null, or an array of parts of
@@ -198,36 +217,51 @@ static int completion_prompt(const json_t *root, uint64_t *n, char *err)
 	return 0;
 }
 
-static int opt_bool(const json_t *root, const char *key, bool *out, char *err)
+int api_opt_bool(const json_t *obj, const char *key, const char *name, bool *out, char *err)
 {
-	const json_t *v = json_object_get(root, key);
+	const json_t *v = json_object_get(obj, key);
 	if (!v || json_is_null(v))
 		return 0;
 	if (!json_is_boolean(v))
-		return errf(err, "'%s' must be a boolean", key);
+		return errf(err, "'%s' must be a boolean", name);
 	*out = json_is_true(v);
+	return 0;
+}
+
+json_t *api_load_object(const char *body, size_t len, char *err)
+{
+	json_error_t jerr;
+	json_t *root = json_loadb(body, len, 0, &jerr);
+	if (!root) {
+		errf(err, "invalid JSON body: %s (line %d, column %d)", jerr.text, jerr.line,
+		     jerr.column);
+		return NULL;
+	}
+	if (!json_is_object(root)) {
+		json_decref(root);
+		errf(err, "the request body must be a JSON object");
+		return NULL;
+	}
+	return root;
+}
+
+int api_check_model(const json_t *root, char *err)
+{
+	const json_t *model = json_object_get(root, "model");
+	if (model && !json_is_string(model))
+		return errf(err, "'model' must be a string");
 	return 0;
 }
 
 static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g, char *err)
 {
-	memset(g, 0, sizeof(*g));
-	json_error_t jerr;
-	json_t *root = json_loadb(body, len, 0, &jerr);
+	json_t *root = api_load_object(body, len, err);
 	if (!root)
-		return errf(err, "invalid JSON body: %s (line %d, column %d)", jerr.text, jerr.line,
-		            jerr.column);
+		return -1;
 	int rc = -1;
-	if (!json_is_object(root)) {
-		errf(err, "the request body must be a JSON object");
+	if (api_check_model(root, err) < 0)
 		goto out;
-	}
-	const json_t *model = json_object_get(root, "model");
-	if (model && !json_is_string(model)) {
-		errf(err, "'model' must be a string");
-		goto out;
-	}
-	if (opt_bool(root, "stream", &g->stream, err) < 0)
+	if (api_opt_bool(root, "stream", "stream", &g->stream, err) < 0)
 		goto out;
 	const json_t *so = json_object_get(root, "stream_options");
 	if (so && !json_is_null(so)) {
@@ -235,7 +269,8 @@ static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g,
 			errf(err, "'stream_options' must be an object");
 			goto out;
 		}
-		if (opt_bool(so, "include_usage", &g->include_usage, err) < 0)
+		if (api_opt_bool(so, "include_usage", "stream_options.include_usage",
+		                 &g->include_usage, err) < 0)
 			goto out;
 	}
 	const char *key = "max_completion_tokens";
@@ -265,22 +300,29 @@ out:
 	return rc;
 }
 
-static const struct word *word_at(const struct stream *s, uint32_t i)
+unsigned api_word_index(const struct stream *s, uint32_t i)
 {
-	return &words[((uint64_t)s->prompt_tokens + i) % NWORDS];
+	return (unsigned)(((uint64_t)s->prompt_tokens + i) % NWORDS);
 }
 
-static void add_words(struct dynbuf *b, const struct stream *s, uint32_t from, uint32_t n)
+const char *api_word(unsigned idx, size_t *len)
+{
+	const struct word *w = &words[idx % NWORDS];
+	*len = w->len;
+	return w->s;
+}
+
+void api_add_words(struct dynbuf *b, const struct stream *s, uint32_t from, uint32_t n)
 {
 	for (uint32_t i = from; i < from + n; i++) {
-		const struct word *w = word_at(s, i);
+		const struct word *w = &words[api_word_index(s, i)];
 		dynbuf_add(b, w->s, w->len);
 		dynbuf_add(b, " ", 1);
 	}
 }
 
 /* Decimal without printf: formatting is most of the work of a stream. */
-static void add_u64(struct dynbuf *b, uint64_t v)
+void api_add_u64(struct dynbuf *b, uint64_t v)
 {
 	char tmp[24];
 	size_t i = sizeof(tmp);
@@ -293,44 +335,82 @@ static void add_u64(struct dynbuf *b, uint64_t v)
 
 #define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
 
+void api_add_json_text(struct dynbuf *b, const char *s, size_t n)
+{
+	static const char hex[] = "0123456789abcdef";
+	size_t run = 0; /* bytes copied as they are, pending */
+	for (size_t i = 0; i < n; i++) {
+		unsigned char ch = (unsigned char)s[i];
+		if (ch >= 0x20 && ch != '"' && ch != '\\') {
+			run++;
+			continue;
+		}
+		dynbuf_add(b, s + i - run, run);
+		run = 0;
+		char esc[6] = {'\\', (char)ch, 0, 0, 0, 0};
+		size_t len = 2;
+		if (ch == '\n') {
+			esc[1] = 'n';
+		} else if (ch == '\r') {
+			esc[1] = 'r';
+		} else if (ch == '\t') {
+			esc[1] = 't';
+		} else if (ch < 0x20) {
+			esc[1] = 'u';
+			esc[2] = '0';
+			esc[3] = '0';
+			esc[4] = hex[ch >> 4];
+			esc[5] = hex[ch & 15];
+			len = 6;
+		}
+		dynbuf_add(b, esc, len);
+	}
+	dynbuf_add(b, s + n - run, run);
+}
+
 /* {"id":...,"object":...,"created":...,"model":... */
 static void add_head(struct server *srv, struct dynbuf *b, const struct stream *s,
                      const char *object)
 {
-	if (s->chat)
+	if (s->api == API_CHAT)
 		ADD_LIT(b, "{\"id\":\"chatcmpl-mock-");
 	else
 		ADD_LIT(b, "{\"id\":\"cmpl-mock-");
-	add_u64(b, s->id);
+	api_add_u64(b, s->id);
 	ADD_LIT(b, "\",\"object\":\"");
 	dynbuf_addstr(b, object);
 	ADD_LIT(b, "\",\"created\":");
-	add_u64(b, s->created < 0 ? 0 : (uint64_t)s->created);
+	api_add_u64(b, s->created < 0 ? 0 : (uint64_t)s->created);
 	ADD_LIT(b, ",\"model\":");
 	dynbuf_add(b, srv->model_json, srv->model_json_len);
 }
 
-static void add_usage(struct dynbuf *b, const struct stream *s)
+/* "usage":{...}; with --reasoning-tokens a chat response's also carries
+ * completion_tokens_details.reasoning_tokens. */
+static void add_usage(struct server *srv, struct dynbuf *b, const struct stream *s)
 {
 	dynbuf_printf(b,
 	              "\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,"
-	              "\"total_tokens\":%llu}",
+	              "\"total_tokens\":%llu",
 	              s->prompt_tokens, s->sent, (unsigned long long)s->prompt_tokens + s->sent);
+	if (s->api == API_CHAT && srv->cfg->reasoning)
+		dynbuf_printf(b, ",\"completion_tokens_details\":{\"reasoning_tokens\":%u}",
+		              s->reasoning);
+	ADD_LIT(b, "}");
 }
 
-/* Send srv->scratch (one event's JSON) as "data: JSON\n\n", in its own
- * HTTP chunk when chunked. */
-static void send_event(struct server *srv, struct conn *c)
+void api_send_event(struct server *srv, struct conn *c, bool space)
 {
 	static const char hex[] = "0123456789abcdef";
 	struct dynbuf *b = &srv->scratch;
+	size_t prefix = space ? 6 : 5; /* "data: " or "data:" */
 	if (dynbuf_add(b, "\n\n", 2) < 0) {
 		c->overflow = true;
 		return;
 	}
 	if (c->st.chunked) {
 		char size[24];
-		size_t i = sizeof(size), n = b->len + 6;
+		size_t i = sizeof(size), n = b->len + prefix;
 		size[--i] = '\n';
 		size[--i] = '\r';
 		do {
@@ -339,7 +419,7 @@ static void send_event(struct server *srv, struct conn *c)
 		} while (n);
 		out_add(c, size + i, sizeof(size) - i);
 	}
-	out_add(c, "data: ", 6);
+	out_add(c, "data: ", prefix);
 	out_add(c, b->data, b->len);
 	if (c->st.chunked)
 		out_add(c, "\r\n", 2);
@@ -352,42 +432,71 @@ static void event_role(struct server *srv, struct conn *c)
 	add_head(srv, b, &c->st, "chat.completion.chunk");
 	dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
 	                 "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}");
-	send_event(srv, c);
+	api_send_event(srv, c, true);
+}
+
+/* A chat delta of tokens [from, from + n): reasoning_content for those
+ * before s->reasoning, content for the rest (a chunk across the boundary
+ * carries both). */
+static void add_delta(struct dynbuf *b, const struct stream *s, uint32_t from, uint32_t n)
+{
+	uint32_t r = 0;
+	if (from < s->reasoning)
+		r = s->reasoning - from < n ? s->reasoning - from : n;
+	ADD_LIT(b, "{");
+	if (r) {
+		ADD_LIT(b, "\"reasoning_content\":\"");
+		api_add_words(b, s, from, r);
+		ADD_LIT(b, "\"");
+	}
+	if (r < n) {
+		if (r)
+			ADD_LIT(b, ",");
+		ADD_LIT(b, "\"content\":\"");
+		api_add_words(b, s, from + r, n - r);
+		ADD_LIT(b, "\"");
+	}
+	ADD_LIT(b, "}");
 }
 
 static void event_content(struct server *srv, struct conn *c, uint32_t n)
 {
 	struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
+	if (s->api == API_TGI) {
+		tgi_events(srv, c, n);
+		return;
+	}
 	bool last = s->sent + n == s->max_tokens;
 	dynbuf_reset(b);
-	if (s->chat) {
+	if (s->api == API_CHAT) {
 		add_head(srv, b, s, "chat.completion.chunk");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-		add_words(b, s, s->sent, n);
-		dynbuf_addstr(b, "\"},\"logprobs\":null,\"finish_reason\":null}]}");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":");
+		add_delta(b, s, s->sent, n);
+		dynbuf_addstr(b, ",\"logprobs\":null,\"finish_reason\":null}]}");
 	} else {
 		add_head(srv, b, s, "text_completion");
 		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
-		add_words(b, s, s->sent, n);
+		api_add_words(b, s, s->sent, n);
 		dynbuf_addstr(b, last ? "\",\"logprobs\":null,\"finish_reason\":\"length\","
 		                        "\"stop_reason\":null}]}"
 		                      : "\",\"logprobs\":null,\"finish_reason\":null,"
 		                        "\"stop_reason\":null}]}");
 	}
-	send_event(srv, c);
+	api_send_event(srv, c, true);
 }
 
 /* The end of a streamed response: the finish_reason event (for
  * completions the last text event carried it, unless there was none),
- * usage, [DONE], the last chunk. */
+ * usage, [DONE], the last chunk. A TGI stream's last token event carried
+ * everything: only the body ends. */
 static void events_end(struct server *srv, struct conn *c)
 {
 	struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
-	if (s->chat || s->max_tokens == 0) {
+	if (s->api != API_TGI && (s->api == API_CHAT || s->max_tokens == 0)) {
 		dynbuf_reset(b);
-		if (s->chat) {
+		if (s->api == API_CHAT) {
 			add_head(srv, b, s, "chat.completion.chunk");
 			dynbuf_addstr(b,
 			              ",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
@@ -398,19 +507,22 @@ static void events_end(struct server *srv, struct conn *c)
 			              ",\"choices\":[{\"index\":0,\"text\":\"\",\"logprobs\":null,"
 			              "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
 		}
-		send_event(srv, c);
+		api_send_event(srv, c, true);
 	}
-	if (s->include_usage) {
+	if (s->api != API_TGI && s->include_usage) {
 		dynbuf_reset(b);
-		add_head(srv, b, s, s->chat ? "chat.completion.chunk" : "text_completion");
+		add_head(srv, b, s,
+		         s->api == API_CHAT ? "chat.completion.chunk" : "text_completion");
 		dynbuf_addstr(b, ",\"choices\":[],");
-		add_usage(b, s);
+		add_usage(srv, b, s);
 		dynbuf_addstr(b, "}");
-		send_event(srv, c);
+		api_send_event(srv, c, true);
 	}
-	dynbuf_reset(b);
-	dynbuf_addstr(b, "[DONE]");
-	send_event(srv, c);
+	if (s->api != API_TGI) {
+		dynbuf_reset(b);
+		dynbuf_addstr(b, "[DONE]");
+		api_send_event(srv, c, true);
+	}
 	if (s->chunked)
 		out_add(c, "0\r\n\r\n", 5);
 	else
@@ -423,15 +535,59 @@ static void event_malformed(struct server *srv, struct conn *c)
 {
 	struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
+	if (s->api == API_TGI) {
+		tgi_event_malformed(srv, c);
+		return;
+	}
 	dynbuf_reset(b);
-	if (s->chat) {
+	if (s->api == API_CHAT) {
 		add_head(srv, b, s, "chat.completion.chunk");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+		dynbuf_addstr(b,
+		              s->sent < s->reasoning
+		                  ? ",\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\""
+		                  : ",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
 	} else {
 		add_head(srv, b, s, "text_completion");
 		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
 	}
-	send_event(srv, c);
+	api_send_event(srv, c, true);
+}
+
+/* A chat message's text member: the words [from, from + n), or null when
+ * there are none and reasoning is on (as vLLM's reasoning parsers give). */
+static void message_text(struct server *srv, struct dynbuf *b, const struct stream *s,
+                         const char *key, uint32_t from, uint32_t n)
+{
+	dynbuf_addstr(b, key);
+	if (n == 0 && srv->cfg->reasoning) {
+		ADD_LIT(b, "null");
+		return;
+	}
+	ADD_LIT(b, "\"");
+	api_add_words(b, s, from, n);
+	ADD_LIT(b, "\"");
+}
+
+/* The body of a chat or text completion that is not streamed, into b. */
+static int completion_body(struct server *srv, const struct stream *s, struct dynbuf *b)
+{
+	dynbuf_reset(b);
+	if (s->api == API_CHAT) {
+		add_head(srv, b, s, "chat.completion");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\"");
+		if (srv->cfg->reasoning)
+			message_text(srv, b, s, ",\"reasoning_content\":", 0, s->reasoning);
+		message_text(srv, b, s, ",\"content\":", s->reasoning,
+		             s->max_tokens - s->reasoning);
+		dynbuf_addstr(b, "},\"logprobs\":null,\"finish_reason\":\"length\"}],");
+	} else {
+		add_head(srv, b, s, "text_completion");
+		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
+		api_add_words(b, s, 0, s->max_tokens);
+		dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":\"length\"}],");
+	}
+	add_usage(srv, b, s);
+	return dynbuf_addstr(b, "}");
 }
 
 enum body_cut {
@@ -445,27 +601,29 @@ static void plain_body(struct server *srv, struct conn *c, enum body_cut cut)
 {
 	struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
-	dynbuf_reset(b);
-	if (s->chat) {
-		add_head(srv, b, s, "chat.completion");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\","
-		                 "\"content\":\"");
-		add_words(b, s, 0, s->max_tokens);
-		dynbuf_addstr(b, "\"},\"logprobs\":null,\"finish_reason\":\"length\"}],");
-	} else {
-		add_head(srv, b, s, "text_completion");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
-		add_words(b, s, 0, s->max_tokens);
-		dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":\"length\"}],");
+	char extra[128];
+	extra[0] = '\0';
+	int rc;
+	switch ((enum mock_api)s->api) {
+	case API_CHAT:
+	case API_COMPLETION:
+		rc = completion_body(srv, s, b);
+		break;
+	case API_TGI:
+		rc = tgi_body(srv, s, b);
+		tgi_headers(s, extra, sizeof(extra));
+		break;
+	default:
+		rc = pool_body(srv, s, b);
+		break;
 	}
-	add_usage(b, s);
-	if (dynbuf_addstr(b, "}") < 0) {
+	if (rc < 0) {
 		c->overflow = true;
 		return;
 	}
 	if (cut == BODY_CUT_JSON)
 		b->len /= 2;
-	http_respond(c, 200, "application/json", b->data, b->len, NULL);
+	http_respond(c, 200, "application/json", b->data, b->len, extra[0] ? extra : NULL);
 	if (cut == BODY_CUT_WIRE && !c->overflow) {
 		c->out.len -= b->len - b->len / 2;
 		c->out.data[c->out.len] = '\0';
@@ -499,6 +657,15 @@ static bool fault_happens(struct server *srv, struct conn *c, int64_t due)
 	default:
 		return false;
 	}
+}
+
+void api_stream_free(struct stream *s)
+{
+	free(s->tgi_prefix);
+	s->tgi_prefix = NULL;
+	s->tgi_prefix_len = 0;
+	pool_free(s->pq);
+	s->pq = NULL;
 }
 
 void api_pump(struct server *srv, struct conn *c, int64_t now)
@@ -539,16 +706,41 @@ void api_pump(struct server *srv, struct conn *c, int64_t now)
 		else
 			plain_body(srv, c, s->cut_body ? BODY_CUT_JSON : BODY_WHOLE);
 		model_stream_end(&srv->model, s);
+		api_stream_free(s);
 		s->active = false;
 	}
 }
 
-static void generate(struct server *srv, struct conn *c, const struct http_request *req, bool chat,
-                     int64_t now)
+static int parse_request(struct server *srv, enum mock_api api, bool stream_path,
+                         const struct http_request *req, struct gen_req *g, char *err)
+{
+	switch (api) {
+	case API_CHAT:
+	case API_COMPLETION:
+		return parse_gen(req->body, req->body_len, api == API_CHAT, g, err);
+	case API_TGI:
+		return tgi_parse(req->body, req->body_len, stream_path, g, err);
+	default:
+		return pool_parse(srv->cfg, api, req->body, req->body_len, g, err);
+	}
+}
+
+static void gen_req_free(struct gen_req *g)
+{
+	free(g->prefix);
+	g->prefix = NULL;
+	pool_free(g->pq);
+	g->pq = NULL;
+}
+
+static void generate(struct server *srv, struct conn *c, const struct http_request *req,
+                     enum mock_api api, bool stream_path, int64_t now)
 {
 	struct gen_req g;
 	char err[HR_ERRLEN];
-	if (parse_gen(req->body, req->body_len, chat, &g, err) < 0) {
+	memset(&g, 0, sizeof(g));
+	if (parse_request(srv, api, stream_path, req, &g, err) < 0) {
+		gen_req_free(&g);
 		http_error(c, 400, err, NULL);
 		return;
 	}
@@ -561,25 +753,39 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 		         "rate limit reached, retry after %d s (failure injected by headroom-mock)",
 		         MOCK_RETRY_AFTER_S);
 		srv->faults[f]++;
+		gen_req_free(&g);
 		http_error_type(c, 429, "rate_limit_error", msg, extra);
 		return;
 	}
 	if (f == FAULT_500) {
 		srv->faults[f]++;
+		gen_req_free(&g);
 		http_error_type(c, 500, "server_error",
 		                "internal server error (failure injected by headroom-mock)", NULL);
 		return;
 	}
 	struct stream *s = &c->st;
+	api_stream_free(s);
 	memset(s, 0, sizeof(*s));
 	s->active = true;
 	s->fault = (uint8_t)f;
+	s->api = (uint8_t)api;
+	s->pool = api >= API_EMBED;
 	s->sse = g.stream;
-	s->chat = chat;
 	s->include_usage = g.include_usage;
 	s->chunked = !req->http10;
 	s->prompt_tokens = g.prompt_tokens;
 	s->max_tokens = g.max_tokens;
+	if (api == API_CHAT && srv->cfg->reasoning)
+		s->reasoning = srv->cfg->reasoning_tokens < g.max_tokens
+		                   ? srv->cfg->reasoning_tokens
+		                   : g.max_tokens;
+	s->tgi_details = g.details;
+	s->tgi_seed_given = g.seed_given;
+	s->tgi_seed = g.seed;
+	s->tgi_prefix = g.prefix;
+	s->tgi_prefix_len = g.prefix_len;
+	s->pq = g.pq;
 	s->id = id;
 	s->created = wall_ns() / 1000000000LL;
 	model_stream_start(&srv->model, s, now);
@@ -593,7 +799,7 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 	               ? (c->close_after ? "Transfer-Encoding: chunked\r\nConnection: close\r\n"
 	                                 : "Transfer-Encoding: chunked\r\n")
 	               : "Connection: close\r\n");
-	if (chat)
+	if (api == API_CHAT)
 		event_role(srv, c);
 }
 
@@ -626,6 +832,23 @@ static void dcgm_handle(struct server *srv, struct conn *c, const struct http_re
 	}
 }
 
+/* The POST endpoints: every one is a generation request. */
+static const struct route {
+	const char *path;
+	enum mock_api api;
+	bool stream; /* the path streams (TGI's /generate_stream) */
+} routes[] = {
+    {"/v1/chat/completions", API_CHAT, false},
+    {"/v1/completions", API_COMPLETION, false},
+    {"/generate", API_TGI, false},
+    {"/generate_stream", API_TGI, true},
+    {"/v1/embeddings", API_EMBED, false},
+    {"/v1/ranking", API_RANK_NIM, false},
+    {"/v2/rerank", API_RANK_COHERE, false},
+    {"/v1/rerank", API_RANK_COHERE, false},
+    {"/rerank", API_RANK_TEI, false},
+};
+
 void api_handle(struct server *srv, struct conn *c, const struct http_request *req, int64_t now)
 {
 	static const char post_only[] = "Allow: POST\r\n";
@@ -639,16 +862,19 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 		return;
 	}
 
-	bool chat = http_path_is(req, "/v1/chat/completions");
-	bool is_model = req->path_len > plen && memcmp(req->path, models_prefix, plen) == 0;
-	bool metrics = http_path_is(req, "/metrics");
-	if (chat || http_path_is(req, "/v1/completions")) {
+	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {
+		if (!http_path_is(req, routes[i].path))
+			continue;
 		if (http_method_is(req, "POST"))
-			generate(srv, c, req, chat, now);
+			generate(srv, c, req, routes[i].api, routes[i].stream, now);
 		else
 			http_error(c, 405, "use POST", post_only);
-	} else if (!http_path_is(req, "/health") && !http_path_is(req, "/v1/models") && !is_model &&
-	           !metrics) {
+		return;
+	}
+	bool is_model = req->path_len > plen && memcmp(req->path, models_prefix, plen) == 0;
+	bool metrics = http_path_is(req, "/metrics");
+	if (!http_path_is(req, "/health") && !http_path_is(req, "/v1/models") && !is_model &&
+	    !metrics) {
 		http_error(c, 404, "no such endpoint", NULL);
 	} else if (!http_method_is(req, "GET") && !c->head) {
 		http_error(c, 405, "use GET", get_only);
