@@ -16,6 +16,7 @@
 /* run spec */
 #define HR_MAX_NAME_LEN 256
 #define HR_MAX_URL_LEN 2048
+#define HR_MAX_PATH_LEN 4096              /* a file path in a spec (workload.tokenizer) */
 #define HR_MAX_LABELS 64
 #define HR_MAX_LABEL_LEN 256
 #define HR_MAX_HEADERS 64
@@ -68,6 +69,18 @@
 #define HR_WORKER_MAX_IN_FLIGHT 2048
 #define HR_WORKER_HELLO_NS 10000000000LL  /* time allowed for all workers to say hello */
 #define HR_ZMQ_HWM 10000                  /* messages queued per ZeroMQ socket */
+
+/* datasets (lib/dataset.h, docs/datasets.md) */
+#define HR_MAX_DATASET_BYTES (256u << 20) /* one uploaded dataset file -> 413 */
+#define HR_MAX_DATASET_ENTRIES 1000000    /* requests (turns) kept from one dataset */
+#define HR_MAX_DATASET_LINE (8u << 20)    /* one JSONL line, one ShareGPT array element */
+#define HR_MAX_DATASET_TEXT (4u << 20)    /* one prompt, reply or system prompt, in bytes */
+#define HR_MAX_DATASET_EXTRA (64u << 10)  /* one entry's 'extra' object, as compact JSON */
+#define HR_MAX_DATASET_SESSION_ID 256     /* bytes of a session_id or ShareGPT id */
+#define HR_MAX_DATASET_TIME_MS 1e12       /* a 'timestamp' or 'delay', in milliseconds */
+#define HR_MAX_DATASET_PREVIEW 100        /* GET /datasets/{id}/entries?limit= upper bound */
+#define HR_DATASET_PREVIEW_TEXT 4096      /* bytes of each text shown in a preview */
+#define HR_DATASET_PREVIEW_HASH_IDS 1024  /* hash_ids of one entry shown in a preview */
 
 /* daemon */
 #define HR_STORE_QUEUE_MAX 1024           /* writer commands waiting; producers block beyond */

@@ -6,6 +6,7 @@
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "limits.h"
 #include "trace.h"
@@ -586,7 +587,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	static const char *const tkeys[] = {"url",        "endpoint",    "model",
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
-	                                    NULL};
+	                                    "api_key_secret", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -647,6 +648,29 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		json_object_del(t, "api_key_env");
 		s->target.api_key_env = NULL;
 	}
+	json_t *aks = json_object_get(t, "api_key_secret");
+	if (aks && !json_is_null(aks)) {
+		/* the name of a secret the daemon holds (docs/spec.md): only the
+		 * name is stored; the key reaches the workers at run time */
+		if (s->target.api_key_env)
+			return fail(v, "invalid_value", "target.api_key_secret",
+			            "give 'target.api_key_env' or 'target.api_key_secret', not both");
+		s->target.api_key_secret =
+		    get_str(v, t, "api_key_secret", "target.api_key_secret", NULL, 128);
+		if (!s->target.api_key_secret)
+			return -1;
+		const char *e = s->target.api_key_secret;
+		int ok = *e && *e != '.';
+		for (; *e; e++)
+			ok = ok && (isalnum((unsigned char)*e) || *e == '_' || *e == '-' || *e == '.');
+		if (!ok)
+			return fail(v, "invalid_value", "target.api_key_secret",
+			            "'target.api_key_secret' must be a secret's name (letters, digits, "
+			            "'_', '-', '.'; not starting with '.')");
+	} else {
+		json_object_del(t, "api_key_secret");
+		s->target.api_key_secret = NULL;
+	}
 	s->target.headers = get_obj(v, t, "headers", "target.headers", 0);
 	if (!s->target.headers ||
 	    check_string_map(v, s->target.headers, "target.headers", HR_MAX_HEADERS) < 0)
@@ -674,8 +698,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	json_t *wl = get_obj(v, root, "workload", "workload", 0);
 	if (!wl)
 		return -1;
-	static const char *const wkeys[] = {"kind",     "isl",   "osl", "seed",
-	                                    "sessions", "trace", NULL};
+	static const char *const wkeys[] = {"kind",  "isl",       "osl", "seed", "sessions",
+	                                    "trace", "tokenizer", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
@@ -697,6 +721,20 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	s->workload.seed = (uint64_t)seed;
 	if (parse_sessions(v, wl, s) < 0 || parse_trace(v, wl, s) < 0)
 		return -1;
+	json_t *tkz = json_object_get(wl, "tokenizer");
+	if (tkz && !json_is_null(tkz)) {
+		/* a file on the daemon's host, loaded by each worker: prompts of
+		 * exact token lengths (docs/spec.md) */
+		s->workload.tokenizer =
+		    get_str(v, wl, "tokenizer", "workload.tokenizer", NULL, HR_MAX_PATH_LEN);
+		if (!s->workload.tokenizer)
+			return -1;
+		if (!*s->workload.tokenizer || access(s->workload.tokenizer, R_OK) != 0)
+			return fail(v, "invalid_value", "workload.tokenizer",
+			            "'workload.tokenizer' must name a readable tokenizer file "
+			            "(tokenizer.json, .tiktoken or a tiktoken JSON encoder) on the "
+			            "daemon's host");
+	}
 
 	/* load (the profiling phase) */
 	json_t *ld = get_obj(v, root, "load", "load", 1);

@@ -54,6 +54,7 @@ struct spec {
 	struct {
 		const char *url, *model, *api_key_env; /* api_key_env may be NULL */
 		int mock; /* the daemon runs a headroom-mock for the run (url: SPEC_MOCK_URL) */
+		const char *api_key_secret; /* name of a daemon-held secret, or NULL */
 		int endpoint;
 		bool stream;
 		double timeout_s;
@@ -66,6 +67,7 @@ struct spec {
 		uint64_t seed;
 		int sessions; /* multi-turn sessions enabled */
 		struct spec_dist turns, think_s;
+		const char *tokenizer; /* borrowed: path of the tokenizer file, or NULL */
 		const char *trace; /* borrowed JSONL text (trace kind), else NULL */
 		size_t trace_len;
 		size_t trace_entries;

@@ -67,6 +67,8 @@ const char *http_reason(int status)
 		return "OK";
 	case 400:
 		return "Bad Request";
+	case 401:
+		return "Unauthorized";
 	case 404:
 		return "Not Found";
 	case 405:
@@ -336,6 +338,9 @@ enum http_parse_result http_parse(const char *buf, size_t len, struct http_reque
 		} else if (ieq(name, nlen, "connection")) {
 			conn_close |= list_has(v, vlen, "close");
 			conn_keep |= list_has(v, vlen, "keep-alive");
+		} else if (ieq(name, nlen, "authorization")) {
+			req->auth = v;
+			req->auth_len = vlen;
 		} else if (ieq(name, nlen, "expect")) {
 			if (ieq(v, vlen, "100-continue"))
 				req->expect_continue = true;

@@ -54,6 +54,7 @@ static void usage(FILE *f)
 	      "                          reasoning), counted in completion_tokens and in\n"
 	      "                          completion_tokens_details.reasoning_tokens\n"
 	      "  --embedding-dim N       /v1/embeddings vector size, 1 to 16384 (default 32)\n"
+	      "  --api-key KEY           POSTs must send \"Authorization: Bearer KEY\" (else 401)\n"
 	      "  --tokenizer FILE        count prompt tokens (usage.prompt_tokens) with this\n"
 	      "                          tokenizer (tokenizer.json, .tiktoken, tiktoken JSON)\n"
 	      "                          instead of one per whitespace-separated word\n"
@@ -184,6 +185,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		OPT_TOKENIZER,
 		OPT_REASONING,
 		OPT_EMBED_DIM,
+		OPT_API_KEY,
 	};
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, OPT_LISTEN},
@@ -208,6 +210,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	    {"stall-ms", required_argument, NULL, OPT_STALL_MS},
 	    {"fail-seed", required_argument, NULL, OPT_FAIL_SEED},
 	    {"tokenizer", required_argument, NULL, OPT_TOKENIZER},
+	    {"api-key", required_argument, NULL, OPT_API_KEY},
 	    {"reasoning-tokens", required_argument, NULL, OPT_REASONING},
 	    {"embedding-dim", required_argument, NULL, OPT_EMBED_DIM},
 	    {NULL, 0, NULL, 0},
@@ -356,6 +359,13 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 			cfg->fail_seed = v;
 			break;
 		}
+		case OPT_API_KEY:
+			if (!*optarg || strpbrk(optarg, " \t\r\n")) {
+				fprintf(stderr, "headroom-mock: --api-key wants a key without spaces\n");
+				return -1;
+			}
+			cfg->api_key = optarg;
+			break;
 		case OPT_TOKENIZER: {
 			char terr[HR_ERRLEN];
 			tok_free(cfg->tokenizer);

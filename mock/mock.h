@@ -95,6 +95,7 @@ struct mock_config {
 	uint64_t fail_seed;          /* --fail-seed */
 	int64_t stall_ns;            /* --stall-ms; MOCK_NEVER: until the client leaves */
 	struct tok *tokenizer;       /* --tokenizer: prompt tokens counted with it, else words */
+	const char *api_key;         /* --api-key: POSTs need "Authorization: Bearer KEY" */
 	/* more endpoints (pool.c, openai.c) */
 	uint32_t embedding_dim;    /* --embedding-dim: vector size of /v1/embeddings */
 	bool reasoning;            /* --reasoning-tokens given */
@@ -304,6 +305,8 @@ struct http_request {
 	bool http10;
 	bool keep_alive;
 	bool expect_continue;
+	const char *auth; /* the Authorization header's value (in the input), or NULL */
+	size_t auth_len;
 };
 
 enum http_parse_result {

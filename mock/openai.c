@@ -63,6 +63,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #include <jansson.h>
 
@@ -849,6 +850,17 @@ static const struct route {
     {"/rerank", API_RANK_TEI, false},
 };
 
+/* --api-key: a POST must carry "Authorization: Bearer KEY" exactly. */
+static bool authorized(const struct server *srv, const struct http_request *req)
+{
+	const char *key = srv->cfg->api_key;
+	if (!key)
+		return true;
+	size_t klen = strlen(key);
+	return req->auth && req->auth_len == klen + 7 && strncasecmp(req->auth, "Bearer ", 7) == 0 &&
+	       memcmp(req->auth + 7, key, klen) == 0;
+}
+
 void api_handle(struct server *srv, struct conn *c, const struct http_request *req, int64_t now)
 {
 	static const char post_only[] = "Allow: POST\r\n";
@@ -865,7 +877,11 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {
 		if (!http_path_is(req, routes[i].path))
 			continue;
-		if (http_method_is(req, "POST"))
+		if (http_method_is(req, "POST") && !authorized(srv, req))
+			http_error_type(c, 401, "authentication_error",
+			                "missing or wrong API key (Authorization: Bearer KEY)",
+			                "WWW-Authenticate: Bearer\r\n");
+		else if (http_method_is(req, "POST"))
 			generate(srv, c, req, routes[i].api, routes[i].stream, now);
 		else
 			http_error(c, 405, "use POST", post_only);

@@ -29,6 +29,8 @@ static void usage(FILE *f)
 	      "                       port 0 picks a free port)\n"
 	      "  --data DIR           directory of the SQLite store (default ./headroom-data)\n"
 	      "  --worker-bin PATH    headroom-worker to launch (default: beside headroomd)\n"
+	      "  --secrets-dir DIR    secrets for target.api_key_secret: the file DIR/NAME\n"
+	      "                       (mode 600) holds secret NAME (default DATA/secrets)\n"
 	      "  --mock-bin PATH      headroom-mock for runs with target.mock and for\n"
 	      "                       calibrations (default: beside headroomd)\n"
 	      "  --transport ipc|tcp  how workers connect (default ipc)\n"
@@ -58,7 +60,7 @@ int main(int argc, char **argv)
 {
 	const char *listen = "127.0.0.1:8080", *data = "headroom-data", *transport = "ipc";
 	const char *nvml_lib = NULL;
-	char *worker_bin = NULL, *mock_bin = NULL, *data_abs = NULL;
+	char *worker_bin = NULL, *mock_bin = NULL, *data_abs = NULL, *secrets = NULL;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
 	for (int i = 1; i < argc; i++) {
@@ -86,6 +88,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--worker-bin") == 0) {
 			free(worker_bin);
 			worker_bin = xstrdup(v);
+		} else if (strcmp(a, "--secrets-dir") == 0) {
+			free(secrets);
+			secrets = xstrdup(v);
 		} else if (strcmp(a, "--mock-bin") == 0) {
 			free(mock_bin);
 			mock_bin = xstrdup(v);
@@ -119,6 +124,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		free(worker_bin);
 		free(mock_bin);
+		free(secrets);
 		return 1;
 	}
 
@@ -153,12 +159,15 @@ int main(int argc, char **argv)
 	/* workers connect to an ipc socket in the data directory: use its
 	 * absolute path so the endpoint does not depend on anyone's cwd */
 	data_abs = realpath(data, NULL);
+	if (!secrets)
+		secrets = xasprintf("%s/secrets", data_abs ? data_abs : data);
 	struct runner_opts ro = {.data_dir = data_abs ? data_abs : data,
 				 .worker_bin = worker_bin,
 				 .transport = transport,
 				 .default_workers = default_workers,
 				 .nvml_lib = nvml_lib,
-				 .mock_bin = mock_bin};
+				 .mock_bin = mock_bin,
+				 .secrets_dir = secrets};
 	if (runner_start(store, &ro, &runner, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
@@ -181,6 +190,7 @@ out:
 	store_free(store);
 	free(worker_bin);
 	free(mock_bin);
+	free(secrets);
 	free(data_abs);
 	curl_global_cleanup();
 	return status;

@@ -3,6 +3,8 @@
 
 #include <errno.h>
 #include <pthread.h>
+#include <sys/stat.h>
+#include <fcntl.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -78,6 +80,8 @@ struct run_ctx {
 	int cancelled, interrupted;
 	long long records;
 	long long stored_base; /* runner.stored when the run began */
+	char **envp;           /* workers' environment with the API key, or NULL: environ */
+	char *key_var;         /* the entry of envp holding it (wiped at the end) */
 	/* the daemon's own sample (client.h) */
 	int64_t next_sample, last_sample, last_cpu;
 };
@@ -231,7 +235,8 @@ static int spawn_worker(struct run_ctx *c, int i)
 	char *argv[] = {(char *)"headroom-worker", (char *)"--connect", c->endpoint,
 			(char *)"--index", idx, NULL};
 	pid_t pid;
-	int rc = posix_spawn(&pid, c->r->o.worker_bin, NULL, NULL, argv, environ);
+	int rc = posix_spawn(&pid, c->r->o.worker_bin, NULL, NULL, argv,
+			     c->envp ? c->envp : environ);
 	if (rc != 0) {
 		fail_run(c, "cannot start %s: %s", c->r->o.worker_bin, strerror(rc));
 		return -1;
@@ -241,6 +246,80 @@ static int spawn_worker(struct run_ctx *c, int i)
 	c->w[i].last_seen = mono_ns();
 	runs_worker_update(c->r->store, c->id, i, pid, 0, 0, "started", -1, NULL);
 	return 0;
+}
+
+#define SECRET_MAX_BYTES 4096
+#define SECRET_ENV "HEADROOM_TARGET_API_KEY"
+
+/* target.api_key_secret: reads DIR/NAME (a regular file, not readable by
+ * group or others, at most SECRET_MAX_BYTES, one line) and hands it to the
+ * workers in their environment, as SECRET_ENV, which the spec they get
+ * names as target.api_key_env. The stored spec keeps only the name.
+ * Returns 0 or -1 with err. */
+static int resolve_secret(struct run_ctx *c, char *err)
+{
+	const char *name = c->spec.target.api_key_secret;
+	const char *dir = c->r->o.secrets_dir;
+	if (!dir)
+		return errf(err, "target.api_key_secret: the daemon has no secrets directory");
+	char path[4200];
+	snprintf(path, sizeof path, "%s/%s", dir, name);
+	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+	struct stat st;
+	if (fd < 0)
+		return errf(err, "target.api_key_secret: no secret '%s' in %s (%s)", name, dir,
+			    strerror(errno));
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SECRET_MAX_BYTES) {
+		close(fd);
+		return errf(err, "target.api_key_secret: %s is not a file of at most %d bytes", path,
+			    SECRET_MAX_BYTES);
+	}
+	if (st.st_mode & 077) {
+		close(fd);
+		return errf(err, "target.api_key_secret: %s is readable by others (chmod 600 it)",
+			    path);
+	}
+	char buf[SECRET_MAX_BYTES + 1];
+	ssize_t n = read(fd, buf, SECRET_MAX_BYTES);
+	close(fd);
+	if (n < 0)
+		return errf(err, "target.api_key_secret: cannot read %s: %s", path, strerror(errno));
+	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
+		n--;
+	buf[n] = '\0';
+	int bad = n == 0;
+	for (ssize_t i = 0; i < n; i++)
+		bad |= (unsigned char)buf[i] < 0x20 || buf[i] == 0x7f;
+	if (bad) {
+		explicit_bzero(buf, sizeof buf);
+		return errf(err, "target.api_key_secret: %s must hold one line of text", path);
+	}
+	size_t ne = 0;
+	while (environ[ne])
+		ne++;
+	c->envp = xcalloc(ne + 2, sizeof *c->envp);
+	size_t k = 0;
+	for (size_t i = 0; i < ne; i++)
+		if (strncmp(environ[i], SECRET_ENV "=", sizeof SECRET_ENV) != 0)
+			c->envp[k++] = environ[i];
+	c->key_var = xasprintf("%s=%s", SECRET_ENV, buf);
+	explicit_bzero(buf, sizeof buf);
+	c->envp[k] = c->key_var;
+	json_t *t = json_object_get(c->spec.json, "target");
+	json_object_del(t, "api_key_secret");
+	json_object_set_new(t, "api_key_env", json_string(SECRET_ENV));
+	return 0;
+}
+
+static void forget_secret(struct run_ctx *c)
+{
+	if (c->key_var) {
+		explicit_bzero(c->key_var, strlen(c->key_var));
+		free(c->key_var);
+	}
+	free(c->envp);
+	c->envp = NULL;
+	c->key_var = NULL;
 }
 
 /* --- message handling ------------------------------------------------------------ */
@@ -617,9 +696,10 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		/* a headroom-mock of our own for this run: the workers get its
 		 * address as target.url */
 		if (!r->o.mock_bin || mockproc_start(&mock, r->o.mock_bin, err) < 0) {
-			runs_finish(r->store, id, RUN_FAILED,
-				    r->o.mock_bin ? err : "no headroom-mock to start (--mock-bin)",
-				    NULL, err);
+			char why[HR_ERRLEN];
+			snprintf(why, sizeof why, "%s",
+				 r->o.mock_bin ? err : "no headroom-mock to start (--mock-bin)");
+			runs_finish(r->store, id, RUN_FAILED, why, NULL, err);
 			calib_run_finished(r->store, id, spec_json);
 			json_decref(run_json);
 			return;
@@ -642,6 +722,14 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		return;
 	}
 	json_decref(run_json);
+	char why[HR_ERRLEN];
+	if (c.spec.target.api_key_secret && resolve_secret(&c, why) < 0) {
+		runs_finish(r->store, id, RUN_FAILED, why, NULL, err);
+		calib_run_finished(r->store, id, spec_json);
+		mockproc_stop(&mock);
+		spec_release(&c.spec);
+		return;
+	}
 	c.stored_base = atomic_load(&r->stored);
 	c.n = c.spec.workers;
 	if (c.spec.load.mode == SPEC_LOAD_CONCURRENCY && c.spec.load.requests > 0 &&
@@ -711,6 +799,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	}
 	terminate_all(&c);
 	reap(&c);
+	forget_secret(&c);
 	post_progress(&c);
 	collector_stop(tele);
 	mockproc_stop(&mock);

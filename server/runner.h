@@ -22,6 +22,7 @@ struct runner_opts {
 	int default_workers;     /* used when a spec gives none */
 	const char *nvml_lib;    /* borrowed; NULL: HEADROOM_NVML_LIB or the system's */
 	const char *mock_bin;    /* borrowed; headroom-mock for specs with target.mock */
+	const char *secrets_dir; /* borrowed; target.api_key_secret NAME is the file DIR/NAME */
 };
 
 struct runner;
