@@ -42,6 +42,7 @@ static const char general_help[] =
     "  calibrate [--osl N,N,...] [--duration S]     measure this host's client ceiling\n"
     "  profile -m MODEL --url URL [AIPerf flags]    a run from `aiperf profile` flags\n"
     "  tokenize --tokenizer FILE [--count]          token ids of stdin (tokenize --help)\n"
+    "  dataset upload|list|show ...                 datasets of prompts (dataset --help)\n"
     "  help [COMMAND]                               help on one command\n"
     "\n"
     "options (anywhere on the line):\n"
@@ -462,13 +463,18 @@ static int run_help(const struct cli_opts *o)
 
 int main(int argc, char **argv)
 {
-	/* commands with their own flag sets: tokenize (local), profile (AIPerf's) */
+	/* commands with their own flag sets: tokenize (local), profile (AIPerf's),
+	 * dataset (subcommands) */
 	if (argc > 1 && strcmp(argv[1], "tokenize") == 0) {
 		int cmd_tokenize(int, char **);
 		return cmd_tokenize(argc - 1, argv + 1);
 	}
 	if (argc > 1 && strcmp(argv[1], "profile") == 0)
 		return cmd_profile(argc - 1, argv + 1);
+	if (argc > 1 && strcmp(argv[1], "dataset") == 0) {
+		int cmd_dataset(int, char **);
+		return cmd_dataset(argc - 1, argv + 1);
+	}
 	struct parsed p;
 	memset(&p, 0, sizeof(p));
 	p.pos = xcalloc((size_t)(argc > 0 ? argc : 1), sizeof(*p.pos));

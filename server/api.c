@@ -12,6 +12,7 @@
 
 #include "calibrate.h"
 #include "client.h"
+#include "datasets.h"
 #include "dynbuf.h"
 #include "export.h"
 #include "limits.h"
@@ -37,6 +38,7 @@ struct api {
 struct req {
 	struct dynbuf body;
 	int too_large;
+	struct ds_upload *upload; /* POST /datasets: the body streams to a file instead */
 };
 
 struct call {
@@ -45,6 +47,7 @@ struct call {
 	int64_t id; /* the {id} path parameter, when the route has one */
 	const char *body;
 	size_t body_len;
+	struct ds_upload *upload; /* POST /datasets: the uploaded file */
 };
 
 /* --- responses --------------------------------------------------------------- */
@@ -501,6 +504,165 @@ static enum MHD_Result h_calib_get(struct call *k)
 	return reply_json(k->conn, 200, cal);
 }
 
+/* --- datasets (docs/datasets.md) ------------------------------------------------------------ */
+
+static enum MHD_Result dataset_not_found(struct call *k)
+{
+	return reply_error(k->conn, 404, "not_found", "id", "no dataset with id %lld",
+			   (long long)k->id);
+}
+
+/* 400 invalid_dataset: the error names the line (or null) and the field. */
+static enum MHD_Result reply_bad_dataset(struct MHD_Connection *c, const struct ds_error *de)
+{
+	json_t *e = json_pack("{s:{s:s, s:s, s:o, s:o}}", "error", "code", "invalid_dataset",
+			      "message", de->message[0] ? de->message : "invalid dataset", "field",
+			      de->field[0] ? json_string(de->field) : json_null(), "line",
+			      de->line ? json_integer(de->line) : json_null());
+	return reply_json(c, 400, e);
+}
+
+/* An optional length filter of the query: 1..HR_MAX_DATASET_TEXT. */
+static int filter_arg(struct call *k, const char *name, uint32_t *out, int *given)
+{
+	const char *s = arg(k->conn, name);
+	long long v;
+	*out = 0;
+	if (!s)
+		return 0;
+	if (parse_int(s, 1, HR_MAX_DATASET_TEXT, &v) < 0)
+		return -1;
+	*out = (uint32_t)v;
+	*given = 1;
+	return 0;
+}
+
+static enum MHD_Result h_dataset_create(struct call *k)
+{
+	if (!k->upload)
+		return reply_internal(k->conn, "the upload was not kept");
+	struct ds_create c = {0};
+	const char *f = arg(k->conn, "format");
+	if (!f)
+		return reply_error(k->conn, 400, "missing_field", "format",
+				   "'format' is required: single_turn, multi_turn, random_pool, "
+				   "mooncake_trace or sharegpt");
+	if (ds_format_parse(f, &c.format) < 0)
+		return reply_error(k->conn, 400, "invalid_value", "format",
+				   "'format' must be single_turn, multi_turn, random_pool, "
+				   "mooncake_trace or sharegpt");
+	c.name = arg(k->conn, "name");
+	if (c.name) {
+		size_t n = strlen(c.name);
+		int ok = n >= 1 && n <= HR_MAX_NAME_LEN;
+		for (size_t i = 0; ok && i < n; i++)
+			ok = (unsigned char)c.name[i] >= 0x20 && c.name[i] != 0x7f;
+		json_t *utf8 = ok ? json_string(c.name) : NULL; /* NULL: not UTF-8 */
+		json_decref(utf8);
+		if (!utf8)
+			return reply_error(k->conn, 400, "invalid_value", "name",
+					   "'name' must be 1 to %d bytes of UTF-8 text without "
+					   "control characters",
+					   HR_MAX_NAME_LEN);
+	}
+	static const char *const filters[] = {"min_prompt", "max_prompt", "min_reply", "max_reply"};
+	uint32_t *dst[] = {&c.opts.min_prompt, &c.opts.max_prompt, &c.opts.min_reply,
+			   &c.opts.max_reply};
+	int given = 0;
+	for (size_t i = 0; i < HR_ARRAY_LEN(filters); i++)
+		if (filter_arg(k, filters[i], dst[i], &given) < 0)
+			return reply_error(k->conn, 400, "out_of_range", filters[i],
+					   "'%s' must be an integer from 1 to %u", filters[i],
+					   HR_MAX_DATASET_TEXT);
+	const char *unit = arg(k->conn, "unit");
+	if (unit && strcmp(unit, "chars") != 0 && strcmp(unit, "words") != 0)
+		return reply_error(k->conn, 400, "invalid_value", "unit",
+				   "'unit' must be chars or words");
+	c.opts.unit = unit && strcmp(unit, "words") == 0 ? DS_UNIT_WORDS : DS_UNIT_CHARS;
+	if ((given || unit) && c.format != DS_SHAREGPT)
+		return reply_error(k->conn, 400, "invalid_value", unit && !given ? "unit" : "format",
+				   "length filters (min_prompt, max_prompt, min_reply, max_reply, "
+				   "unit) apply to the sharegpt format only");
+	if (c.opts.max_prompt && c.opts.min_prompt > c.opts.max_prompt)
+		return reply_error(k->conn, 400, "invalid_value", "max_prompt",
+				   "'max_prompt' is below 'min_prompt'");
+	if (c.opts.max_reply && c.opts.min_reply > c.opts.max_reply)
+		return reply_error(k->conn, 400, "invalid_value", "max_reply",
+				   "'max_reply' is below 'min_reply'");
+
+	json_t *out;
+	struct ds_error de;
+	char err[HR_ERRLEN];
+	int rc = datasets_create(k->a->store, k->upload, &c, &out, &de, err);
+	if (rc == -400)
+		return reply_bad_dataset(k->conn, &de);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	char url[64];
+	snprintf(url, sizeof url, "/api/v1/datasets/%lld",
+		 (long long)json_integer_value(json_object_get(out, "id")));
+	char *s = json_dumps(out, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	json_decref(out);
+	if (!s)
+		return reply_internal(k->conn, "the dataset could not be encoded");
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(s), s, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_LOCATION, url);
+	enum MHD_Result ret = MHD_queue_response(k->conn, (unsigned)rc, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
+static enum MHD_Result h_dataset_list(struct call *k)
+{
+	long long limit = HR_DEFAULT_PAGE_LIMIT;
+	const char *l = arg(k->conn, "limit");
+	if (l && parse_int(l, 1, HR_MAX_PAGE_LIMIT, &limit) < 0)
+		return reply_error(k->conn, 400, "out_of_range", "limit",
+				   "'limit' must be an integer from 1 to %d", HR_MAX_PAGE_LIMIT);
+	json_t *out;
+	char err[HR_ERRLEN];
+	if (datasets_list(k->a->store, (int)limit, &out, err) < 0)
+		return reply_internal(k->conn, err);
+	return reply_json(k->conn, 200, out);
+}
+
+static enum MHD_Result h_dataset_get(struct call *k)
+{
+	json_t *out;
+	char err[HR_ERRLEN];
+	int rc = datasets_get(k->a->store, k->id, &out, err);
+	if (rc == -404)
+		return dataset_not_found(k);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	return reply_json(k->conn, 200, out);
+}
+
+static enum MHD_Result h_dataset_entries(struct call *k)
+{
+	long long limit = 10, offset = 0;
+	const char *l = arg(k->conn, "limit");
+	if (l && parse_int(l, 1, HR_MAX_DATASET_PREVIEW, &limit) < 0)
+		return reply_error(k->conn, 400, "out_of_range", "limit",
+				   "'limit' must be an integer from 1 to %d", HR_MAX_DATASET_PREVIEW);
+	const char *o = arg(k->conn, "offset");
+	if (o && parse_int(o, 0, HR_MAX_DATASET_ENTRIES - 1, &offset) < 0)
+		return reply_error(k->conn, 400, "out_of_range", "offset",
+				   "'offset' must be an integer from 0 to %d",
+				   HR_MAX_DATASET_ENTRIES - 1);
+	json_t *out;
+	char err[HR_ERRLEN];
+	int rc = datasets_entries(k->a->store, k->id, (size_t)offset, (size_t)limit, &out, err);
+	if (rc == -404)
+		return dataset_not_found(k);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	return reply_json(k->conn, 200, out);
+}
+
 /* --- routing ---------------------------------------------------------------------- */
 
 struct route {
@@ -522,6 +684,10 @@ static const struct route routes[] = {
 	{"POST", "/api/v1/calibrations", h_calib_create},
 	{"GET", "/api/v1/calibrations", h_calib_list},
 	{"GET", "/api/v1/calibrations/{id}", h_calib_get},
+	{"POST", "/api/v1/datasets", h_dataset_create},
+	{"GET", "/api/v1/datasets", h_dataset_list},
+	{"GET", "/api/v1/datasets/{id}", h_dataset_get},
+	{"GET", "/api/v1/datasets/{id}/entries", h_dataset_entries},
 };
 
 void api_list_routes(FILE *out)
@@ -606,12 +772,22 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 					   "'%s' does not end in a valid id", url);
 		k.body = rq->body.data ? rq->body.data : "";
 		k.body_len = rq->body.len;
+		k.upload = rq->upload;
 		return routes[i].fn(&k);
 	}
 	if (path_known)
 		return reply_error(conn, 405, "method_not_allowed", NULL,
 				   "%s is not allowed on %s", method, url);
 	return reply_error(conn, 404, "not_found", NULL, "no such route: %s", url);
+}
+
+static enum MHD_Result reply_too_large(struct MHD_Connection *conn, int dataset)
+{
+	if (dataset)
+		return reply_error(conn, 413, "body_too_large", NULL,
+				   "the dataset is larger than %u bytes", HR_MAX_DATASET_BYTES);
+	return reply_error(conn, 413, "body_too_large", NULL,
+			   "request body is larger than %u bytes", HR_MAX_BODY_BYTES);
 }
 
 static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
@@ -624,26 +800,43 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq = xcalloc(1, sizeof *rq);
 		dynbuf_init(&rq->body, HR_MAX_BODY_BYTES);
 		*con_cls = rq;
+		/* a dataset upload has its own, larger bound and goes to a file */
+		int64_t unused;
+		int dataset = strcmp(method, "POST") == 0 && match("/api/v1/datasets", url, &unused);
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		long long n;
-		if (cl && parse_int(cl, 0, INT64_MAX, &n) == 0 && n > (long long)HR_MAX_BODY_BYTES)
-			return reply_error(conn, 413, "body_too_large", NULL,
-					   "request body is larger than %u bytes",
-					   HR_MAX_BODY_BYTES);
+		if (cl && parse_int(cl, 0, INT64_MAX, &n) == 0 &&
+		    n > (long long)(dataset ? HR_MAX_DATASET_BYTES : HR_MAX_BODY_BYTES))
+			return reply_too_large(conn, dataset);
+		if (dataset) {
+			char err[HR_ERRLEN];
+			rq->upload = ds_upload_begin(a->store, err);
+			if (!rq->upload)
+				return reply_internal(conn, err);
+		}
 		return MHD_YES;
 	}
 	if (*upload_data_size) {
 		/* a body that outgrows the bound (chunked uploads have no length
 		 * up front) is read and discarded; the 413 goes on the final call */
-		if (!rq->too_large && dynbuf_add(&rq->body, upload_data, *upload_data_size) < 0)
+		if (rq->upload) {
+			if (!rq->too_large && ds_upload_bytes(rq->upload) + *upload_data_size >
+						  HR_MAX_DATASET_BYTES) {
+				rq->too_large = 1;
+				ds_upload_discard(rq->upload);
+			} else if (!rq->too_large) {
+				ds_upload_write(rq->upload, upload_data, *upload_data_size);
+			}
+		} else if (!rq->too_large &&
+			   dynbuf_add(&rq->body, upload_data, *upload_data_size) < 0) {
 			rq->too_large = 1;
+		}
 		*upload_data_size = 0;
 		return MHD_YES;
 	}
 	if (rq->too_large)
-		return reply_error(conn, 413, "body_too_large", NULL,
-				   "request body is larger than %u bytes", HR_MAX_BODY_BYTES);
+		return reply_too_large(conn, rq->upload != NULL);
 	return dispatch(a, conn, url, method, rq);
 }
 
@@ -654,6 +847,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	if (!rq)
 		return;
 	dynbuf_release(&rq->body);
+	ds_upload_free(rq->upload);
 	free(rq);
 	*con_cls = NULL;
 }

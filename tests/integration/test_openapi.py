@@ -439,6 +439,39 @@ class DocumentTest(unittest.TestCase):
         self.assertEqual(list_params["limit"]["schema"]["default"], lim["HR_DEFAULT_PAGE_LIMIT"])
         self.assertIn(str(lim["HR_MAX_BODY_BYTES"]),
                       self.raw["components"]["responses"]["TooLarge"]["description"])
+        # datasets (docs/datasets.md)
+        self.assertIn(str(lim["HR_MAX_DATASET_BYTES"]),
+                      self.raw["components"]["responses"]["DatasetTooLarge"]["description"])
+        self.assertIn(str(lim["HR_MAX_DATASET_BYTES"]), self.raw["info"]["description"])
+        up = {p["name"]: p for p in self.raw["paths"]["/api/v1/datasets"]["post"]["parameters"]}
+        for f in ("min_prompt", "max_prompt", "min_reply", "max_reply"):
+            self.assertEqual(up[f]["schema"]["maximum"], lim["HR_MAX_DATASET_TEXT"])
+        pv = {p["name"]: p for p in
+              self.raw["paths"]["/api/v1/datasets/{id}/entries"]["get"]["parameters"]}
+        ds, ent = sch["Dataset"]["properties"], sch["DatasetEntry"]["properties"]
+        opts = sch["DatasetOptions"]["oneOf"][1]["properties"]
+        for got, want in (
+                (pv["limit"]["schema"]["maximum"], lim["HR_MAX_DATASET_PREVIEW"]),
+                (pv["offset"]["schema"]["maximum"], lim["HR_MAX_DATASET_ENTRIES"] - 1),
+                (sch["DatasetEntries"]["properties"]["entries"]["maxItems"],
+                 lim["HR_MAX_DATASET_PREVIEW"]),
+                (ds["entries"]["maximum"], lim["HR_MAX_DATASET_ENTRIES"]),
+                (ds["sessions"]["maximum"], lim["HR_MAX_DATASET_ENTRIES"]),
+                (ds["bytes"]["maximum"], lim["HR_MAX_DATASET_BYTES"]),
+                (ds["name"]["maxLength"], lim["HR_MAX_NAME_LEN"]),
+                (ent["text"]["maxLength"], lim["HR_DATASET_PREVIEW_TEXT"]),
+                (ent["reply"]["maxLength"], lim["HR_DATASET_PREVIEW_TEXT"]),
+                (ent["system"]["maxLength"], lim["HR_DATASET_PREVIEW_TEXT"]),
+                (ent["text_bytes"]["maximum"], lim["HR_MAX_DATASET_TEXT"]),
+                (ent["hash_ids"]["maxItems"], lim["HR_DATASET_PREVIEW_HASH_IDS"]),
+                (ent["session_id"]["maxLength"], lim["HR_MAX_DATASET_SESSION_ID"]),
+                (ent["turn"]["maximum"], lim["HR_MAX_TURNS"] - 1),
+                (ent["output_length"]["maximum"], lim["HR_MAX_OSL"]),
+                (ent["input_length"]["maximum"], lim["HR_MAX_ISL"]),
+                (ent["timestamp_ms"]["maximum"], lim["HR_MAX_DATASET_TIME_MS"]),
+                (ent["delay_ms"]["maximum"], lim["HR_MAX_DATASET_TIME_MS"]),
+                (opts["max_reply"]["maximum"], lim["HR_MAX_DATASET_TEXT"])):
+            self.assertEqual(got, want)
 
     def test_spec_schema_examples(self):
         """The RunSpec schema accepts the documented examples and expresses
@@ -1184,6 +1217,74 @@ class ApiSurfaceTest(_ApiBase):
             self.error("GET", "/calibrations?" + q, 400, "out_of_range", "limit")
         lst, _ = self.req("GET", "/calibrations?limit=5", 200)
         self.assertEqual(lst, {"calibrations": []})
+
+    def test_datasets(self):
+        """Every dataset route and status (docs/datasets.md; the formats
+        themselves are exercised in test_datasets.py)."""
+        octet = {"Content-Type": "application/octet-stream"}
+        single = b'{"text": "hello", "output_length": 4, "extra": {"top_p": 1}}\n'
+        ds, hdrs = self.req("POST", "/datasets?format=single_turn&name=openapi", 201,
+                            raw=single, headers=octet)
+        self.assertEqual(hdrs.get("Location"), "/api/v1/datasets/%d" % ds["id"])
+        again, _ = self.req("POST", "/datasets?format=single_turn", 200, raw=single,
+                            headers=octet)
+        self.assertEqual(again, ds)
+        sgpt = json.dumps([{"id": "x", "conversations": [
+            {"from": "human", "value": "a question"}, {"from": "gpt", "value": "an answer"}]},
+            {"conversations": []}]).encode()
+        filt, _ = self.req("POST", "/datasets?format=sharegpt&max_reply=5&unit=words", 201,
+                           raw=sgpt, headers=octet)
+        self.assertEqual(filt["stats"]["skipped"], 1)
+        multi = (b'{"session_id": "s", "turns": [{"role": "system", "text": "sys"}, '
+                 b'{"text": "a", "delay": 5}, {"text": "b", "delay": 6}]}\n')
+        mt, _ = self.req("POST", "/datasets?format=multi_turn", 201, raw=multi, headers=octet)
+        trace = (b'{"timestamp": 0, "input_length": 5, "output_length": 2, "hash_ids": [3]}\n'
+                 b'{"timestamp": 2, "input_length": 6, "output_length": 2}\n')
+        mc, _ = self.req("POST", "/datasets?format=mooncake_trace", 201, raw=trace,
+                         headers=octet)
+        for d in (ds, filt, mt, mc):
+            one, _ = self.req("GET", "/datasets/%d" % d["id"], 200)
+            self.assertEqual(one, d)
+            ent, _ = self.req("GET", "/datasets/%d/entries?limit=100&offset=0" % d["id"], 200)
+            self.assertEqual(len(ent["entries"]), d["entries"])
+        lst, _ = self.req("GET", "/datasets?limit=1000", 200)
+        self.assertEqual([d["id"] for d in lst["datasets"]][:4],
+                         [mc["id"], mt["id"], filt["id"], ds["id"]])
+        self.req("GET", "/datasets/", 200)
+        err = self.error("POST", "/datasets?format=multi_turn", 400, "invalid_dataset",
+                         "turns[1].text", raw=b'{"turns": [{"text": "a"}, {"text": 1}]}\n',
+                         headers=octet)
+        self.assertEqual(err["error"]["line"], 1)
+        err = self.error("POST", "/datasets?format=sharegpt", 400, "invalid_dataset", None,
+                         raw=b"[]", headers=octet)
+        self.assertIsNone(err["error"]["line"])
+        self.error("POST", "/datasets", 400, "missing_field", "format", raw=single,
+                   headers=octet)
+        self.error("POST", "/datasets?format=json", 400, "invalid_value", "format", raw=single,
+                   headers=octet)
+        self.error("POST", "/datasets?format=sharegpt&min_reply=0", 400, "out_of_range",
+                   "min_reply", raw=sgpt, headers=octet)
+        self.error("GET", "/datasets?limit=0", 400, "out_of_range", "limit")
+        self.error("GET", "/datasets/999999", 404, "not_found", "id")
+        self.error("GET", "/datasets/x/entries", 404, "not_found", "id")
+        self.error("GET", "/datasets/%d/entries?limit=101" % ds["id"], 400, "out_of_range",
+                   "limit")
+        self.error("GET", "/datasets/%d/entries?offset=1000000" % ds["id"], 400, "out_of_range",
+                   "offset")
+        self.error("DELETE", "/datasets/%d" % ds["id"], 405, "method_not_allowed", None)
+        self.error("POST", "/datasets/%d/entries" % ds["id"], 405, "method_not_allowed", None,
+                   raw=b"")
+        head = (b"POST /api/v1/datasets?format=single_turn HTTP/1.1\r\nHost: x\r\n"
+                b"Content-Length: %d\r\n\r\n" % ((256 << 20) + 1))
+        st, hdrs, body = upload(self.daemon.addr, head, [b" " * 65536])
+        self.assertEqual(st, 413)
+        parsed = self.doc.check("POST", "/api/v1/datasets", st, hdrs, body)
+        self.assertEqual(parsed["error"]["code"], "body_too_large")
+        # a body over 1 MiB but within the dataset bound is read
+        big = b'{"text": "%s"}\n' % (b"w " * 400000) * 2
+        self.assertGreater(len(big), MAX_BODY)
+        b, _ = self.req("POST", "/datasets?format=random_pool", 201, raw=big, headers=octet)
+        self.assertEqual(b["entries"], 2)
 
     def test_too_large(self):
         addr = self.daemon.addr
