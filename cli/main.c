@@ -461,8 +461,35 @@ static int run_help(const struct cli_opts *o)
 	return EXIT_OK;
 }
 
+/* Commands with flag sets of their own (tokenize, profile, dataset) may come
+ * after the global --url: `headroom --url U dataset list` runs as
+ * `headroom dataset list --url U` (for profile, whose --url is the
+ * inference server, as `--daemon U`). Rewrites argv in place. */
+static void hoist_command(int argc, char **argv)
+{
+	int i = 1;
+	while (i < argc && (strcmp(argv[i], "--url") == 0 || strncmp(argv[i], "--url=", 6) == 0))
+		i += strcmp(argv[i], "--url") == 0 ? 2 : 1;
+	if (i <= 1 || i >= argc)
+		return;
+	const char *cmd = argv[i];
+	if (strcmp(cmd, "tokenize") && strcmp(cmd, "profile") && strcmp(cmd, "dataset"))
+		return;
+	char *word = argv[i];
+	memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof *argv);
+	argv[1] = word;
+	if (strcmp(cmd, "profile") == 0)
+		for (int k = 2; k <= i; k++) {
+			if (strcmp(argv[k], "--url") == 0)
+				argv[k] = (char *)"--daemon";
+			else if (strncmp(argv[k], "--url=", 6) == 0)
+				argv[k] = xasprintf("--daemon=%s", argv[k] + 6); /* lives as argv does */
+		}
+}
+
 int main(int argc, char **argv)
 {
+	hoist_command(argc, argv);
 	/* commands with their own flag sets: tokenize (local), profile (AIPerf's),
 	 * dataset (subcommands) */
 	if (argc > 1 && strcmp(argv[1], "tokenize") == 0) {

@@ -20,6 +20,7 @@ enum rng_stream {
 	RNG_STREAM_CANCEL = 6,         /* which requests are cancelled */
 	RNG_STREAM_TURNS = 7,          /* turns per session */
 	RNG_STREAM_THINK = 8,          /* think time between turns */
+	RNG_STREAM_DATASET = 9,        /* which dataset entry a request takes (random, shuffle) */
 };
 
 /* A 64-bit hash of the triple (splitmix64 finaliser over a mix). */

@@ -426,6 +426,58 @@ static int parse_sessions(struct vctx *v, json_t *wl, struct spec *s)
 	return 0;
 }
 
+/* workload.dataset: {"id", "sampling"?, and "sha256", "format" as the API
+ * filled them in when the spec was submitted}. Whether the dataset exists
+ * and suits the load mode is the daemon's check (it has the store). */
+static int parse_dataset(struct vctx *v, json_t *wl, struct spec *s)
+{
+	json_t *d = json_object_get(wl, "dataset");
+	if (s->workload.kind != SPEC_WL_DATASET) {
+		if (d && !json_is_null(d))
+			return fail(v, "invalid_value", "workload.dataset",
+			            "'workload.dataset' needs 'workload.kind' \"dataset\"");
+		json_object_del(wl, "dataset");
+		return 0;
+	}
+	if (!d || json_is_null(d))
+		return fail(v, "missing_field", "workload.dataset",
+		            "'workload.dataset' (an uploaded dataset's id) is required");
+	if (!json_is_object(d))
+		return fail(v, "wrong_type", "workload.dataset", "'workload.dataset' must be an object");
+	static const char *const keys[] = {"id", "sampling", "sha256", "format", NULL};
+	if (check_keys(v, d, "workload.dataset", keys) < 0)
+		return -1;
+	double id;
+	if (get_num(v, d, "id", "workload.dataset.id", 0, 0, 1, 9007199254740991.0, 1, &id) < 0)
+		return -1;
+	s->workload.dataset_id = (int64_t)id;
+	const char *sm = get_str(v, d, "sampling", "workload.dataset.sampling", "", 32);
+	if (!sm)
+		return -1;
+	if (!*sm)
+		s->workload.sampling = SPEC_SAMPLE_DEFAULT;
+	else if (strcmp(sm, "sequential") == 0)
+		s->workload.sampling = SPEC_SAMPLE_SEQUENTIAL;
+	else if (strcmp(sm, "random") == 0)
+		s->workload.sampling = SPEC_SAMPLE_RANDOM;
+	else if (strcmp(sm, "shuffle") == 0)
+		s->workload.sampling = SPEC_SAMPLE_SHUFFLE;
+	else
+		return fail(v, "invalid_value", "workload.dataset.sampling",
+		            "'workload.dataset.sampling' must be \"sequential\", \"random\" or "
+		            "\"shuffle\"");
+	if (!*sm)
+		json_object_del(d, "sampling");
+	if (!get_str(v, d, "sha256", "workload.dataset.sha256", "", 64) ||
+	    !get_str(v, d, "format", "workload.dataset.format", "", 32))
+		return -1;
+	if (s->workload.sessions)
+		return fail(v, "invalid_value", "workload.sessions",
+		            "a dataset brings its own conversations: 'workload.sessions' does not "
+		            "apply");
+	return 0;
+}
+
 static int parse_trace(struct vctx *v, json_t *wl, struct spec *s)
 {
 	json_t *t = json_object_get(wl, "trace");
@@ -698,8 +750,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	json_t *wl = get_obj(v, root, "workload", "workload", 0);
 	if (!wl)
 		return -1;
-	static const char *const wkeys[] = {"kind",  "isl",       "osl", "seed", "sessions",
-	                                    "trace", "tokenizer", NULL};
+	static const char *const wkeys[] = {"kind",  "isl",       "osl",     "seed", "sessions",
+	                                    "trace", "tokenizer", "dataset", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
@@ -709,9 +761,11 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		s->workload.kind = SPEC_WL_SYNTHETIC;
 	else if (strcmp(kind, "trace") == 0)
 		s->workload.kind = SPEC_WL_TRACE;
+	else if (strcmp(kind, "dataset") == 0)
+		s->workload.kind = SPEC_WL_DATASET;
 	else
 		return fail(v, "invalid_value", "workload.kind",
-		            "'workload.kind' must be \"synthetic\" or \"trace\"");
+		            "'workload.kind' must be \"synthetic\", \"trace\" or \"dataset\"");
 	if (parse_dist(v, wl, "isl", 128, HR_MAX_ISL, &s->workload.isl) < 0 ||
 	    parse_dist(v, wl, "osl", 128, HR_MAX_OSL, &s->workload.osl) < 0)
 		return -1;
@@ -719,7 +773,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	if (get_num(v, wl, "seed", "workload.seed", 0, 1, 0, 9007199254740991.0, 1, &seed) < 0)
 		return -1;
 	s->workload.seed = (uint64_t)seed;
-	if (parse_sessions(v, wl, s) < 0 || parse_trace(v, wl, s) < 0)
+	if (parse_sessions(v, wl, s) < 0 || parse_trace(v, wl, s) < 0 ||
+	    parse_dataset(v, wl, s) < 0)
 		return -1;
 	json_t *tkz = json_object_get(wl, "tokenizer");
 	if (tkz && !json_is_null(tkz)) {
@@ -749,7 +804,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	if (parse_shape(v, ld, "load", NULL, &s->load) < 0 ||
 	    parse_limits(v, ld, "load", s->load.mode != SPEC_LOAD_TRACE, &s->load) < 0)
 		return -1;
-	if ((s->load.mode == SPEC_LOAD_TRACE) != (s->workload.kind == SPEC_WL_TRACE))
+	if (s->workload.kind != SPEC_WL_DATASET &&
+	    (s->load.mode == SPEC_LOAD_TRACE) != (s->workload.kind == SPEC_WL_TRACE))
 		return fail(v, "invalid_value", "load.mode",
 		            "'load.mode' \"trace\" and 'workload.kind' \"trace\" go together");
 	if (s->workload.sessions && s->workload.kind == SPEC_WL_TRACE)

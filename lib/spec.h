@@ -25,7 +25,10 @@
 
 enum spec_endpoint { SPEC_EP_CHAT = 0, SPEC_EP_COMPLETIONS };
 enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE };
-enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE };
+enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE, SPEC_WL_DATASET };
+/* How requests take the entries of a dataset (workload.dataset.sampling). */
+enum spec_sampling { SPEC_SAMPLE_DEFAULT = 0, SPEC_SAMPLE_SEQUENTIAL, SPEC_SAMPLE_RANDOM,
+		     SPEC_SAMPLE_SHUFFLE };
 /* arrival laws: the values of enum sched_law (sched.h) */
 
 struct spec_dist {
@@ -68,6 +71,8 @@ struct spec {
 		int sessions; /* multi-turn sessions enabled */
 		struct spec_dist turns, think_s;
 		const char *tokenizer; /* borrowed: path of the tokenizer file, or NULL */
+		int64_t dataset_id;    /* dataset kind: the uploaded dataset (docs/datasets.md) */
+		int sampling;          /* SPEC_SAMPLE_*; DEFAULT: by the dataset's format */
 		const char *trace; /* borrowed JSONL text (trace kind), else NULL */
 		size_t trace_len;
 		size_t trace_entries;

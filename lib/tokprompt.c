@@ -1,10 +1,10 @@
 /* tokprompt.c - exact-length prompts from a corpus (tokprompt.h). */
 #include "tokprompt.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "jsonesc.h"
 #include "util.h"
 
 static long long count(const struct tok *tok, const char *s, size_t n)
@@ -80,28 +80,6 @@ void tokprompt_release(struct tokprompt *tp)
 	memset(tp, 0, sizeof *tp);
 }
 
-/* Appends s[0..n) as the inside of a JSON string. */
-static int add_json(struct dynbuf *out, const char *s, size_t n)
-{
-	size_t from = 0;
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c >= 0x20 && c != '"' && c != '\\')
-			continue;
-		char esc[8];
-		if (c == '\n')
-			memcpy(esc, "\\n", 3);
-		else if (c == '"' || c == '\\')
-			esc[0] = '\\', esc[1] = (char)c, esc[2] = '\0';
-		else
-			snprintf(esc, sizeof esc, "\\u%04x", c);
-		if (dynbuf_add(out, s + from, i - from) < 0 || dynbuf_addstr(out, esc) < 0)
-			return -1;
-		from = i + 1;
-	}
-	return dynbuf_add(out, s + from, n - from);
-}
-
 int tokprompt_build(const struct tokprompt *tp, uint64_t pick, int tokens, int json,
 		    struct dynbuf *out)
 {
@@ -114,7 +92,7 @@ int tokprompt_build(const struct tokprompt *tp, uint64_t pick, int tokens, int j
 		if (t && (long)t <= need) {
 			const char *piece = tp->text + tp->off[i];
 			size_t len = tp->off[i + 1] - tp->off[i];
-			if ((json ? add_json(out, piece, len) : dynbuf_add(out, piece, len)) < 0)
+			if ((json ? json_escape_append(out, piece, len) : dynbuf_add(out, piece, len)) < 0)
 				return -1;
 			need -= (long)t;
 		}

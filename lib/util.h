@@ -33,9 +33,13 @@ int64_t wall_ns(void);
  * NULL). Always returns -1 so callers can write `return errf(...)`. */
 int errf(char *err, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
-/* Shortest decimal text that reads back as exactly the same double
- * (%.15g, %.16g or %.17g). buf must hold 32 bytes. Returns its length. */
+/* Shortest decimal text that reads back as exactly the same double: the
+ * text of printf's %.15g, %.16g or %.17g, the first that reads back (exact
+ * integer arithmetic, printf only outside about 1e-6..1e38). buf must hold
+ * 32 bytes. Returns its length. */
 int fmt_double(char *buf, double v);
+/* v in decimal, NUL-terminated. buf must hold 21 bytes. Returns its length. */
+int fmt_i64(char *buf, long long v);
 
 /* Makes s valid UTF-8 in place: invalid bytes become '?', a sequence cut
  * short at the end (by truncation) is dropped. Returns s. */

@@ -146,6 +146,37 @@ static enum MHD_Result h_create(struct call *k)
 	char err[HR_ERRLEN];
 	if (spec_parse(k->body, k->body_len, k->a->o.default_workers, &spec, &se) < 0)
 		return reply_error(k->conn, 400, se.code, se.field, "%s", se.message);
+	if (spec.workload.kind == SPEC_WL_DATASET) {
+		/* the dataset must exist and suit the load; the stored spec names
+		 * it by content too (sha256, format), for the run's history */
+		struct dataset_ref ref;
+		int dr = datasets_ref(k->a->store, spec.workload.dataset_id, &ref, err);
+		if (dr == -404) {
+			spec_release(&spec);
+			return reply_error(k->conn, 400, "invalid_value", "workload.dataset.id",
+					   "no dataset %lld (GET /api/v1/datasets lists them)",
+					   (long long)spec.workload.dataset_id);
+		}
+		if (dr < 0) {
+			spec_release(&spec);
+			return reply_internal(k->conn, err);
+		}
+		int trace_data = ref.format == DS_MOONCAKE_TRACE;
+		if (trace_data != (spec.load.mode == SPEC_LOAD_TRACE)) {
+			dataset_ref_release(&ref);
+			spec_release(&spec);
+			return reply_error(k->conn, 400, "invalid_value", "load.mode",
+					   trace_data ? "dataset %lld is a trace: replay it with "
+							"'load.mode' \"trace\""
+						      : "dataset %lld is not a trace: 'load.mode' must be "
+							"\"concurrency\" or \"rate\"",
+					   (long long)spec.workload.dataset_id);
+		}
+		json_t *d = json_object_get(json_object_get(spec.json, "workload"), "dataset");
+		json_object_set_new(d, "sha256", json_string(ref.sha256));
+		json_object_set_new(d, "format", json_string(ds_format_name(ref.format)));
+		dataset_ref_release(&ref);
+	}
 	int64_t id;
 	int rc = runs_create(k->a->store, spec.json, &id, err);
 	spec_release(&spec);

@@ -20,6 +20,7 @@
 #include "calibrate.h"
 #include "client.h"
 #include "csample.h"
+#include "datasets.h"
 #include "limits.h"
 #include "mockproc.h"
 #include "proto.h"
@@ -80,6 +81,8 @@ struct run_ctx {
 	int cancelled, interrupted;
 	long long records;
 	long long stored_base; /* runner.stored when the run began */
+	struct dataset_ref ds; /* workload.kind dataset: the file the workers load */
+	int have_ds;
 	char **envp;           /* workers' environment with the API key, or NULL: environ */
 	char *key_var;         /* the entry of envp holding it (wiped at the end) */
 	/* the daemon's own sample (client.h) */
@@ -220,6 +223,18 @@ static json_t *make_share(const struct run_ctx *c, int i)
 		json_object_set_new(share, "trace",
 				    json_pack("{s:f, s:f, s:f}", "speedup", sp->speedup, "start_s",
 					      sp->trace_start_s, "end_s", sp->trace_end_s));
+	if (c->have_ds) {
+		static const char *const sampling[] = {"", "sequential", "random", "shuffle"};
+		int sm = sp->workload.sampling;
+		if (sm == SPEC_SAMPLE_DEFAULT) /* a random pool is drawn from; the rest walked */
+			sm = c->ds.format == DS_RANDOM_POOL ? SPEC_SAMPLE_RANDOM
+							    : SPEC_SAMPLE_SEQUENTIAL;
+		json_object_set_new(share, "dataset",
+				    json_pack("{s:s, s:s, s:o, s:s, s:I}", "path", c->ds.path,
+					      "format", ds_format_name(c->ds.format), "options",
+					      ds_options_json(c->ds.format, &c->ds.opts), "sampling",
+					      sampling[sm], "entries", (json_int_t)c->ds.entries));
+	}
 	if (sp->has_warmup)
 		json_object_set_new(share, "warmup",
 				    phase_share(&sp->warmup, i, c->n, RNG_STREAM_WARMUP_ARRIVAL,
@@ -723,10 +738,25 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	}
 	json_decref(run_json);
 	char why[HR_ERRLEN];
+	if (c.spec.workload.kind == SPEC_WL_DATASET) {
+		int dr = datasets_ref(r->store, c.spec.workload.dataset_id, &c.ds, err);
+		if (dr < 0) {
+			snprintf(why, sizeof why, "workload.dataset: %.200s",
+				 dr == -404 ? "the dataset is gone" : err);
+			runs_finish(r->store, id, RUN_FAILED, why, NULL, err);
+			calib_run_finished(r->store, id, spec_json);
+			mockproc_stop(&mock);
+			spec_release(&c.spec);
+			return;
+		}
+		c.have_ds = 1;
+	}
 	if (c.spec.target.api_key_secret && resolve_secret(&c, why) < 0) {
 		runs_finish(r->store, id, RUN_FAILED, why, NULL, err);
 		calib_run_finished(r->store, id, spec_json);
 		mockproc_stop(&mock);
+		if (c.have_ds)
+			dataset_ref_release(&c.ds);
 		spec_release(&c.spec);
 		return;
 	}
@@ -800,6 +830,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	terminate_all(&c);
 	reap(&c);
 	forget_secret(&c);
+	if (c.have_ds)
+		dataset_ref_release(&c.ds);
 	post_progress(&c);
 	collector_stop(tele);
 	mockproc_stop(&mock);

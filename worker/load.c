@@ -24,8 +24,19 @@ int trace_plan_build(struct trace_plan *tp, const struct spec *spec, const struc
 	memset(tp, 0, sizeof *tp);
 	if (!spec->workload.trace)
 		return errf(err, "trace mode without a trace");
-	if (trace_parse(spec->workload.trace, spec->workload.trace_len, &tp->tr, err) < 0)
+	struct trace tr;
+	if (trace_parse(spec->workload.trace, spec->workload.trace_len, &tr, err) < 0)
 		return -1;
+	return trace_plan_build_from(tp, &tr, sh, err);
+}
+
+int trace_plan_build_from(struct trace_plan *tp, struct trace *tr, const struct share *sh,
+                          char *err)
+{
+	memset(tp, 0, sizeof *tp);
+	tp->tr = *tr;
+	memset(tr, 0, sizeof *tr);
+	(void)err;
 	tp->start_s = sh->trace_start_s;
 	tp->speedup = sh->speedup > 0 ? sh->speedup : 1;
 	const struct share_phase *ph = &sh->prof;
@@ -343,8 +354,13 @@ static struct conv *new_session(struct load *l, uint64_t s, int64_t intended)
 	struct conv *c = conv_new(l);
 	c->s = s;
 	c->session = (uint32_t)(s + 1);
-	c->turns = rng_length(l->c.seed, RNG_STREAM_TURNS, s, l->c.turns.mean, l->c.turns.stddev, 1,
-	                      HR_MAX_TURNS);
+	if (l->c.dp && l->c.dp->sessions) { /* a conversation of the dataset */
+		c->dsess = dsplan_unit(l->c.dp, s);
+		c->turns = (int)l->c.dp->ds.s[c->dsess].n;
+	} else {
+		c->turns = rng_length(l->c.seed, RNG_STREAM_TURNS, s, l->c.turns.mean,
+		                      l->c.turns.stddev, 1, HR_MAX_TURNS);
+	}
 	c->due_ns = intended;
 	return c;
 }
@@ -554,6 +570,11 @@ void load_done(struct load *l, struct conv *c, int64_t now, bool ok)
 		due = entry_at(l, c->entries[c->turn]);
 		if (due < now)
 			due = now;
+	} else if (l->c.dp && l->c.dp->sessions) {
+		/* the dataset's 'delay' before this turn, else none */
+		const struct dataset *d = &l->c.dp->ds;
+		double ms = d->e[d->s[c->dsess].first + (uint32_t)c->turn].delay_ms;
+		due = now + (ms > 0 ? ns_of(ms / 1000.0) : 0);
 	} else {
 		double th = l->c.think_s.mean;
 		if (l->c.think_s.stddev > 0)

@@ -43,6 +43,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dsplan.h"
 #include "dynbuf.h"
 #include "request.h"
 #include "sched.h"
@@ -75,6 +76,7 @@ struct conv {
 	bool holds_slot;            /* concurrency mode */
 	bool in_flight, queued;
 	const uint32_t *entries; /* trace: the entry index of each turn */
+	uint32_t dsess;          /* multi_turn dataset: the conversation it plays */
 	struct dynbuf hist;      /* the conversation so far (see request.h) */
 };
 
@@ -107,6 +109,9 @@ struct trace_plan {
 /* Builds the plan from the spec's trace text and the share (window,
  * speedup, requests / duration limits of the profiling phase, worker
  * split). Returns 0, or -1 with a message in err. */
+/* The same from a trace already parsed (a dataset's): takes *tr. */
+int trace_plan_build_from(struct trace_plan *tp, struct trace *tr, const struct share *sh,
+                          char *err);
 int trace_plan_build(struct trace_plan *tp, const struct spec *spec, const struct share *sh,
                      char *err);
 void trace_plan_release(struct trace_plan *tp);
@@ -119,6 +124,7 @@ struct load_cfg {
 	bool sessions; /* synthetic sessions */
 	struct spec_dist turns, think_s;
 	const struct trace_plan *tp; /* trace mode */
+	const struct dsplan *dp;     /* a dataset: multi_turn conversations drive sessions */
 	struct theap *heap;          /* borrowed: where the model's timers go */
 };
 

@@ -8,6 +8,9 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "corpus.h"
+#include "jsonesc.h"
+#include "limits.h"
 #include "rng.h"
 #include "util.h"
 
@@ -16,6 +19,14 @@
  * sends more becomes due - never reading the responses in flight. After
  * this many it yields to the event loop with the pacer armed for now. */
 #define PUMP_BATCH 32
+/* Sends per event-loop wake-up, and the time they may take. run_pump is
+ * also called for every completion, so without a budget per wake-up one
+ * burst of completions could keep a slow (or overloaded) worker sending
+ * for seconds without ever getting back to its timers: no heartbeat, no
+ * sample, no record flush. Past the budget the rest waits for the next
+ * wake-up, which comes at once (the pacer is armed for now). */
+#define WAKEUP_SENDS 256
+#define WAKEUP_SEND_NS 2000000LL
 
 static int add_to_loop(void *ud, CURL *easy)
 {
@@ -93,6 +104,49 @@ static void fail_early(struct run *r, struct req *q, const char *why)
 	retire(r, q, now);
 }
 
+/* The dataset's prompt for this request: its entry's text, and its output
+ * length when the dataset gives one (or, for ShareGPT, the reply's length:
+ * in tokens with the run's tokenizer, else in words). A conversation's
+ * system prompt opens its history at the first turn. */
+static void dataset_prompt(struct run *r, const struct issue *is, struct req_params *p)
+{
+	const struct dataset *d = &r->dp.ds;
+	const struct ds_entry *e;
+	if (r->dp.sessions && is->conv) {
+		const struct ds_session *s = &d->s[is->conv->dsess];
+		e = &d->e[s->first + is->turn];
+		const char *sys = ds_text(d, s->system);
+		if (is->turn == 0 && sys && is->conv->hist.len == 0) {
+			bool chat = r->cfg.endpoint == SPEC_EP_CHAT;
+			struct dynbuf *h = &is->conv->hist;
+			if ((chat && dynbuf_addstr(h, "{\"role\":\"system\",\"content\":\"") < 0) ||
+			    json_escape_append(h, sys, s->system.len) < 0 ||
+			    dynbuf_addstr(h, chat ? "\"}," : " ") < 0)
+				dynbuf_reset(h); /* too long: the turn goes without it */
+		}
+	} else {
+		e = &d->e[dsplan_unit(&r->dp, is->req_id)];
+	}
+	const char *text = ds_text(d, e->text);
+	if (text) {
+		p->text = text;
+		p->text_len = e->text.len;
+		p->isl = r->tok ? (int)tok_count(r->tok, text, e->text.len) : -2;
+		if (p->isl < 0)
+			p->isl = -2;
+	} else if (e->isl > 0) {
+		p->isl = e->isl; /* a trace's entry outside trace mode (a warm-up) */
+	}
+	const char *reply = ds_text(d, e->reply);
+	if (e->osl > 0)
+		p->osl = e->osl;
+	else if (reply) {
+		long long n = r->tok ? tok_count(r->tok, reply, e->reply.len)
+		                     : (long long)ds_text_length(reply, e->reply.len, DS_UNIT_WORDS);
+		p->osl = n > 0 ? (int)(n < HR_MAX_OSL ? n : HR_MAX_OSL) : -1;
+	}
+}
+
 static void send_one(struct run *r, const struct issue *is)
 {
 	struct req *q = take_req(r);
@@ -110,6 +164,8 @@ static void send_one(struct run *r, const struct issue *is)
 	    .history = is->conv ? &is->conv->hist : NULL,
 	    .capture = is->conv && is->more,
 	};
+	if (r->have_dp && !r->have_tp)
+		dataset_prompt(r, is, &p);
 	r->phase_sent++;
 	if (r->burn_ns > 0) { /* a deliberately slow client (see run_init) */
 		int64_t until = mono_ns() + r->burn_ns;
@@ -241,15 +297,61 @@ static void on_pacer(void *ud, uint64_t expirations)
 	loop_kick(r->loop);
 }
 
+static void free_prompts(struct run *r)
+{
+	if (r->have_dp) {
+		dsplan_release(&r->dp);
+		r->have_dp = false;
+	}
+	if (r->tok) {
+		tokprompt_release(&r->tprompt);
+		tok_free(r->tok);
+		r->tok = NULL;
+		r->cfg.tp = NULL;
+	}
+}
+
 int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct spec *spec,
              const struct share *sh, uint32_t worker, char *err)
 {
 	memset(r, 0, sizeof *r);
 	if (req_cfg_init(&r->cfg, spec, worker, err) < 0)
 		return -1;
+	if (spec->workload.tokenizer) {
+		/* prompts of exact token lengths, sliced from the bundled corpus */
+		char terr[HR_ERRLEN];
+		size_t clen;
+		const char *corpus = corpus_text(&clen);
+		if (tok_load(spec->workload.tokenizer, &r->tok, terr) < 0 ||
+		    tokprompt_init(&r->tprompt, r->tok, corpus, clen, terr) < 0) {
+			errf(err, "workload.tokenizer: %s", terr);
+			tok_free(r->tok);
+			r->tok = NULL;
+			req_cfg_release(&r->cfg);
+			return -1;
+		}
+		r->cfg.tp = &r->tprompt;
+	}
 	r->sh = *sh;
+	if (sh->has_dataset) {
+		if (dsplan_init(&r->dp, sh, r->cfg.seed, err) < 0) {
+			free_prompts(r);
+			req_cfg_release(&r->cfg);
+			return -1;
+		}
+		r->have_dp = true;
+	}
 	if (sh->prof.mode == SPEC_LOAD_TRACE) {
-		if (trace_plan_build(&r->tp, spec, sh, err) < 0) {
+		int rc;
+		if (r->have_dp) { /* a mooncake_trace dataset */
+			struct trace tr;
+			dsplan_trace(&r->dp, &tr);
+			rc = trace_plan_build_from(&r->tp, &tr, sh, err);
+		} else {
+			rc = trace_plan_build(&r->tp, spec, sh, err);
+		}
+		if (rc < 0) {
+			free_prompts(r);
 			req_cfg_release(&r->cfg);
 			return -1;
 		}
@@ -265,6 +367,7 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 		errf(err, "timerfd: cannot create the pacer");
 		if (r->have_tp)
 			trace_plan_release(&r->tp);
+		free_prompts(r);
 		req_cfg_release(&r->cfg);
 		return -1;
 	}
@@ -310,6 +413,7 @@ void run_release(struct run *r)
 	if (r->pacer)
 		loop_timer_free(r->loop, r->pacer);
 	req_cfg_release(&r->cfg);
+	free_prompts(r);
 	loop_on_done(r->loop, NULL, NULL);
 	memset(r, 0, sizeof *r);
 }
@@ -330,10 +434,11 @@ void run_begin(struct run *r, int phase, int64_t t0, int64_t phase_start_ns)
 	    .worker = r->sh.worker,
 	    .workers = r->sh.workers,
 	    .seed = r->cfg.seed,
-	    .sessions = r->sh.sessions,
+	    .sessions = r->sh.sessions || (r->have_dp && r->dp.sessions),
 	    .turns = r->sh.turns,
 	    .think_s = r->sh.think_s,
 	    .tp = r->have_tp ? &r->tp : NULL,
+	    .dp = r->have_dp ? &r->dp : NULL,
 	    .heap = &r->heap,
 	};
 	load_init(&r->load, &lc);
@@ -358,6 +463,22 @@ static void on_exhausted(struct run *r)
 		theap_set(&r->heap, &r->grace, r->load.ended_at + r->grace_ns);
 }
 
+/* Whether this wake-up of the loop may send once more. */
+static bool budget_left(struct run *r)
+{
+	struct loop_stats ls;
+	loop_get_stats(r->loop, &ls);
+	if (ls.wakeups != r->wake) {
+		r->wake = ls.wakeups;
+		r->wake_sends = 0;
+		r->wake_start = mono_ns();
+		return true;
+	}
+	if (r->wake_sends >= WAKEUP_SENDS)
+		return false;
+	return r->wake_sends % 8 != 0 || mono_ns() - r->wake_start < WAKEUP_SEND_NS;
+}
+
 void run_pump(struct run *r)
 {
 	if (!r->have_load)
@@ -366,7 +487,7 @@ void run_pump(struct run *r)
 	int v = LOAD_WAIT;
 	r->backlog = false;
 	for (int n = 0;; n++) {
-		if (n == PUMP_BATCH) {
+		if (n == PUMP_BATCH || !budget_left(r)) {
 			r->backlog = true; /* the rest after the pending events */
 			break;
 		}
@@ -374,6 +495,7 @@ void run_pump(struct run *r)
 		if (v != LOAD_SEND)
 			break;
 		send_one(r, &is);
+		r->wake_sends++;
 	}
 	if (v == LOAD_EXHAUSTED)
 		on_exhausted(r);

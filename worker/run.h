@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "csample.h"
+#include "dsplan.h"
 #include "load.h"
 #include "loop.h"
 #include "outbox.h"
@@ -33,6 +34,8 @@
 #include "share.h"
 #include "spec.h"
 #include "timers.h"
+#include "tokenizer.h"
+#include "tokprompt.h"
 
 struct run {
 	struct loop *loop;  /* borrowed */
@@ -69,6 +72,13 @@ struct run {
 	int64_t late_max;
 	uint64_t conn_errors, port_errors;
 	int64_t burn_ns; /* HEADROOM_WORKER_BURN_US: CPU burnt per send (tests, demos) */
+	uint64_t wake;       /* the loop wake-up the send budget counts for */
+	int wake_sends;      /* sends made in it */
+	int64_t wake_start;  /* when its first send was considered */
+	struct dsplan dp;     /* workload.kind dataset */
+	bool have_dp;
+	struct tok *tok;      /* workload.tokenizer, loaded at init; NULL without */
+	struct tokprompt tprompt; /* valid with tok; cfg.tp points here */
 };
 
 /* Prepares a run from a validated spec and share (both borrowed; nothing

@@ -2,6 +2,7 @@
 #include "share.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "limits.h"
@@ -192,6 +193,35 @@ static int parse_dist(json_t *o, const char *where, const char *key, double min_
 	return get_real(x, w, "stddev", 0, max, &d->stddev, err) < 0 ? -1 : 0;
 }
 
+/* share.dataset: {"path", "format", "options", "sampling", "entries"} */
+static int parse_dataset(json_t *o, struct share *sh, char *err)
+{
+	const char *path = json_string_value(json_object_get(o, "path"));
+	const char *fmt = json_string_value(json_object_get(o, "format"));
+	const char *sm = json_string_value(json_object_get(o, "sampling"));
+	enum ds_format f;
+	if (!path || path[0] != '/' || strlen(path) >= sizeof sh->ds_path)
+		return errf(err, "SCHEDULE: share.dataset.path must be an absolute path");
+	if (!fmt || ds_format_parse(fmt, &f) < 0)
+		return errf(err, "SCHEDULE: share.dataset.format is not a dataset format");
+	char oerr[HR_ERRLEN];
+	if (ds_options_from_json(json_object_get(o, "options"), &sh->ds_opts, oerr) < 0)
+		return errf(err, "SCHEDULE: share.dataset.options: %s", oerr);
+	if (sm && strcmp(sm, "sequential") == 0)
+		sh->ds_sampling = SPEC_SAMPLE_SEQUENTIAL;
+	else if (sm && strcmp(sm, "random") == 0)
+		sh->ds_sampling = SPEC_SAMPLE_RANDOM;
+	else if (sm && strcmp(sm, "shuffle") == 0)
+		sh->ds_sampling = SPEC_SAMPLE_SHUFFLE;
+	else
+		return errf(err, "SCHEDULE: share.dataset.sampling must be sequential, random or "
+		                 "shuffle");
+	snprintf(sh->ds_path, sizeof sh->ds_path, "%s", path);
+	sh->ds_format = (int)f;
+	sh->has_dataset = true;
+	return 0;
+}
+
 static int parse_share(json_t *msg, json_t *s, int index, struct share *sh, char *err)
 {
 	double v;
@@ -252,6 +282,10 @@ static int parse_share(json_t *msg, json_t *s, int index, struct share *sh, char
 			return errf(err,
 			            "SCHEDULE: share.trace.end_s must be after start_s (or 0)");
 	}
+	if ((rc = get_obj(s, "share", "dataset", &o, err)) < 0)
+		return -1;
+	if (rc && parse_dataset(o, sh, err) < 0)
+		return -1;
 	if ((rc = get_obj(s, "share", "warmup", &o, err)) < 0)
 		return -1;
 	if (rc) {
@@ -282,7 +316,11 @@ int share_parse(json_t *msg, int index, struct spec *spec, struct share *sh, cha
 			            se.field, se.code);
 		return errf(err, "SCHEDULE: invalid spec: %s (%s)", se.message, se.code);
 	}
-	if (sh->prof.mode == SPEC_LOAD_TRACE && !spec->workload.trace) {
+	if ((spec->workload.kind == SPEC_WL_DATASET) != sh->has_dataset) {
+		spec_release(spec);
+		return errf(err, "SCHEDULE: a dataset spec and share.dataset go together");
+	}
+	if (sh->prof.mode == SPEC_LOAD_TRACE && !spec->workload.trace && !sh->has_dataset) {
 		spec_release(spec);
 		return errf(err, "SCHEDULE: share.mode \"trace\" needs a spec with workload.trace");
 	}

@@ -19,6 +19,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "dataset.h"
+#include "limits.h"
 #include "spec.h"
 
 /* One phase's load. */
@@ -50,6 +52,12 @@ struct share {
 	bool sessions;
 	struct spec_dist turns, think_s;
 	double speedup, trace_start_s, trace_end_s; /* trace mode */
+	/* workload.kind dataset: the stored file, read with dataset_load_file */
+	bool has_dataset;
+	char ds_path[HR_MAX_PATH_LEN];
+	int ds_format;  /* enum ds_format */
+	struct ds_options ds_opts;
+	int ds_sampling; /* SPEC_SAMPLE_SEQUENTIAL / RANDOM / SHUFFLE */
 };
 
 /* Reads msg (borrowed; the SCHEDULE payload) for the worker `index`. On

@@ -1,0 +1,169 @@
+#!/usr/bin/env python3
+"""test_dataset_runs.py - uploaded datasets drive runs end to end
+(workload.kind "dataset"): a ShareGPT file, a multi-turn JSONL file and a
+Mooncake trace, each uploaded to a real headroomd and replayed by real
+workers against headroom-mock, which counts prompt words, so each record's
+input length says which entry (and how much history) was sent.
+
+Checked: sequential sampling walks the entries in file order across
+workers; ShareGPT output lengths are the replies' lengths; shuffle sends
+every entry once before any repeats; a multi-turn conversation keeps its
+turns in order with its history and its system prompt, and waits its
+'delay'; a trace replays at its timestamps; the stored spec names the
+dataset by content (sha256, format); a spec naming a missing dataset, or
+one that does not suit the load mode, is refused naming the field.
+
+Run: HEADROOM_BIN=build/bin python3 tests/integration/test_dataset_runs.py
+"""
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hrtest  # noqa: E402
+
+MS = 1000000
+
+SHAREGPT = [
+    {"id": "a", "conversations": [{"from": "human", "value": "one two three"},
+                                  {"from": "gpt", "value": "r1 r2 r3 r4 r5"}]},
+    {"id": "x", "conversations": [{"from": "gpt", "value": "no question first"}]},
+    {"id": "b", "conversations": [{"from": "system", "value": "ignored"},
+                                  {"from": "human", "value": "w1 w2 w3 w4 w5 w6 w7"},
+                                  {"from": "gpt", "value": "s1 s2"}]},
+    {"id": "c", "conversations": [{"from": "human", "value": "just two"},
+                                  {"from": "gpt", "value": "t1 t2 t3 t4 t5 t6 t7 t8 t9"}]},
+]
+# entry prompts (words) and reply lengths, in file order
+SG_ISL = [3, 7, 2]
+SG_OSL = [5, 2, 9]
+
+MULTI = [
+    {"session_id": "s1", "turns": [{"role": "system", "text": "sys prompt here"},
+                                   {"text": "a b", "output_length": 3},
+                                   {"text": "c d e", "output_length": 4, "delay": 80}]},
+    {"session_id": "s2", "turns": [{"text": "only one turn here", "output_length": 2}]},
+]
+
+
+def jsonl(rows):
+    return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
+
+
+class DatasetRunsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = hrtest.tempdir()
+        cls.mock = hrtest.start_mock("--quiet", "--ttft-ms", "2", "--itl-ms", "1")
+        cls.daemon = hrtest.start_daemon(cls.tmp.name)
+        cls.api = hrtest.Api(cls.daemon.addr)
+        cls.sg = cls.upload(json.dumps(SHAREGPT).encode(), "sharegpt")
+        cls.mt = cls.upload(jsonl(MULTI), "multi_turn")
+        cls.trace = cls.upload(jsonl([{"timestamp": i * 40, "input_length": 6 + i,
+                                       "output_length": 3} for i in range(8)]),
+                               "mooncake_trace")
+
+    @classmethod
+    def tearDownClass(cls):
+        rcs = [cls.daemon.stop(), cls.mock.stop()]
+        cls.tmp.cleanup()
+        if rcs != [0, 0]:
+            raise AssertionError("exit statuses %s" % rcs)
+
+    @classmethod
+    def upload(cls, data, fmt):
+        st, body, _ = cls.api.call("POST", "/datasets?format=%s&name=t" % fmt, raw=data)
+        if st != 201:
+            raise AssertionError("upload %s: %s %s" % (fmt, st, body))
+        return body
+
+    def spec(self, ds, load, **dataset):
+        d = {"id": ds["id"]}
+        d.update(dataset)
+        return {"name": "dataset run",
+                "target": {"url": "http://" + self.mock.addr, "model": "mock-model",
+                           "endpoint": "chat", "stream": True},
+                "workload": {"kind": "dataset", "dataset": d},
+                "load": load, "workers": 2}
+
+    def records(self, spec):
+        rid = self.api.submit(spec)
+        run = self.api.wait(rid)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        st, text, _ = self.api.call("GET", "/runs/%d/records" % rid)
+        self.assertEqual(st, 200)
+        return run, [json.loads(line) for line in text.splitlines()]
+
+    def test_sharegpt_sequential(self):
+        run, recs = self.records(self.spec(self.sg, {"mode": "concurrency", "concurrency": 3,
+                                                     "requests": 12}))
+        w = run["spec"]["workload"]["dataset"]
+        self.assertEqual(w["format"], "sharegpt")
+        self.assertEqual(w["sha256"], self.sg["sha256"])
+        self.assertEqual(len(recs), 12)
+        for r in recs:
+            k = r["req_id"] % 3
+            self.assertEqual(r["isl"], SG_ISL[k], r)
+            self.assertEqual(r["osl"], SG_OSL[k], r)
+        self.assertEqual(sorted(r["req_id"] for r in recs), list(range(12)))
+
+    def test_shuffle_sends_every_entry_once_per_pass(self):
+        _, recs = self.records(self.spec(self.sg, {"mode": "rate", "rate": 200,
+                                                   "requests": 9}, sampling="shuffle"))
+        by_id = {r["req_id"]: r["isl"] for r in recs}
+        for first in (0, 3, 6):
+            self.assertEqual(sorted(by_id[first + i] for i in range(3)), sorted(SG_ISL))
+
+    def test_multi_turn_conversations(self):
+        _, recs = self.records(self.spec(self.mt, {"mode": "concurrency", "concurrency": 2,
+                                                   "requests": 6}))
+        sessions = {}
+        for r in recs:
+            sessions.setdefault(r["session"], []).append(r)
+        self.assertTrue(sessions)
+        for turns in sessions.values():
+            turns.sort(key=lambda r: r["turn"])
+            self.assertEqual([r["turn"] for r in turns], list(range(len(turns))))
+            if len(turns) == 1 and turns[0]["isl"] == 4:
+                self.assertEqual(turns[0]["osl"], 2)  # s2: "only one turn here"
+                continue
+            # s1: system (3 words) + "a b"; then + answer (3) + "c d e"
+            self.assertEqual(turns[0]["isl"], 3 + 2)
+            self.assertEqual(turns[0]["osl"], 3)
+            if len(turns) > 1:
+                self.assertEqual(turns[1]["isl"], 3 + 2 + 3 + 3)
+                self.assertEqual(turns[1]["osl"], 4)
+                # its 'delay' after the first answer
+                self.assertGreaterEqual(turns[1]["intended_ns"] - turns[0]["done_ns"],
+                                        80 * MS - MS)
+
+    def test_trace_replays_at_its_timestamps(self):
+        _, recs = self.records(self.spec(self.trace, {"mode": "trace"}))
+        self.assertEqual(len(recs), 8)
+        recs.sort(key=lambda r: r["intended_ns"])
+        for i, r in enumerate(recs):
+            self.assertEqual(r["isl"], 6 + i)
+            self.assertEqual(r["osl"], 3)
+            self.assertEqual(r["intended_ns"], i * 40 * MS)
+
+    def test_refused_specs(self):
+        cases = [
+            (self.spec({"id": 999}, {"mode": "concurrency", "concurrency": 2, "requests": 2}),
+             "workload.dataset.id"),
+            (self.spec(self.trace, {"mode": "rate", "rate": 5, "requests": 2}), "load.mode"),
+            (self.spec(self.sg, {"mode": "trace"}), "load.mode"),
+            (self.spec(self.sg, {"mode": "rate", "rate": 5, "requests": 2}, sampling="zigzag"),
+             "workload.dataset.sampling"),
+        ]
+        no_ds = self.spec(self.sg, {"mode": "rate", "rate": 5, "requests": 2})
+        del no_ds["workload"]["dataset"]
+        cases.append((no_ds, "workload.dataset"))
+        for spec, field in cases:
+            st, err, _ = self.api.call("POST", "/runs", spec)
+            self.assertEqual(st, 400, (spec, err))
+            self.assertEqual(err["error"]["field"], field, err)
+
+
+if __name__ == "__main__":
+    unittest.main()
