@@ -54,5 +54,10 @@ int sse_feed(struct sse_parser *p, const char *buf, size_t len);
  * Returns 0, or SSE_ERR_OVERSIZE when the parser is spent. The parser is
  * then reset and may take a new stream without reallocating. */
 int sse_finish(struct sse_parser *p);
+/* Makes the parser new again for another stream (a spent one too), keeping
+ * its buffers unless one grew past SSE_KEEP_BYTES (then it is freed). */
+void sse_reset(struct sse_parser *p);
+
+#define SSE_KEEP_BYTES 65536
 
 #endif

@@ -1,11 +1,22 @@
 /* chunkscan.c - one-pass, allocation-free reading of a streamed chunk
  * (see chunkscan.h).
  *
- * A recursive-descent validator of RFC 8259 JSON that knows, at every
- * value, which member path it is on. The few paths the worker reads are
- * states (P_*); the leaf members it records are L_*. A member that repeats
- * resets what was recorded under it, so the last occurrence wins. Any
- * doubt returns -1 (FAIL) and jansson takes over.
+ * A validator of RFC 8259 JSON that knows, at every value, which member
+ * path it is on: a pushdown automaton with an explicit stack (one byte per
+ * open object or array). The few paths the worker reads are P_*; the leaf
+ * members it records are L_*. A member that repeats resets what was
+ * recorded under it, so the last occurrence wins. Any doubt returns -1
+ * (FAIL) and jansson takes over.
+ *
+ * The memo (a template): servers repeat every byte of a chunk but the
+ * content text (id, object, created, model, the path to delta, logprobs,
+ * finish_reason), so after a chunk whose content string decided what was
+ * read (nothing after it reset the content), its bytes before and after
+ * that string's text are kept with the facts read. A chunk with the same
+ * bytes before and after a different text is the same JSON but for one
+ * string: only that text is scanned (a valid string body that ends exactly
+ * where the kept bytes resume), and the facts are the kept ones with the
+ * new text. Anything else is scanned in full.
  */
 #include "chunkscan.h"
 
@@ -31,21 +42,48 @@ enum leaf {
 	L_ERROR
 };
 
-struct sc {
-	const unsigned char *p, *end;
-	bool chat;
+/* What the automaton does next. */
+enum state {
+	ST_VALUE, /* a value on path vpath, leaf vleaf */
+	ST_FIRST, /* just after '{': '}' or the first member */
+	ST_KEY,   /* after ',' in an object: a member */
+	ST_AFTER, /* after a value: ',' or the end of its container */
+};
+
+/* A stack entry: an open object or array and the path it is on. */
+#define F_OBJ 1
+#define F_PATH_SHIFT 1
+
+/* The facts recorded so far. */
+struct facts {
 	bool content, rcontent, reasoning;
-	const unsigned char *text; /* the content string's raw bytes */
-	size_t text_len;
+	bool has_text;             /* the content string's raw bytes: */
+	uint32_t text_off, text_len; /* offset from the event's start, length */
 	int64_t prompt, completion, rtokens;
 };
 
-static int value(struct sc *s, int path, int leaf, int depth);
+struct sc {
+	const unsigned char *base, *p, *end;
+	bool chat;
+	struct facts f;
+	int depth;
+	unsigned char stack[MAX_DEPTH];
+	/* content generations: bumped whenever the content facts change; the
+	 * text's generation is the one its string set */
+	unsigned gen, text_gen;
+};
 
-static void ws(struct sc *s)
+static void ws_skip(struct sc *s)
 {
 	while (s->p < s->end && (*s->p == ' ' || *s->p == '\n' || *s->p == '\r' || *s->p == '\t'))
 		s->p++;
+}
+
+/* White space; compact JSON has none, so one test usually decides. */
+static inline void ws(struct sc *s)
+{
+	if (s->p < s->end && *s->p <= ' ')
+		ws_skip(s);
 }
 
 static int hexval(unsigned c)
@@ -166,39 +204,71 @@ static const unsigned char plain[256] = {
 };
 /* clang-format on */
 
+static uint64_t load64(const unsigned char *p)
+{
+	uint64_t v;
+	memcpy(&v, p, sizeof v);
+	return v;
+}
+
+#define ONES 0x0101010101010101ULL
+#define HIGHS 0x8080808080808080ULL
+
+/* The high bit of every byte of v that is not plain (below 0x20, '"',
+ * '\\', or from 0x80 up), and maybe of bytes above such a byte (a borrow
+ * of the subtractions): the lowest one set is always exact. A plain byte
+ * (0x20-0x7f) minus 0x20, or xor '"' or '\\' minus one, stays below 0x80
+ * and borrows nothing; a byte below 0x20 minus 0x20, or a zero after the
+ * xor minus one, wraps to 0x80 or more. */
+static uint64_t not_plain(uint64_t v)
+{
+	uint64_t q = v ^ (ONES * '"'), b = v ^ (ONES * '\\');
+	return ((v - ONES * 0x20) | (q - ONES) | (b - ONES) | v) & HIGHS;
+}
+
 /* The rest of a string after its opening quote. *len: raw bytes between
- * the quotes (non-zero exactly when the decoded string is non-empty). */
+ * the quotes (non-zero exactly when the decoded string is non-empty).
+ * Plain bytes are skipped eight at a time. */
 static int string(struct sc *s, size_t *len, bool *escaped)
 {
-	const unsigned char *start = s->p;
+	const unsigned char *p = s->p, *end = s->end, *start = p;
 	*escaped = false;
-	while (s->p < s->end) {
-		while (s->p < s->end && plain[*s->p])
-			s->p++;
-		if (s->p == s->end)
-			break;
-		unsigned c = *s->p;
+	for (;;) {
+		while (end - p >= 8) {
+			uint64_t m = not_plain(load64(p));
+			if (m) {
+#if defined(__BYTE_ORDER__) && __BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__
+				p += (unsigned)__builtin_ctzll(m) >> 3; /* the first one */
+#endif
+				break;
+			}
+			p += 8;
+		}
+		while (p < end && plain[*p])
+			p++;
+		if (p == end)
+			return FAIL;
+		unsigned c = *p;
 		if (c == '"') {
-			*len = (size_t)(s->p - start);
-			s->p++;
+			*len = (size_t)(p - start);
+			s->p = p + 1;
 			return 0;
 		}
 		if (c == '\\') {
 			*escaped = true;
+			s->p = p;
 			if (escape(s) < 0)
 				return FAIL;
+			p = s->p;
 		} else if (c < 0x20) {
 			return FAIL;
-		} else if (c < 0x80) {
-			s->p++;
 		} else {
-			int n = utf8_len(s->p, s->end);
+			int n = utf8_len(p, end);
 			if (!n)
 				return FAIL;
-			s->p += n;
+			p += n;
 		}
 	}
-	return FAIL;
 }
 
 static bool isdig(const unsigned char *p, const unsigned char *end)
@@ -280,23 +350,24 @@ static void set_leaf(struct sc *s, int leaf, bool nonempty, int64_t count)
 {
 	switch (leaf) {
 	case L_CONTENT:
-		s->content = nonempty;
-		s->text = NULL;
+		s->f.content = nonempty;
+		s->f.has_text = false;
+		s->gen++;
 		break;
 	case L_RCONTENT:
-		s->rcontent = nonempty;
+		s->f.rcontent = nonempty;
 		break;
 	case L_REASONING:
-		s->reasoning = nonempty;
+		s->f.reasoning = nonempty;
 		break;
 	case L_PROMPT:
-		s->prompt = count;
+		s->f.prompt = count;
 		break;
 	case L_COMPLETION:
-		s->completion = count;
+		s->f.completion = count;
 		break;
 	case L_RTOKENS:
-		s->rtokens = count;
+		s->f.rtokens = count;
 		break;
 	default:
 		break;
@@ -325,10 +396,11 @@ static void member(struct sc *s, int path, const unsigned char *k, size_t n, int
 	case P_ROOT:
 		if (KEY("choices")) {
 			*cpath = P_CHOICES;
-			s->content = s->rcontent = s->reasoning = false;
+			s->f.content = s->f.rcontent = s->f.reasoning = false;
+			s->gen++;
 		} else if (KEY("usage")) {
 			*cpath = P_USAGE;
-			s->prompt = s->completion = s->rtokens = -1;
+			s->f.prompt = s->f.completion = s->f.rtokens = -1;
 		} else if (KEY("error")) {
 			*cleaf = L_ERROR;
 		}
@@ -338,7 +410,8 @@ static void member(struct sc *s, int path, const unsigned char *k, size_t n, int
 			*cleaf = content_key(s, k, n);
 		} else if (KEY("delta")) {
 			*cpath = P_DELTA;
-			s->content = s->rcontent = s->reasoning = false;
+			s->f.content = s->f.rcontent = s->f.reasoning = false;
+			s->gen++;
 		}
 		break;
 	case P_DELTA:
@@ -351,7 +424,7 @@ static void member(struct sc *s, int path, const unsigned char *k, size_t n, int
 			*cleaf = L_COMPLETION;
 		} else if (KEY("completion_tokens_details")) {
 			*cpath = P_DETAILS;
-			s->rtokens = -1;
+			s->f.rtokens = -1;
 		}
 		break;
 	case P_DETAILS:
@@ -363,88 +436,10 @@ static void member(struct sc *s, int path, const unsigned char *k, size_t n, int
 	}
 }
 
-static int object(struct sc *s, int path, int depth)
+/* A scalar value at s->p (not a container). */
+static int scalar(struct sc *s, int leaf)
 {
-	if (depth > MAX_DEPTH)
-		return FAIL;
-	s->p++; /* '{' */
-	ws(s);
-	if (s->p < s->end && *s->p == '}') {
-		s->p++;
-		return 0;
-	}
-	for (;;) {
-		ws(s);
-		if (s->p >= s->end || *s->p != '"')
-			return FAIL;
-		s->p++;
-		const unsigned char *k = s->p;
-		size_t n;
-		bool esc;
-		if (string(s, &n, &esc) < 0 || esc)
-			return FAIL; /* an escaped key might spell one we read */
-		ws(s);
-		if (s->p >= s->end || *s->p != ':')
-			return FAIL;
-		s->p++;
-		int cpath, cleaf;
-		member(s, path, k, n, &cpath, &cleaf);
-		if (value(s, cpath, cleaf, depth) < 0)
-			return FAIL;
-		ws(s);
-		if (s->p >= s->end)
-			return FAIL;
-		if (*s->p == '}') {
-			s->p++;
-			return 0;
-		}
-		if (*s->p++ != ',')
-			return FAIL;
-	}
-}
-
-static int array(struct sc *s, int path, int depth)
-{
-	if (depth > MAX_DEPTH)
-		return FAIL;
-	s->p++; /* '[' */
-	ws(s);
-	if (s->p < s->end && *s->p == ']') {
-		s->p++;
-		return 0;
-	}
-	for (int i = 0;; i++) {
-		int cpath = path == P_CHOICES && i == 0 ? P_CHOICE0 : P_OTHER;
-		if (value(s, cpath, L_NONE, depth) < 0)
-			return FAIL;
-		ws(s);
-		if (s->p >= s->end)
-			return FAIL;
-		if (*s->p == ']') {
-			s->p++;
-			return 0;
-		}
-		if (*s->p++ != ',')
-			return FAIL;
-	}
-}
-
-static int value(struct sc *s, int path, int leaf, int depth)
-{
-	ws(s);
-	if (s->p >= s->end)
-		return FAIL;
 	switch (*s->p) {
-	case '{':
-		if (leaf == L_ERROR)
-			return FAIL;
-		set_leaf(s, leaf, false, -1);
-		return object(s, path, depth + 1);
-	case '[':
-		if (leaf == L_ERROR)
-			return FAIL;
-		set_leaf(s, leaf, false, -1);
-		return array(s, path, depth + 1);
 	case '"': {
 		size_t n;
 		bool esc;
@@ -453,8 +448,10 @@ static int value(struct sc *s, int path, int leaf, int depth)
 			return FAIL;
 		set_leaf(s, leaf, n > 0, -1);
 		if (leaf == L_CONTENT) {
-			s->text = start;
-			s->text_len = n;
+			s->f.has_text = true;
+			s->f.text_off = (uint32_t)(start - s->base);
+			s->f.text_len = (uint32_t)n;
+			s->text_gen = s->gen;
 		}
 		return 0;
 	}
@@ -479,30 +476,191 @@ static int value(struct sc *s, int path, int leaf, int depth)
 	}
 }
 
-int chunkscan(const char *text, size_t len, int endpoint, struct chunk_info *out)
+/* Runs the automaton from state st (with vpath/vleaf for ST_VALUE) until
+ * the outermost container closes. */
+static int run(struct sc *s, int st, int vpath, int vleaf)
 {
+	for (;;) {
+		switch (st) {
+		case ST_VALUE: {
+			ws(s);
+			if (s->p >= s->end)
+				return FAIL;
+			unsigned c = *s->p;
+			if (c != '{' && c != '[') {
+				if (scalar(s, vleaf) < 0)
+					return FAIL;
+				st = ST_AFTER;
+				break;
+			}
+			if (vleaf == L_ERROR || s->depth == MAX_DEPTH)
+				return FAIL;
+			set_leaf(s, vleaf, false, -1);
+			s->p++;
+			if (c == '{') {
+				s->stack[s->depth++] = (unsigned char)(vpath << F_PATH_SHIFT | F_OBJ);
+				st = ST_FIRST;
+				break;
+			}
+			s->stack[s->depth++] = (unsigned char)(vpath << F_PATH_SHIFT);
+			ws(s);
+			if (s->p < s->end && *s->p == ']') {
+				s->p++;
+				s->depth--;
+				st = ST_AFTER;
+				break;
+			}
+			/* the first element: choices[0] is read */
+			vpath = vpath == P_CHOICES ? P_CHOICE0 : P_OTHER;
+			vleaf = L_NONE;
+			break; /* st stays ST_VALUE */
+		}
+		case ST_FIRST:
+			ws(s);
+			if (s->p < s->end && *s->p == '}') {
+				s->p++;
+				s->depth--;
+				st = ST_AFTER;
+				break;
+			}
+			/* fall through */
+		case ST_KEY: {
+			ws(s);
+			if (s->p >= s->end || *s->p != '"')
+				return FAIL;
+			s->p++;
+			const unsigned char *k = s->p;
+			size_t n;
+			bool esc;
+			if (string(s, &n, &esc) < 0 || esc)
+				return FAIL; /* an escaped key might spell one we read */
+			ws(s);
+			if (s->p >= s->end || *s->p != ':')
+				return FAIL;
+			s->p++;
+			member(s, s->stack[s->depth - 1] >> F_PATH_SHIFT, k, n, &vpath, &vleaf);
+			st = ST_VALUE;
+			break;
+		}
+		default: { /* ST_AFTER */
+			if (s->depth == 0)
+				return 0;
+			ws(s);
+			if (s->p >= s->end)
+				return FAIL;
+			unsigned top = s->stack[s->depth - 1];
+			unsigned c = *s->p++;
+			if (c == (top & F_OBJ ? '}' : ']')) {
+				s->depth--;
+				break; /* st stays ST_AFTER */
+			}
+			if (c != ',')
+				return FAIL;
+			if (top & F_OBJ) {
+				st = ST_KEY;
+			} else {
+				vpath = P_OTHER; /* a later element */
+				vleaf = L_NONE;
+				st = ST_VALUE;
+			}
+			break;
+		}
+		}
+	}
+}
+
+void chunkscan_memo_reset(struct chunkscan_memo *m)
+{
+	m->pre_len = 0;
+}
+
+static void fill(struct chunk_info *out, const char *text, bool content, size_t text_off,
+                 size_t text_len, bool rcontent, bool reasoning, int64_t prompt,
+                 int64_t completion, int64_t rtokens)
+{
+	out->content = content;
+	out->text = content ? text + text_off : NULL;
+	out->text_len = content ? text_len : 0;
+	out->reasoning = !content && (rcontent || reasoning);
+	out->prompt_tokens = prompt;
+	out->completion_tokens = completion;
+	out->reasoning_tokens = rtokens;
+}
+
+/* The memo's template applied to text: 0 with *out filled, or -1. */
+static int from_template(const struct chunkscan_memo *m, const char *text, size_t len, bool chat,
+                         struct chunk_info *out)
+{
+	size_t pre = m->pre_len, suf = m->suf_len;
+	if (!pre || m->chat != chat || len < pre + suf ||
+	    memcmp(text, m->bytes, pre) != 0 ||
+	    memcmp(text + len - suf, m->bytes + pre, suf) != 0)
+		return -1;
+	/* the new text: a string body whose closing quote is the first byte
+	 * of the kept suffix */
 	struct sc s = {
+	    .base = (const unsigned char *)text,
+	    .p = (const unsigned char *)text + pre,
+	    .end = (const unsigned char *)text + len - suf + 1,
+	};
+	size_t n;
+	bool esc;
+	if (string(&s, &n, &esc) < 0 || s.p != s.end)
+		return -1;
+	fill(out, text, n > 0, pre, n, m->flags & 1, m->flags & 2, m->prompt, m->completion,
+	     m->rtokens);
+	return 0;
+}
+
+/* Keeps text as the template when its content string decided the content. */
+static void remember(const struct sc *s, struct chunkscan_memo *m)
+{
+	const struct facts *f = &s->f;
+	if (!f->has_text || s->gen != s->text_gen)
+		return;
+	size_t len = (size_t)(s->end - s->base);
+	size_t pre = f->text_off, suf = len - pre - f->text_len;
+	if (pre + suf > CHUNKSCAN_MEMO_BYTES)
+		return;
+	m->pre_len = (uint16_t)pre;
+	m->suf_len = (uint16_t)suf;
+	memcpy(m->bytes, s->base, pre);
+	memcpy(m->bytes + pre, s->base + len - suf, suf);
+	m->chat = s->chat;
+	m->flags = (uint8_t)(f->rcontent | f->reasoning << 1);
+	m->prompt = f->prompt;
+	m->completion = f->completion;
+	m->rtokens = f->rtokens;
+}
+
+int chunkscan(const char *text, size_t len, int endpoint, struct chunk_info *out,
+              struct chunkscan_memo *memo)
+{
+	bool chat = endpoint == SPEC_EP_CHAT;
+	if (memo && from_template(memo, text, len, chat, out) == 0)
+		return 0;
+	struct sc s = {
+	    .base = (const unsigned char *)text,
 	    .p = (const unsigned char *)text,
 	    .end = (const unsigned char *)text + len,
-	    .chat = endpoint == SPEC_EP_CHAT,
-	    .prompt = -1,
-	    .completion = -1,
-	    .rtokens = -1,
+	    .chat = chat,
+	    .f = {.prompt = -1, .completion = -1, .rtokens = -1},
 	};
+	if (len > UINT32_MAX)
+		return FAIL; /* offsets are 32-bit; the SSE bound is far below */
 	ws(&s);
 	if (s.p >= s.end || *s.p != '{')
 		return FAIL;
-	if (object(&s, P_ROOT, 1) < 0)
+	if (run(&s, ST_VALUE, P_ROOT, L_NONE) < 0)
 		return FAIL;
 	ws(&s);
 	if (s.p != s.end)
 		return FAIL;
-	out->content = s.content;
-	out->text = s.content && s.text ? (const char *)s.text : NULL;
-	out->text_len = out->text ? s.text_len : 0;
-	out->reasoning = !s.content && (s.rcontent || s.reasoning);
-	out->prompt_tokens = s.prompt;
-	out->completion_tokens = s.completion;
-	out->reasoning_tokens = s.rtokens;
+	if (memo)
+		remember(&s, memo);
+	const struct facts *f = &s.f;
+	/* content is only ever true after a non-empty string, which set the text */
+	fill(out, text, f->content, f->text_off, f->text_len, f->rcontent, f->reasoning, f->prompt,
+	     f->completion, f->rtokens);
 	return 0;
 }

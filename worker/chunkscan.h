@@ -12,6 +12,12 @@
  * escaped key, a number jansson might reject as overflowing, a non-null
  * "error" member, deep nesting - returns -1 and the caller parses the event
  * with jansson, which stays the reference and produces the error messages.
+ *
+ * A memo (one per stream) lets a scan skip what a chunk shares with the
+ * stream's earlier chunks: the bytes before and after the content text of
+ * a chunk that was read are kept as a template, and a chunk that matches
+ * it but for the text is read by scanning that text alone. The result is
+ * the same as without the memo.
  */
 #ifndef HR_WORKER_CHUNKSCAN_H
 #define HR_WORKER_CHUNKSCAN_H
@@ -34,8 +40,24 @@ struct chunk_info {
 	int64_t prompt_tokens, completion_tokens, reasoning_tokens;
 };
 
-/* endpoint: SPEC_EP_CHAT or SPEC_EP_COMPLETIONS. Returns 0 with *out
- * filled, or -1: parse with jansson instead. */
-int chunkscan(const char *text, size_t len, int endpoint, struct chunk_info *out);
+#define CHUNKSCAN_MEMO_BYTES 512 /* template bytes kept (before + after the text) */
+
+/* Internal to chunkscan.c; the owner only resets it (at a new stream). */
+struct chunkscan_memo {
+	uint16_t pre_len; /* template bytes before the text; 0: no template */
+	uint16_t suf_len; /* ... and from the text's closing quote to the end */
+	bool chat;
+	uint8_t flags; /* reasoning facts read with the template */
+	int64_t prompt, completion, rtokens;
+	unsigned char bytes[CHUNKSCAN_MEMO_BYTES];
+};
+
+void chunkscan_memo_reset(struct chunkscan_memo *m);
+
+/* endpoint: SPEC_EP_CHAT or SPEC_EP_COMPLETIONS; memo: NULL, or the
+ * stream's memo (read and updated). Returns 0 with *out filled, or -1:
+ * parse with jansson instead. */
+int chunkscan(const char *text, size_t len, int endpoint, struct chunk_info *out,
+              struct chunkscan_memo *memo);
 
 #endif

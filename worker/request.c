@@ -18,9 +18,11 @@
 #include <strings.h>
 
 #include "chunkscan.h"
+#include "jsonesc.h"
 #include "limits.h"
 #include "prompt.h"
 #include "rng.h"
+#include "tokprompt.h"
 #include "util.h"
 
 #define WORKER_USER_AGENT "headroom-worker/0.1"
@@ -137,6 +139,15 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 		ul--;
 	c->url =
 	    xasprintf("%.*s%s", (int)ul, s->target.url, spec_endpoint_path(s->target.endpoint));
+	/* parsed once, for every request (libcurl otherwise parses the URL
+	 * string again for each transfer); the flags are those libcurl uses
+	 * for CURLOPT_URL */
+	c->curlu = curl_url();
+	if (c->curlu && curl_url_set(c->curlu, CURLUPART_URL, c->url,
+	                             CURLU_GUESS_SCHEME | CURLU_NON_SUPPORT_SCHEME) != CURLUE_OK) {
+		curl_url_cleanup(c->curlu);
+		c->curlu = NULL;
+	}
 	c->endpoint = s->target.endpoint;
 	c->stream = s->target.stream;
 	double ms = s->target.timeout_s * 1000.0;
@@ -157,6 +168,7 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 void req_cfg_release(struct req_cfg *c)
 {
 	free(c->url);
+	curl_url_cleanup(c->curlu);
 	curl_slist_free_all(c->headers);
 	free(c->body_tail);
 	memset(c, 0, sizeof *c);
@@ -328,7 +340,7 @@ static int on_event(void *ud, const char *event, const char *data, size_t len)
 		return EV_STOP;
 	}
 	/* fast path; jansson whenever the scanner is not certain */
-	if (r->cfg->fast_json && chunkscan(data, len, r->cfg->endpoint, &ci) == 0)
+	if (r->cfg->fast_json && chunkscan(data, len, r->cfg->endpoint, &ci, &r->scan_memo) == 0)
 		return note_chunk(r, &ci);
 	json_error_t je;
 	json_t *j = json_loadb(data, len, 0, &je);
@@ -358,12 +370,52 @@ static void set_mode(struct req *r)
 		r->mode = RB_ERROR;
 }
 
+/* Whether a Transfer-Encoding field value names chunked: the test libcurl
+ * makes (any comma-separated coding equal to "chunked", any case), so the
+ * two always agree on how the body is framed. */
+static bool te_chunked(const char *v, size_t n)
+{
+	size_t i = 0;
+	while (i < n) {
+		while (i < n && (v[i] == ' ' || v[i] == '\t' || v[i] == ','))
+			i++;
+		size_t a = i, b = i;
+		while (i < n && v[i] != ',') {
+			if (v[i] != ' ' && v[i] != '\t' && v[i] != '\r' && v[i] != '\n')
+				b = i + 1;
+			i++;
+		}
+		if (b - a == 7 && strncasecmp(v + a, "chunked", 7) == 0)
+			return true;
+	}
+	return false;
+}
+
+/* A header line that is not the blank one: a status line starts a header
+ * block (of an interim or the final response), Transfer-Encoding says
+ * whether its body is chunked. */
+static void header_line(struct req *r, const char *p, size_t len)
+{
+	static const char te[] = "Transfer-Encoding:";
+	if (r->rec.headers_ns != HR_NO_TIME)
+		return; /* trailers */
+	if (len >= 5 && memcmp(p, "HTTP/", 5) == 0) {
+		r->chunked = false;
+		chunked_init(&r->dechunk);
+	} else if (len >= sizeof te - 1 && strncasecmp(p, te, sizeof te - 1) == 0 &&
+	           te_chunked(p + sizeof te - 1, len - (sizeof te - 1))) {
+		r->chunked = true;
+	}
+}
+
 static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 {
 	struct req *r = ud;
 	size_t len = sz * n;
-	if (len > 2 || (len && p[0] != '\r' && p[0] != '\n'))
+	if (len > 2 || (len && p[0] != '\r' && p[0] != '\n')) {
+		header_line(r, p, len);
 		return len;
+	}
 	/* blank line: the end of a header block */
 	int64_t t = mono_ns() - r->cfg->t0;
 	if (r->rec.headers_ns != HR_NO_TIME)
@@ -377,6 +429,45 @@ static size_t on_header(char *p, size_t sz, size_t n, void *ud)
 	return len;
 }
 
+/* Body bytes, decoded (chunked framing removed). Returns 0, or EV_FAIL
+ * when the transfer must be aborted (r->fail is set). */
+static int on_body(void *ud, const char *p, size_t len)
+{
+	struct req *r = ud;
+	int rc;
+
+	switch (r->mode) {
+	case RB_SSE:
+		if (r->saw_done)
+			return 0;
+		rc = sse_feed(&r->sse, p, len);
+		if (rc == 0 || rc == EV_STOP)
+			return 0;
+		if (rc == SSE_ERR_OVERSIZE)
+			set_fail(r, HR_ERR_MALFORMED_STREAM,
+			         "SSE line over %u or event over %u bytes", HR_MAX_SSE_LINE,
+			         HR_MAX_SSE_EVENT);
+		return EV_FAIL;
+	case RB_BODY:
+		if (dynbuf_add(&r->resp, p, len) < 0) {
+			set_fail(r, HR_ERR_MALFORMED_STREAM, "response body over %u bytes",
+			         HR_MAX_RESPONSE_BYTES);
+			return EV_FAIL;
+		}
+		return 0;
+	default: {
+		size_t room = REQ_ERR_BODY_MAX - r->err_body_len;
+		size_t k = len < room ? len : room;
+		memcpy(r->err_body + r->err_body_len, p, k);
+		r->err_body_len += k;
+		r->err_body[r->err_body_len] = '\0';
+		return 0;
+	}
+	}
+}
+
+/* The raw body (transfer decoding is off, see chunked.h): libcurl calls
+ * this once per read from the socket, with every chunk that read brought. */
 static size_t on_write(char *p, size_t sz, size_t n, void *ud)
 {
 	struct req *r = ud;
@@ -388,35 +479,13 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
 		return 0;
 	if (r->mode == RB_UNKNOWN)
 		set_mode(r);
-	switch (r->mode) {
-	case RB_SSE:
-		if (r->saw_done)
-			return len;
-		r->cb_ns = t;
-		rc = sse_feed(&r->sse, p, len);
-		if (rc == 0 || rc == EV_STOP)
-			return len;
-		if (rc == SSE_ERR_OVERSIZE)
-			set_fail(r, HR_ERR_MALFORMED_STREAM,
-			         "SSE line over %u or event over %u bytes", HR_MAX_SSE_LINE,
-			         HR_MAX_SSE_EVENT);
-		return 0;
-	case RB_BODY:
-		if (dynbuf_add(&r->resp, p, len) < 0) {
-			set_fail(r, HR_ERR_MALFORMED_STREAM, "response body over %u bytes",
-			         HR_MAX_RESPONSE_BYTES);
-			return 0;
-		}
-		return len;
-	default: {
-		size_t room = REQ_ERR_BODY_MAX - r->err_body_len;
-		size_t k = len < room ? len : room;
-		memcpy(r->err_body + r->err_body_len, p, k);
-		r->err_body_len += k;
-		r->err_body[r->err_body_len] = '\0';
-		return len;
-	}
-	}
+	r->cb_ns = t;
+	if (!r->chunked)
+		return on_body(r, p, len) ? 0 : len;
+	rc = chunked_feed(&r->dechunk, p, len, on_body, r);
+	/* a framing error is libcurl's to report: its own reading of the same
+	 * bytes fails the transfer (a reset), as it always did */
+	return rc == 0 || rc == CHUNKED_BAD ? len : 0;
 }
 
 /* --- life of a request ------------------------------------------------- */
@@ -440,11 +509,17 @@ struct req *req_new(const struct req_cfg *cfg)
 	sse_init(&r->sse, HR_MAX_SSE_LINE, HR_MAX_SSE_EVENT, on_event, NULL, r);
 	r->u_prompt = r->u_completion = r->u_reasoning = -1;
 
-	curl_easy_setopt(e, CURLOPT_URL, cfg->url);
+	if (cfg->curlu)
+		curl_easy_setopt(e, CURLOPT_CURLU, cfg->curlu);
+	else
+		curl_easy_setopt(e, CURLOPT_URL, cfg->url);
 	curl_easy_setopt(e, CURLOPT_HTTPHEADER, cfg->headers);
 	curl_easy_setopt(e, CURLOPT_POST, 1L);
 	curl_easy_setopt(e, CURLOPT_HTTP_VERSION, (long)CURL_HTTP_VERSION_1_1);
 	curl_easy_setopt(e, CURLOPT_TCP_NODELAY, 1L);
+	/* the raw body: one write callback per socket read rather than one
+	 * per chunk (on_write decodes the chunked framing) */
+	curl_easy_setopt(e, CURLOPT_HTTP_TRANSFER_DECODING, 0L);
 	/* a proxy from the environment would sit inside every measurement:
 	 * the target is always contacted directly */
 	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
@@ -492,6 +567,9 @@ void req_reset(struct req *r)
 	r->reasoning_chunks = 0;
 	r->u_prompt = r->u_completion = r->u_reasoning = -1;
 	r->mode = RB_UNKNOWN;
+	r->chunked = false;
+	chunked_init(&r->dechunk);
+	chunkscan_memo_reset(&r->scan_memo);
 	r->err_body_len = 0;
 	r->err_body[0] = '\0';
 	r->errbuf[0] = '\0';
@@ -510,6 +588,24 @@ static int add_prompt(struct req *r, const struct req_params *p)
 	struct dynbuf *b = &r->body;
 	int left = r->requested_isl;
 	bool first = true;
+	if (p->text) /* a dataset's prompt */
+		return json_escape_append(b, p->text, p->text_len);
+	if (c->tp) {
+		/* exact token lengths by the run's tokenizer: the same blocks
+		 * for the same hash ids, then the request's own text */
+		for (uint32_t i = 0; i < p->n_hash && left > 0; i++) {
+			int n = left < REQ_BLOCK_WORDS ? left : REQ_BLOCK_WORDS;
+			uint64_t pick = rng_hash(c->seed, RNG_STREAM_PROMPT,
+			                         REQ_BLOCK_OFFSET + p->hash_ids[i]);
+			if (tokprompt_build(c->tp, pick, n, 1, b) < 0)
+				return -1;
+			left -= n;
+		}
+		if (left > 0 && tokprompt_build(c->tp, rng_hash(c->seed, RNG_STREAM_PROMPT, p->req_id),
+		                                left, 1, b) < 0)
+			return -1;
+		return 0;
+	}
 	for (uint32_t i = 0; i < p->n_hash && left > 0; i++) {
 		int n = left < REQ_BLOCK_WORDS ? left : REQ_BLOCK_WORDS;
 		if ((!first && dynbuf_add(b, " ", 1) < 0) ||
@@ -522,6 +618,23 @@ static int add_prompt(struct req *r, const struct req_params *p)
 	                 prompt_synthetic(b, c->seed, p->req_id, left) < 0))
 		return -1;
 	return 0;
+}
+
+/* "max_tokens":N, (no printf on the way of every request) */
+static int add_max_tokens(struct dynbuf *b, int n)
+{
+	char buf[32] = "\"max_tokens\":";
+	char digits[12];
+	size_t k = strlen(buf), d = 0;
+	unsigned v = n < 0 ? 0 : (unsigned)n; /* lengths are >= 1 */
+	do {
+		digits[d++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (d)
+		buf[k++] = digits[--d];
+	buf[k++] = ',';
+	return dynbuf_add(b, buf, k);
 }
 
 static int build_body(struct req *r, const struct req_params *p)
@@ -548,7 +661,7 @@ static int build_body(struct req *r, const struct req_params *p)
 		if (dynbuf_addstr(b, chat ? "]," : "\",") < 0)
 			return -1;
 	}
-	if (c->with_max_tokens && dynbuf_printf(b, "\"max_tokens\":%d,", r->requested_osl) < 0)
+	if (c->with_max_tokens && add_max_tokens(b, r->requested_osl) < 0)
 		return -1;
 	return dynbuf_add(b, c->body_tail, c->body_tail_len);
 }
@@ -570,17 +683,15 @@ int req_prepare(struct req *r, const struct req_params *p)
 	r->rec.flags = c->stream ? HR_REC_STREAMED : 0;
 	r->rec.intended_ns = p->intended_ns;
 	r->capture = p->capture;
-	r->requested_isl = p->isl >= 0 ? p->isl
-	                               : rng_length(c->seed, RNG_STREAM_ISL, p->req_id, c->isl.mean,
-	                                            c->isl.stddev, 1, HR_MAX_ISL);
+	r->requested_isl = p->isl >= 0    ? p->isl
+	                   : p->isl == -2 ? -1 /* a text of unknown length */
+	                                  : rng_length(c->seed, RNG_STREAM_ISL, p->req_id,
+	                                               c->isl.mean, c->isl.stddev, 1, HR_MAX_ISL);
 	r->requested_osl = p->osl >= 0 ? p->osl
 	                               : rng_length(c->seed, RNG_STREAM_OSL, p->req_id, c->osl.mean,
 	                                            c->osl.stddev, 1, HR_MAX_OSL);
-	if (c->stream) {
-		/* a fresh parser per stream (a spent one stays spent) */
-		sse_release(&r->sse);
-		sse_init(&r->sse, HR_MAX_SSE_LINE, HR_MAX_SSE_EVENT, on_event, NULL, r);
-	}
+	if (c->stream)
+		sse_reset(&r->sse); /* a fresh parser per stream (a spent one stays spent) */
 	if (build_body(r, p) < 0)
 		return -1;
 	curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
@@ -644,6 +755,8 @@ int req_curl_error(CURLcode rc)
 
 static int http_error(long code)
 {
+	if (code == 429)
+		return HR_ERR_RATE_LIMITED;
 	if (code >= 400 && code < 500)
 		return HR_ERR_HTTP_4XX;
 	if (code >= 500 && code < 600)
@@ -668,9 +781,12 @@ static void fill_tokens(struct req *r)
 	if (r->u_prompt >= 0) {
 		rec->isl = (int32_t)r->u_prompt;
 		rec->isl_src = HR_TOKSRC_USAGE;
-	} else {
+	} else if (r->requested_isl >= 0) {
 		rec->isl = r->requested_isl;
 		rec->isl_src = HR_TOKSRC_REQUESTED;
+	} else {
+		rec->isl = -1; /* a dataset's text, not counted */
+		rec->isl_src = HR_TOKSRC_NONE;
 	}
 	if (r->u_reasoning >= 0)
 		rec->reasoning_tokens = (int32_t)r->u_reasoning;

@@ -25,6 +25,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "chunked.h"
+#include "chunkscan.h"
 #include "dynbuf.h"
 #include "record.h"
 #include "spec.h"
@@ -32,8 +34,11 @@
 #include "timers.h"
 
 /* What every request of a run shares; built once from the spec. */
+struct tokprompt; /* tokprompt.h */
+
 struct req_cfg {
 	char *url;                  /* owned: target.url + endpoint path */
+	CURLU *curlu;               /* owned: url, parsed once (NULL: libcurl parses url) */
 	struct curl_slist *headers; /* owned */
 	char *body_tail;            /* owned: fixed JSON members + '}' */
 	size_t body_tail_len;
@@ -45,6 +50,7 @@ struct req_cfg {
 	long timeout_ms;
 	uint64_t seed;
 	struct spec_dist isl, osl;
+	const struct tokprompt *tp; /* workload.tokenizer: prompts of exact token lengths */
 	uint32_t worker;
 	int64_t t0; /* absolute monotonic ns of time zero; set at START */
 };
@@ -63,7 +69,10 @@ struct req_params {
 	int64_t intended_ns;
 	uint8_t phase;            /* HR_PHASE_* */
 	uint32_t session, turn;   /* record fields; 0 outside sessions */
-	int isl, osl;             /* -1: drawn from the workload with req_id */
+	int isl, osl;             /* -1: drawn from the workload with req_id; isl -2:
+	                           * unknown (a dataset's text of uncounted length) */
+	const char *text;         /* a dataset's prompt (UTF-8, raw), or NULL: synthetic */
+	size_t text_len;
 	const uint64_t *hash_ids; /* trace: prefix blocks of the prompt */
 	uint32_t n_hash;
 	/* A conversation: history holds the earlier turns, JSON-escaped -
@@ -96,10 +105,13 @@ struct req {
 	char err_body[REQ_ERR_BODY_MAX + 1];
 	size_t err_body_len;
 	struct sse_parser sse;
+	struct chunkscan_memo scan_memo; /* the stream's chunkscan memo */
 	char errbuf[CURL_ERROR_SIZE];
 
-	int mode;       /* enum req_body_mode */
-	int64_t cb_ns;  /* clock of the current write callback, since t0 */
+	int mode;               /* enum req_body_mode */
+	bool chunked;           /* the response body is chunked (decoded here) */
+	struct chunked dechunk; /* its decoder */
+	int64_t cb_ns;          /* clock of the current write callback, since t0 */
 	int fail;       /* HR_ERR_* decided by our callbacks, or 0 */
 	char *fail_msg; /* owned */
 	bool saw_done;  /* data: [DONE] seen */

@@ -654,6 +654,45 @@ static void test_all_double_splits(void)
 	CHECK_EQ_INT(bad, 0);
 }
 
+/* sse_reset: a spent parser takes a new stream; small buffers are kept,
+ * a buffer grown past SSE_KEEP_BYTES is given back. */
+static void test_reset(void)
+{
+	struct sse_parser p;
+	struct rec r;
+
+	rec_init(&r);
+	sse_init(&p, 1024, 1 << 20, on_event, NULL, &r);
+	CHECK_EQ_INT(sse_feed(&p, "data: a\n\ndata: partial", 22), 0);
+	const char *data = p.data.data;
+	sse_reset(&p);
+	CHECK_EQ_INT(sse_feed(&p, "\xEF\xBB\xBF" "data: b\n\n", 12), 0); /* a BOM again */
+	CHECK(p.data.data == data);
+	char big[2000];
+	memset(big, 'x', sizeof big);
+	CHECK_EQ_INT(sse_feed(&p, big, sizeof big), SSE_ERR_OVERSIZE);
+	CHECK_EQ_INT(sse_feed(&p, "data: c\n\n", 10), SSE_ERR_OVERSIZE);
+	sse_reset(&p);
+	CHECK_EQ_INT(sse_feed(&p, "data: d\n\n", 10), 0);
+	/* an event of 100 KiB: its buffer is not kept */
+	char *huge = malloc(100 * 1024 + 16);
+	memcpy(huge, "data: ", 6);
+	memset(huge + 6, 'y', 100 * 1024);
+	memcpy(huge + 6 + 100 * 1024, "\n", 1);
+	sse_release(&p);
+	sse_init(&p, 1 << 20, 1 << 20, on_event, NULL, &r);
+	CHECK_EQ_INT(sse_feed(&p, huge, 100 * 1024 + 7), 0);
+	CHECK(p.data.cap > SSE_KEEP_BYTES);
+	sse_reset(&p);
+	CHECK(p.data.data == NULL && p.data.cap == 0 && p.data.max == 1 << 20);
+	CHECK(p.line.cap <= SSE_KEEP_BYTES);
+	CHECK_EQ_INT(sse_feed(&p, "data: e\n\n", 10), 0);
+	CHECK_STR(r.log.data, "message|a\nmessage|b\nmessage|d\nmessage|e\n");
+	free(huge);
+	sse_release(&p);
+	dynbuf_release(&r.log);
+}
+
 int main(void)
 {
 	test_vllm();
@@ -673,6 +712,7 @@ int main(void)
 	test_oversize_event();
 	test_callback_stop();
 	test_buffers_reused();
+	test_reset();
 	test_random();
 	test_all_double_splits();
 	return tap_done();
