@@ -21,6 +21,8 @@ enum rng_stream {
 	RNG_STREAM_TURNS = 7,          /* turns per session */
 	RNG_STREAM_THINK = 8,          /* think time between turns */
 	RNG_STREAM_DATASET = 9,        /* which dataset entry a request takes (random, shuffle) */
+	RNG_STREAM_PREFIX = 10,        /* which shared prefix prompt a request takes */
+	RNG_STREAM_MIX = 11,           /* which (isl, osl) pair of workload.mix */
 };
 
 /* A 64-bit hash of the triple (splitmix64 finaliser over a mix). */

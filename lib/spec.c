@@ -426,6 +426,99 @@ static int parse_sessions(struct vctx *v, json_t *wl, struct spec *s)
 	return 0;
 }
 
+/* workload.system_prompt {"tokens"} and workload.prefix_prompts {"count",
+ * "tokens"}: prompts shared between requests, for KV-cache studies
+ * (docs/spec.md). */
+static int parse_shared_prompts(struct vctx *v, json_t *wl, struct spec *s)
+{
+	static const char *const skeys[] = {"tokens", NULL};
+	static const char *const pkeys[] = {"count", "tokens", NULL};
+	json_t *sp = json_object_get(wl, "system_prompt");
+	double d;
+	if (sp && !json_is_null(sp)) {
+		if (!json_is_object(sp))
+			return fail(v, "wrong_type", "workload.system_prompt",
+			            "'workload.system_prompt' must be an object");
+		if (check_keys(v, sp, "workload.system_prompt", skeys) < 0 ||
+		    get_num(v, sp, "tokens", "workload.system_prompt.tokens", 0, 0, 1, HR_MAX_ISL, 1,
+		            &d) < 0)
+			return -1;
+		s->workload.system_tokens = (int)d;
+	} else {
+		json_object_del(wl, "system_prompt");
+	}
+	json_t *pp = json_object_get(wl, "prefix_prompts");
+	if (pp && !json_is_null(pp)) {
+		if (!json_is_object(pp))
+			return fail(v, "wrong_type", "workload.prefix_prompts",
+			            "'workload.prefix_prompts' must be an object");
+		if (check_keys(v, pp, "workload.prefix_prompts", pkeys) < 0 ||
+		    get_num(v, pp, "count", "workload.prefix_prompts.count", 0, 0, 1,
+		            HR_MAX_PREFIX_PROMPTS, 1, &d) < 0)
+			return -1;
+		s->workload.prefix_count = (int)d;
+		if (get_num(v, pp, "tokens", "workload.prefix_prompts.tokens", 0, 0, 1, HR_MAX_ISL, 1,
+		            &d) < 0)
+			return -1;
+		s->workload.prefix_tokens = (int)d;
+	} else {
+		json_object_del(wl, "prefix_prompts");
+	}
+	if ((s->workload.system_tokens || s->workload.prefix_count) &&
+	    s->workload.kind == SPEC_WL_TRACE)
+		return fail(v, "invalid_value",
+		            s->workload.system_tokens ? "workload.system_prompt"
+		                                      : "workload.prefix_prompts",
+		            "a trace brings its own prefixes (hash_ids)");
+	return 0;
+}
+
+/* workload.mix: [{"isl", "osl", "weight"?}, ...]: each request draws one
+ * pair, by weight, instead of workload.isl and workload.osl. */
+static int parse_mix(struct vctx *v, json_t *wl, struct spec *s)
+{
+	json_t *m = json_object_get(wl, "mix");
+	if (!m || json_is_null(m)) {
+		json_object_del(wl, "mix");
+		return 0;
+	}
+	if (!json_is_array(m) || json_array_size(m) < 1 || json_array_size(m) > HR_MAX_MIX)
+		return fail(v, "wrong_type", "workload.mix",
+		            "'workload.mix' must be an array of 1 to %d {\"isl\", \"osl\", "
+		            "\"weight\"} objects",
+		            HR_MAX_MIX);
+	if (s->workload.kind != SPEC_WL_SYNTHETIC)
+		return fail(v, "invalid_value", "workload.mix",
+		            "'workload.mix' applies to synthetic prompts only");
+	static const char *const keys[] = {"isl", "osl", "weight", NULL};
+	size_t i;
+	json_t *e;
+	json_array_foreach(m, i, e)
+	{
+		char path[64], p2[80];
+		snprintf(path, sizeof path, "workload.mix[%zu]", i);
+		if (!json_is_object(e))
+			return fail(v, "wrong_type", path, "'%s' must be an object", path);
+		if (check_keys(v, e, path, keys) < 0)
+			return -1;
+		double isl, osl, w;
+		snprintf(p2, sizeof p2, "%s.isl", path);
+		if (get_num(v, e, "isl", p2, 0, 0, 1, HR_MAX_ISL, 1, &isl) < 0)
+			return -1;
+		snprintf(p2, sizeof p2, "%s.osl", path);
+		if (get_num(v, e, "osl", p2, 0, 0, 1, HR_MAX_OSL, 1, &osl) < 0)
+			return -1;
+		snprintf(p2, sizeof p2, "%s.weight", path);
+		if (get_num(v, e, "weight", p2, 1, 1, 1e-9, 1e9, 0, &w) < 0)
+			return -1;
+		s->workload.mix[i].isl = (int)isl;
+		s->workload.mix[i].osl = (int)osl;
+		s->workload.mix[i].weight = w;
+	}
+	s->workload.n_mix = (int)json_array_size(m);
+	return 0;
+}
+
 /* workload.dataset: {"id", "sampling"?, and "sha256", "format" as the API
  * filled them in when the spec was submitted}. Whether the dataset exists
  * and suits the load mode is the daemon's check (it has the store). */
@@ -751,7 +844,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	if (!wl)
 		return -1;
 	static const char *const wkeys[] = {"kind",  "isl",       "osl",     "seed", "sessions",
-	                                    "trace", "tokenizer", "dataset", NULL};
+	                                    "trace", "tokenizer", "dataset", "system_prompt",
+	                                    "prefix_prompts", "mix", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
@@ -775,6 +869,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	s->workload.seed = (uint64_t)seed;
 	if (parse_sessions(v, wl, s) < 0 || parse_trace(v, wl, s) < 0 ||
 	    parse_dataset(v, wl, s) < 0)
+		return -1;
+	if (parse_shared_prompts(v, wl, s) < 0 || parse_mix(v, wl, s) < 0)
 		return -1;
 	json_t *tkz = json_object_get(wl, "tokenizer");
 	if (tkz && !json_is_null(tkz)) {

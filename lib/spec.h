@@ -23,6 +23,8 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+#include "limits.h"
+
 enum spec_endpoint { SPEC_EP_CHAT = 0, SPEC_EP_COMPLETIONS };
 enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE };
 enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE, SPEC_WL_DATASET };
@@ -73,6 +75,13 @@ struct spec {
 		const char *tokenizer; /* borrowed: path of the tokenizer file, or NULL */
 		int64_t dataset_id;    /* dataset kind: the uploaded dataset (docs/datasets.md) */
 		int sampling;          /* SPEC_SAMPLE_*; DEFAULT: by the dataset's format */
+		int system_tokens;     /* workload.system_prompt.tokens: 0 = none */
+		int prefix_count, prefix_tokens; /* workload.prefix_prompts: 0 = none */
+		struct spec_mix {
+			int isl, osl;
+			double weight;
+		} mix[HR_MAX_MIX];     /* workload.mix */
+		int n_mix;
 		const char *trace; /* borrowed JSONL text (trace kind), else NULL */
 		size_t trace_len;
 		size_t trace_entries;

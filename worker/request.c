@@ -588,6 +588,9 @@ static int add_prompt(struct req *r, const struct req_params *p)
 	struct dynbuf *b = &r->body;
 	int left = r->requested_isl;
 	bool first = true;
+	if (p->prefix && (dynbuf_add(b, p->prefix, p->prefix_len) < 0 ||
+	                  (!c->tp && !p->text && dynbuf_add(b, " ", 1) < 0)))
+		return -1; /* (exact-length pieces start with their own space) */
 	if (p->text) /* a dataset's prompt */
 		return json_escape_append(b, p->text, p->text_len);
 	if (c->tp) {

@@ -73,6 +73,9 @@ struct req_params {
 	                           * unknown (a dataset's text of uncounted length) */
 	const char *text;         /* a dataset's prompt (UTF-8, raw), or NULL: synthetic */
 	size_t text_len;
+	const char *prefix;       /* a shared prefix prompt, JSON-escaped, put before the
+	                           * prompt in the same message; NULL: none */
+	size_t prefix_len;
 	const uint64_t *hash_ids; /* trace: prefix blocks of the prompt */
 	uint32_t n_hash;
 	/* A conversation: history holds the earlier turns, JSON-escaped -

@@ -11,6 +11,7 @@
 #include "corpus.h"
 #include "jsonesc.h"
 #include "limits.h"
+#include "prompt.h"
 #include "rng.h"
 #include "util.h"
 
@@ -104,6 +105,46 @@ static void fail_early(struct run *r, struct req *q, const char *why)
 	retire(r, q, now);
 }
 
+#define SYSTEM_PROMPT_INDEX (1ULL << 50) /* prompt indices of the shared prompts */
+#define PREFIX_PROMPT_INDEX (1ULL << 51)
+
+/* Appends n tokens of shared prompt text number idx (JSON-safe): exact by
+ * the run's tokenizer, else n words. */
+static int shared_text(struct run *r, uint64_t idx, int n, struct dynbuf *out)
+{
+	if (r->tok)
+		return tokprompt_build(&r->tprompt, rng_hash(r->cfg.seed, RNG_STREAM_PROMPT, idx), n, 1,
+		                       out);
+	return prompt_synthetic(out, r->cfg.seed, idx, n);
+}
+
+/* workload.mix (the request's lengths) and workload.prefix_prompts (one of
+ * the shared prefixes, before the prompt) for a synthetic request. */
+static void synthetic_extras(struct run *r, const struct issue *is, struct req_params *p)
+{
+	if (r->n_mix && p->isl < 0 && p->osl < 0) {
+		double u = rng_uniform(r->cfg.seed, RNG_STREAM_MIX, is->req_id) * r->mix_total;
+		int k = 0;
+		while (k + 1 < r->n_mix && u >= r->mix[k].weight) {
+			u -= r->mix[k].weight;
+			k++;
+		}
+		p->isl = r->mix[k].isl;
+		p->osl = r->mix[k].osl;
+	}
+	if (r->prefix_count > 0) {
+		uint64_t i = (uint64_t)(rng_uniform(r->cfg.seed, RNG_STREAM_PREFIX, is->req_id) *
+		                        r->prefix_count);
+		if (i >= (uint64_t)r->prefix_count)
+			i = (uint64_t)r->prefix_count - 1;
+		dynbuf_reset(&r->prefix_buf);
+		if (shared_text(r, PREFIX_PROMPT_INDEX + i, r->prefix_tokens, &r->prefix_buf) == 0) {
+			p->prefix = r->prefix_buf.data;
+			p->prefix_len = r->prefix_buf.len;
+		}
+	}
+}
+
 /* The dataset's prompt for this request: its entry's text, and its output
  * length when the dataset gives one (or, for ShareGPT, the reply's length:
  * in tokens with the run's tokenizer, else in words). A conversation's
@@ -166,6 +207,15 @@ static void send_one(struct run *r, const struct issue *is)
 	};
 	if (r->have_dp && !r->have_tp)
 		dataset_prompt(r, is, &p);
+	else if (!r->have_tp)
+		synthetic_extras(r, is, &p);
+	if (r->sys_hist.len) { /* the shared system prompt opens every conversation */
+		if (!is->conv)
+			p.history = &r->sys_hist;
+		else if (is->turn == 0 && is->conv->hist.len == 0 &&
+		         dynbuf_add(&is->conv->hist, r->sys_hist.data, r->sys_hist.len) < 0)
+			dynbuf_reset(&is->conv->hist);
+	}
 	r->phase_sent++;
 	if (r->burn_ns > 0) { /* a deliberately slow client (see run_init) */
 		int64_t until = mono_ns() + r->burn_ns;
@@ -297,8 +347,34 @@ static void on_pacer(void *ud, uint64_t expirations)
 	loop_kick(r->loop);
 }
 
+/* workload.system_prompt, prefix_prompts and mix (docs/spec.md). */
+static int shared_prompts_init(struct run *r, const struct spec *spec, char *err)
+{
+	dynbuf_init(&r->sys_hist, HR_MAX_BODY_BYTES * 4u);
+	dynbuf_init(&r->prefix_buf, HR_MAX_BODY_BYTES * 4u);
+	r->prefix_count = spec->workload.prefix_count;
+	r->prefix_tokens = spec->workload.prefix_tokens;
+	r->n_mix = spec->workload.n_mix;
+	r->mix_total = 0;
+	for (int i = 0; i < r->n_mix; i++) {
+		r->mix[i] = spec->workload.mix[i];
+		r->mix_total += r->mix[i].weight;
+	}
+	int n = spec->workload.system_tokens;
+	if (n <= 0)
+		return 0;
+	bool chat = r->cfg.endpoint == SPEC_EP_CHAT;
+	if ((chat && dynbuf_addstr(&r->sys_hist, "{\"role\":\"system\",\"content\":\"") < 0) ||
+	    shared_text(r, SYSTEM_PROMPT_INDEX, n, &r->sys_hist) < 0 ||
+	    dynbuf_addstr(&r->sys_hist, chat ? "\"}," : " ") < 0)
+		return errf(err, "workload.system_prompt: too long for a request body");
+	return 0;
+}
+
 static void free_prompts(struct run *r)
 {
+	dynbuf_release(&r->sys_hist);
+	dynbuf_release(&r->prefix_buf);
 	if (r->have_dp) {
 		dsplan_release(&r->dp);
 		r->have_dp = false;
@@ -333,6 +409,11 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 		r->cfg.tp = &r->tprompt;
 	}
 	r->sh = *sh;
+	if (shared_prompts_init(r, spec, err) < 0) {
+		free_prompts(r);
+		req_cfg_release(&r->cfg);
+		return -1;
+	}
 	if (sh->has_dataset) {
 		if (dsplan_init(&r->dp, sh, r->cfg.seed, err) < 0) {
 			free_prompts(r);

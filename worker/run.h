@@ -75,6 +75,12 @@ struct run {
 	uint64_t wake;       /* the loop wake-up the send budget counts for */
 	int wake_sends;      /* sends made in it */
 	int64_t wake_start;  /* when its first send was considered */
+	struct dynbuf sys_hist;   /* workload.system_prompt as a history fragment, or empty */
+	int prefix_count, prefix_tokens; /* workload.prefix_prompts */
+	struct dynbuf prefix_buf; /* the current request's prefix prompt */
+	struct spec_mix mix[HR_MAX_MIX]; /* workload.mix */
+	int n_mix;
+	double mix_total;
 	struct dsplan dp;     /* workload.kind dataset */
 	bool have_dp;
 	struct tok *tok;      /* workload.tokenizer, loaded at init; NULL without */

@@ -150,3 +150,23 @@ for (const [name, file] of Object.entries(TOKENIZERS)) {
 		}
 	});
 }
+
+test('cl100k_base: a shared system prompt and prefix prompts keep lengths exact', async () => {
+	const file = TOKENIZERS.cl100k_base;
+	const mock = await start('headroom-mock', [
+		'--listen', '127.0.0.1:0', '--quiet', '--tokenizer', file,
+	]);
+	try {
+		const s = spec(mock, file, { mean: 256, stddev: 0 }, { mean: 4, stddev: 0 }, 24);
+		s.workload.system_prompt = { tokens: 32 };
+		s.workload.prefix_prompts = { count: 3, tokens: 64 };
+		const recs = await runToEnd(s);
+		assert.equal(recs.length, 24);
+		for (const r of recs) {
+			assert.equal(r.isl_source, 'server_usage');
+			assert.equal(r.isl, 32 + 64 + 256, `request ${r.req_id}`);
+		}
+	} finally {
+		assert.equal(await stop(mock), 0, 'headroom-mock exit status');
+	}
+});

@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""test_prompts.py - shared prompts and length mixtures of synthetic
+workloads, end to end (headroomd, workers, headroom-mock counting prompt
+words): workload.system_prompt opens every request (and every
+conversation), workload.prefix_prompts puts one of N shared prefixes
+before each prompt, workload.mix draws (input, output) lengths by weight.
+The mock's usage count of each request's input is checked exactly.
+
+Run: HEADROOM_BIN=build/bin python3 tests/integration/test_prompts.py
+"""
+import collections
+import json
+import os
+import sys
+import unittest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hrtest  # noqa: E402
+
+
+class SharedPromptsTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        cls.tmp = hrtest.tempdir()
+        cls.mock = hrtest.start_mock("--quiet")
+        cls.daemon = hrtest.start_daemon(cls.tmp.name)
+        cls.api = hrtest.Api(cls.daemon.addr)
+
+    @classmethod
+    def tearDownClass(cls):
+        rcs = [cls.daemon.stop(), cls.mock.stop()]
+        cls.tmp.cleanup()
+        if rcs != [0, 0]:
+            raise AssertionError("exit statuses %s" % rcs)
+
+    def records(self, spec):
+        rid = self.api.submit(spec)
+        run = self.api.wait(rid)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        st, text, _ = self.api.call("GET", "/runs/%d/records" % rid)
+        return [json.loads(line) for line in text.splitlines()]
+
+    def test_system_prefix_and_mix(self):
+        spec = hrtest.spec(self.mock.addr, concurrency=4, requests=400)
+        spec["workers"] = 2
+        spec["workload"] = {"system_prompt": {"tokens": 5},
+                            "prefix_prompts": {"count": 3, "tokens": 4},
+                            "mix": [{"isl": 10, "osl": 3},
+                                    {"isl": 20, "osl": 6, "weight": 3}],
+                            "seed": 5}
+        recs = self.records(spec)
+        pairs = collections.Counter((r["isl"], r["osl"]) for r in recs)
+        self.assertEqual(set(pairs), {(5 + 4 + 10, 3), (5 + 4 + 20, 6)}, pairs)
+        share = pairs[(29, 6)] / len(recs)
+        self.assertGreater(share, 0.65)  # 0.75 expected; 400 draws
+        self.assertLess(share, 0.85)
+        # the same seed draws the same lengths for the same requests
+        again = {r["req_id"]: r["isl"] for r in self.records(spec)}
+        self.assertEqual(again, {r["req_id"]: r["isl"] for r in recs})
+
+    def test_system_prompt_opens_each_conversation(self):
+        spec = hrtest.spec(self.mock.addr, concurrency=2, requests=12)
+        spec["workload"] = {"isl": {"mean": 6}, "osl": {"mean": 4},
+                            "system_prompt": {"tokens": 7},
+                            "sessions": {"turns": {"mean": 3}}}
+        recs = self.records(spec)
+        for r in recs:
+            if r["turn"] == 0:
+                self.assertEqual(r["isl"], 7 + 6)
+            else:  # the system prompt once, then each earlier turn and answer
+                self.assertEqual(r["isl"], 7 + (6 + 4) * r["turn"] + 6)
+
+    def test_completions_endpoint(self):
+        spec = hrtest.spec(self.mock.addr, concurrency=2, requests=10)
+        spec["target"]["endpoint"] = "completions"
+        spec["workload"] = {"isl": {"mean": 8}, "osl": {"mean": 2},
+                            "system_prompt": {"tokens": 3},
+                            "prefix_prompts": {"count": 1, "tokens": 2}}
+        for r in self.records(spec):
+            self.assertEqual(r["isl"], 3 + 2 + 8)
+
+
+if __name__ == "__main__":
+    unittest.main()
