@@ -732,7 +732,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	static const char *const tkeys[] = {"url",        "endpoint",    "model",
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
-	                                    "api_key_secret", NULL};
+	                                    "api_key_secret", "max_tokens_field", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -793,6 +793,18 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		json_object_del(t, "api_key_env");
 		s->target.api_key_env = NULL;
 	}
+	const char *mtf = get_str(v, t, "max_tokens_field", "target.max_tokens_field", "max_tokens",
+	                          32);
+	if (!mtf)
+		return -1;
+	if (strcmp(mtf, "max_tokens") == 0)
+		s->target.max_tokens_field = SPEC_MAXTOK_MAX_TOKENS;
+	else if (strcmp(mtf, "max_completion_tokens") == 0)
+		s->target.max_tokens_field = SPEC_MAXTOK_COMPLETION;
+	else
+		return fail(v, "invalid_value", "target.max_tokens_field",
+		            "'target.max_tokens_field' must be \"max_tokens\" or "
+		            "\"max_completion_tokens\"");
 	json_t *aks = json_object_get(t, "api_key_secret");
 	if (aks && !json_is_null(aks)) {
 		/* the name of a secret the daemon holds (docs/spec.md): only the
@@ -845,7 +857,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		return -1;
 	static const char *const wkeys[] = {"kind",  "isl",       "osl",     "seed", "sessions",
 	                                    "trace", "tokenizer", "dataset", "system_prompt",
-	                                    "prefix_prompts", "mix", NULL};
+	                                    "prefix_prompts", "mix", "ignore_eos", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
@@ -872,6 +884,10 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		return -1;
 	if (parse_shared_prompts(v, wl, s) < 0 || parse_mix(v, wl, s) < 0)
 		return -1;
+	int ie = get_bool(v, wl, "ignore_eos", "workload.ignore_eos", 0);
+	if (ie < 0)
+		return -1;
+	s->workload.ignore_eos = ie;
 	json_t *tkz = json_object_get(wl, "tokenizer");
 	if (tkz && !json_is_null(tkz)) {
 		/* a file on the daemon's host, loaded by each worker: prompts of

@@ -8,8 +8,9 @@
  *
  * Version 1 (the interface contract; later versions only add fields):
  *   {name, labels{}, target{url, endpoint, model, stream, api_key_env,
- *    headers{}, extra_body{}, timeout_s}, workload{kind, isl{mean,stddev},
- *    osl{mean,stddev}, seed, sessions{turns, think_time_s}, trace},
+ *    headers{}, extra_body{}, timeout_s, template{path, body, response_path,
+ *    stream_path}}, workload{kind, isl{mean,stddev}, osl{mean,stddev}, seed,
+ *    sessions{turns, think_time_s}, trace, passages, batch_size},
  *    load{mode, concurrency | rate, arrival, smoothness, max_concurrency,
  *    ramp_s, requests | duration_s, grace_s, cancel{fraction, after_s},
  *    speedup, start_s, end_s}, warmup{requests | duration_s, load{...}},
@@ -25,9 +26,27 @@
 
 #include "limits.h"
 
-enum spec_endpoint { SPEC_EP_CHAT = 0, SPEC_EP_COMPLETIONS };
+/* target.endpoint. The numbers are not stored (the spec stores the name);
+ * the generation endpoints are chat, completions, tgi and template. */
+enum spec_endpoint {
+	SPEC_EP_CHAT = 0,
+	SPEC_EP_COMPLETIONS,
+	SPEC_EP_EMBEDDINGS,      /* OpenAI /v1/embeddings */
+	SPEC_EP_RANKINGS_NIM,    /* NVIDIA NIM /v1/ranking */
+	SPEC_EP_RANKINGS_COHERE, /* Cohere /v2/rerank */
+	SPEC_EP_RANKINGS_TEI,    /* Hugging Face TEI /rerank */
+	SPEC_EP_TGI,             /* Hugging Face TGI /generate, /generate_stream */
+	SPEC_EP_TEMPLATE,        /* target.template: the user's path and body */
+	SPEC_EP__COUNT
+};
+/* Bounds of the endpoint fields (docs/spec.md). */
+#define SPEC_MAX_PASSAGES 1000       /* workload.passages */
+#define SPEC_MAX_BATCH 2048          /* workload.batch_size */
+#define SPEC_MAX_JSON_PATH 256       /* bytes of a template's response_path / stream_path */
+#define SPEC_MAX_JSON_PATH_SEGS 32   /* segments of one */
 enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE };
 enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE, SPEC_WL_DATASET };
+enum spec_maxtok { SPEC_MAXTOK_MAX_TOKENS = 0, SPEC_MAXTOK_COMPLETION };
 /* How requests take the entries of a dataset (workload.dataset.sampling). */
 enum spec_sampling { SPEC_SAMPLE_DEFAULT = 0, SPEC_SAMPLE_SEQUENTIAL, SPEC_SAMPLE_RANDOM,
 		     SPEC_SAMPLE_SHUFFLE };
@@ -60,11 +79,17 @@ struct spec {
 		const char *url, *model, *api_key_env; /* api_key_env may be NULL */
 		int mock; /* the daemon runs a headroom-mock for the run (url: SPEC_MOCK_URL) */
 		const char *api_key_secret; /* name of a daemon-held secret, or NULL */
+		int max_tokens_field; /* SPEC_MAXTOK_*: the body field of the output length */
 		int endpoint;
 		bool stream;
 		double timeout_s;
 		json_t *headers;    /* borrowed: object of string values */
 		json_t *extra_body; /* borrowed: object, may be empty */
+		/* endpoint template (target.template), else NULL: */
+		const char *template_path; /* borrowed: the path appended to url */
+		json_t *template_body;     /* borrowed: object with {{placeholders}} */
+		const char *response_path; /* borrowed: dotted path, or NULL */
+		const char *stream_path;   /* borrowed: dotted path, or NULL */
 	} target;
 	struct {
 		int kind;
@@ -75,6 +100,9 @@ struct spec {
 		const char *tokenizer; /* borrowed: path of the tokenizer file, or NULL */
 		int64_t dataset_id;    /* dataset kind: the uploaded dataset (docs/datasets.md) */
 		int sampling;          /* SPEC_SAMPLE_*; DEFAULT: by the dataset's format */
+		int passages;          /* rankings endpoints: passages per request, else 0 */
+		int batch_size;        /* embeddings: inputs per request, else 0 */
+		int ignore_eos;        /* send ignore_eos and min_tokens: outputs of exactly osl */
 		int system_tokens;     /* workload.system_prompt.tokens: 0 = none */
 		int prefix_count, prefix_tokens; /* workload.prefix_prompts: 0 = none */
 		struct spec_mix {
@@ -129,7 +157,17 @@ void spec_release(struct spec *s);
 const char *spec_endpoint_name(int ep);
 const char *spec_mode_name(int mode);
 const char *spec_arrival_name(int law);
-/* Path appended to target.url for the endpoint ("/v1/chat/completions"). */
+/* Path appended to target.url for the endpoint ("/v1/chat/completions";
+ * TGI: "/generate"; template: ""). */
 const char *spec_endpoint_path(int ep);
+/* The path a validated spec's requests go to: the endpoint's, TGI's
+ * "/generate_stream" when streamed, or the template's path. */
+const char *spec_target_path(const struct spec *s);
+/* Whether the endpoint generates text (chat, completions, tgi, template);
+ * embeddings and rankings answer in one piece with no output tokens. */
+bool spec_endpoint_generates(int ep);
+/* The placeholders of a template body (NULL-terminated, without braces):
+ * "prompt", "max_tokens", "model", "stream". */
+extern const char *const spec_template_placeholders[];
 
 #endif

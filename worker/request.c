@@ -107,6 +107,8 @@ static int build_body_tail(struct req_cfg *c, const struct spec *s, char *err)
 		xalloc_die();
 	json_object_set_new(fixed, "model", json_string(s->target.model));
 	json_object_set_new(fixed, "stream", json_boolean(s->target.stream));
+	if (s->workload.ignore_eos)
+		json_object_set_new(fixed, "ignore_eos", json_true());
 	if (s->target.stream) {
 		json_t *so = json_object();
 		json_object_set_new(so, "include_usage", json_true());
@@ -118,7 +120,11 @@ static int build_body_tail(struct req_cfg *c, const struct spec *s, char *err)
 	}
 	const char *prompt_key = s->target.endpoint == SPEC_EP_CHAT ? "messages" : "prompt";
 	c->with_prompt = !json_object_get(extra, prompt_key);
-	c->with_max_tokens = !json_object_get(extra, "max_tokens");
+	c->max_tokens_key = s->target.max_tokens_field == SPEC_MAXTOK_COMPLETION
+	                        ? "max_completion_tokens"
+	                        : "max_tokens";
+	c->with_max_tokens = !json_object_get(extra, c->max_tokens_key);
+	c->min_tokens = s->workload.ignore_eos && !json_object_get(extra, "min_tokens");
 	char *dump = json_dumps(fixed, JSON_COMPACT);
 	json_decref(fixed);
 	if (!dump || dump[0] != '{' || dump[1] == '}') {
@@ -623,12 +629,20 @@ static int add_prompt(struct req *r, const struct req_params *p)
 	return 0;
 }
 
-/* "max_tokens":N, (no printf on the way of every request) */
-static int add_max_tokens(struct dynbuf *b, int n)
+/* "KEY":N, for a short static key (no printf on the way of every request) */
+static int add_count(struct dynbuf *b, const char *key, int n)
 {
-	char buf[32] = "\"max_tokens\":";
+	char buf[64];
+	size_t kl = strlen(key), k = 0;
+	if (kl > 40)
+		return -1;
+	buf[k++] = '"';
+	memcpy(buf + k, key, kl);
+	k += kl;
+	buf[k++] = '"';
+	buf[k++] = ':';
 	char digits[12];
-	size_t k = strlen(buf), d = 0;
+	size_t d = 0;
 	unsigned v = n < 0 ? 0 : (unsigned)n; /* lengths are >= 1 */
 	do {
 		digits[d++] = (char)('0' + v % 10);
@@ -664,8 +678,10 @@ static int build_body(struct req *r, const struct req_params *p)
 		if (dynbuf_addstr(b, chat ? "]," : "\",") < 0)
 			return -1;
 	}
-	if (c->with_max_tokens && add_max_tokens(b, r->requested_osl) < 0)
+	if (c->with_max_tokens && add_count(b, c->max_tokens_key, r->requested_osl) < 0)
 		return -1;
+	if (c->min_tokens && add_count(b, "min_tokens", r->requested_osl) < 0)
+		return -1; /* workload.ignore_eos: exactly the requested output */
 	return dynbuf_add(b, c->body_tail, c->body_tail_len);
 }
 

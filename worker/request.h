@@ -44,6 +44,8 @@ struct req_cfg {
 	size_t body_tail_len;
 	bool with_prompt;     /* extra_body does not replace the prompt */
 	bool with_max_tokens; /* extra_body does not replace max_tokens */
+	const char *max_tokens_key; /* "max_tokens" or "max_completion_tokens" (static) */
+	bool min_tokens;      /* workload.ignore_eos: send min_tokens = the requested output */
 	int endpoint;         /* SPEC_EP_* */
 	bool stream;
 	bool fast_json; /* chunkscan fast path; HEADROOM_WORKER_JSON=jansson: off */

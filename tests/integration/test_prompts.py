@@ -4,14 +4,18 @@ workloads, end to end (headroomd, workers, headroom-mock counting prompt
 words): workload.system_prompt opens every request (and every
 conversation), workload.prefix_prompts puts one of N shared prefixes
 before each prompt, workload.mix draws (input, output) lengths by weight.
-The mock's usage count of each request's input is checked exactly.
+The mock's usage count of each request's input is checked exactly. A
+small recording server checks the output-length fields of the bodies
+(target.max_tokens_field, workload.ignore_eos).
 
 Run: HEADROOM_BIN=build/bin python3 tests/integration/test_prompts.py
 """
 import collections
+import http.server
 import json
 import os
 import sys
+import threading
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -78,6 +82,58 @@ class SharedPromptsTest(unittest.TestCase):
                             "prefix_prompts": {"count": 1, "tokens": 2}}
         for r in self.records(spec):
             self.assertEqual(r["isl"], 3 + 2 + 8)
+
+
+class Recorder(http.server.BaseHTTPRequestHandler):
+    """Keeps every request body; answers a minimal non-streamed chat reply."""
+    bodies = []
+
+    def do_POST(self):
+        n = int(self.headers["Content-Length"])
+        Recorder.bodies.append(json.loads(self.rfile.read(n)))
+        out = json.dumps({"choices": [{"index": 0, "finish_reason": "stop",
+                                       "message": {"role": "assistant", "content": "ok"}}],
+                          "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(out)))
+        self.end_headers()
+        self.wfile.write(out)
+
+    def log_message(self, *args):
+        pass
+
+
+class BodyFieldsTest(unittest.TestCase):
+    def test_output_length_fields(self):
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        tmp = hrtest.tempdir()
+        d = hrtest.start_daemon(tmp.name)
+        try:
+            api = hrtest.Api(d.addr)
+            addr = "127.0.0.1:%d" % srv.server_address[1]
+            for extra, want in (({}, {"max_tokens": 7}),
+                                ({"target": {"max_tokens_field": "max_completion_tokens"}},
+                                 {"max_completion_tokens": 7}),
+                                ({"workload": {"ignore_eos": True}},
+                                 {"max_tokens": 7, "min_tokens": 7, "ignore_eos": True})):
+                Recorder.bodies = []
+                spec = hrtest.spec(addr, concurrency=1, requests=3)
+                spec["target"]["stream"] = False
+                spec["target"].update(extra.get("target", {}))
+                spec["workload"].update({"osl": {"mean": 7}}, **extra.get("workload", {}))
+                run = api.wait(api.submit(spec))
+                self.assertEqual(run["state"], "succeeded", run.get("reason"))
+                self.assertEqual(len(Recorder.bodies), 3)
+                for b in Recorder.bodies:
+                    got = {k: b[k] for k in ("max_tokens", "max_completion_tokens",
+                                             "min_tokens", "ignore_eos") if k in b}
+                    self.assertEqual(got, want)
+        finally:
+            self.assertEqual(d.stop(), 0)
+            srv.shutdown()
+            tmp.cleanup()
 
 
 if __name__ == "__main__":
