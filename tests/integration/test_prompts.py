@@ -84,6 +84,33 @@ class SharedPromptsTest(unittest.TestCase):
             self.assertEqual(r["isl"], 3 + 2 + 8)
 
 
+class ReasoningTest(unittest.TestCase):
+    def test_reasoning_tokens_and_time_to_first_output(self):
+        mock = hrtest.start_mock("--quiet", "--reasoning-tokens", "5", "--itl-ms", "4")
+        tmp = hrtest.tempdir()
+        d = hrtest.start_daemon(tmp.name)
+        try:
+            api = hrtest.Api(d.addr)
+            spec = hrtest.spec(mock.addr, concurrency=2, requests=6)
+            spec["workload"]["osl"] = {"mean": 12}
+            run = api.wait(api.submit(spec))
+            self.assertEqual(run["state"], "succeeded", run.get("reason"))
+            st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+            for r in (json.loads(line) for line in text.splitlines()):
+                self.assertEqual(r["reasoning_tokens"], 5)
+                self.assertEqual(r["osl"], 12)  # reasoning included, as servers count
+                # the first output token comes after the five reasoning ones
+                self.assertGreaterEqual(r["time_to_first_output_token"] -
+                                        r["time_to_first_token"], 5 * 4 * 0.9)
+            m = run["summary"]["metrics"]
+            self.assertGreater(m["time_to_first_output_token"]["p50"],
+                               m["time_to_first_token"]["p50"])
+        finally:
+            self.assertEqual(d.stop(), 0)
+            self.assertEqual(mock.stop(), 0)
+            tmp.cleanup()
+
+
 class Recorder(http.server.BaseHTTPRequestHandler):
     """Keeps every request body; answers a minimal non-streamed chat reply."""
     bodies = []
