@@ -33,7 +33,9 @@ static const char profile_help[] =
     "  --url URL                     the inference server (http:// is added when\n"
     "                                missing; default localhost:8000)\n"
     "  -m, --model NAME              model name (required)\n"
-    "  --endpoint-type chat|completions   (default chat)\n"
+    "  --endpoint-type TYPE          chat (default), completions, embeddings,\n"
+    "                                rankings, cohere_rankings, hf_tei_rankings,\n"
+    "                                huggingface_generate\n"
     "  --streaming                   stream responses (default: not streamed)\n"
     "  --concurrency N               closed loop with N in flight; with\n"
     "                                --request-rate, the ceiling on requests in flight\n"
@@ -50,6 +52,8 @@ static const char profile_help[] =
     "  --random-seed N               seed of prompts, lengths and arrivals\n"
     "  --extra-inputs K:V | JSON     merged into every request body (repeatable)\n"
     "  -H, --header 'Name: value'    extra request header (repeatable)\n"
+    "  --goodput 'METRIC:LIMIT ...'  service level objectives (ms; output token\n"
+    "                                throughput per user: at least)\n"
     "  --tokenizer FILE              tokenizer file on the daemon's host: prompts\n"
     "                                of exact token lengths\n"
     "  --input-file FILE --custom-dataset-type mooncake_trace   replay a trace\n"
@@ -63,9 +67,8 @@ static const char profile_help[] =
     "  --print-spec                  print the spec and exit, submitting nothing\n"
     "  --no-wait                     submit and return\n"
     "\n"
-    "Refused for now (the feature is not in headroom yet): --goodput,\n"
-    "--public-dataset, --custom-dataset-type other than mooncake_trace, and\n"
-    "endpoint types other than chat and completions.\n";
+    "Refused for now (the feature is not in headroom yet): --public-dataset,\n"
+    "--custom-dataset-type other than mooncake_trace, and other endpoint types.\n";
 
 struct pflags {
 	const char *url, *model, *endpoint, *arrival, *tokenizer, *input_file, *dataset_type;
@@ -73,7 +76,7 @@ struct pflags {
 	int streaming, print_spec, no_wait;
 	double concurrency, rate, smoothness, requests, duration, grace, timeout;
 	double isl, isl_sd, osl, osl_sd, warmup, seed, workers;
-	json_t *extra, *headers;
+	json_t *extra, *headers, *goodput;
 };
 
 static int bad(const char *flag, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
@@ -128,6 +131,28 @@ static int extra_input(const char *v, json_t *extra)
 	json_object_set_new(extra, key, val);
 	free(key);
 	return 0;
+}
+
+/* "time_to_first_token:100 inter_token_latency:3.40" (AIPerf's form; commas
+ * also separate) into {metric: limit}; the daemon checks the names. */
+static int goodput(const char *v, json_t *out)
+{
+	char *copy = xstrdup(v), *save = NULL;
+	int rc = 0;
+	for (char *tok = strtok_r(copy, " ,", &save); tok && !rc; tok = strtok_r(NULL, " ,", &save)) {
+		char *colon = strchr(tok, ':'), *end;
+		double d = colon ? strtod(colon + 1, &end) : 0;
+		if (!colon || colon == tok || end == colon + 1 || *end || !(d > 0))
+			rc = bad("--goodput", "wants METRIC:LIMIT pairs, not '%s'", tok);
+		else {
+			*colon = '\0';
+			json_object_set_new(out, tok, json_real(d));
+		}
+	}
+	free(copy);
+	if (!rc && json_object_size(out) == 0)
+		rc = bad("--goodput", "wants METRIC:LIMIT pairs");
+	return rc;
 }
 
 static int header(const char *v, json_t *headers)
@@ -277,9 +302,7 @@ static int parse(int argc, char **argv, struct pflags *p)
 		case F_SEED: rc = number(fl, v, 0, 9007199254740991.0, 1, &p->seed); break;
 		case F_EXTRA: rc = extra_input(v, p->extra); break;
 		case F_HEADER: rc = header(v, p->headers); break;
-		case F_GOODPUT:
-			return bad(fl, "goodput SLOs are not in headroom yet; the summary has "
-				       "every percentile to judge them by");
+		case F_GOODPUT: rc = goodput(v, p->goodput); break;
 		case F_PUBLIC:
 			return bad(fl, "public datasets are not in headroom yet (a trace replays "
 				       "with --input-file FILE --custom-dataset-type mooncake_trace)");
@@ -321,13 +344,36 @@ static int build(struct pflags *p, json_t **out)
 	json_object_set_new(target, "url", json_string(full));
 	free(full);
 	json_object_set_new(target, "model", json_string(p->model));
-	const char *ep = p->endpoint ? p->endpoint : "chat";
-	if (strcmp(ep, "chat") != 0 && strcmp(ep, "completions") != 0) {
+	/* AIPerf's endpoint types and headroom's names for them */
+	static const char *const eps[][2] = {
+	    {"chat", "chat"},
+	    {"completions", "completions"},
+	    {"embeddings", "embeddings"},
+	    {"rankings", "rankings_nim"},
+	    {"nim_rankings", "rankings_nim"},
+	    {"cohere_rankings", "rankings_cohere"},
+	    {"hf_tei_rankings", "rankings_tei"},
+	    {"huggingface_generate", "tgi"},
+	    {"tgi", "tgi"},
+	};
+	const char *ep = p->endpoint ? p->endpoint : "chat", *mapped = NULL;
+	for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++)
+		if (strcmp(ep, eps[i][0]) == 0)
+			mapped = eps[i][1];
+	if (!mapped) {
 		json_decref(target);
-		return bad("--endpoint-type", "'%s' is not in headroom yet (chat, completions)", ep);
+		return bad("--endpoint-type",
+			   "'%s' is not in headroom yet (chat, completions, embeddings, rankings, "
+			   "cohere_rankings, hf_tei_rankings, huggingface_generate; a template "
+			   "endpoint needs a spec)",
+			   ep);
 	}
-	json_object_set_new(target, "endpoint", json_string(ep));
+	json_object_set_new(target, "endpoint", json_string(mapped));
 	json_object_set_new(target, "stream", json_boolean(p->streaming));
+	if (p->streaming && (strncmp(mapped, "rankings", 8) == 0 || strcmp(mapped, "embeddings") == 0)) {
+		json_decref(target);
+		return bad("--streaming", "%s answers are not streamed", ep);
+	}
 	if (p->timeout > 0)
 		json_object_set_new(target, "timeout_s", json_real(p->timeout));
 	if (json_object_size(p->headers))
@@ -423,6 +469,8 @@ static int build(struct pflags *p, json_t **out)
 				    json_pack("{s:I}", "requests", (json_int_t)p->warmup));
 	if (p->workers > 0)
 		json_object_set_new(spec, "workers", json_integer((json_int_t)p->workers));
+	if (json_object_size(p->goodput))
+		json_object_set(spec, "goodput", p->goodput);
 	*out = spec;
 	return EXIT_OK;
 fail:
@@ -435,6 +483,7 @@ int cmd_profile(int argc, char **argv)
 	struct pflags p = {.seed = -1, .grace = -1};
 	p.extra = json_object();
 	p.headers = json_object();
+	p.goodput = json_object();
 	int rc = parse(argc, argv, &p);
 	json_t *spec = NULL;
 	if (rc == 0)
@@ -465,5 +514,6 @@ int cmd_profile(int argc, char **argv)
 	json_decref(spec);
 	json_decref(p.extra);
 	json_decref(p.headers);
+	json_decref(p.goodput);
 	return rc;
 }

@@ -19,6 +19,7 @@
 #define HR_MAX_PATH_LEN 4096              /* a file path in a spec (workload.tokenizer) */
 #define HR_MAX_PREFIX_PROMPTS 100000      /* workload.prefix_prompts.count */
 #define HR_MAX_MIX 64                     /* workload.mix entries */
+#define HR_MAX_SLOS 16                    /* goodput objectives */
 #define HR_MAX_LABELS 64
 #define HR_MAX_LABEL_LEN 256
 #define HR_MAX_HEADERS 64

@@ -51,7 +51,8 @@ enum hr_toksrc {
 	HR_TOKSRC__COUNT
 };
 
-#define HR_REC_STREAMED 0x01u /* the request asked for a streamed response */
+#define HR_REC_STREAMED 0x01u /* timed by chunks: a streamed response, or an embeddings or
+                               * rankings answer (one chunk: its arrival) */
 
 struct hr_record {
 	uint64_t seq;    /* per-worker sequence number, 0.. */

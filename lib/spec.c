@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "limits.h"
+#include "metrics.h"
 #include "trace.h"
 #include "util.h"
 
@@ -688,6 +689,52 @@ static int parse_telemetry(struct vctx *v, json_t *root, struct spec *s)
 	return s->telemetry.metrics_urls ? 0 : -1;
 }
 
+/* goodput: {"<metric>": limit, ...} - service level objectives, as
+ * AIPerf's --goodput: a valid request is good when every per-request
+ * metric named meets its limit (a latency in ms at most, the output token
+ * throughput per user at least). */
+static int parse_goodput(struct vctx *v, json_t *root, struct spec *s)
+{
+	json_t *g = json_object_get(root, "goodput");
+	if (!g || json_is_null(g)) {
+		json_object_del(root, "goodput");
+		return 0;
+	}
+	if (!json_is_object(g))
+		return fail(v, "wrong_type", "goodput",
+		            "'goodput' must be an object of metric: limit pairs");
+	if (json_object_size(g) == 0 || json_object_size(g) > HR_MAX_SLOS)
+		return fail(v, "invalid_value", "goodput", "'goodput' needs 1 to %d objectives",
+		            HR_MAX_SLOS);
+	const char *k;
+	json_t *val;
+	json_object_foreach(g, k, val)
+	{
+		char path[160];
+		snprintf(path, sizeof path, "goodput.%.100s", k);
+		int idx = -1;
+		for (size_t i = 0; i < metric_defs_count; i++)
+			if (strcmp(metric_defs[i].tag, k) == 0 && metric_defs[i].scope == METRIC_VALID &&
+			    (strcmp(metric_defs[i].unit, "ms") == 0 ||
+			     strcmp(metric_defs[i].unit, "tokens/sec/user") == 0))
+				idx = (int)i;
+		if (idx < 0)
+			return fail(v, "unknown_field", path,
+			            "'%s': goodput takes per-request latencies in ms "
+			            "(time_to_first_token, inter_token_latency, request_latency, ...) "
+			            "and output_token_throughput_per_user",
+			            path);
+		if (!json_is_number(val) || !(json_number_value(val) > 0) ||
+		    json_number_value(val) > 1e9)
+			return fail(v, "out_of_range", path, "'%s' must be a number above 0", path);
+		struct spec_slo *o = &s->slo[s->n_slo++];
+		o->metric = idx;
+		o->limit = json_number_value(val);
+		o->at_least = strcmp(metric_defs[idx].unit, "ms") != 0;
+	}
+	return 0;
+}
+
 static int parse_client(struct vctx *v, json_t *root, struct spec *s)
 {
 	json_t *c = get_obj(v, root, "client", "client", 0);
@@ -711,11 +758,270 @@ static int parse_client(struct vctx *v, json_t *root, struct spec *s)
 	return 0;
 }
 
+/* --- endpoints --------------------------------------------------------- */
+
+static const char *const endpoint_names[SPEC_EP__COUNT] = {
+    "chat",         "completions", "embeddings", "rankings_nim", "rankings_cohere",
+    "rankings_tei", "tgi",         "template"};
+
+const char *const spec_template_placeholders[] = {"prompt", "max_tokens", "model", "stream", NULL};
+
+bool spec_endpoint_generates(int ep)
+{
+	return ep == SPEC_EP_CHAT || ep == SPEC_EP_COMPLETIONS || ep == SPEC_EP_TGI ||
+	       ep == SPEC_EP_TEMPLATE;
+}
+
+static bool is_rankings(int ep)
+{
+	return ep == SPEC_EP_RANKINGS_NIM || ep == SPEC_EP_RANKINGS_COHERE ||
+	       ep == SPEC_EP_RANKINGS_TEI;
+}
+
+static int parse_endpoint(struct vctx *v, json_t *t, struct spec *s)
+{
+	const char *ep = get_str(v, t, "endpoint", "target.endpoint", "chat", 32);
+	if (!ep)
+		return -1;
+	for (int i = 0; i < SPEC_EP__COUNT; i++)
+		if (strcmp(ep, endpoint_names[i]) == 0) {
+			s->target.endpoint = i;
+			return 0;
+		}
+	return fail(v, "invalid_value", "target.endpoint",
+	            "'target.endpoint' must be one of \"chat\", \"completions\", \"embeddings\", "
+	            "\"rankings_nim\", \"rankings_cohere\", \"rankings_tei\", \"tgi\", "
+	            "\"template\"");
+}
+
+/* A dotted JSON path (response_path, stream_path): 1 to SPEC_MAX_JSON_PATH
+ * printable bytes, segments separated by '.', none empty. Absent or null:
+ * removed, and missing_field when required (why says when). Returns the
+ * path, or NULL (absent, or failed: see v->failed). */
+static const char *get_json_path(struct vctx *v, json_t *o, const char *key, const char *path,
+                                 bool required, const char *why)
+{
+	json_t *x = json_object_get(o, key);
+	if (!x || json_is_null(x)) {
+		json_object_del(o, key);
+		if (required)
+			fail(v, "missing_field", path, "'%s' is required %s", path, why);
+		return NULL;
+	}
+	const char *p = get_str(v, o, key, path, NULL, SPEC_MAX_JSON_PATH);
+	if (!p)
+		return NULL;
+	int segs = 1;
+	bool bad = !*p;
+	for (const char *c = p; *c; c++) {
+		if ((unsigned char)*c < 0x20 || *c == 0x7f)
+			bad = true;
+		if (*c == '.') {
+			segs++;
+			if (c == p || c[1] == '.' || c[1] == '\0')
+				bad = true;
+		}
+	}
+	if (bad || segs > SPEC_MAX_JSON_PATH_SEGS) {
+		fail(v, "invalid_value", path,
+		     "'%s' must be a dotted path such as \"choices.0.text\" (at most %d "
+		     "non-empty segments, no control characters)",
+		     path, SPEC_MAX_JSON_PATH_SEGS);
+		return NULL;
+	}
+	return p;
+}
+
+/* The placeholders in one string of a template body: {{name}} with name
+ * of letters, digits and '_' must be a known one (other uses of braces,
+ * such as a Jinja template's "{{ x }}", are left alone). Counts
+ * {{prompt}} in *prompts. */
+static int scan_placeholders(struct vctx *v, const char *str, size_t len, const char *path,
+                             int *prompts)
+{
+	for (size_t i = 0; i + 1 < len; i++) {
+		if (str[i] != '{' || str[i + 1] != '{')
+			continue;
+		size_t a = i + 2, b = a;
+		while (b < len && (isalnum((unsigned char)str[b]) || str[b] == '_'))
+			b++;
+		if (b == a || b + 1 >= len || str[b] != '}' || str[b + 1] != '}')
+			continue;
+		int known = -1;
+		for (int k = 0; spec_template_placeholders[k]; k++)
+			if (strlen(spec_template_placeholders[k]) == b - a &&
+			    memcmp(spec_template_placeholders[k], str + a, b - a) == 0)
+				known = k;
+		if (known < 0)
+			return fail(v, "invalid_value", path,
+			            "'%s' has the unknown placeholder '{{%.*s}}' (known: {{prompt}}, "
+			            "{{max_tokens}}, {{model}}, {{stream}})",
+			            path, (int)(b - a > 64 ? 64 : b - a), str + a);
+		if (known == 0)
+			++*prompts;
+		i = b + 1;
+	}
+	return 0;
+}
+
+#define TEMPLATE_MAX_DEPTH 64
+
+/* Every string of a template body (keys included), depth-first. */
+static int scan_template(struct vctx *v, json_t *x, char *path, size_t plen, int depth,
+                         int *prompts)
+{
+	size_t cap = 512;
+	if (depth > TEMPLATE_MAX_DEPTH)
+		return fail(v, "invalid_value", "target.template.body",
+		            "'target.template.body' is nested deeper than %d levels",
+		            TEMPLATE_MAX_DEPTH);
+	if (json_is_string(x))
+		return scan_placeholders(v, json_string_value(x), json_string_length(x), path,
+		                         prompts);
+	if (json_is_array(x)) {
+		size_t i;
+		json_t *e;
+		json_array_foreach(x, i, e)
+		{
+			snprintf(path + plen, cap - plen, "[%zu]", i);
+			if (scan_template(v, e, path, strlen(path), depth + 1, prompts) < 0)
+				return -1;
+			path[plen] = '\0';
+		}
+	} else if (json_is_object(x)) {
+		const char *k;
+		json_t *e;
+		json_object_foreach(x, k, e)
+		{
+			snprintf(path + plen, cap - plen, ".%s", k);
+			if (scan_placeholders(v, k, strlen(k), path, prompts) < 0 ||
+			    scan_template(v, e, path, strlen(path), depth + 1, prompts) < 0)
+				return -1;
+			path[plen] = '\0';
+		}
+	}
+	return 0;
+}
+
+/* target.template {path, body, response_path, stream_path}: with endpoint
+ * "template" only (docs/spec.md). */
+static int parse_template(struct vctx *v, json_t *t, struct spec *s)
+{
+	json_t *tp = json_object_get(t, "template");
+	if (s->target.endpoint != SPEC_EP_TEMPLATE) {
+		if (tp && !json_is_null(tp))
+			return fail(v, "invalid_value", "target.template",
+			            "'target.template' needs 'target.endpoint' \"template\"");
+		json_object_del(t, "template");
+		return 0;
+	}
+	if (!tp || json_is_null(tp))
+		return fail(v, "missing_field", "target.template",
+		            "'target.template' ({\"path\", \"body\", \"response_path\", "
+		            "\"stream_path\"}) is required with 'target.endpoint' \"template\"");
+	if (!json_is_object(tp))
+		return fail(v, "wrong_type", "target.template",
+		            "'target.template' must be an object");
+	static const char *const keys[] = {"path", "body", "response_path", "stream_path", NULL};
+	if (check_keys(v, tp, "target.template", keys) < 0)
+		return -1;
+	const char *p = get_str(v, tp, "path", "target.template.path", NULL, HR_MAX_URL_LEN);
+	if (!p)
+		return -1;
+	bool bad = p[0] != '/';
+	for (const char *c = p; *c; c++)
+		bad |= (unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f || *c == '#';
+	if (bad)
+		return fail(v, "invalid_value", "target.template.path",
+		            "'target.template.path' must start with '/' and be printable ASCII "
+		            "without spaces or '#' (\"/v1/completions\")");
+	s->target.template_path = p;
+	json_t *body = json_object_get(tp, "body");
+	if (!body || json_is_null(body))
+		return fail(v, "missing_field", "target.template.body",
+		            "'target.template.body' (the request body, with placeholders) is "
+		            "required");
+	if (!json_is_object(body))
+		return fail(v, "wrong_type", "target.template.body",
+		            "'target.template.body' must be a JSON object");
+	char path[512] = "target.template.body";
+	int prompts = 0;
+	if (scan_template(v, body, path, strlen(path), 0, &prompts) < 0)
+		return -1;
+	if (!prompts)
+		return fail(v, "invalid_value", "target.template.body",
+		            "'target.template.body' must contain the placeholder \"{{prompt}}\" in "
+		            "a string");
+	s->target.template_body = body;
+	s->target.response_path =
+	    get_json_path(v, tp, "response_path", "target.template.response_path",
+	                  !s->target.stream, "when 'target.stream' is false");
+	if (v->failed)
+		return -1;
+	s->target.stream_path = get_json_path(v, tp, "stream_path", "target.template.stream_path",
+	                                      s->target.stream, "when 'target.stream' is true");
+	return v->failed ? -1 : 0;
+}
+
+/* Rejects a workload field that does not apply to the endpoint. */
+static int not_for_endpoint(struct vctx *v, json_t *wl, const char *key, const char *what, int ep)
+{
+	json_t *x = json_object_get(wl, key);
+	if (!x || json_is_null(x)) {
+		json_object_del(wl, key);
+		return 0;
+	}
+	char path[64];
+	snprintf(path, sizeof path, "workload.%s", key);
+	return fail(v, "invalid_value", path, "'%s' applies to %s only, not to endpoint \"%s\"",
+	            path, what, endpoint_names[ep]);
+}
+
+/* workload.passages (rankings) and workload.batch_size (embeddings):
+ * texts per request besides the query, each drawn from workload.isl. */
+static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
+{
+	int ep = s->target.endpoint;
+	double d;
+	if (is_rankings(ep)) {
+		if (get_num(v, wl, "passages", "workload.passages", 4, 1, 1, SPEC_MAX_PASSAGES, 1,
+		            &d) < 0)
+			return -1;
+		s->workload.passages = (int)d;
+		if ((d + 1) * s->workload.isl.mean > HR_MAX_ISL)
+			return fail(v, "out_of_range", "workload.passages",
+			            "('workload.passages' + 1) x 'workload.isl.mean' must be at most "
+			            "%d tokens",
+			            HR_MAX_ISL);
+	} else if (not_for_endpoint(v, wl, "passages", "the rankings endpoints", ep) < 0) {
+		return -1;
+	}
+	if (ep == SPEC_EP_EMBEDDINGS) {
+		if (get_num(v, wl, "batch_size", "workload.batch_size", 1, 1, 1, SPEC_MAX_BATCH, 1,
+		            &d) < 0)
+			return -1;
+		s->workload.batch_size = (int)d;
+		if (d * s->workload.isl.mean > HR_MAX_ISL)
+			return fail(v, "out_of_range", "workload.batch_size",
+			            "'workload.batch_size' x 'workload.isl.mean' must be at most %d "
+			            "tokens",
+			            HR_MAX_ISL);
+	} else if (not_for_endpoint(v, wl, "batch_size", "endpoint \"embeddings\"", ep) < 0) {
+		return -1;
+	}
+	if (s->workload.sessions && !spec_endpoint_generates(ep))
+		return fail(v, "invalid_value", "workload.sessions",
+		            "multi-turn sessions need a generation endpoint (chat, completions, tgi "
+		            "or template), not \"%s\"",
+		            endpoint_names[ep]);
+	return 0;
+}
+
 static int validate(struct vctx *v, json_t *root, int default_workers, struct spec *s)
 {
 	static const char *const top[] = {"name",	"labels",    "target", "workload",
 	                                  "load",	"workers",   "warmup", "telemetry",
-	                                  "client",	NULL};
+	                                  "client",	"goodput",   NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -732,7 +1038,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	static const char *const tkeys[] = {"url",        "endpoint",    "model",
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
-	                                    "api_key_secret", "max_tokens_field", NULL};
+	                                    "api_key_secret", "max_tokens_field", "template",
+	                                    NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -759,22 +1066,21 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		if ((unsigned char)*c <= ' ' || *c == 0x7f)
 			return fail(v, "invalid_value", "target.url",
 			            "'target.url' contains whitespace or control characters");
-	const char *ep = get_str(v, t, "endpoint", "target.endpoint", "chat", 32);
-	if (!ep)
+	if (parse_endpoint(v, t, s) < 0)
 		return -1;
-	if (strcmp(ep, "chat") == 0)
-		s->target.endpoint = SPEC_EP_CHAT;
-	else if (strcmp(ep, "completions") == 0)
-		s->target.endpoint = SPEC_EP_COMPLETIONS;
-	else
-		return fail(v, "invalid_value", "target.endpoint",
-		            "'target.endpoint' must be \"chat\" or \"completions\"");
 	s->target.model = get_str(v, t, "model", "target.model", NULL, HR_MAX_NAME_LEN);
 	if (!s->target.model)
 		return -1;
-	int stream = get_bool(v, t, "stream", "target.stream", 1);
+	/* embeddings and rankings answer in one piece: not streamed */
+	int stream = get_bool(v, t, "stream", "target.stream",
+	                      spec_endpoint_generates(s->target.endpoint));
 	if (stream < 0)
 		return -1;
+	if (stream && !spec_endpoint_generates(s->target.endpoint))
+		return fail(v, "invalid_value", "target.stream",
+		            "'target.stream' must be false with endpoint \"%s\" (its answer is not "
+		            "streamed)",
+		            endpoint_names[s->target.endpoint]);
 	s->target.stream = stream;
 	json_t *ake = json_object_get(t, "api_key_env");
 	if (ake && !json_is_null(ake)) {
@@ -850,6 +1156,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	if (get_num(v, t, "timeout_s", "target.timeout_s", 600, 1, 0.001, HR_MAX_TIMEOUT_S, 0,
 	            &s->target.timeout_s) < 0)
 		return -1;
+	if (parse_template(v, t, s) < 0)
+		return -1;
 
 	/* workload */
 	json_t *wl = get_obj(v, root, "workload", "workload", 0);
@@ -857,7 +1165,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		return -1;
 	static const char *const wkeys[] = {"kind",  "isl",       "osl",     "seed", "sessions",
 	                                    "trace", "tokenizer", "dataset", "system_prompt",
-	                                    "prefix_prompts", "mix", "ignore_eos", NULL};
+	                                    "prefix_prompts", "mix", "ignore_eos", "passages",
+	                                    "batch_size", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
@@ -880,7 +1189,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		return -1;
 	s->workload.seed = (uint64_t)seed;
 	if (parse_sessions(v, wl, s) < 0 || parse_trace(v, wl, s) < 0 ||
-	    parse_dataset(v, wl, s) < 0)
+	    parse_dataset(v, wl, s) < 0 || parse_items(v, wl, s) < 0)
 		return -1;
 	if (parse_shared_prompts(v, wl, s) < 0 || parse_mix(v, wl, s) < 0)
 		return -1;
@@ -961,6 +1270,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	if (parse_telemetry(v, root, s) < 0)
 		return -1;
 	if (parse_client(v, root, s) < 0)
+		return -1;
+	if (parse_goodput(v, root, s) < 0)
 		return -1;
 
 	/* workers: default from the core count, never more than the slots */
@@ -1046,10 +1357,36 @@ void spec_release(struct spec *s)
 
 const char *spec_endpoint_name(int ep)
 {
-	return ep == SPEC_EP_COMPLETIONS ? "completions" : "chat";
+	return ep >= 0 && ep < SPEC_EP__COUNT ? endpoint_names[ep] : "?";
 }
 
 const char *spec_endpoint_path(int ep)
 {
-	return ep == SPEC_EP_COMPLETIONS ? "/v1/completions" : "/v1/chat/completions";
+	switch (ep) {
+	case SPEC_EP_COMPLETIONS:
+		return "/v1/completions";
+	case SPEC_EP_EMBEDDINGS:
+		return "/v1/embeddings";
+	case SPEC_EP_RANKINGS_NIM:
+		return "/v1/ranking";
+	case SPEC_EP_RANKINGS_COHERE:
+		return "/v2/rerank";
+	case SPEC_EP_RANKINGS_TEI:
+		return "/rerank";
+	case SPEC_EP_TGI:
+		return "/generate";
+	case SPEC_EP_TEMPLATE:
+		return "";
+	default:
+		return "/v1/chat/completions";
+	}
+}
+
+const char *spec_target_path(const struct spec *s)
+{
+	if (s->target.endpoint == SPEC_EP_TEMPLATE && s->target.template_path)
+		return s->target.template_path;
+	if (s->target.endpoint == SPEC_EP_TGI && s->target.stream)
+		return "/generate_stream";
+	return spec_endpoint_path(s->target.endpoint);
 }

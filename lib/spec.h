@@ -128,6 +128,12 @@ struct spec {
 		json_t *dcgm_urls;    /* borrowed: array of strings */
 		json_t *metrics_urls; /* borrowed: array of strings (server-like pages) */
 	} telemetry;
+	struct spec_slo {            /* goodput: a valid request meeting every one is good */
+		int metric;          /* index into metric_defs */
+		double limit;        /* ms: at most; tokens/sec/user: at least */
+		int at_least;
+	} slo[HR_MAX_SLOS];
+	int n_slo;
 	struct {                     /* the client verdict (docs/client.md) */
 		int allow_client_bound;  /* submit --wait succeeds even when client_bound */
 		double max_loop_busy;    /* a worker sample this busy is saturated */

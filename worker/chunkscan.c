@@ -17,6 +17,12 @@
  * string: only that text is scanned (a valid string body that ends exactly
  * where the kept bytes resume), and the facts are the kept ones with the
  * new text. Anything else is scanned in full.
+ *
+ * TGI events (endpoint SPEC_EP_TGI) are read by the same automaton with
+ * their own root members: "token" (an object: a chunk; its "text" and
+ * "special"), "generated_text" (a string: the last event) and "details"
+ * ("generated_tokens", "input_length"); the memo never applies to them
+ * (every event differs in its index, id and logprob as well).
  */
 #include "chunkscan.h"
 
@@ -30,7 +36,17 @@
 #define MAX_EXPONENT 200  /* ... its exponent: never overflows a double */
 #define FAIL (-1)
 
-enum path { P_OTHER, P_ROOT, P_CHOICES, P_CHOICE0, P_DELTA, P_USAGE, P_DETAILS };
+enum path {
+	P_OTHER,
+	P_ROOT,
+	P_CHOICES,
+	P_CHOICE0,
+	P_DELTA,
+	P_USAGE,
+	P_DETAILS,
+	P_TOKEN,   /* TGI: the root's "token" */
+	P_TDETAILS /* TGI: the root's "details" */
+};
 enum leaf {
 	L_NONE,
 	L_CONTENT,
@@ -39,7 +55,10 @@ enum leaf {
 	L_PROMPT,
 	L_COMPLETION,
 	L_RTOKENS,
-	L_ERROR
+	L_ERROR,
+	L_TTEXT,   /* TGI: token.text (from here on: leaves that note strings) */
+	L_GENTEXT, /* TGI: generated_text */
+	L_SPECIAL  /* TGI: token.special */
 };
 
 /* What the automaton does next. */
@@ -60,11 +79,15 @@ struct facts {
 	bool has_text;             /* the content string's raw bytes: */
 	uint32_t text_off, text_len; /* offset from the event's start, length */
 	int64_t prompt, completion, rtokens;
+	/* TGI: token is an object, its text a string (text_off/len), special
+	 * true, generated_text a string */
+	bool token, ttext, special, final;
 };
 
 struct sc {
 	const unsigned char *base, *p, *end;
 	bool chat;
+	bool tgi; /* TGI events: the root's members are TGI's */
 	struct facts f;
 	int depth;
 	unsigned char stack[MAX_DEPTH];
@@ -369,7 +392,34 @@ static void set_leaf(struct sc *s, int leaf, bool nonempty, int64_t count)
 	case L_RTOKENS:
 		s->f.rtokens = count;
 		break;
+	case L_SPECIAL:
+		s->f.special = nonempty; /* (the literal true) */
+		break;
+	case L_TTEXT:
+		s->f.ttext = false; /* a string sets it again */
+		break;
+	case L_GENTEXT:
+		s->f.final = false;
+		break;
 	default:
+		break;
+	}
+}
+
+/* A string at a TGI leaf, from its raw bytes. */
+static void tgi_string(struct sc *s, int leaf, const unsigned char *start, size_t n)
+{
+	switch (leaf) {
+	case L_GENTEXT:
+		s->f.final = true;
+		break;
+	case L_SPECIAL:
+		s->f.special = false; /* "true", the string, is not true */
+		break;
+	default: /* L_TTEXT */
+		s->f.ttext = true;
+		s->f.text_off = (uint32_t)(start - s->base);
+		s->f.text_len = (uint32_t)n;
 		break;
 	}
 }
@@ -387,6 +437,22 @@ static int content_key(const struct sc *s, const unsigned char *k, size_t n)
 	return L_NONE;
 }
 
+/* A member of a TGI event's root. */
+static void member_tgi(struct sc *s, const unsigned char *k, size_t n, int *cpath, int *cleaf)
+{
+	if (KEY("token")) {
+		*cpath = P_TOKEN; /* an object sets token when it opens */
+		s->f.token = s->f.ttext = s->f.special = false;
+	} else if (KEY("generated_text")) {
+		*cleaf = L_GENTEXT;
+	} else if (KEY("details")) {
+		*cpath = P_TDETAILS;
+		s->f.prompt = s->f.completion = -1;
+	} else if (KEY("error")) {
+		*cleaf = L_ERROR;
+	}
+}
+
 /* Where member k of an object on path leads; resets what it replaces. */
 static void member(struct sc *s, int path, const unsigned char *k, size_t n, int *cpath, int *cleaf)
 {
@@ -394,7 +460,9 @@ static void member(struct sc *s, int path, const unsigned char *k, size_t n, int
 	*cleaf = L_NONE;
 	switch (path) {
 	case P_ROOT:
-		if (KEY("choices")) {
+		if (s->tgi) {
+			member_tgi(s, k, n, cpath, cleaf);
+		} else if (KEY("choices")) {
 			*cpath = P_CHOICES;
 			s->f.content = s->f.rcontent = s->f.reasoning = false;
 			s->gen++;
@@ -431,6 +499,18 @@ static void member(struct sc *s, int path, const unsigned char *k, size_t n, int
 		if (KEY("reasoning_tokens"))
 			*cleaf = L_RTOKENS;
 		break;
+	case P_TOKEN:
+		if (KEY("text"))
+			*cleaf = L_TTEXT;
+		else if (KEY("special"))
+			*cleaf = L_SPECIAL;
+		break;
+	case P_TDETAILS:
+		if (KEY("generated_tokens"))
+			*cleaf = L_COMPLETION;
+		else if (KEY("input_length"))
+			*cleaf = L_PROMPT;
+		break;
 	default:
 		break;
 	}
@@ -452,11 +532,13 @@ static int scalar(struct sc *s, int leaf)
 			s->f.text_off = (uint32_t)(start - s->base);
 			s->f.text_len = (uint32_t)n;
 			s->text_gen = s->gen;
+		} else if (leaf >= L_TTEXT) {
+			tgi_string(s, leaf, start, n);
 		}
 		return 0;
 	}
 	case 't':
-		set_leaf(s, leaf, false, -1);
+		set_leaf(s, leaf, leaf == L_SPECIAL, -1);
 		return leaf == L_ERROR ? FAIL : literal(s, "true", 4);
 	case 'f':
 		set_leaf(s, leaf, false, -1);
@@ -498,6 +580,8 @@ static int run(struct sc *s, int st, int vpath, int vleaf)
 			set_leaf(s, vleaf, false, -1);
 			s->p++;
 			if (c == '{') {
+				if (vpath == P_TOKEN)
+					s->f.token = true; /* TGI: a token object, a chunk */
 				s->stack[s->depth++] = (unsigned char)(vpath << F_PATH_SHIFT | F_OBJ);
 				st = ST_FIRST;
 				break;
@@ -574,6 +658,37 @@ void chunkscan_memo_reset(struct chunkscan_memo *m)
 	m->pre_len = 0;
 }
 
+/* A TGI event, in full (no memo). */
+static int chunkscan_tgi(const char *text, size_t len, struct chunk_info *out)
+{
+	struct sc s = {
+	    .base = (const unsigned char *)text,
+	    .p = (const unsigned char *)text,
+	    .end = (const unsigned char *)text + len,
+	    .tgi = true,
+	    .f = {.prompt = -1, .completion = -1, .rtokens = -1},
+	};
+	if (len > UINT32_MAX)
+		return FAIL;
+	ws(&s);
+	if (s.p >= s.end || *s.p != '{' || run(&s, ST_VALUE, P_ROOT, L_NONE) < 0)
+		return FAIL;
+	ws(&s);
+	if (s.p != s.end)
+		return FAIL;
+	const struct facts *f = &s.f;
+	bool keep = f->token && f->ttext && !f->special;
+	out->content = f->token;
+	out->text = keep ? text + f->text_off : NULL;
+	out->text_len = keep ? f->text_len : 0;
+	out->reasoning = false;
+	out->prompt_tokens = f->prompt;
+	out->completion_tokens = f->completion;
+	out->reasoning_tokens = -1;
+	out->final = f->final;
+	return 0;
+}
+
 static void fill(struct chunk_info *out, const char *text, bool content, size_t text_off,
                  size_t text_len, bool rcontent, bool reasoning, int64_t prompt,
                  int64_t completion, int64_t rtokens)
@@ -585,6 +700,7 @@ static void fill(struct chunk_info *out, const char *text, bool content, size_t 
 	out->prompt_tokens = prompt;
 	out->completion_tokens = completion;
 	out->reasoning_tokens = rtokens;
+	out->final = false;
 }
 
 /* The memo's template applied to text: 0 with *out filled, or -1. */
@@ -637,6 +753,8 @@ int chunkscan(const char *text, size_t len, int endpoint, struct chunk_info *out
               struct chunkscan_memo *memo)
 {
 	bool chat = endpoint == SPEC_EP_CHAT;
+	if (endpoint == SPEC_EP_TGI)
+		return chunkscan_tgi(text, len, out);
 	if (memo && from_template(memo, text, len, chat, out) == 0)
 		return 0;
 	struct sc s = {

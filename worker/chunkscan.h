@@ -13,6 +13,8 @@
  * "error" member, deep nesting - returns -1 and the caller parses the event
  * with jansson, which stays the reference and produces the error messages.
  *
+ * TGI's token events are read the same way (see chunk_info).
+ *
  * A memo (one per stream) lets a scan skip what a chunk shares with the
  * stream's earlier chunks: the bytes before and after the content text of
  * a chunk that was read are kept as a template, and a chunk that matches
@@ -38,6 +40,12 @@ struct chunk_info {
 	 * usage.completion_tokens_details.reasoning_tokens: integers in
 	 * [0, INT32_MAX], or -1 when absent or not such a count */
 	int64_t prompt_tokens, completion_tokens, reasoning_tokens;
+	/* TGI events (endpoint SPEC_EP_TGI): content is "token" being an
+	 * object, text its "text" unless "special" is true (NULL then, or
+	 * when not a string), prompt_tokens and completion_tokens
+	 * details.input_length and details.generated_tokens, and final that
+	 * "generated_text" is a string (the stream's last event) */
+	bool final;
 };
 
 #define CHUNKSCAN_MEMO_BYTES 512 /* template bytes kept (before + after the text) */
@@ -54,9 +62,9 @@ struct chunkscan_memo {
 
 void chunkscan_memo_reset(struct chunkscan_memo *m);
 
-/* endpoint: SPEC_EP_CHAT or SPEC_EP_COMPLETIONS; memo: NULL, or the
- * stream's memo (read and updated). Returns 0 with *out filled, or -1:
- * parse with jansson instead. */
+/* endpoint: SPEC_EP_CHAT, SPEC_EP_COMPLETIONS or SPEC_EP_TGI; memo: NULL,
+ * or the stream's memo (read and updated; not used for TGI). Returns 0
+ * with *out filled, or -1: parse with jansson instead. */
 int chunkscan(const char *text, size_t len, int endpoint, struct chunk_info *out,
               struct chunkscan_memo *memo);
 

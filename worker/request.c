@@ -7,6 +7,10 @@
  * counted as a chunk with that one timestamp. Everything else
  * (classification, token counts, messages) happens once per request in
  * req_complete.
+ *
+ * The other endpoints (TGI, embeddings, rankings, templates) build their
+ * bodies here too (build_endpoint_body); their answers are read by
+ * endpoint.c with jansson, TGI stream events by chunkscan first as well.
  */
 #include "request.h"
 
@@ -137,14 +141,82 @@ static int build_body_tail(struct req_cfg *c, const struct spec *s, char *err)
 	return 0;
 }
 
+/* The shared parts of the other endpoints' bodies (docs/worker.md,
+ * "Endpoints"): the members every body has after extra_body was merged
+ * over them (a request body is "{" + per-request members + "," + these,
+ * or only "}" when there are none), or the template compiled. */
+static int build_endpoint_cfg(struct req_cfg *c, const struct spec *s, char *err)
+{
+	json_t *extra = s->target.extra_body;
+	int ep = s->target.endpoint;
+	const char *prompt_key = "query", *items_key = NULL;
+
+	c->one_piece = !spec_endpoint_generates(ep);
+	if (ep == SPEC_EP_TEMPLATE) {
+		c->with_prompt = c->with_max_tokens = true;
+		if (ep_template_compile(&c->tpl, s->target.template_body, extra, s->target.model,
+		                        s->target.stream, err) < 0)
+			return -1;
+		if (ep_path_init(&c->resp_path, s->target.response_path) < 0 ||
+		    ep_path_init(&c->ev_path, s->target.stream_path) < 0)
+			return errf(err, "target.template: invalid response_path or stream_path");
+		return 0;
+	}
+	switch (ep) {
+	case SPEC_EP_EMBEDDINGS:
+		prompt_key = "input";
+		c->items = s->workload.batch_size;
+		break;
+	case SPEC_EP_RANKINGS_NIM:
+		items_key = "passages";
+		c->items = s->workload.passages;
+		break;
+	case SPEC_EP_RANKINGS_COHERE:
+		items_key = "documents";
+		c->items = s->workload.passages;
+		break;
+	case SPEC_EP_RANKINGS_TEI:
+		items_key = "texts";
+		c->items = s->workload.passages;
+		break;
+	default: /* SPEC_EP_TGI */
+		prompt_key = "inputs";
+		break;
+	}
+	json_t *fixed = json_object();
+	if (!fixed)
+		xalloc_die();
+	/* TGI and TEI serve one model and take no "model" member */
+	if (ep != SPEC_EP_TGI && ep != SPEC_EP_RANKINGS_TEI)
+		json_object_set_new(fixed, "model", json_string(s->target.model));
+	if (json_is_object(extra) && json_object_update(fixed, extra) < 0) {
+		json_decref(fixed);
+		return errf(err, "target.extra_body cannot be merged");
+	}
+	c->with_prompt = !json_object_get(extra, prompt_key);
+	c->with_items = !items_key || !json_object_get(extra, items_key);
+	c->with_max_tokens = ep == SPEC_EP_TGI && !json_object_get(extra, "parameters");
+	if (!c->with_items || (ep == SPEC_EP_EMBEDDINGS && !c->with_prompt))
+		c->items = 0; /* the extra body's, not counted here */
+	char *dump = json_dumps(fixed, JSON_COMPACT);
+	json_decref(fixed);
+	if (!dump || dump[0] != '{') {
+		free(dump);
+		return errf(err, "cannot serialise the request body");
+	}
+	c->body_tail = xstrdup(dump + 1);
+	c->body_tail_len = strlen(c->body_tail);
+	free(dump);
+	return 0;
+}
+
 int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char *err)
 {
 	memset(c, 0, sizeof *c);
 	size_t ul = strlen(s->target.url);
 	while (ul > 0 && s->target.url[ul - 1] == '/')
 		ul--;
-	c->url =
-	    xasprintf("%.*s%s", (int)ul, s->target.url, spec_endpoint_path(s->target.endpoint));
+	c->url = xasprintf("%.*s%s", (int)ul, s->target.url, spec_target_path(s));
 	/* parsed once, for every request (libcurl otherwise parses the URL
 	 * string again for each transfer); the flags are those libcurl uses
 	 * for CURLOPT_URL */
@@ -163,8 +235,13 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 	c->osl = s->workload.osl;
 	c->worker = worker;
 	const char *json_mode = getenv("HEADROOM_WORKER_JSON");
-	c->fast_json = !(json_mode && strcmp(json_mode, "jansson") == 0);
-	if (build_headers(c, s, err) < 0 || build_body_tail(c, s, err) < 0) {
+	/* chunkscan reads chat, completions and TGI events; a template's go to
+	 * jansson */
+	c->fast_json = !(json_mode && strcmp(json_mode, "jansson") == 0) &&
+	               (c->endpoint <= SPEC_EP_COMPLETIONS || c->endpoint == SPEC_EP_TGI);
+	if (build_headers(c, s, err) < 0 ||
+	    (c->endpoint <= SPEC_EP_COMPLETIONS ? build_body_tail(c, s, err)
+	                                        : build_endpoint_cfg(c, s, err)) < 0) {
 		req_cfg_release(c);
 		return -1;
 	}
@@ -177,6 +254,9 @@ void req_cfg_release(struct req_cfg *c)
 	curl_url_cleanup(c->curlu);
 	curl_slist_free_all(c->headers);
 	free(c->body_tail);
+	ep_template_release(&c->tpl);
+	ep_path_release(&c->resp_path);
+	ep_path_release(&c->ev_path);
 	memset(c, 0, sizeof *c);
 }
 
@@ -302,6 +382,10 @@ static int note_chunk(struct req *r, const struct chunk_info *ci)
 		r->u_completion = ci->completion_tokens;
 	if (ci->reasoning_tokens >= 0)
 		r->u_reasoning = ci->reasoning_tokens;
+	if (ci->final) { /* TGI: the event with generated_text ends the stream */
+		r->saw_done = true;
+		return EV_STOP;
+	}
 	return 0;
 }
 
@@ -310,7 +394,7 @@ static void read_chunk_tree(struct req *r, json_t *j, struct chunk_info *ci)
 {
 	json_t *choices = json_object_get(j, "choices");
 
-	ci->content = ci->reasoning = false;
+	ci->content = ci->reasoning = ci->final = false;
 	ci->text = NULL;
 	ci->text_len = 0;
 	ci->prompt_tokens = ci->completion_tokens = ci->reasoning_tokens = -1;
@@ -336,6 +420,29 @@ static void read_chunk_tree(struct req *r, json_t *j, struct chunk_info *ci)
 	take_stream_error(r, json_object_get(j, "error"));
 }
 
+/* A TGI or template stream event (parsed; the reference reader of TGI
+ * events, which chunkscan reads too): what it says, into ci. Returns 0,
+ * or EV_FAIL (r->fail set). */
+static int read_endpoint_event(struct req *r, json_t *j, struct chunk_info *ci)
+{
+	struct ep_facts f;
+	ep_read_event(r->cfg->endpoint, j, &r->cfg->ev_path, &f);
+	memset(ci, 0, sizeof *ci);
+	ci->prompt_tokens = f.prompt_tokens;
+	ci->completion_tokens = f.completion_tokens;
+	ci->reasoning_tokens = -1;
+	if (f.err) {
+		set_fail(r, f.err, "%s", f.msg);
+		return EV_FAIL;
+	}
+	ci->content = f.chunk;
+	ci->final = f.final;
+	if (f.chunk && f.text)
+		capture_json(r, f.text);
+	take_stream_error(r, f.error);
+	return 0;
+}
+
 static int on_event(void *ud, const char *event, const char *data, size_t len)
 {
 	struct req *r = ud;
@@ -350,7 +457,7 @@ static int on_event(void *ud, const char *event, const char *data, size_t len)
 		return note_chunk(r, &ci);
 	json_error_t je;
 	json_t *j = json_loadb(data, len, 0, &je);
-	if (!json_is_object(j)) {
+	if (!json_is_object(j) && !(j && r->cfg->endpoint == SPEC_EP_TEMPLATE)) {
 		if (j)
 			set_fail(r, HR_ERR_MALFORMED_STREAM, "stream event is not a JSON object");
 		else
@@ -358,6 +465,11 @@ static int on_event(void *ud, const char *event, const char *data, size_t len)
 			         je.text);
 		json_decref(j);
 		return EV_FAIL;
+	}
+	if (r->cfg->endpoint > SPEC_EP_COMPLETIONS) {
+		int rc = read_endpoint_event(r, j, &ci);
+		json_decref(j);
+		return rc ? rc : note_chunk(r, &ci);
 	}
 	read_chunk_tree(r, j, &ci);
 	json_decref(j);
@@ -455,6 +567,8 @@ static int on_body(void *ud, const char *p, size_t len)
 			         HR_MAX_SSE_EVENT);
 		return EV_FAIL;
 	case RB_BODY:
+		if (!r->resp.len)
+			r->body_ns = r->cb_ns; /* the answer's arrival */
 		if (dynbuf_add(&r->resp, p, len) < 0) {
 			set_fail(r, HR_ERR_MALFORMED_STREAM, "response body over %u bytes",
 			         HR_MAX_RESPONSE_BYTES);
@@ -507,9 +621,9 @@ struct req *req_new(const struct req_cfg *cfg)
 	record_init(&r->rec);
 	tnode_init(&r->deadline, 0);
 	/* a prompt of HR_MAX_ISL words (8 letters at most, a space), the
-	 * conversation before it, the fixed members */
-	dynbuf_init(&r->body,
-	            (size_t)HR_MAX_ISL * 12 + REQ_MAX_CONVERSATION + cfg->body_tail_len + 256);
+	 * conversation before it, the fixed members (or a template's text) */
+	dynbuf_init(&r->body, (size_t)HR_MAX_ISL * 12 + REQ_MAX_CONVERSATION + cfg->body_tail_len +
+	                          cfg->tpl.text_len + 256);
 	dynbuf_init(&r->answer, REQ_MAX_CONVERSATION);
 	dynbuf_init(&r->resp, HR_MAX_RESPONSE_BYTES);
 	sse_init(&r->sse, HR_MAX_SSE_LINE, HR_MAX_SSE_EVENT, on_event, NULL, r);
@@ -569,6 +683,7 @@ void req_reset(struct req *r)
 	free(r->stream_error);
 	r->stream_error = NULL;
 	r->fail = 0;
+	r->body_ns = HR_NO_TIME;
 	r->saw_done = false;
 	r->reasoning_chunks = 0;
 	r->u_prompt = r->u_completion = r->u_reasoning = -1;
@@ -654,6 +769,153 @@ static int add_count(struct dynbuf *b, const char *key, int n)
 	return dynbuf_add(b, buf, k);
 }
 
+/* n in decimal (no printf on the way of every request) */
+static int add_uint(struct dynbuf *b, int n)
+{
+	char digits[12];
+	size_t d = 0;
+	unsigned v = n < 0 ? 0 : (unsigned)n;
+	do {
+		digits[d++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	char buf[12];
+	for (size_t k = 0; k < d; k++)
+		buf[k] = digits[d - 1 - k];
+	return dynbuf_add(b, buf, d);
+}
+
+/* The prompt as the inside of a JSON string, after the history in text
+ * form (as for completions); marks the user part for req_turn. */
+static int add_user_text(struct req *r, const struct req_params *p)
+{
+	const struct dynbuf *h = p->history;
+	struct dynbuf *b = &r->body;
+	if (h && h->len && dynbuf_add(b, h->data, h->len) < 0)
+		return -1;
+	r->user_off = b->len;
+	if (add_prompt(r, p) < 0)
+		return -1;
+	r->user_len = b->len - r->user_off;
+	return 0;
+}
+
+/* Text k (>= 1) of a request besides its prompt (a passage, or a further
+ * input), between pre and post: its own text and its own length drawn
+ * from workload.isl, both from the index (req_id, k). Adds the length to
+ * *sum. */
+static int add_item(struct req *r, const struct req_params *p, int k, const char *pre,
+                    const char *post, int64_t *sum)
+{
+	const struct req_cfg *c = r->cfg;
+	struct dynbuf *b = &r->body;
+	uint64_t idx = rng_hash(p->req_id, RNG_STREAM_PROMPT, (uint64_t)k) | (1ULL << 63);
+	int n = rng_length(c->seed, RNG_STREAM_ISL, idx, c->isl.mean, c->isl.stddev, 1, HR_MAX_ISL);
+	if (dynbuf_addstr(b, pre) < 0 ||
+	    (c->tp ? tokprompt_build(c->tp, rng_hash(c->seed, RNG_STREAM_PROMPT, idx), n, 1, b)
+	           : prompt_synthetic(b, c->seed, idx, n)) < 0 ||
+	    dynbuf_addstr(b, post) < 0)
+		return -1;
+	*sum += n;
+	return 0;
+}
+
+/* The fixed members and the closing brace; sep: a member precedes them. */
+static int end_body(struct req *r, bool sep)
+{
+	const struct req_cfg *c = r->cfg;
+	if (sep && c->body_tail_len > 1 && dynbuf_add(&r->body, ",", 1) < 0)
+		return -1;
+	return dynbuf_add(&r->body, c->body_tail, c->body_tail_len);
+}
+
+static int build_template_body(struct req *r, const struct req_params *p)
+{
+	const struct ep_template *t = &r->cfg->tpl;
+	struct dynbuf *b = &r->body;
+	for (size_t i = 0; i < t->n; i++) {
+		const struct ep_piece *pc = &t->piece[i];
+		if (dynbuf_add(b, t->text + pc->off, pc->len) < 0 ||
+		    (pc->slot == EP_SLOT_PROMPT && add_user_text(r, p) < 0) ||
+		    (pc->slot == EP_SLOT_MAX_TOKENS && add_uint(b, r->requested_osl) < 0))
+			return -1;
+	}
+	return 0;
+}
+
+/* TGI, embeddings and rankings (docs/worker.md, "Endpoints"); the body is
+ * empty. The input length requested becomes what the server reads:
+ * embeddings the inputs' lengths summed, rankings the query's once per
+ * passage plus the passages' (a cross-encoder reads query-passage pairs). */
+static int build_endpoint_body(struct req *r, const struct req_params *p)
+{
+	const struct req_cfg *c = r->cfg;
+	struct dynbuf *b = &r->body;
+	int ep = c->endpoint;
+	bool sep = false; /* a member was written */
+	int64_t q = r->requested_isl, sum = 0;
+
+	if (ep == SPEC_EP_TEMPLATE)
+		return build_template_body(r, p);
+	if (dynbuf_add(b, "{", 1) < 0)
+		return -1;
+	if (ep == SPEC_EP_TGI) {
+		if (c->with_prompt && (dynbuf_addstr(b, "\"inputs\":\"") < 0 ||
+		                       add_user_text(r, p) < 0 || dynbuf_add(b, "\"", 1) < 0))
+			return -1;
+		sep = c->with_prompt;
+		/* details: the server's own counts (generated_tokens, and
+		 * input_length in the last event of a stream) */
+		if (c->with_max_tokens &&
+		    ((sep && dynbuf_add(b, ",", 1) < 0) ||
+		     dynbuf_addstr(b, "\"parameters\":{\"max_new_tokens\":") < 0 ||
+		     add_uint(b, r->requested_osl) < 0 ||
+		     dynbuf_addstr(b, ",\"details\":true}") < 0))
+			return -1;
+		return end_body(r, sep || c->with_max_tokens);
+	}
+	bool emb = ep == SPEC_EP_EMBEDDINGS, batch = emb && c->items > 1;
+	if (c->with_prompt) {
+		const char *open = emb ? (batch ? "\"input\":[\"" : "\"input\":\"")
+		                   : ep == SPEC_EP_RANKINGS_NIM ? "\"query\":{\"text\":\""
+		                                                : "\"query\":\"";
+		const char *close = ep == SPEC_EP_RANKINGS_NIM ? "\"}" : "\"";
+		if (dynbuf_addstr(b, open) < 0 || add_user_text(r, p) < 0 ||
+		    dynbuf_addstr(b, close) < 0)
+			return -1;
+		for (int k = 1; batch && k < c->items; k++)
+			if (add_item(r, p, k, ",\"", "\"", &sum) < 0)
+				return -1;
+		if (batch && dynbuf_add(b, "]", 1) < 0)
+			return -1;
+		sep = true;
+	}
+	if (!emb && c->with_items) {
+		const char *open = ep == SPEC_EP_RANKINGS_NIM      ? "\"passages\":["
+		                   : ep == SPEC_EP_RANKINGS_COHERE ? "\"documents\":["
+		                                                   : "\"texts\":[";
+		bool nim = ep == SPEC_EP_RANKINGS_NIM;
+		if ((sep && dynbuf_add(b, ",", 1) < 0) || dynbuf_addstr(b, open) < 0)
+			return -1;
+		for (int k = 1; k <= c->items; k++)
+			if (add_item(r, p, k,
+			             nim ? (k > 1 ? ",{\"text\":\"" : "{\"text\":\"")
+			                 : (k > 1 ? ",\"" : "\""),
+			             nim ? "\"}" : "\"", &sum) < 0)
+				return -1;
+		if (dynbuf_add(b, "]", 1) < 0)
+			return -1;
+		sep = true;
+	}
+	if (!c->with_prompt || !c->with_items || q < 0)
+		r->requested_isl = -1; /* not all of it is ours to count */
+	else if ((sum += emb ? q : q * c->items) > INT32_MAX)
+		r->requested_isl = INT32_MAX;
+	else
+		r->requested_isl = (int)sum;
+	return end_body(r, sep);
+}
+
 static int build_body(struct req *r, const struct req_params *p)
 {
 	const struct req_cfg *c = r->cfg;
@@ -661,6 +923,8 @@ static int build_body(struct req *r, const struct req_params *p)
 	const struct dynbuf *h = p->history;
 
 	dynbuf_reset(b);
+	if (c->endpoint > SPEC_EP_COMPLETIONS)
+		return build_endpoint_body(r, p);
 	if (dynbuf_add(b, "{", 1) < 0)
 		return -1;
 	if (c->with_prompt) {
@@ -699,7 +963,8 @@ int req_prepare(struct req *r, const struct req_params *p)
 	r->rec.phase = p->phase;
 	r->rec.session = p->session;
 	r->rec.turn = p->turn;
-	r->rec.flags = c->stream ? HR_REC_STREAMED : 0;
+	/* an embeddings or rankings answer is timed as a stream of one chunk */
+	r->rec.flags = c->stream || c->one_piece ? HR_REC_STREAMED : 0;
 	r->rec.intended_ns = p->intended_ns;
 	r->capture = p->capture;
 	r->requested_isl = p->isl >= 0    ? p->isl
@@ -723,8 +988,9 @@ int req_turn(const struct req *r, struct dynbuf *h)
 	size_t keep = h->len;
 	const char *user = r->body.data + r->user_off;
 	int rc;
-	if (!r->cfg->with_prompt)
-		return 0; /* extra_body supplies the prompt: every turn sends it as is */
+	if (!r->cfg->with_prompt || r->cfg->one_piece)
+		return 0; /* extra_body supplies the prompt (every turn sends it as is), or
+		           * the endpoint has no answer to carry on from */
 	if (r->answer_over || !r->user_len)
 		return -1;
 	if (r->cfg->endpoint == SPEC_EP_CHAT)
@@ -787,7 +1053,10 @@ static int http_error(long code)
 static void fill_tokens(struct req *r)
 {
 	struct hr_record *rec = &r->rec;
-	if (r->u_completion >= 0) {
+	if (r->cfg->one_piece) { /* embeddings, rankings: nothing is generated */
+		rec->osl = 0;
+		rec->osl_src = HR_TOKSRC_REQUESTED;
+	} else if (r->u_completion >= 0) {
 		rec->osl = (int32_t)r->u_completion;
 		rec->osl_src = HR_TOKSRC_USAGE;
 	} else if (r->cfg->stream) {
@@ -809,7 +1078,7 @@ static void fill_tokens(struct req *r)
 	}
 	if (r->u_reasoning >= 0)
 		rec->reasoning_tokens = (int32_t)r->u_reasoning;
-	else if (r->cfg->stream)
+	else if (r->cfg->stream && r->cfg->endpoint <= SPEC_EP_COMPLETIONS)
 		rec->reasoning_tokens = (int32_t)r->reasoning_chunks;
 	else
 		rec->reasoning_tokens = -1;
@@ -822,12 +1091,46 @@ static long response_code(struct req *r)
 	return code >= 0 && code <= 999 ? code : 0;
 }
 
+/* A whole 200 body of the other endpoints (j: parsed, or NULL). Returns
+ * an HR_ERR_* (message in *msg). */
+static int parse_endpoint_body(struct req *r, json_t *j, const json_error_t *je, char **msg)
+{
+	struct ep_facts f;
+	if (!j) {
+		*msg = xasprintf("response body is not JSON: %s", je->text);
+		return HR_ERR_MALFORMED_STREAM;
+	}
+	ep_read_answer(r->cfg->endpoint, j, r->cfg->items, &r->cfg->resp_path, &f);
+	if (f.err) {
+		*msg = xstrdup(f.msg);
+		return f.err;
+	}
+	if (f.prompt_tokens >= 0)
+		r->u_prompt = f.prompt_tokens;
+	if (f.completion_tokens >= 0)
+		r->u_completion = f.completion_tokens;
+	capture_json(r, f.text);
+	/* embeddings, rankings: the answer is the one chunk, when it arrived */
+	if (r->cfg->one_piece && r->body_ns != HR_NO_TIME &&
+	    record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
+		*msg = xstrdup("cannot record the answer's arrival");
+		return HR_ERR_MALFORMED_STREAM;
+	}
+	return HR_ERR_NONE;
+}
+
 /* A whole non-streamed 200 body. Returns an HR_ERR_* (message in *msg). */
 static int parse_body(struct req *r, char **msg)
 {
 	json_error_t je;
 	json_t *j = json_loadb(r->resp.data ? r->resp.data : "", r->resp.len, 0, &je);
 	int err = HR_ERR_NONE;
+
+	if (r->cfg->endpoint > SPEC_EP_COMPLETIONS) {
+		err = parse_endpoint_body(r, j, &je, msg);
+		json_decref(j);
+		return err;
+	}
 
 	if (!json_is_object(j)) {
 		*msg = xasprintf("response body is not a JSON object%s%s", j ? "" : ": ",
@@ -896,8 +1199,10 @@ void req_complete(struct req *r, CURLcode result, int64_t done_ns)
 		}
 	} else {
 		err = parse_body(r, &msg);
-		if (err == HR_ERR_NONE)
-			rec->first_output_ns = rec->end_ns = done_ns;
+		if (err == HR_ERR_NONE) { /* (the one chunk of an embeddings or rankings answer) */
+			rec->first_output_ns = rec->n_chunks ? rec->chunk_ns[0] : done_ns;
+			rec->end_ns = done_ns;
+		}
 	}
 	fill_tokens(r);
 	rec->error = (uint8_t)err;

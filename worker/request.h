@@ -28,6 +28,7 @@
 #include "chunked.h"
 #include "chunkscan.h"
 #include "dynbuf.h"
+#include "endpoint.h"
 #include "record.h"
 #include "spec.h"
 #include "sse.h"
@@ -55,6 +56,12 @@ struct req_cfg {
 	const struct tokprompt *tp; /* workload.tokenizer: prompts of exact token lengths */
 	uint32_t worker;
 	int64_t t0; /* absolute monotonic ns of time zero; set at START */
+	/* endpoints besides chat and completions (docs/worker.md, "Endpoints") */
+	bool one_piece;   /* embeddings, rankings: no output; the answer is timed as one chunk */
+	bool with_items;  /* extra_body does not replace the passages / the inputs */
+	int items;        /* passages (rankings) or inputs (embeddings) per request; 0: unknown */
+	struct ep_template tpl;            /* template: the body */
+	struct ep_path resp_path, ev_path; /* template: response_path, stream_path */
 };
 
 /* Builds the shared request parts from a validated spec (borrowed; nothing
@@ -117,6 +124,7 @@ struct req {
 	bool chunked;           /* the response body is chunked (decoded here) */
 	struct chunked dechunk; /* its decoder */
 	int64_t cb_ns;          /* clock of the current write callback, since t0 */
+	int64_t body_ns;        /* non-streamed: when the first body bytes arrived */
 	int fail;       /* HR_ERR_* decided by our callbacks, or 0 */
 	char *fail_msg; /* owned */
 	bool saw_done;  /* data: [DONE] seen */

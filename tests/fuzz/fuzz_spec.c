@@ -94,7 +94,7 @@ static void check_accepted(const uint8_t *data, size_t size, const struct spec *
 	REQUIRE(strncmp(s->target.url, "http://", 7) == 0 ||
 		strncmp(s->target.url, "https://", 8) == 0);
 	REQUIRE(s->target.model != NULL);
-	REQUIRE(s->target.endpoint == SPEC_EP_CHAT || s->target.endpoint == SPEC_EP_COMPLETIONS);
+	REQUIRE(s->target.endpoint >= 0 && s->target.endpoint < SPEC_EP__COUNT);
 	REQUIRE(json_is_object(s->target.headers));
 	REQUIRE(json_object_size(s->target.headers) <= HR_MAX_HEADERS);
 	REQUIRE(json_is_object(s->target.extra_body));

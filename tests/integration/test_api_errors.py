@@ -348,7 +348,7 @@ def spec_cases():
                 "127.0.0.1:8000", "http://a b", "http://a\tb", "http://a\nb", "http://a\x7fb",
                 "http://a\x01b", " http://x", "http://x\n", "http://x "):
         add("url %r" % url, with_("target.url", url), "invalid_value", "target.url")
-    for ep in ("", "Chat", "chat ", "embeddings"):
+    for ep in ("", "Chat", "chat ", "embedding"):
         add("endpoint %r" % ep, with_("target.endpoint", ep), "invalid_value", "target.endpoint")
     for name in ("", "1KEY", "KEY-1", "KEY 1", "K=V", "\u00e9", "KEY\n"):
         add("api_key_env %r" % name, with_("target.api_key_env", name), "invalid_value",
@@ -1005,7 +1005,10 @@ class ApiErrorsTest(unittest.TestCase):
                     self.assertEqual(n["workload"], {"kind": "synthetic",
                                                      "isl": {"mean": 128, "stddev": 0},
                                                      "osl": {"mean": 128, "stddev": 0},
-                                                     "seed": 0})
+                                                     "seed": 0, "ignore_eos": False})
+                    self.assertEqual(n["target"]["max_tokens_field"], "max_tokens")
+                    self.assertNotIn("api_key_secret", n["target"])
+                    self.assertNotIn("goodput", n)
                     self.assertEqual(n["load"], {"mode": "concurrency", "concurrency": 1,
                                                  "requests": 1, "ramp_s": 0, "grace_s": 30,
                                                  "cancel": {"fraction": 0, "after_s": 0}})

@@ -69,9 +69,11 @@ class FlagsTest(unittest.TestCase):
 
     def test_refused_and_bad_flags_name_the_flag(self):
         cases = [
-            (["-m", "x", "--goodput", "time_to_first_token:100"], "--goodput"),
+            (["-m", "x", "--goodput", "time_to_first_token"], "--goodput"),
+            (["-m", "x", "--goodput", "time_to_first_token:-1"], "--goodput"),
             (["-m", "x", "--public-dataset", "sharegpt"], "--public-dataset"),
-            (["-m", "x", "--endpoint-type", "embeddings"], "--endpoint-type"),
+            (["-m", "x", "--endpoint-type", "dall_e"], "--endpoint-type"),
+            (["-m", "x", "--endpoint-type", "embeddings", "--streaming"], "--streaming"),
             (["-m", "x", "--input-file", "f", "--custom-dataset-type", "multi_turn"],
              "--custom-dataset-type"),
             (["-m", "x", "--concurrency", "0"], "--concurrency"),
@@ -93,6 +95,20 @@ class FlagsTest(unittest.TestCase):
             self.assertTrue(r.stderr.startswith("headroom profile: %s:" % flag),
                             (args, r.stderr))
             self.assertEqual(r.stdout, "")
+
+    def test_goodput(self):
+        s = spec_of("-m", "m", "--goodput",
+                    "time_to_first_token:100 inter_token_latency:3.40,request_latency:900")
+        self.assertEqual(s["goodput"], {"time_to_first_token": 100, "inter_token_latency": 3.4,
+                                        "request_latency": 900})
+
+    def test_endpoint_types(self):
+        for aiperf, ours in (("embeddings", "embeddings"), ("rankings", "rankings_nim"),
+                             ("cohere_rankings", "rankings_cohere"),
+                             ("hf_tei_rankings", "rankings_tei"),
+                             ("huggingface_generate", "tgi")):
+            s = spec_of("-m", "m", "--endpoint-type", aiperf)
+            self.assertEqual(s["target"]["endpoint"], ours)
 
     def test_help(self):
         r = profile("--help")

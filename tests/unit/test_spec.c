@@ -1,5 +1,6 @@
 /* test_spec.c - run spec validation: defaults, every error names its field. */
 #include <jansson.h>
+#include <stdio.h>
 #include <string.h>
 
 #include "spec.h"
@@ -188,6 +189,63 @@ static const struct bad bads[] = {
 	{"{" T "," L ",\"labels\":{\"a\":1}}", "wrong_type", "labels.a"},
 	{"{" T "," L ",\"labels\":[]}", "wrong_type", "labels"},
 	{"{" T "," L ",\"name\":5}", "wrong_type", "name"},
+	/* endpoints */
+	{"{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"endpoint\":\"embedding\"}," L "}",
+	 "invalid_value", "target.endpoint"},
+#define TE(ep) "\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"endpoint\":\"" ep "\""
+	{"{" TE("embeddings") ",\"stream\":true}," L "}", "invalid_value", "target.stream"},
+	{"{" TE("rankings_nim") ",\"stream\":true}," L "}", "invalid_value", "target.stream"},
+	{"{" T "," L ",\"workload\":{\"passages\":4}}", "invalid_value", "workload.passages"},
+	{"{" TE("rankings_tei") "}," L ",\"workload\":{\"passages\":0}}", "out_of_range",
+	 "workload.passages"},
+	{"{" TE("rankings_cohere") "}," L ",\"workload\":{\"passages\":1001}}", "out_of_range",
+	 "workload.passages"},
+	{"{" TE("rankings_cohere") "}," L ",\"workload\":{\"passages\":1000,\"isl\":{\"mean\":"
+	 "1000}}}", "out_of_range", "workload.passages"},
+	{"{" TE("rankings_nim") "}," L ",\"workload\":{\"batch_size\":2}}", "invalid_value",
+	 "workload.batch_size"},
+	{"{" TE("embeddings") "}," L ",\"workload\":{\"batch_size\":2049}}", "out_of_range",
+	 "workload.batch_size"},
+	{"{" TE("embeddings") "}," L ",\"workload\":{\"batch_size\":1.5}}", "wrong_type",
+	 "workload.batch_size"},
+	{"{" TE("embeddings") "}," L ",\"workload\":{\"sessions\":{\"turns\":{\"mean\":2}}}}",
+	 "invalid_value", "workload.sessions"},
+	{"{" TE("template") "}," L "}", "missing_field", "target.template"},
+	{"{" TE("chat") ",\"template\":{}}," L "}", "invalid_value", "target.template"},
+	{"{" TE("template") ",\"template\":[]}," L "}", "wrong_type", "target.template"},
+#define TP "\"path\":\"/v1/x\",\"body\":{\"p\":\"{{prompt}}\"}"
+	{"{" TE("template") ",\"template\":{" TP ",\"stream_path\":\"a\",\"x\":1}}," L "}",
+	 "unknown_field", "target.template.x"},
+	{"{" TE("template") ",\"template\":{\"body\":{\"p\":\"{{prompt}}\"}}}," L "}",
+	 "missing_field", "target.template.path"},
+	{"{" TE("template") ",\"template\":{\"path\":\"v1/x\",\"body\":{}}}," L "}",
+	 "invalid_value", "target.template.path"},
+	{"{" TE("template") ",\"template\":{\"path\":\"/v1 x\",\"body\":{}}}," L "}",
+	 "invalid_value", "target.template.path"},
+	{"{" TE("template") ",\"template\":{\"path\":\"/v1/x\"}}," L "}", "missing_field",
+	 "target.template.body"},
+	{"{" TE("template") ",\"template\":{\"path\":\"/x\",\"body\":[\"{{prompt}}\"]}}," L "}",
+	 "wrong_type", "target.template.body"},
+	{"{" TE("template") ",\"template\":{\"path\":\"/x\",\"body\":{\"p\":\"{{ prompt }}\"},"
+	 "\"stream_path\":\"a\"}}," L "}", "invalid_value", "target.template.body"},
+	{"{" TE("template") ",\"template\":{\"path\":\"/x\",\"body\":{\"p\":\"{{prompt}}\",\"a\":"
+	 "[1,{\"b\":\"x{{promt}}\"}]},\"stream_path\":\"a\"}}," L "}", "invalid_value",
+	 "target.template.body.a[1].b"},
+	{"{" TE("template") ",\"template\":{\"path\":\"/x\",\"body\":{\"p\":\"{{prompt}}\","
+	 "\"{{id}}\":1},\"stream_path\":\"a\"}}," L "}", "invalid_value",
+	 "target.template.body.{{id}}"},
+	{"{" TE("template") ",\"template\":{" TP "}}," L "}", "missing_field",
+	 "target.template.stream_path"},
+	{"{" TE("template") ",\"stream\":false,\"template\":{" TP ",\"stream_path\":\"a\"}}," L
+	 "}", "missing_field", "target.template.response_path"},
+	{"{" TE("template") ",\"template\":{" TP ",\"stream_path\":\"a..b\"}}," L "}",
+	 "invalid_value", "target.template.stream_path"},
+	{"{" TE("template") ",\"template\":{" TP ",\"stream_path\":\".a\"}}," L "}",
+	 "invalid_value", "target.template.stream_path"},
+	{"{" TE("template") ",\"template\":{" TP ",\"stream_path\":5}}," L "}", "wrong_type",
+	 "target.template.stream_path"},
+	{"{" TE("template") ",\"template\":{" TP ",\"stream_path\":\"a\",\"response_path\":"
+	 "\"b.\"}}," L "}", "invalid_value", "target.template.response_path"},
 	{"{" T "," L ",\"name\":\"a\",\"name\":\"b\"}", "invalid_json", ""},
 };
 
@@ -262,10 +320,90 @@ static void test_modes(void)
 	spec_release(&s);
 }
 
+static void test_endpoints(void)
+{
+	static const struct {
+		const char *ep;
+		int id;
+		const char *path; /* with the default stream */
+		bool stream;
+		int passages, batch;
+	} eps[] = {
+	    {"chat", SPEC_EP_CHAT, "/v1/chat/completions", true, 0, 0},
+	    {"completions", SPEC_EP_COMPLETIONS, "/v1/completions", true, 0, 0},
+	    {"embeddings", SPEC_EP_EMBEDDINGS, "/v1/embeddings", false, 0, 1},
+	    {"rankings_nim", SPEC_EP_RANKINGS_NIM, "/v1/ranking", false, 4, 0},
+	    {"rankings_cohere", SPEC_EP_RANKINGS_COHERE, "/v2/rerank", false, 4, 0},
+	    {"rankings_tei", SPEC_EP_RANKINGS_TEI, "/rerank", false, 4, 0},
+	    {"tgi", SPEC_EP_TGI, "/generate_stream", true, 0, 0},
+	};
+	struct spec s, s2;
+	struct spec_error e;
+	char buf[512];
+	for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++) {
+		snprintf(buf, sizeof buf, "{" TE("%s") "}," L "}", eps[i].ep);
+		if (!CHECK_EQ_INT(spec_parse(buf, strlen(buf), 2, &s, &e), 0)) {
+			tap_ok(0, "%s rejected: %s %s", eps[i].ep, e.field, e.message);
+			continue;
+		}
+		CHECK_EQ_INT(s.target.endpoint, eps[i].id);
+		CHECK_STR(spec_endpoint_name(s.target.endpoint), eps[i].ep);
+		CHECK_STR(spec_target_path(&s), eps[i].path);
+		CHECK_EQ_INT(s.target.stream, eps[i].stream);
+		CHECK_EQ_INT(spec_endpoint_generates(eps[i].id), eps[i].stream);
+		CHECK_EQ_INT(s.workload.passages, eps[i].passages);
+		CHECK_EQ_INT(s.workload.batch_size, eps[i].batch);
+		/* the normalised spec says it all and reads back the same */
+		json_t *wl = json_object_get(s.json, "workload");
+		CHECK_EQ_INT(json_integer_value(json_object_get(wl, "passages")), eps[i].passages);
+		CHECK_EQ_INT(json_integer_value(json_object_get(wl, "batch_size")), eps[i].batch);
+		CHECK(json_is_boolean(json_object_get(json_object_get(s.json, "target"), "stream")));
+		CHECK(!json_object_get(json_object_get(s.json, "target"), "template"));
+		CHECK_EQ_INT(spec_from_json(s.json, 2, &s2, &e), 0);
+		CHECK(json_equal(s.json, s2.json));
+		spec_release(&s2);
+		spec_release(&s);
+	}
+	const char *tgi = "{" TE("tgi") ",\"stream\":false}," L "}";
+	CHECK_EQ_INT(spec_parse(tgi, strlen(tgi), 2, &s, &e), 0);
+	CHECK_STR(spec_target_path(&s), "/generate");
+	spec_release(&s);
+	const char *emb = "{" TE("embeddings") "}," L ",\"workload\":{\"batch_size\":8,\"passages\":"
+	                  "null}}";
+	CHECK_EQ_INT(spec_parse(emb, strlen(emb), 2, &s, &e), 0);
+	CHECK_EQ_INT(s.workload.batch_size, 8);
+	CHECK(!json_object_get(json_object_get(s.json, "workload"), "passages"));
+	spec_release(&s);
+
+	/* a template: placeholders anywhere in strings; braces that are not
+	 * a placeholder (a Jinja template) are left alone */
+	const char *tp = "{" TE("template") ",\"template\":{\"path\":\"/v1/completions?x=1\","
+	                 "\"body\":{\"model\":\"{{model}}\",\"prompt\":\"Q: {{prompt}}\","
+	                 "\"max_tokens\":\"{{max_tokens}}\",\"stream\":\"{{stream}}\","
+	                 "\"chat_template\":\"{{ messages }}{% x %}\",\"n\":[1,null]},"
+	                 "\"stream_path\":\"choices.0.text\",\"response_path\":null}}," L "}";
+	if (CHECK_EQ_INT(spec_parse(tp, strlen(tp), 2, &s, &e), 0)) {
+		CHECK_EQ_INT(s.target.endpoint, SPEC_EP_TEMPLATE);
+		CHECK_STR(spec_target_path(&s), "/v1/completions?x=1");
+		CHECK_STR(s.target.stream_path, "choices.0.text");
+		CHECK(s.target.response_path == NULL);
+		CHECK(json_is_object(s.target.template_body));
+		json_t *t = json_object_get(json_object_get(s.json, "target"), "template");
+		CHECK(!json_object_get(t, "response_path"));
+		CHECK_EQ_INT(spec_from_json(s.json, 2, &s2, &e), 0);
+		CHECK(json_equal(s.json, s2.json));
+		spec_release(&s2);
+		spec_release(&s);
+	} else {
+		tap_ok(0, "template rejected: %s %s", e.field, e.message);
+	}
+}
+
 int main(void)
 {
 	test_defaults();
 	test_modes();
+	test_endpoints();
 	test_errors();
 	return tap_done();
 }
