@@ -3,8 +3,7 @@
 # Starts headroom-mock and headroomd pinned to chosen CPUs, talks to the REST
 # API on 127.0.0.1 only, and reads CPU time from /proc (process ticks, and
 # per-thread nanoseconds from /proc/PID/task/TID/schedstat).
-# Imported by client_cpu.py, ingest_summary.py and api_latency.py;
-# Python 3 standard library only.
+# Imported by the benchmark scripts of bench/; Python 3 standard library only.
 
 import http.client
 import json
