@@ -32,7 +32,9 @@
 #                     it summary_compute reading every record back)
 #   export            curl -o /dev/null of GET /runs/{id}/records?format=csv|jsonl
 #                     (curl on CPU 0): rows/s = records / curl's time_total,
-#                     plus the daemon's CPU per row
+#                     plus the daemon's CPU per row and its inverse, the rows/s
+#                     one core of the daemon could serve (the figure that does
+#                     not depend on how busy the machine is)
 # Thread identification: headroomd creates its threads in a fixed order
 # (store writer, then runner, then the HTTP pool), so among the threads that
 # exist at start-up the second-lowest TID is the store writer and the third is
@@ -212,6 +214,8 @@ def main():
                 r[fmt + "_bytes"] = size
                 r[fmt + "_rows_per_s"] = n / tt
                 r[fmt + "_daemon_us_per_row"] = (e1[0] - e0[0]) / n * 1e6
+                # what the daemon's CPU allows, however busy the machine
+                r[fmt + "_cpu_rows_per_s"] = n / max(e1[0] - e0[0], 0.01)
                 r[fmt + "_ttfb_ms"] = ttfb * 1e3
             if rep == 0:
                 lines_csv = count_lines(d.port, rid, "csv")
@@ -257,9 +261,11 @@ def main():
         ("  runner waiting for a CPU meanwhile (run queue, ms)", "summary_runner_wait_ms", "%.1f"),
         ("CSV export rows/s", "csv_rows_per_s", "%.0f"),
         ("CSV daemon CPU per row (µs)", "csv_daemon_us_per_row", "%.2f"),
+        ("=> CSV rows/s one core of the daemon could serve", "csv_cpu_rows_per_s", "%.0f"),
         ("CSV bytes", "csv_bytes", "%d"),
         ("JSONL export rows/s", "jsonl_rows_per_s", "%.0f"),
         ("JSONL daemon CPU per row (µs)", "jsonl_daemon_us_per_row", "%.2f"),
+        ("=> JSONL rows/s one core of the daemon could serve", "jsonl_cpu_rows_per_s", "%.0f"),
         ("JSONL bytes", "jsonl_bytes", "%d"),
         ("CSV: daemon busy during the export (CPU s / wall s)", "csv_daemon_busy", "%.2f"),
         ("JSONL: daemon busy during the export (CPU s / wall s)", "jsonl_daemon_busy", "%.2f"),

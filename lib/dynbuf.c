@@ -58,9 +58,18 @@ int dynbuf_addstr(struct dynbuf *b, const char *s)
 int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
 {
 	va_list ap;
+	/* the spare capacity, terminator included: cap <= max + 1, so what
+	 * fits there never passes max */
+	size_t room = b->cap - b->len;
 	va_start(ap, fmt);
-	int n = vsnprintf(NULL, 0, fmt, ap);
+	int n = vsnprintf(room ? b->data + b->len : NULL, room, fmt, ap);
 	va_end(ap);
+	if (n >= 0 && (size_t)n < room) {
+		b->len += (size_t)n;
+		return 0;
+	}
+	if (room)
+		b->data[b->len] = '\0'; /* a truncated attempt: unchanged */
 	if (n < 0 || dynbuf_reserve(b, (size_t)n) < 0)
 		return -1;
 	va_start(ap, fmt);
@@ -68,6 +77,19 @@ int dynbuf_printf(struct dynbuf *b, const char *fmt, ...)
 	va_end(ap);
 	b->len += (size_t)n;
 	return 0;
+}
+
+char *dynbuf_space(struct dynbuf *b, size_t n)
+{
+	if (dynbuf_reserve(b, n) < 0)
+		return NULL;
+	return b->data + b->len;
+}
+
+void dynbuf_commit(struct dynbuf *b, size_t n)
+{
+	b->len += n;
+	b->data[b->len] = '\0';
 }
 
 void dynbuf_reset(struct dynbuf *b)

@@ -12,6 +12,7 @@
 #define HR_STATS_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define STATS_NPCT 9
 extern const double stats_pcts[STATS_NPCT];     /* 1 5 10 25 50 75 90 95 99 */
@@ -34,6 +35,14 @@ void dvec_push(struct dvec *d, double x);
 
 /* Sorts vals in place and fills out. n == 0 gives count 0 and NaN elsewhere. */
 void stats_compute(double *vals, size_t n, struct stats *out);
+/* The same results as stats_compute (bit for bit), leaving vals as they
+ * are: selects the order statistics it needs instead of sorting, which is
+ * several times faster on large samples. */
+void stats_compute_select(const double *vals, size_t n, struct stats *out);
+/* Ascending sorts, in place: the doubles come out exactly as a stable sort
+ * comparing (a > b) - (a < b) leaves them (-0.0 and 0.0 keep their order). */
+void stats_sort(double *vals, size_t n);
+void stats_sort_i64(int64_t *vals, size_t n);
 /* Percentile (0..100) of an ascending array of n > 0 values, numpy 'linear'. */
 double stats_percentile_sorted(const double *sorted, size_t n, double pct);
 

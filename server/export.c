@@ -2,6 +2,7 @@
 #include "export.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -26,24 +27,6 @@ void export_csv_header(struct dynbuf *out)
 	dynbuf_addstr(out, "\n");
 }
 
-/* JSON string escaping (also used for CSV's quoted cell, with CSV rules). */
-static void put_json_str(struct dynbuf *b, const char *s)
-{
-	dynbuf_add(b, "\"", 1);
-	for (; *s; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			char e[2] = {'\\', (char)c};
-			dynbuf_add(b, e, 2);
-		} else if (c < 0x20) {
-			dynbuf_printf(b, "\\u%04x", c);
-		} else {
-			dynbuf_add(b, s, 1);
-		}
-	}
-	dynbuf_add(b, "\"", 1);
-}
-
 void export_csv_cell(struct dynbuf *b, const char *s)
 {
 	if (!strpbrk(s, ",\"\n\r")) {
@@ -59,115 +42,217 @@ void export_csv_cell(struct dynbuf *b, const char *s)
 	dynbuf_add(b, "\"", 1);
 }
 
+/* --- rows ------------------------------------------------------------------------
+ * A row is written in place: its longest possible length is reserved once
+ * (row_bound), then every field goes straight into the buffer, integers
+ * and doubles through fmt_i64 / fmt_double. */
+#define VALUE_MAX 32 /* the longest number or literal (fmt_double: 24), with its NUL */
+#define NAME(s) s, sizeof(s) - 1
+/* every fixed field's name, for the bound */
+#define FIXED_NAMES_LEN                                                                   \
+	(sizeof("worker"                                                                   \
+		"seq"                                                                      \
+		"req_id"                                                                   \
+		"phase"                                                                    \
+		"session"                                                                  \
+		"turn"                                                                     \
+		"intended_ns"                                                              \
+		"start_ns"                                                                 \
+		"headers_ns"                                                               \
+		"first_output_ns"                                                          \
+		"end_ns"                                                                   \
+		"done_ns"                                                                  \
+		"status"                                                                   \
+		"error"                                                                    \
+		"error_message"                                                            \
+		"valid"                                                                    \
+		"isl"                                                                      \
+		"isl_source"                                                               \
+		"osl"                                                                      \
+		"osl_source"                                                               \
+		"reasoning_tokens"                                                         \
+		"n_chunks") -                                                              \
+	 1)
+#define FIXED_FIELDS 22
+#define CHUNKS_HEAD ",\"chunk_offsets_ns\":["
+
 struct row {
-	struct dynbuf *b;
-	enum export_format fmt;
-	int n;
+	char *p; /* where the next byte goes */
+	int json, n;
 };
 
-static void key(struct row *w, const char *name)
+/* The separator and, in JSONL, the key: ,"name": (or {"name": first). */
+static inline void key(struct row *w, const char *name, size_t nlen)
 {
-	if (w->fmt == EXPORT_JSONL)
-		dynbuf_printf(w->b, "%s\"%s\":", w->n ? "," : "{", name);
-	else if (w->n)
-		dynbuf_add(w->b, ",", 1);
+	if (w->json) {
+		*w->p++ = w->n ? ',' : '{';
+		*w->p++ = '"';
+		memcpy(w->p, name, nlen);
+		w->p += nlen;
+		*w->p++ = '"';
+		*w->p++ = ':';
+	} else if (w->n) {
+		*w->p++ = ',';
+	}
 	w->n++;
 }
 
-static void f_null(struct row *w)
+static inline void v_null(struct row *w)
 {
-	if (w->fmt == EXPORT_JSONL)
-		dynbuf_addstr(w->b, "null");
-}
-
-static void f_int(struct row *w, const char *name, long long v)
-{
-	key(w, name);
-	dynbuf_printf(w->b, "%lld", v);
-}
-
-static void f_time(struct row *w, const char *name, int64_t v)
-{
-	key(w, name);
-	if (v == HR_NO_TIME)
-		f_null(w);
-	else
-		dynbuf_printf(w->b, "%lld", (long long)v);
-}
-
-static void f_count(struct row *w, const char *name, int32_t v)
-{
-	key(w, name);
-	if (v < 0)
-		f_null(w);
-	else
-		dynbuf_printf(w->b, "%d", v);
-}
-
-static void f_str(struct row *w, const char *name, const char *s)
-{
-	key(w, name);
-	if (!s)
-		f_null(w);
-	else if (w->fmt == EXPORT_JSONL)
-		put_json_str(w->b, s);
-	else
-		export_csv_cell(w->b, s);
-}
-
-static void f_dbl(struct row *w, const char *name, double v)
-{
-	key(w, name);
-	if (isnan(v)) {
-		f_null(w);
-		return;
+	if (w->json) {
+		memcpy(w->p, "null", 4);
+		w->p += 4;
 	}
-	char buf[32];
-	fmt_double(buf, v);
-	dynbuf_addstr(w->b, buf);
+}
+
+static inline void f_int(struct row *w, const char *name, size_t nlen, long long v)
+{
+	key(w, name, nlen);
+	w->p += fmt_i64(w->p, v);
+}
+
+static inline void f_time(struct row *w, const char *name, size_t nlen, int64_t v)
+{
+	key(w, name, nlen);
+	if (v == HR_NO_TIME)
+		v_null(w);
+	else
+		w->p += fmt_i64(w->p, v);
+}
+
+static inline void f_count(struct row *w, const char *name, size_t nlen, int32_t v)
+{
+	key(w, name, nlen);
+	if (v < 0)
+		v_null(w);
+	else
+		w->p += fmt_i64(w->p, v);
+}
+
+/* A string value: JSON-escaped, or a CSV cell (quoted when it must be).
+ * At most 6 * len + 2 bytes. */
+static void f_str(struct row *w, const char *name, size_t nlen, const char *s, size_t len)
+{
+	key(w, name, nlen);
+	char *p = w->p;
+	if (w->json) {
+		*p++ = '"';
+		for (const unsigned char *c = (const unsigned char *)s; *c; c++) {
+			if (*c == '"' || *c == '\\') {
+				*p++ = '\\';
+				*p++ = (char)*c;
+			} else if (*c < 0x20) {
+				static const char hex[] = "0123456789abcdef";
+				memcpy(p, "\\u00", 4);
+				p[4] = hex[*c >> 4];
+				p[5] = hex[*c & 15];
+				p += 6;
+			} else {
+				*p++ = (char)*c;
+			}
+		}
+		*p++ = '"';
+	} else if (!strpbrk(s, ",\"\n\r")) {
+		memcpy(p, s, len);
+		p += len;
+	} else {
+		*p++ = '"';
+		for (; *s; s++) {
+			if (*s == '"')
+				*p++ = '"';
+			*p++ = *s;
+		}
+		*p++ = '"';
+	}
+	w->p = p;
+}
+
+static inline void f_dbl(struct row *w, const char *name, size_t nlen, double v)
+{
+	key(w, name, nlen);
+	if (isnan(v))
+		v_null(w);
+	else
+		w->p += fmt_double(w->p, v);
+}
+
+/* Writes r as one line into out: 0, or -1 (out unchanged) when the longest
+ * form the row could take does not fit under out's bound. */
+static int write_row(struct dynbuf *out, enum export_format fmt, const struct hr_record *r)
+{
+	int json = fmt == EXPORT_JSONL;
+	const char *phase = hr_phase_name(r->phase), *err = hr_err_name(r->error);
+	const char *msg = r->error_msg ? r->error_msg : "";
+	const char *isrc = hr_toksrc_name(r->isl_src), *osrc = hr_toksrc_name(r->osl_src);
+	size_t lphase = strlen(phase), lerr = strlen(err), lmsg = strlen(msg);
+	size_t lisrc = strlen(isrc), losrc = strlen(osrc);
+	size_t tags = 0;
+	if (json)
+		for (size_t i = 0; i < metric_defs_count; i++)
+			tags += strlen(metric_defs[i].tag);
+	size_t bound = FIXED_NAMES_LEN + tags + (FIXED_FIELDS + metric_defs_count) * (4 + VALUE_MAX) +
+		       6 * (lphase + lerr + lmsg + lisrc + losrc) + 5 * 2 +
+		       (json ? sizeof CHUNKS_HEAD + 2 + (size_t)r->n_chunks * 21 : 0) + 1;
+	char *start = dynbuf_space(out, bound);
+	if (!start)
+		return -1;
+	struct row w = {.p = start, .json = json};
+	int valid = record_is_valid(r);
+	f_int(&w, NAME("worker"), r->worker);
+	f_int(&w, NAME("seq"), (long long)r->seq);
+	f_int(&w, NAME("req_id"), (long long)r->req_id);
+	f_str(&w, NAME("phase"), phase, lphase);
+	f_int(&w, NAME("session"), r->session);
+	f_int(&w, NAME("turn"), r->turn);
+	f_time(&w, NAME("intended_ns"), r->intended_ns);
+	f_time(&w, NAME("start_ns"), r->start_ns);
+	f_time(&w, NAME("headers_ns"), r->headers_ns);
+	f_time(&w, NAME("first_output_ns"), r->first_output_ns);
+	f_time(&w, NAME("end_ns"), r->end_ns);
+	f_time(&w, NAME("done_ns"), r->done_ns);
+	f_int(&w, NAME("status"), r->http_status);
+	f_str(&w, NAME("error"), err, lerr);
+	f_str(&w, NAME("error_message"), msg, lmsg);
+	key(&w, NAME("valid"));
+	memcpy(w.p, valid ? "true" : "false", valid ? 4 : 5);
+	w.p += valid ? 4 : 5;
+	f_count(&w, NAME("isl"), r->isl);
+	f_str(&w, NAME("isl_source"), isrc, lisrc);
+	f_count(&w, NAME("osl"), r->osl);
+	f_str(&w, NAME("osl_source"), osrc, losrc);
+	f_count(&w, NAME("reasoning_tokens"), r->reasoning_tokens);
+	f_int(&w, NAME("n_chunks"), r->n_chunks);
+	for (size_t i = 0; i < metric_defs_count; i++) {
+		const char *tag = metric_defs[i].tag;
+		f_dbl(&w, tag, json ? strlen(tag) : 0, metric_defs[i].fn(r));
+	}
+	if (json) { /* raw chunk arrivals, ns after start, so metrics can be recomputed */
+		memcpy(w.p, CHUNKS_HEAD, sizeof CHUNKS_HEAD - 1);
+		w.p += sizeof CHUNKS_HEAD - 1;
+		for (uint32_t i = 0; i < r->n_chunks; i++) {
+			if (i)
+				*w.p++ = ',';
+			w.p += fmt_i64(w.p, (long long)(r->chunk_ns[i] - r->start_ns));
+		}
+		*w.p++ = ']';
+		*w.p++ = '}';
+	}
+	*w.p++ = '\n';
+	dynbuf_commit(out, (size_t)(w.p - start));
+	return 0;
 }
 
 int export_record(struct dynbuf *out, enum export_format fmt, const struct hr_record *r)
 {
-	size_t before = out->len;
-	struct row w = {.b = out, .fmt = fmt};
-	int valid = record_is_valid(r);
-	f_int(&w, "worker", r->worker);
-	f_int(&w, "seq", (long long)r->seq);
-	f_int(&w, "req_id", (long long)r->req_id);
-	f_str(&w, "phase", hr_phase_name(r->phase));
-	f_int(&w, "session", r->session);
-	f_int(&w, "turn", r->turn);
-	f_time(&w, "intended_ns", r->intended_ns);
-	f_time(&w, "start_ns", r->start_ns);
-	f_time(&w, "headers_ns", r->headers_ns);
-	f_time(&w, "first_output_ns", r->first_output_ns);
-	f_time(&w, "end_ns", r->end_ns);
-	f_time(&w, "done_ns", r->done_ns);
-	f_int(&w, "status", r->http_status);
-	f_str(&w, "error", hr_err_name(r->error));
-	f_str(&w, "error_message", r->error_msg ? r->error_msg : "");
-	key(&w, "valid");
-	dynbuf_addstr(out, valid ? "true" : "false");
-	f_count(&w, "isl", r->isl);
-	f_str(&w, "isl_source", hr_toksrc_name(r->isl_src));
-	f_count(&w, "osl", r->osl);
-	f_str(&w, "osl_source", hr_toksrc_name(r->osl_src));
-	f_count(&w, "reasoning_tokens", r->reasoning_tokens);
-	f_int(&w, "n_chunks", r->n_chunks);
-	for (size_t i = 0; i < metric_defs_count; i++)
-		f_dbl(&w, metric_defs[i].tag, metric_defs[i].fn(r));
-	if (fmt == EXPORT_JSONL) {
-		/* raw chunk arrivals, ns after start, so metrics can be recomputed */
-		dynbuf_addstr(out, ",\"chunk_offsets_ns\":[");
-		for (uint32_t i = 0; i < r->n_chunks; i++)
-			dynbuf_printf(out, "%s%lld", i ? "," : "",
-				      (long long)(r->chunk_ns[i] - r->start_ns));
-		dynbuf_addstr(out, "]}");
-	}
-	if (dynbuf_add(out, "\n", 1) < 0) {
-		out->len = before;
-		return -1;
-	}
-	return 0;
+	if (write_row(out, fmt, r) == 0)
+		return 0;
+	/* Near the buffer's bound the row's longest form may not fit where
+	 * the row itself does: write it alone, then append it whole or not
+	 * at all, as dynbuf_add does. */
+	struct dynbuf row;
+	dynbuf_init(&row, SIZE_MAX / 2);
+	write_row(&row, fmt, r);
+	int rc = dynbuf_add(out, row.data, row.len);
+	dynbuf_release(&row);
+	return rc;
 }

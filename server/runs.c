@@ -345,6 +345,203 @@ void runs_worker_update(struct store *s, int64_t id, int idx, int pid, int64_t m
 
 /* --- records ------------------------------------------------------------------- */
 
+/* Stored record format (the `data` column of records, schema/004): the key
+ * (run_id, worker, seq) is in its own columns, everything else in one blob:
+ *   byte    format version (1)
+ *   varint  req_id, session, turn
+ *   bytes   phase, flags, error, isl_src, osl_src
+ *   zigzag  http_status, isl, osl, reasoning_tokens
+ *   byte    which of the six times are not HR_NO_TIME (bit 0 intended_ns,
+ *           1 start_ns, 2 headers_ns, 3 first_output_ns, 4 end_ns, 5 done_ns)
+ *   zigzag  start_ns if present, then each other present time minus start_ns
+ *   varint  n_chunks, then zigzag deltas (the first from start_ns), as the
+ *           chunk blob of lib/record.h
+ *   varint  length of error_msg + 1 (0: none), then its bytes
+ * Differences use wrap-around arithmetic, so every int64 value is exact.
+ * One blob instead of 22 columns makes a row about a third smaller and
+ * both the insert and the read-back far cheaper (docs/performance.md §2). */
+#define REC_FORMAT 1
+#define REC_FIXED_MAX (1 + 3 * 10 + 5 + 4 * 10 + 1 + 6 * 10 + 10 + 10)
+
+static unsigned char *put_varint(unsigned char *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (unsigned char)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (unsigned char)v;
+	return p;
+}
+
+static unsigned char *put_zigzag(unsigned char *p, int64_t v)
+{
+	return put_varint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
+}
+
+static const int64_t *rec_time(const struct hr_record *r, int i)
+{
+	const int64_t *t[6] = {&r->intended_ns,	    &r->start_ns, &r->headers_ns,
+			       &r->first_output_ns, &r->end_ns,   &r->done_ns};
+	return t[i];
+}
+
+/* Upper bound of the encoded size of r. */
+static size_t rec_bound(const struct hr_record *r, size_t msg_len)
+{
+	return REC_FIXED_MAX + (size_t)r->n_chunks * 10 + 10 + msg_len;
+}
+
+/* Encodes r at p (rec_bound bytes available); returns the end. */
+static unsigned char *rec_pack(unsigned char *p, const struct hr_record *r, size_t msg_len)
+{
+	*p++ = REC_FORMAT;
+	p = put_varint(p, r->req_id);
+	p = put_varint(p, r->session);
+	p = put_varint(p, r->turn);
+	*p++ = r->phase;
+	*p++ = r->flags;
+	*p++ = r->error;
+	*p++ = r->isl_src;
+	*p++ = r->osl_src;
+	p = put_zigzag(p, r->http_status);
+	p = put_zigzag(p, r->isl);
+	p = put_zigzag(p, r->osl);
+	p = put_zigzag(p, r->reasoning_tokens);
+	unsigned mask = 0;
+	for (int i = 0; i < 6; i++)
+		if (*rec_time(r, i) != HR_NO_TIME)
+			mask |= 1u << i;
+	*p++ = (unsigned char)mask;
+	uint64_t base = (uint64_t)r->start_ns;
+	if (mask & 2)
+		p = put_zigzag(p, r->start_ns);
+	for (int i = 0; i < 6; i++)
+		if (i != 1 && (mask & (1u << i)))
+			p = put_zigzag(p, (int64_t)((uint64_t)*rec_time(r, i) - base));
+	p = put_varint(p, r->n_chunks);
+	uint64_t prev = base;
+	for (uint32_t i = 0; i < r->n_chunks; i++) {
+		p = put_zigzag(p, (int64_t)((uint64_t)r->chunk_ns[i] - prev));
+		prev = (uint64_t)r->chunk_ns[i];
+	}
+	p = put_varint(p, r->error_msg ? msg_len + 1 : 0);
+	if (msg_len)
+		memcpy(p, r->error_msg, msg_len);
+	return p + msg_len;
+}
+
+struct unpacker {
+	const unsigned char *p, *end;
+	int bad;
+};
+
+static uint64_t get_varint(struct unpacker *u)
+{
+	uint64_t v = 0;
+	for (int shift = 0; shift < 64; shift += 7) {
+		if (u->p >= u->end)
+			break;
+		unsigned c = *u->p++;
+		v |= (uint64_t)(c & 0x7f) << shift;
+		if (!(c & 0x80))
+			return v;
+	}
+	u->bad = 1;
+	return 0;
+}
+
+static int64_t get_zigzag(struct unpacker *u)
+{
+	uint64_t v = get_varint(u);
+	return (int64_t)(v >> 1) ^ -(int64_t)(v & 1);
+}
+
+static unsigned get_byte(struct unpacker *u)
+{
+	if (u->p >= u->end) {
+		u->bad = 1;
+		return 0;
+	}
+	return *u->p++;
+}
+
+/* Where a decoded record's variable parts live (owned by the reader). */
+struct rec_mem {
+	int64_t *chunks;
+	size_t chunk_cap;
+	char *msg;
+	size_t msg_cap;
+};
+
+/* Decodes a stored blob into r (worker and seq are set by the caller);
+ * r->chunk_ns and r->error_msg point into mem. Returns 0 or -1. */
+static int rec_unpack(const void *blob, size_t len, struct hr_record *r, struct rec_mem *mem)
+{
+	struct unpacker u = {blob, (const unsigned char *)blob + len, 0};
+	if (get_byte(&u) != REC_FORMAT)
+		return -1;
+	r->req_id = get_varint(&u);
+	uint64_t session = get_varint(&u), turn = get_varint(&u);
+	r->session = (uint32_t)session;
+	r->turn = (uint32_t)turn;
+	r->phase = (uint8_t)get_byte(&u);
+	r->flags = (uint8_t)get_byte(&u);
+	r->error = (uint8_t)get_byte(&u);
+	r->isl_src = (uint8_t)get_byte(&u);
+	r->osl_src = (uint8_t)get_byte(&u);
+	int64_t status = get_zigzag(&u), isl = get_zigzag(&u), osl = get_zigzag(&u),
+		rt = get_zigzag(&u);
+	if (session > UINT32_MAX || turn > UINT32_MAX || status < INT32_MIN || status > INT32_MAX ||
+	    isl < INT32_MIN || isl > INT32_MAX || osl < INT32_MIN || osl > INT32_MAX ||
+	    rt < INT32_MIN || rt > INT32_MAX)
+		return -1;
+	r->http_status = (int32_t)status;
+	r->isl = (int32_t)isl;
+	r->osl = (int32_t)osl;
+	r->reasoning_tokens = (int32_t)rt;
+	unsigned mask = get_byte(&u);
+	if (mask > 0x3f)
+		return -1;
+	r->start_ns = (mask & 2) ? get_zigzag(&u) : HR_NO_TIME;
+	uint64_t base = (uint64_t)r->start_ns;
+	int64_t *t[6] = {&r->intended_ns,	&r->start_ns, &r->headers_ns,
+			 &r->first_output_ns, &r->end_ns,   &r->done_ns};
+	for (int i = 0; i < 6; i++)
+		if (i != 1)
+			*t[i] = (mask & (1u << i)) ? (int64_t)(base + (uint64_t)get_zigzag(&u))
+						   : HR_NO_TIME;
+	uint64_t n = get_varint(&u);
+	if (u.bad || n > HR_MAX_CHUNKS_PER_REQUEST || n > (uint64_t)(u.end - u.p))
+		return -1; /* every delta takes a byte at least */
+	if (n > mem->chunk_cap) {
+		mem->chunks = xrealloc(mem->chunks, n * sizeof *mem->chunks);
+		mem->chunk_cap = n;
+	}
+	uint64_t prev = base;
+	for (uint64_t i = 0; i < n; i++) {
+		prev += (uint64_t)get_zigzag(&u);
+		mem->chunks[i] = (int64_t)prev;
+	}
+	r->n_chunks = (uint32_t)n;
+	r->chunk_ns = mem->chunks;
+	uint64_t ml = get_varint(&u);
+	if (u.bad || (ml && ml - 1 != (uint64_t)(u.end - u.p)))
+		return -1;
+	r->error_msg = NULL;
+	if (ml) {
+		if (ml > mem->msg_cap) {
+			mem->msg = xrealloc(mem->msg, ml);
+			mem->msg_cap = ml;
+		}
+		memcpy(mem->msg, u.p, ml - 1);
+		mem->msg[ml - 1] = '\0';
+		r->error_msg = mem->msg;
+	} else if (u.p != u.end) {
+		return -1;
+	}
+	return 0;
+}
+
 struct records_args {
 	int64_t id;
 	struct hr_record *recs;
@@ -360,69 +557,113 @@ static void records_free(void *p)
 	free(a);
 }
 
-static void bind_time(sqlite3_stmt *st, int col, int64_t t)
-{
-	if (t == HR_NO_TIME)
-		sqlite3_bind_null(st, col);
-	else
-		sqlite3_bind_int64(st, col, t);
-}
-
-static void bind_count(sqlite3_stmt *st, int col, int32_t v)
-{
-	if (v < 0)
-		sqlite3_bind_null(st, col);
-	else
-		sqlite3_bind_int(st, col, v);
-}
+static const char insert_record_sql[] =
+	"INSERT INTO records (run_id, worker, seq, data) VALUES (?, ?, ?, ?)";
+static const char replace_record_sql[] =
+	"INSERT OR REPLACE INTO records (run_id, worker, seq, data) VALUES (?, ?, ?, ?)";
 
 static int records_job(struct store_tx *tx, void *arg, char *err)
 {
 	struct records_args *a = arg;
-	static const char sql[] =
-		"INSERT OR REPLACE INTO records (run_id, worker, seq, req_id, phase, session, turn, "
-		"flags, http_status, error, error_msg, intended_ns, start_ns, headers_ns, "
-		"first_output_ns, end_ns, done_ns, isl, osl, reasoning_tokens, isl_src, osl_src, "
-		"n_chunks, chunks) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
-	struct dynbuf blob;
-	dynbuf_init(&blob, (size_t)HR_MAX_CHUNKS_PER_REQUEST * 10 + 16);
-	for (size_t i = 0; i < a->n; i++) {
+	/* Plain INSERT: with foreign keys on, OR REPLACE costs a statement
+	 * journal on every row. A record stored twice (which a worker does not
+	 * do) still replaces the first, through the second statement. Every
+	 * parameter is bound on every row, so the statement is only reset. */
+	sqlite3_stmt *st = store_tx_stmt(tx, insert_record_sql);
+	size_t cap = 4096;
+	unsigned char *buf = xmalloc(cap);
+	int rc = 0;
+	for (size_t i = 0; i < a->n && rc == 0; i++) {
 		const struct hr_record *r = &a->recs[i];
-		sqlite3_stmt *st = store_tx_stmt(tx, sql);
+		size_t ml = r->error_msg ? strlen(r->error_msg) : 0;
+		size_t need = rec_bound(r, ml);
+		if (need > cap) {
+			cap = need;
+			free(buf);
+			buf = xmalloc(cap);
+		}
+		size_t len = (size_t)(rec_pack(buf, r, ml) - buf);
+		sqlite3_reset(st);
 		sqlite3_bind_int64(st, 1, a->id);
 		sqlite3_bind_int64(st, 2, r->worker);
 		sqlite3_bind_int64(st, 3, (sqlite3_int64)r->seq);
-		sqlite3_bind_int64(st, 4, (sqlite3_int64)r->req_id);
-		sqlite3_bind_int(st, 5, r->phase);
-		sqlite3_bind_int64(st, 6, r->session);
-		sqlite3_bind_int64(st, 7, r->turn);
-		sqlite3_bind_int(st, 8, r->flags);
-		sqlite3_bind_int(st, 9, r->http_status);
-		sqlite3_bind_int(st, 10, r->error);
-		if (r->error_msg)
-			sqlite3_bind_text(st, 11, r->error_msg, -1, SQLITE_STATIC);
-		bind_time(st, 12, r->intended_ns);
-		bind_time(st, 13, r->start_ns);
-		bind_time(st, 14, r->headers_ns);
-		bind_time(st, 15, r->first_output_ns);
-		bind_time(st, 16, r->end_ns);
-		bind_time(st, 17, r->done_ns);
-		bind_count(st, 18, r->isl);
-		bind_count(st, 19, r->osl);
-		bind_count(st, 20, r->reasoning_tokens);
-		sqlite3_bind_int(st, 21, r->isl_src);
-		sqlite3_bind_int(st, 22, r->osl_src);
-		sqlite3_bind_int64(st, 23, r->n_chunks);
-		dynbuf_reset(&blob);
-		record_chunks_encode(&blob, r);
-		sqlite3_bind_blob(st, 24, blob.data, (int)blob.len, SQLITE_STATIC);
-		if (sqlite3_step(st) != SQLITE_DONE) {
-			dynbuf_release(&blob);
-			return sql_fail(tx, err);
+		sqlite3_bind_blob(st, 4, buf, (int)len, SQLITE_STATIC);
+		int step = sqlite3_step(st);
+		if (step == SQLITE_CONSTRAINT &&
+		    sqlite3_extended_errcode(tx->db) == SQLITE_CONSTRAINT_PRIMARYKEY) {
+			sqlite3_reset(st);
+			sqlite3_stmt *rep = store_tx_stmt(tx, replace_record_sql);
+			sqlite3_bind_int64(rep, 1, a->id);
+			sqlite3_bind_int64(rep, 2, r->worker);
+			sqlite3_bind_int64(rep, 3, (sqlite3_int64)r->seq);
+			sqlite3_bind_blob(rep, 4, buf, (int)len, SQLITE_STATIC);
+			step = sqlite3_step(rep);
+			sqlite3_reset(rep);
 		}
+		if (step != SQLITE_DONE)
+			rc = sql_fail(tx, err);
 	}
-	dynbuf_release(&blob);
-	return 0;
+	sqlite3_reset(st);
+	free(buf);
+	return rc;
+}
+
+/* hr_record_pack(req_id, phase, session, turn, flags, http_status, error,
+ * error_msg, intended_ns, start_ns, headers_ns, first_output_ns, end_ns,
+ * done_ns, isl, osl, reasoning_tokens, isl_src, osl_src, chunks): the
+ * stored blob of a record from the columns of schema 001, for the
+ * migration to the compact form (schema/004). */
+static void sql_record_pack(sqlite3_context *ctx, int argc, sqlite3_value **argv)
+{
+	struct hr_record r;
+	record_init(&r);
+	r.req_id = (uint64_t)sqlite3_value_int64(argv[0]);
+	r.phase = (uint8_t)sqlite3_value_int(argv[1]);
+	r.session = (uint32_t)sqlite3_value_int64(argv[2]);
+	r.turn = (uint32_t)sqlite3_value_int64(argv[3]);
+	r.flags = (uint8_t)sqlite3_value_int(argv[4]);
+	r.http_status = sqlite3_value_int(argv[5]);
+	r.error = (uint8_t)sqlite3_value_int(argv[6]);
+	const char *msg = sqlite3_value_type(argv[7]) == SQLITE_NULL
+				  ? NULL
+				  : (const char *)sqlite3_value_text(argv[7]);
+	int64_t *t[6] = {&r.intended_ns,       &r.start_ns, &r.headers_ns,
+			 &r.first_output_ns, &r.end_ns,   &r.done_ns};
+	for (int i = 0; i < 6; i++)
+		*t[i] = sqlite3_value_type(argv[8 + i]) == SQLITE_NULL
+				? HR_NO_TIME
+				: sqlite3_value_int64(argv[8 + i]);
+	int32_t *c[3] = {&r.isl, &r.osl, &r.reasoning_tokens};
+	for (int i = 0; i < 3; i++)
+		*c[i] = sqlite3_value_type(argv[14 + i]) == SQLITE_NULL
+				? -1
+				: sqlite3_value_int(argv[14 + i]);
+	r.isl_src = (uint8_t)sqlite3_value_int(argv[17]);
+	r.osl_src = (uint8_t)sqlite3_value_int(argv[18]);
+	size_t cap = 0;
+	long n = record_chunks_decode(sqlite3_value_blob(argv[19]),
+				      (size_t)sqlite3_value_bytes(argv[19]), r.start_ns, &r.chunk_ns,
+				      &cap);
+	if (n < 0) {
+		free(r.chunk_ns);
+		sqlite3_result_error(ctx, "a stored chunk blob is malformed", -1);
+		return;
+	}
+	r.n_chunks = (uint32_t)n;
+	r.error_msg = (char *)msg;
+	size_t ml = msg ? strlen(msg) : 0;
+	unsigned char *buf = xmalloc(rec_bound(&r, ml));
+	size_t len = (size_t)(rec_pack(buf, &r, ml) - buf);
+	free(r.chunk_ns);
+	sqlite3_result_blob(ctx, buf, (int)len, free);
+}
+
+int runs_sql_functions(sqlite3 *db)
+{
+	return sqlite3_create_function(db, "hr_record_pack", 20, SQLITE_UTF8 | SQLITE_DETERMINISTIC,
+				       NULL, sql_record_pack, NULL, NULL) == SQLITE_OK
+		       ? 0
+		       : -1;
 }
 
 void runs_add_records(struct store *s, int64_t id, struct hr_record *recs, size_t n)
@@ -634,8 +875,7 @@ struct rec_cursor {
 	sqlite3 *db;
 	sqlite3_stmt *st;
 	struct hr_record rec;
-	size_t chunk_cap;
-	char *msg;
+	struct rec_mem mem;
 };
 
 struct rec_cursor *rec_cursor_open(struct store *s, int64_t run_id)
@@ -644,10 +884,7 @@ struct rec_cursor *rec_cursor_open(struct store *s, int64_t run_id)
 	c->store = s;
 	c->db = store_reader(s);
 	if (sqlite3_prepare_v2(c->db,
-			       "SELECT worker, seq, req_id, phase, session, turn, flags, "
-			       "http_status, error, error_msg, intended_ns, start_ns, headers_ns, "
-			       "first_output_ns, end_ns, done_ns, isl, osl, reasoning_tokens, "
-			       "isl_src, osl_src, chunks FROM records WHERE run_id = ? "
+			       "SELECT worker, seq, data FROM records WHERE run_id = ? "
 			       "ORDER BY worker, seq",
 			       -1, &c->st, NULL) != SQLITE_OK) {
 		rec_cursor_free(c);
@@ -657,17 +894,6 @@ struct rec_cursor *rec_cursor_open(struct store *s, int64_t run_id)
 	return c;
 }
 
-static int64_t col_ns(sqlite3_stmt *st, int col)
-{
-	return sqlite3_column_type(st, col) == SQLITE_NULL ? HR_NO_TIME
-							    : sqlite3_column_int64(st, col);
-}
-
-static int32_t col_count(sqlite3_stmt *st, int col)
-{
-	return sqlite3_column_type(st, col) == SQLITE_NULL ? -1 : sqlite3_column_int(st, col);
-}
-
 int rec_cursor_next(struct rec_cursor *c, const struct hr_record **out)
 {
 	int rc = sqlite3_step(c->st);
@@ -675,42 +901,12 @@ int rec_cursor_next(struct rec_cursor *c, const struct hr_record **out)
 		return 0;
 	if (rc != SQLITE_ROW)
 		return -1;
-	sqlite3_stmt *st = c->st;
 	struct hr_record *r = &c->rec;
-	int64_t *chunks = r->chunk_ns;
-	memset(r, 0, sizeof *r);
-	r->chunk_ns = chunks;
-	r->worker = (uint32_t)sqlite3_column_int64(st, 0);
-	r->seq = (uint64_t)sqlite3_column_int64(st, 1);
-	r->req_id = (uint64_t)sqlite3_column_int64(st, 2);
-	r->phase = (uint8_t)sqlite3_column_int(st, 3);
-	r->session = (uint32_t)sqlite3_column_int64(st, 4);
-	r->turn = (uint32_t)sqlite3_column_int64(st, 5);
-	r->flags = (uint8_t)sqlite3_column_int(st, 6);
-	r->http_status = sqlite3_column_int(st, 7);
-	r->error = (uint8_t)sqlite3_column_int(st, 8);
-	free(c->msg);
-	c->msg = NULL;
-	if (sqlite3_column_type(st, 9) != SQLITE_NULL)
-		c->msg = xstrdup((const char *)sqlite3_column_text(st, 9));
-	r->error_msg = c->msg;
-	r->intended_ns = col_ns(st, 10);
-	r->start_ns = col_ns(st, 11);
-	r->headers_ns = col_ns(st, 12);
-	r->first_output_ns = col_ns(st, 13);
-	r->end_ns = col_ns(st, 14);
-	r->done_ns = col_ns(st, 15);
-	r->isl = col_count(st, 16);
-	r->osl = col_count(st, 17);
-	r->reasoning_tokens = col_count(st, 18);
-	r->isl_src = (uint8_t)sqlite3_column_int(st, 19);
-	r->osl_src = (uint8_t)sqlite3_column_int(st, 20);
-	long n = record_chunks_decode(sqlite3_column_blob(st, 21),
-				      (size_t)sqlite3_column_bytes(st, 21), r->start_ns,
-				      &r->chunk_ns, &c->chunk_cap);
-	if (n < 0)
+	r->worker = (uint32_t)sqlite3_column_int64(c->st, 0);
+	r->seq = (uint64_t)sqlite3_column_int64(c->st, 1);
+	const void *blob = sqlite3_column_blob(c->st, 2);
+	if (!blob || rec_unpack(blob, (size_t)sqlite3_column_bytes(c->st, 2), r, &c->mem) < 0)
 		return -1;
-	r->n_chunks = (uint32_t)n;
 	*out = r;
 	return 1;
 }
@@ -721,7 +917,7 @@ void rec_cursor_free(struct rec_cursor *c)
 		return;
 	sqlite3_finalize(c->st);
 	store_reader_put(c->store, c->db);
-	free(c->rec.chunk_ns);
-	free(c->msg);
+	free(c->mem.chunks);
+	free(c->mem.msg);
 	free(c);
 }

@@ -76,6 +76,10 @@ struct rec_cursor *rec_cursor_open(struct store *s, int64_t run_id);
 int rec_cursor_next(struct rec_cursor *c, const struct hr_record **r);
 void rec_cursor_free(struct rec_cursor *c);
 
+/* Registers the SQL functions the schema migrations use (hr_record_pack,
+ * schema/004) on a connection. Returns 0 or -1. */
+int runs_sql_functions(sqlite3 *db);
+
 /* Formats wall-clock milliseconds as RFC 3339 UTC with milliseconds. buf >= 32. */
 void fmt_time_ms(char *buf, int64_t ms);
 

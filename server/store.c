@@ -10,6 +10,7 @@
 
 #include "limits.h"
 #include "migrations.h"
+#include "runs.h"
 #include "util.h"
 
 struct job {
@@ -278,6 +279,11 @@ int store_open(const char *dir, struct store **out, char *err)
 	} else if (!S_ISDIR(stt.st_mode)) {
 		return errf(err, "%s is not a directory", dir);
 	}
+	/* SQLite's memory statistics take a global mutex around every
+	 * allocation of every connection, and nothing here reads them. Only
+	 * possible before SQLite's first use, so at start-up, before any
+	 * other thread; a later call fails harmlessly. */
+	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	struct store *s = xcalloc(1, sizeof *s);
 	s->path = xasprintf("%s/headroom.db", dir);
 	pthread_mutex_init(&s->mu, NULL);
@@ -289,6 +295,10 @@ int store_open(const char *dir, struct store **out, char *err)
 		goto err;
 	if (db_exec(s->wdb, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", err) < 0)
 		goto err;
+	if (runs_sql_functions(s->wdb) < 0) {
+		errf(err, "sqlite: cannot register functions: %s", sqlite3_errmsg(s->wdb));
+		goto err;
+	}
 	if (migrate(s->wdb, err) < 0)
 		goto err;
 	for (int i = 0; i < HR_READ_POOL_SIZE; i++) {

@@ -13,10 +13,10 @@
 #include "telesum.h"
 #include "util.h"
 
-static json_t *stats_json(const char *unit, double *vals, size_t n)
+static json_t *stats_json(const char *unit, const double *vals, size_t n)
 {
 	struct stats st;
-	stats_compute(vals, n, &st);
+	stats_compute_select(vals, n, &st); /* as stats_compute, without sorting */
 	json_t *o = json_object();
 	json_object_set_new(o, "unit", json_string(unit));
 	json_object_set_new(o, "count", json_integer((json_int_t)st.count));
@@ -55,12 +55,6 @@ static void ivec_push(struct ivec *a, int64_t x)
 	a->v[a->n++] = x;
 }
 
-static int cmp_i64(const void *a, const void *b)
-{
-	int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
-	return x < y ? -1 : x > y;
-}
-
 /* Requested versus achieved load over the profiling phase: the send rate
  * from the actual starts, and the time-weighted concurrency (requests in
  * flight between start and done) with its maximum. */
@@ -74,10 +68,8 @@ static json_t *load_json(const struct spec *spec, struct ivec *starts, struct iv
 	int conc = ld->mode == SPEC_LOAD_CONCURRENCY ? ld->concurrency : ld->max_concurrency;
 	json_object_set_new(o, "requested_concurrency", conc ? json_integer(conc) : json_null());
 	json_object_set_new(o, "sent", json_integer((json_int_t)starts->n));
-	if (starts->n) { /* an empty vector has no array at all */
-		qsort(starts->v, starts->n, sizeof *starts->v, cmp_i64);
-		qsort(dones->v, dones->n, sizeof *dones->v, cmp_i64);
-	}
+	stats_sort_i64(starts->v, starts->n);
+	stats_sort_i64(dones->v, dones->n);
 	double rate = NAN;
 	if (starts->n >= 2 && starts->v[starts->n - 1] > starts->v[0])
 		rate = (double)(starts->n - 1) /
@@ -113,6 +105,18 @@ static json_t *load_json(const struct spec *spec, struct ivec *starts, struct iv
 	return o;
 }
 
+/* goodput: a valid request meets every objective of the spec */
+static int meets_slos(const struct spec *spec, const struct hr_record *r)
+{
+	for (int i = 0; i < spec->n_slo; i++) {
+		const struct spec_slo *o = &spec->slo[i];
+		double v = metric_defs[o->metric].fn(r);
+		if (isnan(v) || (o->at_least ? v < o->limit : v > o->limit))
+			return 0;
+	}
+	return 1;
+}
+
 json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec,
 			int64_t t0_wall, long long *valid_out, char *err)
 {
@@ -130,7 +134,7 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 		dvec_init(&vals[i]);
 	dvec_init(&gaps);
 	long long requests = 0, valid = 0, warmup = 0, errors_by[HR_ERR__COUNT] = {0};
-	long long sum_isl = 0, sum_osl = 0;
+	long long sum_isl = 0, sum_osl = 0, good = 0;
 	int64_t first_start = INT64_MAX, last_end = INT64_MIN;
 	const struct hr_record *r;
 	int rc;
@@ -158,6 +162,8 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 			continue;
 		}
 		valid++;
+		if (spec->n_slo && meets_slos(spec, r))
+			good++;
 		for (size_t i = 0; i < nm; i++) {
 			if (metric_defs[i].scope != METRIC_VALID)
 				continue;
@@ -198,6 +204,9 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 				    scalar_json("tokens/sec", (double)sum_osl / window_s));
 		json_object_set_new(metrics, "total_token_throughput",
 				    scalar_json("tokens/sec", (double)(sum_isl + sum_osl) / window_s));
+		if (spec->n_slo)
+			json_object_set_new(metrics, "goodput",
+					    scalar_json("requests/sec", (double)good / window_s));
 	}
 	json_t *errors = json_object();
 	long long nerr = 0;
@@ -218,6 +227,8 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 			(json_int_t)valid, "errors", (json_int_t)nerr, "warmup", (json_int_t)warmup,
 			"errors", errors, "load", load_json(spec, &starts, &dones), "metrics",
 			metrics, "telemetry", tele);
+	if (out && spec->n_slo) /* goodput: how many valid requests met every objective */
+		json_object_set_new(json_object_get(out, "counts"), "good", json_integer(good));
 	if (valid_out)
 		*valid_out = valid;
 done:

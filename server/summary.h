@@ -1,7 +1,9 @@
 /* summary.h - a run's summary, computed exactly from its stored records.
  *
  * Reads every record of the run (a reader connection, streaming), keeps
- * one array of values per metric, sorts them and applies stats.h. The
+ * one array of values per metric and takes their statistics by selection
+ * (stats.h: the same figures as sorting, without sorting), counts goodput
+ * against the spec's objectives, and adds the load section. The
  * result follows docs/api.md ("Summary JSON"); metric definitions are
  * lib/metrics.h, versioned by METRICS_VERSION.
  */

@@ -111,6 +111,48 @@ class ReasoningTest(unittest.TestCase):
             tmp.cleanup()
 
 
+class GoodputTest(unittest.TestCase):
+    def test_goodput_counts_requests_meeting_every_objective(self):
+        mock = hrtest.start_mock("--quiet", "--ttft-ms", "3", "--itl-ms", "1")
+        tmp = hrtest.tempdir()
+        d = hrtest.start_daemon(tmp.name)
+        try:
+            api = hrtest.Api(d.addr)
+            spec = hrtest.spec(mock.addr, concurrency=4, requests=60)
+            # the median request latency splits the run in two
+            spec["goodput"] = {"time_to_first_token": 10000, "request_latency": 1e9}
+            run = api.wait(api.submit(spec))
+            s = run["summary"]
+            self.assertEqual(s["counts"]["good"], s["counts"]["valid"])
+            self.assertAlmostEqual(s["metrics"]["goodput"]["avg"],
+                                   s["metrics"]["request_throughput"]["avg"])
+            limit = s["metrics"]["request_latency"]["p50"]
+            spec["goodput"] = {"request_latency": limit,
+                               "output_token_throughput_per_user": 1}
+            run = api.wait(api.submit(spec))
+            s = run["summary"]
+            st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+            recs = [json.loads(line) for line in text.splitlines()]
+            want = sum(1 for r in recs if r["valid"] and r["request_latency"] <= limit and
+                       r["output_token_throughput_per_user"] >= 1)
+            self.assertEqual(s["counts"]["good"], want)
+            self.assertAlmostEqual(s["metrics"]["goodput"]["avg"], want / s["window_s"])
+            self.assertIn("\ngoodput,requests/sec,", api.call(
+                "GET", "/runs/%d/summary?format=csv" % run["id"])[1])
+            # objectives name per-request metrics only
+            for bad, field in (({"request_throughput": 5}, "goodput.request_throughput"),
+                               ({"time_to_first_token": 0}, "goodput.time_to_first_token"),
+                               ({}, "goodput")):
+                spec["goodput"] = bad
+                st, err, _ = api.call("POST", "/runs", spec)
+                self.assertEqual(st, 400, err)
+                self.assertEqual(err["error"]["field"], field)
+        finally:
+            self.assertEqual(d.stop(), 0)
+            self.assertEqual(mock.stop(), 0)
+            tmp.cleanup()
+
+
 class Recorder(http.server.BaseHTTPRequestHandler):
     """Keeps every request body; answers a minimal non-streamed chat reply."""
     bodies = []
