@@ -49,7 +49,7 @@
 #include "util.h"
 
 #define LAG_MIN_SENDS 200 /* below this the p99 is little more than the worst send */
-#define TIMER_MIN_WAKEUPS 50
+#define TIMER_MIN_WAKEUPS 200 /* as LAG_MIN_SENDS */
 #define RATE_MIN_FRACTION 0.9
 #define BUSY_NEAR 0.7
 
