@@ -28,6 +28,9 @@ _Noreturn void xalloc_die(void);
 int64_t mono_ns(void);
 /* Wall-clock nanoseconds since the Unix epoch: only for stored timestamps. */
 int64_t wall_ns(void);
+/* CPU time of the whole process (user + system, every thread), ns; 0 if
+ * the clock cannot be read. */
+int64_t process_cpu_ns(void);
 
 /* Format into a caller-supplied error buffer of HR_ERRLEN bytes (err may be
  * NULL). Always returns -1 so callers can write `return errf(...)`. */

@@ -305,15 +305,29 @@ static enum MHD_Result h_summary(struct call *k)
 	return reply_text(k->conn, 200, "text/csv; charset=utf-8", csv, strlen(csv));
 }
 
+/* A run's time series (telemetry, client samples), exported as one JSON
+ * document {"run_id", "t0_wall_ns", <extra members>, "samples": [...]} or
+ * as CSV, streamed from a cursor. */
+struct series {
+	const char *what;  /* for the error when it cannot be opened */
+	size_t buf_bound;  /* the row buffer's bound (the longest row, and a block) */
+	const char *csv_header;
+	void *(*open)(struct store *s, int64_t run_id, int64_t t0_wall);
+	int (*next)(void *cur, int csv, struct dynbuf *out);
+	void (*close)(void *cur);
+	/* extra JSON members after t0_wall_ns (",\"sources\":[...]"), or NULL */
+	void (*json_extra)(struct store *s, int64_t run_id, struct dynbuf *out);
+};
+
 /* A streamed export: the response pulls rows from a cursor as the client
  * reads, so memory stays at one block whatever the run's size. Records and
- * telemetry differ only in how the next row is appended (row_next). */
+ * the time series differ only in how the next row is appended (row_next). */
 struct row_stream {
 	struct rec_cursor *rec;   /* records export, or ... */
-	struct tele_cursor *tele; /* ... telemetry export, or ... */
-	struct client_cursor *cli; /* ... client self-telemetry export */
+	void *cur;                /* ... a time series export (struct series) */
+	const struct series *ser;
 	enum export_format fmt;   /* records: JSONL or CSV */
-	int csv;                  /* telemetry: CSV, else one JSON document */
+	int csv;                  /* a time series: CSV, else one JSON document */
 	struct dynbuf buf;
 	size_t off;
 	int rows, eof, failed;
@@ -332,8 +346,7 @@ static int row_next(struct row_stream *rs)
 	if (!rs->csv && rs->rows)
 		dynbuf_add(&rs->buf, ",", 1);
 	size_t mark = rs->buf.len;
-	int rc = rs->tele ? tele_cursor_next(rs->tele, rs->csv, &rs->buf)
-			  : client_cursor_next(rs->cli, rs->csv, &rs->buf);
+	int rc = rs->ser->next(rs->cur, rs->csv, &rs->buf);
 	if (rc != 1 && !rs->csv) {
 		if (rs->rows)
 			rs->buf.len = mark - 1; /* the separator had nothing after it */
@@ -373,8 +386,8 @@ static void row_stream_free(void *cls)
 {
 	struct row_stream *rs = cls;
 	rec_cursor_free(rs->rec);
-	tele_cursor_free(rs->tele);
-	client_cursor_free(rs->cli);
+	if (rs->ser)
+		rs->ser->close(rs->cur);
 	dynbuf_release(&rs->buf);
 	free(rs);
 }
@@ -421,44 +434,58 @@ static enum MHD_Result h_records(struct call *k)
 						  : "application/x-ndjson");
 }
 
-static enum MHD_Result h_telemetry(struct call *k)
+static void *tele_open(struct store *s, int64_t id, int64_t t0)
 {
-	static const char *const fmts[] = {"json", "csv", NULL};
-	const char *fmt;
-	if (want_format(k, fmts, &fmt) < 0)
-		return reply_error(k->conn, 400, "invalid_value", "format",
-				   "'format' must be json or csv");
-	int64_t t0 = runs_t0_wall(k->a->store, k->id);
-	if (t0 == -404)
-		return not_found(k);
-	if (t0 < 0)
-		return reply_internal(k->conn, "cannot read the run");
-	struct row_stream *ts = xcalloc(1, sizeof *ts);
-	ts->csv = strcmp(fmt, "csv") == 0;
-	dynbuf_init(&ts->buf, (size_t)HR_MAX_SCRAPE_BYTES + EXPORT_BLOCK * 2);
-	ts->tele = tele_cursor_open(k->a->store, k->id, t0);
-	if (!ts->tele) {
-		row_stream_free(ts);
-		return reply_internal(k->conn, "cannot open the telemetry");
-	}
-	if (ts->csv) {
-		dynbuf_addstr(&ts->buf, tele_csv_header);
-	} else {
-		json_t *src = tele_sources(k->a->store, k->id);
-		char *s = json_dumps(src, JSON_COMPACT);
-		json_decref(src);
-		dynbuf_printf(&ts->buf, "{\"run_id\":%lld,\"t0_wall_ns\":", (long long)k->id);
-		if (t0)
-			dynbuf_printf(&ts->buf, "%lld", (long long)t0);
-		else
-			dynbuf_addstr(&ts->buf, "null");
-		dynbuf_printf(&ts->buf, ",\"sources\":%s,\"samples\":[", s ? s : "[]");
-		free(s);
-	}
-	return reply_stream(k->conn, ts, ts->csv ? "text/csv; charset=utf-8" : "application/json");
+	return tele_cursor_open(s, id, t0);
 }
 
-static enum MHD_Result h_client(struct call *k)
+static int tele_next(void *cur, int csv, struct dynbuf *out)
+{
+	return tele_cursor_next(cur, csv, out);
+}
+
+static void tele_close(void *cur)
+{
+	tele_cursor_free(cur);
+}
+
+static void tele_sources_member(struct store *s, int64_t id, struct dynbuf *out)
+{
+	json_t *src = tele_sources(s, id);
+	char *txt = json_dumps(src, JSON_COMPACT);
+	json_decref(src);
+	dynbuf_printf(out, ",\"sources\":%s", txt ? txt : "[]");
+	free(txt);
+}
+
+static void *client_open(struct store *s, int64_t id, int64_t t0)
+{
+	(void)t0;
+	return client_cursor_open(s, id, 1);
+}
+
+static int client_next(void *cur, int csv, struct dynbuf *out)
+{
+	return client_cursor_next(cur, csv, out);
+}
+
+static void client_close(void *cur)
+{
+	client_cursor_free(cur);
+}
+
+static const struct series telemetry_series = {
+    "the telemetry", (size_t)HR_MAX_SCRAPE_BYTES + EXPORT_BLOCK * 2, tele_csv_header,
+    tele_open,	     tele_next,					     tele_close,
+    tele_sources_member,
+};
+
+static const struct series client_series = {
+    "the client samples", EXPORT_BLOCK * 4, client_csv_header, client_open,
+    client_next,	  client_close,	    NULL,
+};
+
+static enum MHD_Result reply_series(struct call *k, const struct series *ser)
 {
 	static const char *const fmts[] = {"json", "csv", NULL};
 	const char *fmt;
@@ -472,23 +499,38 @@ static enum MHD_Result h_client(struct call *k)
 		return reply_internal(k->conn, "cannot read the run");
 	struct row_stream *rs = xcalloc(1, sizeof *rs);
 	rs->csv = strcmp(fmt, "csv") == 0;
-	dynbuf_init(&rs->buf, EXPORT_BLOCK * 4);
-	rs->cli = client_cursor_open(k->a->store, k->id, 1);
-	if (!rs->cli) {
+	dynbuf_init(&rs->buf, ser->buf_bound);
+	rs->cur = ser->open(k->a->store, k->id, t0);
+	if (!rs->cur) {
 		row_stream_free(rs);
-		return reply_internal(k->conn, "cannot open the client samples");
+		char msg[64];
+		snprintf(msg, sizeof msg, "cannot open %s", ser->what);
+		return reply_internal(k->conn, msg);
 	}
+	rs->ser = ser;
 	if (rs->csv) {
-		dynbuf_addstr(&rs->buf, client_csv_header);
+		dynbuf_addstr(&rs->buf, ser->csv_header);
 	} else {
 		dynbuf_printf(&rs->buf, "{\"run_id\":%lld,\"t0_wall_ns\":", (long long)k->id);
 		if (t0)
 			dynbuf_printf(&rs->buf, "%lld", (long long)t0);
 		else
 			dynbuf_addstr(&rs->buf, "null");
+		if (ser->json_extra)
+			ser->json_extra(k->a->store, k->id, &rs->buf);
 		dynbuf_addstr(&rs->buf, ",\"samples\":[");
 	}
 	return reply_stream(k->conn, rs, rs->csv ? "text/csv; charset=utf-8" : "application/json");
+}
+
+static enum MHD_Result h_telemetry(struct call *k)
+{
+	return reply_series(k, &telemetry_series);
+}
+
+static enum MHD_Result h_client(struct call *k)
+{
+	return reply_series(k, &client_series);
 }
 
 static enum MHD_Result h_calib_create(struct call *k)

@@ -28,6 +28,20 @@ static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
 		sqlite3_bind_int64(st, i, v);
 }
 
+#define LATE_TEXT (CSAMPLE_LATE_BUCKETS * 21 + 4)
+
+/* The lateness counts separated by sep, into out (LATE_TEXT bytes); returns
+ * out. */
+static char *late_text(char *out, const int64_t late[CSAMPLE_LATE_BUCKETS], const char *sep)
+{
+	size_t n = 0;
+	out[0] = '\0';
+	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
+		n += (size_t)snprintf(out + n, LATE_TEXT - 2 - n, "%s%lld", b ? sep : "",
+				      (long long)late[b]);
+	return out;
+}
+
 static int insert_job(struct store_tx *tx, void *arg, char *err)
 {
 	const struct srow *s = arg;
@@ -43,14 +57,10 @@ static int insert_job(struct store_tx *tx, void *arg, char *err)
 	if (!isnan(r->busy))
 		sqlite3_bind_double(st, 7, r->busy);
 	bind_opt(st, 8, r->wakeups);
-	char late[CSAMPLE_LATE_BUCKETS * 21 + 4];
+	char late[LATE_TEXT];
 	if (r->worker >= 0) {
-		size_t n = 0;
-		late[n++] = '[';
-		for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
-			n += (size_t)snprintf(late + n, sizeof late - n, "%s%lld", b ? "," : "",
-					      (long long)r->late[b]);
-		snprintf(late + n, sizeof late - n, "]");
+		late[0] = '[';
+		strcat(late_text(late + 1, r->late, ","), "]");
 		sqlite3_bind_text(st, 9, late, -1, SQLITE_STATIC);
 	}
 	bind_opt(st, 10, r->late_max_ns);
@@ -234,13 +244,9 @@ int client_cursor_next(struct client_cursor *c, int csv, struct dynbuf *out)
 	int rc = client_cursor_row(c, &r);
 	if (rc != 1)
 		return rc;
-	char late[CSAMPLE_LATE_BUCKETS * 21 + 4];
-	size_t n = 0;
-	late[0] = '\0';
+	char late[LATE_TEXT] = "";
 	if (r.worker >= 0)
-		for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
-			n += (size_t)snprintf(late + n, sizeof late - n, "%s%lld",
-					      b ? (csv ? " " : ",") : "", (long long)r.late[b]);
+		late_text(late, r.late, csv ? " " : ",");
 	double ms = 1e6;
 	const char *sep = csv ? "," : NULL;
 #define FIELD(name) \

@@ -380,14 +380,6 @@ static void count_stored(struct run_ctx *c, long long n)
 	store_post(c->r->store, stored_job, m, free);
 }
 
-static int64_t process_cpu_ns(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
-
 /* The daemon's own sample, once a second from t0 on: its CPU (every
  * thread: API, store writer, this runner, telemetry) and the records
  * received but not yet stored. */

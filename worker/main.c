@@ -26,7 +26,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <time.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -172,14 +171,6 @@ static json_t *counters(struct worker *w, bool with_in_flight)
 		json_object_set_new(o, "in_flight", json_integer(r->n_active));
 	json_object_set_new(o, "records", json_integer((json_int_t)w->ob.records_sent));
 	return o;
-}
-
-static int64_t process_cpu_ns(void)
-{
-	struct timespec ts;
-	if (clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts) < 0)
-		return 0;
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
 /* Starts the self-telemetry intervals (at the first START). */

@@ -110,12 +110,24 @@ static void fail_early(struct run *r, struct req *q, const char *why)
 
 /* Appends n tokens of shared prompt text number idx (JSON-safe): exact by
  * the run's tokenizer, else n words. */
-static int shared_text(struct run *r, uint64_t idx, int n, struct dynbuf *out)
+static int shared_text(struct run *r, uint64_t idx, int n, int json, struct dynbuf *out)
 {
 	if (r->tok)
-		return tokprompt_build(&r->tprompt, rng_hash(r->cfg.seed, RNG_STREAM_PROMPT, idx), n, 1,
-		                       out);
-	return prompt_synthetic(out, r->cfg.seed, idx, n);
+		return tokprompt_build(&r->tprompt, rng_hash(r->cfg.seed, RNG_STREAM_PROMPT, idx), n,
+		                       json, out);
+	return prompt_synthetic(out, r->cfg.seed, idx, n); /* JSON-safe words either way */
+}
+
+/* Opens a conversation's history h with a system prompt (raw text): chat's
+ * system message, or for completions the text before the prompt. Returns 0
+ * or -1 when h is full. */
+static int add_system(struct dynbuf *h, bool chat, const char *text, size_t len)
+{
+	if (chat && dynbuf_addstr(h, "{\"role\":\"system\",\"content\":\"") < 0)
+		return -1;
+	if (json_escape_append(h, text ? text : "", len) < 0)
+		return -1;
+	return dynbuf_addstr(h, chat ? "\"}," : " ");
 }
 
 /* workload.mix (the request's lengths) and workload.prefix_prompts (one of
@@ -138,7 +150,7 @@ static void synthetic_extras(struct run *r, const struct issue *is, struct req_p
 		if (i >= (uint64_t)r->prefix_count)
 			i = (uint64_t)r->prefix_count - 1;
 		dynbuf_reset(&r->prefix_buf);
-		if (shared_text(r, PREFIX_PROMPT_INDEX + i, r->prefix_tokens, &r->prefix_buf) == 0) {
+		if (shared_text(r, PREFIX_PROMPT_INDEX + i, r->prefix_tokens, 1, &r->prefix_buf) == 0) {
 			p->prefix = r->prefix_buf.data;
 			p->prefix_len = r->prefix_buf.len;
 		}
@@ -157,14 +169,10 @@ static void dataset_prompt(struct run *r, const struct issue *is, struct req_par
 		const struct ds_session *s = &d->s[is->conv->dsess];
 		e = &d->e[s->first + is->turn];
 		const char *sys = ds_text(d, s->system);
-		if (is->turn == 0 && sys && is->conv->hist.len == 0) {
-			bool chat = r->cfg.endpoint == SPEC_EP_CHAT;
-			struct dynbuf *h = &is->conv->hist;
-			if ((chat && dynbuf_addstr(h, "{\"role\":\"system\",\"content\":\"") < 0) ||
-			    json_escape_append(h, sys, s->system.len) < 0 ||
-			    dynbuf_addstr(h, chat ? "\"}," : " ") < 0)
-				dynbuf_reset(h); /* too long: the turn goes without it */
-		}
+		if (is->turn == 0 && sys && is->conv->hist.len == 0 &&
+		    add_system(&is->conv->hist, r->cfg.endpoint == SPEC_EP_CHAT, sys,
+		               s->system.len) < 0)
+			dynbuf_reset(&is->conv->hist); /* too long: the turn goes without it */
 	} else {
 		e = &d->e[dsplan_unit(&r->dp, is->req_id)];
 	}
@@ -363,12 +371,12 @@ static int shared_prompts_init(struct run *r, const struct spec *spec, char *err
 	int n = spec->workload.system_tokens;
 	if (n <= 0)
 		return 0;
-	bool chat = r->cfg.endpoint == SPEC_EP_CHAT;
-	if ((chat && dynbuf_addstr(&r->sys_hist, "{\"role\":\"system\",\"content\":\"") < 0) ||
-	    shared_text(r, SYSTEM_PROMPT_INDEX, n, &r->sys_hist) < 0 ||
-	    dynbuf_addstr(&r->sys_hist, chat ? "\"}," : " ") < 0)
-		return errf(err, "workload.system_prompt: too long for a request body");
-	return 0;
+	struct dynbuf text;
+	dynbuf_init(&text, HR_MAX_BODY_BYTES * 4u);
+	int rc = shared_text(r, SYSTEM_PROMPT_INDEX, n, 0, &text) < 0 ||
+	         add_system(&r->sys_hist, r->cfg.endpoint == SPEC_EP_CHAT, text.data, text.len) < 0;
+	dynbuf_release(&text);
+	return rc ? errf(err, "workload.system_prompt: too long for a request body") : 0;
 }
 
 static void free_prompts(struct run *r)
