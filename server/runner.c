@@ -58,6 +58,7 @@ struct wk {
 	pid_t pid;
 	int state;
 	int exited; /* reaped */
+	int64_t exit_grace; /* clean exit reaped before its DONE arrived: wait until then */
 	int warm_done; /* sent PHASE_DONE for the warm-up */
 	int status; /* wait status */
 	int64_t last_seen;
@@ -561,6 +562,38 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 
 /* --- supervision ------------------------------------------------------------------ */
 
+/* A worker sends DONE and exits; the exit can be reaped before the daemon's
+ * socket has handed over the DONE (it may still sit in ZeroMQ's I/O thread),
+ * so a clean exit without DONE is judged only after a grace period. */
+#define EXIT_GRACE_NS 3000000000LL
+
+static void judge_exit(struct run_ctx *c, int i)
+{
+	struct wk *w = &c->w[i];
+	char how[96];
+	describe_exit(how, sizeof how, w->status);
+	w->exit_grace = 0;
+	runs_worker_update(c->r->store, c->id, i, 0, 0, 0, w->state == W_DONE ? "done" : "failed",
+			   WIFEXITED(w->status) ? WEXITSTATUS(w->status) : -WTERMSIG(w->status), how);
+	if (w->state != W_DONE && !c->stopping) {
+		fail_run(c, "worker %d (pid %d) %s before finishing", i, (int)w->pid, how);
+		send_stop(c, "another worker died");
+	} else if (w->state == W_DONE && !(WIFEXITED(w->status) && WEXITSTATUS(w->status) == 0)) {
+		fail_run(c, "worker %d (pid %d) %s after finishing", i, (int)w->pid, how);
+	}
+}
+
+/* settle exits still waiting for their DONE: at the deadline, or now if force */
+static void judge_late_exits(struct run_ctx *c, int64_t now, int force)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct wk *w = &c->w[i];
+		if (w->exited && w->exit_grace &&
+		    (w->state == W_DONE || force || now > w->exit_grace))
+			judge_exit(c, i);
+	}
+}
+
 static void reap(struct run_ctx *c)
 {
 	for (int i = 0; i < c->n; i++) {
@@ -573,18 +606,12 @@ static void reap(struct run_ctx *c)
 			continue;
 		w->exited = 1;
 		w->status = status;
-		char how[96];
-		describe_exit(how, sizeof how, status);
-		runs_worker_update(c->r->store, c->id, i, 0, 0, 0,
-				   w->state == W_DONE ? "done" : "failed",
-				   WIFEXITED(status) ? WEXITSTATUS(status) : -WTERMSIG(status), how);
-		if (w->state != W_DONE && !c->stopping) {
-			fail_run(c, "worker %d (pid %d) %s before finishing", i, (int)w->pid, how);
-			send_stop(c, "another worker died");
-		} else if (w->state == W_DONE &&
-			   !(WIFEXITED(status) && WEXITSTATUS(status) == 0)) {
-			fail_run(c, "worker %d (pid %d) %s after finishing", i, (int)w->pid, how);
+		if (w->state != W_DONE && !c->stopping && WIFEXITED(status) &&
+		    WEXITSTATUS(status) == 0) {
+			w->exit_grace = mono_ns() + EXIT_GRACE_NS;
+			continue;
 		}
+		judge_exit(c, i);
 	}
 }
 
@@ -610,7 +637,7 @@ static void check_silence(struct run_ctx *c, int64_t now)
 static int all_finished(const struct run_ctx *c)
 {
 	for (int i = 0; i < c->n; i++)
-		if (c->w[i].state != W_DONE && !c->w[i].exited)
+		if (c->w[i].state != W_DONE && (!c->w[i].exited || c->w[i].exit_grace))
 			return 0;
 	return 1;
 }
@@ -795,6 +822,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		}
 		reap(&c);
 		int64_t now = mono_ns();
+		judge_late_exits(&c, now, 0);
 		/* with messages still queued the daemon is the one behind (ingestion
 		 * back-pressure): a worker's heartbeat may be waiting in the queue */
 		if (drained)
@@ -821,6 +849,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	}
 	terminate_all(&c);
 	reap(&c);
+	judge_late_exits(&c, mono_ns(), 1);
 	forget_secret(&c);
 	if (c.have_ds)
 		dataset_ref_release(&c.ds);

@@ -5,6 +5,9 @@ import json
 import os
 import signal
 import subprocess
+import sys
+import tempfile
+import textwrap
 import time
 import unittest
 
@@ -149,6 +152,72 @@ class Lifecycle(unittest.TestCase):
         st, body, _ = self.api.call("POST", "/runs/%d/cancel" % running)
         self.assertEqual(st, 409)
         self.assertEqual(self.api.wait(queued)["state"], "cancelled")
+
+
+# A worker whose DONE reaches the daemon after its process has exited (as a
+# real one's may, from ZeroMQ's I/O thread): after START it hands its last
+# messages to a messenger process and exits 0 at once; the messenger, under
+# the same routing id, sends one record and DONE a second later.
+LATE_DONE_WORKER = textwrap.dedent("""\
+    #!{python}
+    import json, os, subprocess, sys, time, zmq
+    sys.path.insert(0, {testdir!r})
+    ep = sys.argv[sys.argv.index("--connect") + 1]
+    idx = sys.argv[sys.argv.index("--index") + 1]
+    ctx = zmq.Context()
+    s = ctx.socket(zmq.DEALER)
+    s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
+    s.connect(ep)
+    def send(t, o):
+        s.send_multipart([bytes([1, t]), o if isinstance(o, bytes) else json.dumps(o).encode()])
+    def recv():
+        f = s.recv_multipart()
+        return f[0][1], f[1]
+    if os.environ.get("LATE_T0"):
+        import hrrecords
+        time.sleep(1.0)
+        t0 = int(os.environ["LATE_T0"])
+        ms = 1000000
+        rec = dict(seq=0, req_id=0, worker=int(idx), session=0, turn=0, phase=1, error=0,
+                   isl_src=3, osl_src=2, flags=1, http_status=200, intended_ns=t0 + ms,
+                   start_ns=t0 + ms, headers_ns=t0 + 2 * ms, first_output_ns=t0 + 3 * ms,
+                   end_ns=t0 + 5 * ms, done_ns=t0 + 5 * ms, isl=16, osl=3,
+                   reasoning_tokens=0, chunks=[t0 + 3 * ms, t0 + 4 * ms, t0 + 5 * ms])
+        send(6, hrrecords.encode_batch([rec]))
+        send(8, {"sent": 1, "completed": 1, "errors": 0})
+        s.close(linger=5000)
+        sys.exit(0)
+    send(1, {"index": int(idx), "pid": os.getpid(), "protocol": 1, "version": "fake",
+             "mono_ns": time.monotonic_ns(), "wall_ns": time.time_ns()})
+    assert recv()[0] == 2
+    send(3, {})
+    t, body = recv()
+    assert t == 4
+    s.close(linger=1000)
+    env = dict(os.environ, LATE_T0=str(json.loads(body)["t0_mono_ns"]))
+    subprocess.Popen([sys.executable] + sys.argv, env=env, start_new_session=True)
+    sys.exit(0)
+    """)
+
+
+class LateDoneTest(unittest.TestCase):
+    def test_done_arriving_after_a_clean_exit_still_counts(self):
+        with tempfile.TemporaryDirectory(prefix="headroom-test-") as tmp:
+            fake = os.path.join(tmp, "fake-worker")
+            with open(fake, "w") as f:
+                f.write(LATE_DONE_WORKER.replace("{python}", sys.executable).replace(
+                    "{testdir!r}", repr(os.path.dirname(os.path.abspath(__file__)))))
+            os.chmod(fake, 0o755)
+            d = hrtest.start_daemon(os.path.join(tmp, "d"), "--worker-bin", fake)
+            try:
+                api = hrtest.Api(d.addr)
+                rid = api.submit(hrtest.spec("127.0.0.1:%d" % hrtest.closed_port(),
+                                             concurrency=1, requests=1))
+                run = api.wait(rid, timeout=30)
+                self.assertEqual(run["state"], "succeeded", run.get("reason"))
+                self.assertEqual(run["summary"]["counts"]["valid"], 1, run["summary"])
+            finally:
+                self.assertEqual(d.stop(), 0)
 
 
 if __name__ == "__main__":
