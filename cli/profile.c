@@ -6,21 +6,38 @@
  *
  * `--url` is the inference server, as in AIPerf; the daemon's address
  * comes from `--daemon URL` or $HEADROOM_URL.
+ *
+ * `--public-dataset sharegpt` cannot download as AIPerf does: it takes a
+ * local copy of AIPerf's file, from --input-file or from the directory
+ * $HEADROOM_PUBLIC_DATASET_DIR, uploads it to the daemon as a sharegpt
+ * dataset (the same bytes give the same dataset) and runs on that
+ * (workload.kind "dataset"). A copy over the daemon's bound for a dataset
+ * (the published file is about 640 MiB) is first cut down to what a run
+ * takes from it: each conversation's first prompt and reply.
  */
 #include <curl/curl.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <jansson.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 #include "cli.h"
+#include "dynbuf.h"
+#include "http.h"
 #include "limits.h"
 #include "util.h"
+#include "view.h"
 
 #define AIPERF_DEFAULT_REQUESTS 10 /* aiperf's --request-count default */
+#define PUBLIC_DIR_ENV "HEADROOM_PUBLIC_DATASET_DIR"
+#define SHAREGPT_FILE "ShareGPT_V3_unfiltered_cleaned_split.json" /* AIPerf's download */
 
 static const char profile_help[] =
     "usage: headroom profile -m MODEL --url URL [AIPerf flags] [--daemon URL]\n"
@@ -55,8 +72,18 @@ static const char profile_help[] =
     "  --goodput 'METRIC:LIMIT ...'  service level objectives (ms; output token\n"
     "                                throughput per user: at least)\n"
     "  --tokenizer FILE              tokenizer file on the daemon's host: prompts\n"
-    "                                of exact token lengths\n"
+    "                                of exact token lengths; ISL and OSL counted\n"
+    "                                with it, as AIPerf counts them\n"
+    "  --use-server-token-count      ISL and OSL from the server's usage instead\n"
+    "  --prompt-input-tokens-block-size N   tokens of a trace's hash_ids block\n"
+    "                                (default 512)\n"
     "  --input-file FILE --custom-dataset-type mooncake_trace   replay a trace\n"
+    "  --public-dataset sharegpt     ShareGPT prompts, from a local copy of\n"
+    "                                " SHAREGPT_FILE ":\n"
+    "                                --input-file FILE, else that file in the\n"
+    "                                directory $" PUBLIC_DIR_ENV " (headroom\n"
+    "                                does not download); uploaded to the daemon\n"
+    "                                as a sharegpt dataset (also with --print-spec)\n"
     "  --fixed-schedule              replay the trace at its timestamps (implied)\n"
     "  --workers-max N               worker processes\n"
     "\n"
@@ -67,15 +94,17 @@ static const char profile_help[] =
     "  --print-spec                  print the spec and exit, submitting nothing\n"
     "  --no-wait                     submit and return\n"
     "\n"
-    "Refused for now (the feature is not in headroom yet): --public-dataset,\n"
-    "--custom-dataset-type other than mooncake_trace, and other endpoint types.\n";
+    "Refused for now (the feature is not in headroom yet): --public-dataset other\n"
+    "than sharegpt, --custom-dataset-type other than mooncake_trace, and other\n"
+    "endpoint types.\n";
 
 struct pflags {
 	const char *url, *model, *endpoint, *arrival, *tokenizer, *input_file, *dataset_type;
-	const char *daemon, *name;
-	int streaming, print_spec, no_wait;
+	const char *daemon, *name, *public_dataset;
+	char *dataset_path; /* --public-dataset: the local copy to upload (owned) */
+	int streaming, print_spec, no_wait, server_count;
 	double concurrency, rate, smoothness, requests, duration, grace, timeout;
-	double isl, isl_sd, osl, osl_sd, warmup, seed, workers;
+	double isl, isl_sd, osl, osl_sd, warmup, seed, workers, block_size;
 	json_t *extra, *headers, *goodput;
 };
 
@@ -192,7 +221,8 @@ static char *read_file(const char *path, size_t max, size_t *len)
 enum {
 	F_URL, F_MODEL, F_ENDPOINT, F_STREAMING, F_CONCURRENCY, F_RATE, F_ARRIVAL, F_SMOOTH,
 	F_COUNT, F_DURATION, F_GRACE, F_TIMEOUT, F_ISL, F_ISL_SD, F_OSL, F_OSL_SD, F_WARMUP,
-	F_SEED, F_EXTRA, F_HEADER, F_GOODPUT, F_TOKENIZER, F_INPUT, F_DTYPE, F_PUBLIC,
+	F_SEED, F_EXTRA, F_HEADER, F_GOODPUT, F_TOKENIZER, F_SERVER_COUNT, F_BLOCK, F_INPUT, F_DTYPE,
+	F_PUBLIC,
 	F_FIXED, F_WORKERS, F_DAEMON, F_NAME, F_PRINT, F_NO_WAIT, F_HELP, F__COUNT
 };
 
@@ -223,6 +253,8 @@ static const struct {
     [F_HEADER] = {"header", NULL, 'H', 1},
     [F_GOODPUT] = {"goodput", NULL, 0, 1},
     [F_TOKENIZER] = {"tokenizer", NULL, 0, 1},
+    [F_SERVER_COUNT] = {"use-server-token-count", NULL, 0, 0},
+    [F_BLOCK] = {"prompt-input-tokens-block-size", "isl-block-size", 0, 1},
     [F_INPUT] = {"input-file", NULL, 0, 1},
     [F_DTYPE] = {"custom-dataset-type", NULL, 0, 1},
     [F_PUBLIC] = {"public-dataset", NULL, 0, 1},
@@ -303,10 +335,10 @@ static int parse(int argc, char **argv, struct pflags *p)
 		case F_EXTRA: rc = extra_input(v, p->extra); break;
 		case F_HEADER: rc = header(v, p->headers); break;
 		case F_GOODPUT: rc = goodput(v, p->goodput); break;
-		case F_PUBLIC:
-			return bad(fl, "public datasets are not in headroom yet (a trace replays "
-				       "with --input-file FILE --custom-dataset-type mooncake_trace)");
+		case F_PUBLIC: p->public_dataset = v; break;
 		case F_TOKENIZER: p->tokenizer = v; break;
+		case F_SERVER_COUNT: p->server_count = 1; break;
+		case F_BLOCK: rc = number(fl, v, 1, HR_MAX_ISL, 1, &p->block_size); break;
 		case F_INPUT: p->input_file = v; break;
 		case F_DTYPE: p->dataset_type = v; break;
 		case F_FIXED: break; /* a trace always replays at its timestamps */
@@ -323,6 +355,40 @@ static int parse(int argc, char **argv, struct pflags *p)
 			return rc;
 	}
 	return 0;
+}
+
+/* --public-dataset: which local file it is (headroom does not download),
+ * checked readable now; upload_dataset() sends it when the spec goes out. */
+static int public_dataset(struct pflags *p, json_t *wl)
+{
+	if (strcmp(p->public_dataset, "sharegpt") != 0)
+		return bad("--public-dataset", "'%s' is not supported (supported: sharegpt)",
+			   p->public_dataset);
+	if (p->dataset_type)
+		return bad("--custom-dataset-type",
+			   "does not go with --public-dataset (its local copy is --input-file)");
+	const char *dir = getenv(PUBLIC_DIR_ENV);
+	if (p->input_file)
+		p->dataset_path = xstrdup(p->input_file);
+	else if (dir && *dir)
+		p->dataset_path = xasprintf("%s/%s", dir, SHAREGPT_FILE);
+	else
+		return bad("--public-dataset",
+			   "headroom does not download: give a local copy of %s with "
+			   "--input-file FILE, or put it in the directory named by $%s",
+			   SHAREGPT_FILE, PUBLIC_DIR_ENV);
+	struct stat st;
+	const char *why = NULL;
+	if (stat(p->dataset_path, &st) != 0 || access(p->dataset_path, R_OK) != 0)
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	if (why)
+		return bad(p->input_file ? "--input-file" : "--public-dataset", "cannot read %s: %s",
+			   p->dataset_path, why);
+	json_object_set_new(wl, "kind", json_string("dataset"));
+	json_object_set_new(wl, "dataset", json_object());
+	return EXIT_OK;
 }
 
 static json_t *dist(double mean, double sd)
@@ -390,15 +456,25 @@ static int build(struct pflags *p, json_t **out)
 	json_object_set_new(spec, "load", load);
 	if (p->seed >= 0)
 		json_object_set_new(wl, "seed", json_integer((json_int_t)p->seed));
-	if (p->tokenizer)
+	if (p->block_size > 0)
+		json_object_set_new(wl, "block_size", json_integer((json_int_t)p->block_size));
+	if (p->tokenizer) {
 		json_object_set_new(wl, "tokenizer", json_string(p->tokenizer));
+		if (!p->server_count) /* AIPerf counts with its tokenizer by default */
+			json_object_set_new(wl, "token_count",
+					    json_pack("{s:s, s:s}", "isl", "tokenizer", "osl",
+						      "tokenizer"));
+	}
 	if (p->isl > 0 || p->isl_sd > 0)
 		json_object_set_new(wl, "isl", dist(p->isl > 0 ? p->isl : 550, p->isl_sd));
 	if (p->osl > 0 || p->osl_sd > 0)
 		json_object_set_new(wl, "osl", dist(p->osl > 0 ? p->osl : 128, p->osl_sd));
 
 	int rc = EXIT_OK;
-	if (p->input_file || p->dataset_type) {
+	int trace = !p->public_dataset && (p->input_file || p->dataset_type);
+	if (p->public_dataset && (rc = public_dataset(p, wl)) != EXIT_OK)
+		goto fail;
+	if (trace) {
 		const char *dt = p->dataset_type ? p->dataset_type : "mooncake_trace";
 		if (strcmp(dt, "mooncake_trace") != 0) {
 			rc = bad("--custom-dataset-type",
@@ -458,7 +534,7 @@ static int build(struct pflags *p, json_t **out)
 	}
 	if (p->duration > 0)
 		json_object_set_new(load, "duration_s", json_real(p->duration));
-	else if (p->requests > 0 || !p->input_file)
+	else if (p->requests > 0 || !trace)
 		json_object_set_new(load, "requests",
 				    json_integer(p->requests > 0 ? (json_int_t)p->requests
 								 : AIPERF_DEFAULT_REQUESTS));
@@ -478,6 +554,229 @@ fail:
 	return rc;
 }
 
+/* --- the public dataset's upload --- */
+
+static int is_from(const json_t *turn, const char *const *names)
+{
+	const char *from = json_string_value(json_object_get(turn, "from"));
+	for (; from && *names; names++)
+		if (strcmp(from, *names) == 0)
+			return 1;
+	return 0;
+}
+
+/* The element of a ShareGPT array a run takes from, as the daemon picks it
+ * (docs/datasets.md): its first human turn and the reply right after it,
+ * or NULL when it has no such pair. Elements the daemon would refuse are
+ * errors here too. */
+static json_t *sharegpt_pair(json_t *o, size_t entry, char *err)
+{
+	static const char *const human[] = {"human", "user", NULL};
+	static const char *const gpt[] = {"gpt", "chatgpt", "assistant", NULL};
+	json_t *conv = json_object_get(o, "conversations"), *t, *q = NULL;
+	size_t i, qi = 0;
+	if (!json_is_array(conv)) {
+		errf(err, "entry %zu is not an object with a 'conversations' array", entry);
+		return NULL;
+	}
+	json_array_foreach(conv, i, t)
+	{
+		if (!json_is_string(json_object_get(t, "from")) ||
+		    !json_is_string(json_object_get(t, "value"))) {
+			errf(err, "'conversations[%zu]' of entry %zu needs string 'from' and "
+				  "'value'",
+			     i, entry);
+			return NULL;
+		}
+		if (!q && is_from(t, human)) {
+			q = t;
+			qi = i;
+		}
+	}
+	json_t *a = q ? json_array_get(conv, qi + 1) : NULL;
+	if (!a || !is_from(a, gpt) || json_string_length(json_object_get(q, "value")) == 0 ||
+	    json_string_length(json_object_get(a, "value")) == 0)
+		return NULL;
+	json_t *pair = json_pack("{s:[O,O]}", "conversations", q, a);
+	json_t *id = json_object_get(o, "id");
+	if (id && !json_is_null(id))
+		json_object_set(pair, "id", id);
+	return pair;
+}
+
+/* A ShareGPT array cut down to sharegpt_pair() of each element, into out
+ * (bounded by the daemon's bound for a dataset). Returns 0, or -1 with a
+ * message in err. */
+static int sharegpt_pairs(const char *p, size_t len, struct dynbuf *out, char *err)
+{
+	const char *end = p + len;
+	size_t entry = 0, kept = 0;
+	while (p < end && strchr(" \t\r\n", *p))
+		p++;
+	if (p == end || *p != '[')
+		return errf(err, "not a JSON array");
+	for (p++;; entry++) {
+		while (p < end && strchr(" \t\r\n", *p))
+			p++;
+		if (p < end && *p == ']' && entry == 0)
+			break;
+		size_t avail = (size_t)(end - p);
+		size_t cap = avail < HR_MAX_DATASET_LINE ? avail : HR_MAX_DATASET_LINE;
+		json_error_t je;
+		json_t *o = json_loadb(p, cap, JSON_DISABLE_EOF_CHECK, &je);
+		if (!o && cap < avail && je.position >= (int)cap - 1)
+			return errf(err, "entry %zu is longer than %u bytes", entry,
+				    HR_MAX_DATASET_LINE);
+		if (!json_is_object(o)) {
+			json_decref(o);
+			return o ? errf(err, "entry %zu is not a JSON object", entry)
+				 : errf(err, "entry %zu is not valid JSON: %s", entry, je.text);
+		}
+		p += je.position;
+		json_t *pair = sharegpt_pair(o, entry, err);
+		json_decref(o);
+		if (!pair && *err)
+			return -1;
+		if (pair) {
+			char *text = json_dumps(pair, JSON_COMPACT);
+			json_decref(pair);
+			int full = !text || dynbuf_add(out, kept ? ",\n" : "[", kept ? 2 : 1) < 0 ||
+				   dynbuf_addstr(out, text) < 0;
+			free(text);
+			if (full)
+				return errf(err, "its prompts and replies alone are more than the "
+						 "daemon takes (%u MiB)",
+					    HR_MAX_DATASET_BYTES >> 20);
+			kept++;
+		}
+		while (p < end && strchr(" \t\r\n", *p))
+			p++;
+		if (p < end && *p == ']')
+			break;
+		if (p == end || *p != ',')
+			return errf(err, "expected ',' or ']' after entry %zu", entry);
+		p++;
+	}
+	if (dynbuf_addstr(out, kept ? "]\n" : "[]\n") < 0)
+		return errf(err, "its prompts and replies alone are more than the daemon takes "
+				 "(%u MiB)",
+			    HR_MAX_DATASET_BYTES >> 20);
+	return 0;
+}
+
+/* The dataset's name: the file's base name, when the daemon would take it
+ * (1 to HR_MAX_NAME_LEN bytes of UTF-8 without control characters). */
+static const char *dataset_name(const char *path)
+{
+	const char *base = strrchr(path, '/');
+	base = base ? base + 1 : path;
+	size_t n = strlen(base);
+	int ok = n >= 1 && n <= HR_MAX_NAME_LEN;
+	for (size_t i = 0; ok && i < n; i++)
+		ok = (unsigned char)base[i] >= 0x20 && base[i] != 0x7f;
+	json_t *utf8 = ok ? json_string(base) : NULL; /* NULL: not UTF-8 */
+	json_decref(utf8);
+	return utf8 ? base : NULL;
+}
+
+/* Uploads p->dataset_path to the daemon as a sharegpt dataset and puts
+ * its id into the spec's workload.dataset. */
+static int upload_dataset(const struct pflags *p, const char *daemon, json_t *spec)
+{
+	const char *path = p->dataset_path;
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) < 0) {
+		fprintf(stderr, "headroom profile: --public-dataset: cannot read %s: %s\n", path,
+			strerror(errno));
+		if (fd >= 0)
+			close(fd);
+		return EXIT_USAGE;
+	}
+	size_t size = (size_t)st.st_size;
+	char *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+	close(fd);
+	if (map == MAP_FAILED) {
+		fprintf(stderr, "headroom profile: --public-dataset: cannot read %s: %s\n", path,
+			strerror(errno));
+		return EXIT_USAGE;
+	}
+	char err[HR_ERRLEN] = "";
+	const char *body = map ? map : "";
+	size_t len = size;
+	struct dynbuf cut;
+	dynbuf_init(&cut, HR_MAX_DATASET_BYTES);
+	int rc = EXIT_OK;
+	if (size > HR_MAX_DATASET_BYTES) {
+		if (sharegpt_pairs(map, size, &cut, err) < 0) {
+			fprintf(stderr, "headroom profile: --public-dataset: %s: %s\n", path, err);
+			rc = EXIT_USAGE;
+			goto out;
+		}
+		body = cut.data;
+		len = cut.len;
+	}
+
+	struct http_client c;
+	if (http_client_init(&c, daemon, err) < 0) {
+		fprintf(stderr, "headroom profile: --daemon: %s\n", err);
+		http_client_release(&c);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	c.stop = &cli_stop;
+	const char *base = dataset_name(path);
+	char *name = base ? curl_easy_escape(c.curl, base, 0) : NULL;
+	char *query = xasprintf("/datasets?format=sharegpt%s%s", name ? "&name=" : "",
+				name ? name : "");
+	curl_free(name);
+	struct http_resp r;
+	http_resp_init(&r);
+	int hr = http_post(&c, query, body, len, &r, err);
+	free(query);
+	json_t *ans = hr == 0 ? json_loadb(r.body.data ? r.body.data : "", r.body.len, 0, NULL)
+			      : NULL;
+	json_t *id = json_object_get(ans, "id");
+	if (hr < 0) {
+		fprintf(stderr, "headroom profile: cannot upload %s to the daemon: %s\n", path, err);
+		rc = hr == HTTP_FAIL_STOPPED ? EXIT_INTERRUPTED : EXIT_DAEMON;
+	} else if (r.status != 200 && r.status != 201) {
+		json_t *e = json_object_get(ans, "error");
+		char *msg = view_clean(view_str(e, "message"));
+		const char *field = view_str(e, "field");
+		char *f = field && *field ? view_clean(field) : NULL;
+		fprintf(stderr,
+			"headroom profile: the daemon refused %s as a sharegpt dataset (HTTP %ld): "
+			"%s%s%s%s\n",
+			path, r.status, msg, f ? " (field: " : "", f ? f : "", f ? ")" : "");
+		free(msg);
+		free(f);
+		rc = EXIT_DAEMON;
+	} else if (!json_is_integer(id) || json_integer_value(id) < 1) {
+		fprintf(stderr,
+			"headroom profile: malformed answer from the daemon to the upload of %s\n",
+			path);
+		rc = EXIT_DAEMON;
+	} else {
+		json_t *wl = json_object_get(spec, "workload");
+		json_object_set(json_object_get(wl, "dataset"), "id", id);
+		double entries = -1;
+		view_num(ans, "entries", &entries);
+		fprintf(stderr, "headroom profile: %s is dataset %lld (sharegpt, %.0f entries%s)\n",
+			path, (long long)json_integer_value(id), entries,
+			len < size ? ", cut down to each conversation's first prompt and reply"
+				   : "");
+	}
+	json_decref(ans);
+	http_resp_release(&r);
+	http_client_release(&c);
+out:
+	dynbuf_release(&cut);
+	if (map)
+		munmap(map, size);
+	return rc;
+}
+
 int cmd_profile(int argc, char **argv)
 {
 	struct pflags p = {.seed = -1, .grace = -1};
@@ -490,27 +789,36 @@ int cmd_profile(int argc, char **argv)
 		rc = build(&p, &spec);
 	else if (rc < 0)
 		rc = EXIT_OK; /* --help */
+	const char *env = getenv("HEADROOM_URL");
+	const char *daemon = p.daemon ? p.daemon : env && *env ? env : HEADROOM_DEFAULT_URL;
+	int curl = 0;
+	if (rc == EXIT_OK && spec && (!p.print_spec || p.dataset_path)) {
+		if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
+			fputs("headroom: cannot initialise libcurl\n", stderr);
+			rc = EXIT_DAEMON;
+		} else {
+			curl = 1;
+		}
+	}
+	if (rc == EXIT_OK && spec && p.dataset_path)
+		rc = upload_dataset(&p, daemon, spec);
 	if (rc == EXIT_OK && spec) {
 		char *text = json_dumps(spec, JSON_INDENT(2) | JSON_PRESERVE_ORDER);
 		if (p.print_spec) {
 			printf("%s\n", text);
 		} else {
-			const char *env = getenv("HEADROOM_URL");
 			struct cli_opts o = {
-			    .url = p.daemon ? p.daemon : env && *env ? env : HEADROOM_DEFAULT_URL,
+			    .url = daemon,
 			    .wait = !p.no_wait,
 			    .poll_ms = 500,
 			};
-			if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-				fputs("headroom: cannot initialise libcurl\n", stderr);
-				rc = EXIT_DAEMON;
-			} else {
-				rc = cli_submit_text(&o, text, strlen(text));
-				curl_global_cleanup();
-			}
+			rc = cli_submit_text(&o, text, strlen(text));
 		}
 		free(text);
 	}
+	if (curl)
+		curl_global_cleanup();
+	free(p.dataset_path);
 	json_decref(spec);
 	json_decref(p.extra);
 	json_decref(p.headers);

@@ -361,6 +361,46 @@ static void load_line(FILE *out, json_t *load)
 	fputc('\n', out);
 }
 
+/* Token counts: where ISL and OSL came from, the usage discrepancy when
+ * both counts were known, and outputs that missed their length. */
+static void tokens_lines(FILE *out, json_t *t)
+{
+	if (!json_is_object(t))
+		return;
+	struct dynbuf b;
+	dynbuf_init(&b, 1u << 20);
+	dynbuf_addstr(&b, "isl from ");
+	pairs(&b, json_object_get(t, "isl_sources"), NULL);
+	dynbuf_addstr(&b, "; osl from ");
+	pairs(&b, json_object_get(t, "osl_sources"), NULL);
+	kv_line(out, "tokens", b.data);
+	dynbuf_release(&b);
+
+	json_t *d = json_object_get(t, "usage_discrepancy");
+	char x[VIEW_NUMLEN], y[VIEW_NUMLEN], z[SCALAR_LEN], w[VIEW_NUMLEN];
+	double th, over, avg;
+	json_t *od = json_object_get(d, "osl_diff_pct"), *id = json_object_get(d, "isl_diff_pct");
+	if (view_num(d, "threshold_pct", &th) && view_num(d, "over_threshold", &over) &&
+	    (view_num(od, "avg", &avg) || view_num(id, "avg", &avg))) {
+		double ia, oa;
+		int hi = view_num(id, "avg", &ia), ho = view_num(od, "avg", &oa);
+		fprintf(out, "  %-9s usage vs tokenizer: isl %s%%, osl %s%% off on average; %s "
+		             "request(s) over %s%%\n",
+		        "", hi ? view_fmt_num(x, ia) : "-", ho ? view_fmt_num(y, oa) : "-",
+		        view_scalar(z, sizeof z, json_object_get(d, "over_threshold")),
+		        view_fmt_num(w, th));
+	}
+	json_t *m = json_object_get(t, "osl_mismatch");
+	double req;
+	char a[SCALAR_LEN], bb[SCALAR_LEN], c[SCALAR_LEN], e[SCALAR_LEN];
+	if (view_num(m, "requested", &req) && req > 0)
+		fprintf(out, "  %-9s output length missed in %s of %s (shorter %s, longer %s)\n", "",
+		        view_scalar(a, sizeof a, json_object_get(m, "missed")),
+		        view_scalar(bb, sizeof bb, json_object_get(m, "requested")),
+		        view_scalar(c, sizeof c, json_object_get(m, "shorter")),
+		        view_scalar(e, sizeof e, json_object_get(m, "longer")));
+}
+
 /* GPU and server telemetry: which sources answered, and the headline
  * series over the profiling window. */
 static void telemetry_block(FILE *out, json_t *t)
@@ -441,6 +481,7 @@ void show_run(FILE *out, json_t *run)
 		pairs_line(out, "counts", counts, count_order);
 	}
 	load_line(out, json_object_get(summary, "load"));
+	tokens_lines(out, json_object_get(summary, "tokens"));
 	errors_table(out, json_object_get(summary, "errors"));
 	telemetry_block(out, json_object_get(summary, "telemetry"));
 }

@@ -15,7 +15,7 @@
 #include <jansson.h>
 #include <stddef.h>
 
-#define PROTO_VERSION 1
+#define PROTO_VERSION 2
 
 enum proto_type {
 	PROTO_HELLO = 1,     /* worker -> daemon: {index, pid, version, mono_ns, wall_ns} */

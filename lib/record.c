@@ -59,6 +59,7 @@ void record_init(struct hr_record *r)
 	r->intended_ns = r->start_ns = r->headers_ns = r->first_output_ns = HR_NO_TIME;
 	r->end_ns = r->done_ns = HR_NO_TIME;
 	r->isl = r->osl = r->reasoning_tokens = -1;
+	r->req_osl = r->usage_isl = r->usage_osl = r->tok_isl = r->tok_osl = -1;
 }
 
 void record_release(struct hr_record *r)
@@ -146,7 +147,7 @@ static uint64_t get_bounded(struct rd *r, uint64_t limit)
 void record_batch_begin(struct dynbuf *out, uint32_t count)
 {
 	dynbuf_reset(out);
-	if (dynbuf_add(out, "HRB\x01", 4) < 0)
+	if (dynbuf_add(out, "HRB\x02", 4) < 0)
 		xalloc_die();
 	put_u(out, count);
 }
@@ -173,6 +174,11 @@ int record_encode(struct dynbuf *out, const struct hr_record *r)
 	put_s(out, r->isl);
 	put_s(out, r->osl);
 	put_s(out, r->reasoning_tokens);
+	put_s(out, r->req_osl);
+	put_s(out, r->usage_isl);
+	put_s(out, r->usage_osl);
+	put_s(out, r->tok_isl);
+	put_s(out, r->tok_osl);
 	record_chunks_encode(out, r);
 	size_t ml = r->error_msg ? strlen(r->error_msg) : 0;
 	if (ml > HR_MAX_ERROR_MSG)
@@ -255,6 +261,13 @@ static int decode_one(struct rd *rd, struct hr_record *r)
 	r->isl = (int32_t)isl;
 	r->osl = (int32_t)osl;
 	r->reasoning_tokens = (int32_t)rt;
+	int32_t *counts[5] = {&r->req_osl, &r->usage_isl, &r->usage_osl, &r->tok_isl, &r->tok_osl};
+	for (int i = 0; i < 5; i++) {
+		int64_t c = get_s(rd);
+		if (c < -1 || c > INT32_MAX)
+			rd->bad = 1;
+		*counts[i] = (int32_t)c;
+	}
 	if (rd->bad)
 		return -1;
 	size_t cap = 0;
@@ -279,7 +292,7 @@ int record_batch_decode(const void *buf, size_t len, struct hr_record **recs, si
 	*n = 0;
 	if (len < 4 || memcmp(buf, "HRB", 3) != 0)
 		return errf(err, "record batch: bad magic");
-	if (((const unsigned char *)buf)[3] != 1)
+	if (((const unsigned char *)buf)[3] != 2)
 		return errf(err, "record batch: unsupported version %u",
 			    ((const unsigned char *)buf)[3]);
 	struct rd rd = {(const unsigned char *)buf + 4, (const unsigned char *)buf + len, 0};

@@ -63,6 +63,10 @@ struct hr_record {
 	int32_t http_status; /* 0: no response */
 	int64_t intended_ns, start_ns, headers_ns, first_output_ns, end_ns, done_ns;
 	int32_t isl, osl, reasoning_tokens; /* -1: unknown */
+	/* the counts behind isl and osl (docs/metrics.md, "Token counts"), -1
+	 * when unknown: the output length asked for, the server's usage and
+	 * the run's tokenizer over the text sent and received */
+	int32_t req_osl, usage_isl, usage_osl, tok_isl, tok_osl;
 	uint32_t n_chunks;
 	int64_t *chunk_ns; /* owned; arrival of each content-bearing chunk */
 	char *error_msg;   /* owned; NULL when none */
@@ -79,7 +83,7 @@ void record_release(struct hr_record *r); /* frees chunk_ns and error_msg */
  * HR_MAX_CHUNKS_PER_REQUEST). Returns 0 or -1 when full. */
 int record_add_chunk(struct hr_record *r, int64_t t_ns, uint32_t *cap);
 
-/* Batch codec. A batch is: "HRB" 1 (version), varint count, records. */
+/* Batch codec. A batch is: "HRB" 2 (version), varint count, records. */
 void record_batch_begin(struct dynbuf *out, uint32_t count_hint);
 int record_encode(struct dynbuf *out, const struct hr_record *r);
 /* Decodes a whole batch. On success *recs (caller frees each with

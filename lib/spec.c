@@ -476,6 +476,41 @@ static int parse_shared_prompts(struct vctx *v, json_t *wl, struct spec *s)
 
 /* workload.mix: [{"isl", "osl", "weight"?}, ...]: each request draws one
  * pair, by weight, instead of workload.isl and workload.osl. */
+/* workload.token_count: {"isl": "usage"|"tokenizer", "osl": "usage"|
+ * "tokenizer"|"chunks", "discrepancy_pct"} (docs/metrics.md, "Token
+ * counts"). Counting by tokenizer needs workload.tokenizer, so this is
+ * parsed after it. */
+static int parse_token_count(struct vctx *v, json_t *wl, struct spec *s)
+{
+	json_t *tc = get_obj(v, wl, "token_count", "workload.token_count", 0);
+	if (!tc)
+		return -1;
+	static const char *const keys[] = {"isl", "osl", "discrepancy_pct", NULL};
+	if (check_keys(v, tc, "workload.token_count", keys) < 0)
+		return -1;
+	static const char *const names[] = {"usage", "tokenizer", "chunks"};
+	const char *paths[2] = {"workload.token_count.isl", "workload.token_count.osl"};
+	int *out[2] = {&s->workload.isl_count, &s->workload.osl_count};
+	for (int i = 0; i < 2; i++) {
+		const char *val = get_str(v, tc, i ? "osl" : "isl", paths[i], "usage", 16);
+		if (!val)
+			return -1;
+		int k = 0, n = i ? 3 : 2; /* chunks count only outputs */
+		while (k < n && strcmp(val, names[k]) != 0)
+			k++;
+		if (k == n)
+			return fail(v, "invalid_value", paths[i], "'%s' must be %s", paths[i],
+			            i ? "\"usage\", \"tokenizer\" or \"chunks\""
+			              : "\"usage\" or \"tokenizer\"");
+		if (k == SPEC_COUNT_TOKENIZER && !s->workload.tokenizer)
+			return fail(v, "invalid_value", paths[i],
+			            "'%s' \"tokenizer\" needs 'workload.tokenizer'", paths[i]);
+		*out[i] = k;
+	}
+	return get_num(v, tc, "discrepancy_pct", "workload.token_count.discrepancy_pct", 10, 1, 0,
+	               1e6, 0, &s->workload.discrepancy_pct);
+}
+
 static int parse_mix(struct vctx *v, json_t *wl, struct spec *s)
 {
 	json_t *m = json_object_get(wl, "mix");
@@ -1166,7 +1201,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	static const char *const wkeys[] = {"kind",  "isl",       "osl",     "seed", "sessions",
 	                                    "trace", "tokenizer", "dataset", "system_prompt",
 	                                    "prefix_prompts", "mix", "ignore_eos", "passages",
-	                                    "batch_size", NULL};
+	                                    "batch_size", "token_count", "block_size", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
@@ -1211,6 +1246,12 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 			            "(tokenizer.json, .tiktoken or a tiktoken JSON encoder) on the "
 			            "daemon's host");
 	}
+	if (parse_token_count(v, wl, s) < 0)
+		return -1;
+	double bs; /* AIPerf's --prompt-input-tokens-block-size, and Mooncake's */
+	if (get_num(v, wl, "block_size", "workload.block_size", 512, 1, 1, HR_MAX_ISL, 1, &bs) < 0)
+		return -1;
+	s->workload.block_size = (int)bs;
 
 	/* load (the profiling phase) */
 	json_t *ld = get_obj(v, root, "load", "load", 1);

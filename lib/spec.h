@@ -48,6 +48,9 @@ enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE
 enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE, SPEC_WL_DATASET };
 enum spec_maxtok { SPEC_MAXTOK_MAX_TOKENS = 0, SPEC_MAXTOK_COMPLETION };
 /* How requests take the entries of a dataset (workload.dataset.sampling). */
+/* workload.token_count: where a record's ISL and OSL come from (docs/metrics.md) */
+enum spec_count { SPEC_COUNT_USAGE = 0, SPEC_COUNT_TOKENIZER, SPEC_COUNT_CHUNKS };
+
 enum spec_sampling { SPEC_SAMPLE_DEFAULT = 0, SPEC_SAMPLE_SEQUENTIAL, SPEC_SAMPLE_RANDOM,
 		     SPEC_SAMPLE_SHUFFLE };
 /* arrival laws: the values of enum sched_law (sched.h) */
@@ -105,6 +108,9 @@ struct spec {
 		int ignore_eos;        /* send ignore_eos and min_tokens: outputs of exactly osl */
 		int system_tokens;     /* workload.system_prompt.tokens: 0 = none */
 		int prefix_count, prefix_tokens; /* workload.prefix_prompts: 0 = none */
+		int isl_count, osl_count; /* workload.token_count.isl / .osl: SPEC_COUNT_* */
+		int block_size;           /* workload.block_size: tokens of one trace hash id */
+		double discrepancy_pct;   /* workload.token_count.discrepancy_pct */
 		struct spec_mix {
 			int isl, osl;
 			double weight;

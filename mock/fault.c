@@ -1,6 +1,8 @@
 /* fault.c - which generation request of headroom-mock gets an injected
  * failure (--fail-429, --fail-500, --fail-reset, --fail-malformed,
- * --fail-stall, --fail-seed; docs/mock.md, "Failure injection").
+ * --fail-stall, --fail-seed; docs/mock.md, "Failure injection"), and which
+ * response ends early as at an EOS token (--early-stop; docs/mock.md,
+ * "Early stop").
  *
  * Generation request n (1, 2, ... in the order the mock reads them; the n
  * of its response id chatcmpl-mock-n / cmpl-mock-n) draws
@@ -17,10 +19,19 @@
  * request fails how; over N requests each count is exactly predictable.
  * What each failure does is in openai.c. SplitMix64 also makes the
  * embeddings' vectors (pool.c).
+ *
+ * The early-stop draw of response n is a second, independent stream from
+ * the same seed:
+ *
+ *   v = (splitmix64_n(seed XOR 0x656f732d73746f70) >> 11) * 2^-53
+ *
+ * (the constant is "eos-stop" in ASCII), and the response ends early when
+ * v < --early-stop. What an early end does is in openai.c.
  */
 #include "mock.h"
 
 #define SPLITMIX_GAMMA 0x9e3779b97f4a7c15ULL
+#define EARLY_STOP_SALT 0x656f732d73746f70ULL /* "eos-stop" */
 
 uint64_t mock_splitmix64(uint64_t seed, uint64_t n)
 {
@@ -42,6 +53,14 @@ enum mock_fault fault_draw(const struct mock_config *cfg, uint64_t n)
 			return (enum mock_fault)f;
 	}
 	return FAULT_NONE;
+}
+
+bool early_stop_draw(const struct mock_config *cfg, uint64_t n)
+{
+	if (cfg->early_stop <= 0)
+		return false;
+	double v = (double)(mock_splitmix64(cfg->fail_seed ^ EARLY_STOP_SALT, n) >> 11) * 0x1p-53;
+	return v < cfg->early_stop;
 }
 
 const char *fault_name(enum mock_fault f)

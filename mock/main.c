@@ -4,7 +4,9 @@
  * SIGTERM, free everything and exit 0.
  *
  * --fail-* inject failures into a chosen share of the generation requests
- * (fault.c draws which; openai.c carries them out). --reasoning-tokens
+ * (fault.c draws which; openai.c carries them out). --early-stop ends a
+ * share of the generation responses early, as at an EOS token (drawn in
+ * fault.c too). --reasoning-tokens
  * gives chat responses reasoning content; --embedding-dim sets the size of
  * /v1/embeddings' vectors (pool.c).
  *
@@ -38,9 +40,10 @@ static void usage(FILE *f)
 	      "\n"
 	      "An inference server simulator: /health, /v1/models, OpenAI-compatible\n"
 	      "/v1/chat/completions and /v1/completions (streamed or not, deterministic\n"
-	      "output of exactly max_tokens words, optional reasoning content),\n"
-	      "/v1/embeddings, rankings (NIM /v1/ranking, Cohere /v2/rerank and\n"
-	      "/v1/rerank, TEI /rerank) and TGI /generate and /generate_stream.\n"
+	      "output of exactly max_tokens words unless --early-stop ends it, optional\n"
+	      "reasoning content), /v1/embeddings, rankings (NIM /v1/ranking, Cohere\n"
+	      "/v2/rerank and /v1/rerank, TEI /rerank) and TGI /generate and\n"
+	      "/generate_stream.\n"
 	      "\n"
 	      "  --listen HOST:PORT      address to serve (port 0: any free port)\n"
 	      "  --ttft-ms MS            time to first token (default 0); with the load\n"
@@ -53,6 +56,14 @@ static void usage(FILE *f)
 	      "                          max_tokens) are reasoning_content (default: no\n"
 	      "                          reasoning), counted in completion_tokens and in\n"
 	      "                          completion_tokens_details.reasoning_tokens\n"
+	      "  --early-stop F          end this share (0 to 1) of the generation responses\n"
+	      "                          early, as a model emitting EOS would: half their\n"
+	      "                          max tokens (at least 1, at least min_tokens),\n"
+	      "                          finish_reason \"stop\" (TGI: \"eos_token\"), usage\n"
+	      "                          counting what was produced; never a request with\n"
+	      "                          \"ignore_eos\": true or min_tokens >= its max tokens.\n"
+	      "                          Response n's draw depends on --fail-seed and n\n"
+	      "                          only, apart from the failure draw (default 0)\n"
 	      "  --embedding-dim N       /v1/embeddings vector size, 1 to 16384 (default 32)\n"
 	      "  --api-key KEY           POSTs must send \"Authorization: Bearer KEY\" (else 401)\n"
 	      "  --tokenizer FILE        count prompt tokens (usage.prompt_tokens) with this\n"
@@ -90,7 +101,7 @@ static void usage(FILE *f)
 	      "  --fail-stall P          stop sending halfway through, for --stall-ms\n"
 	      "  --stall-ms MS           length of a stall (default: until the client\n"
 	      "                          gives up)\n"
-	      "  --fail-seed N           seed of the draw (default 0)\n"
+	      "  --fail-seed N           seed of the draw, and of --early-stop's (default 0)\n"
 	      "  Each P is from 0 to 1 and they add up to at most 1. Request n (the n of\n"
 	      "  its chatcmpl-mock-n id; every POST endpoint counts) draws its outcome\n"
 	      "  from the seed and n alone.\n"
@@ -186,6 +197,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		OPT_REASONING,
 		OPT_EMBED_DIM,
 		OPT_API_KEY,
+		OPT_EARLY_STOP,
 	};
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, OPT_LISTEN},
@@ -213,6 +225,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	    {"api-key", required_argument, NULL, OPT_API_KEY},
 	    {"reasoning-tokens", required_argument, NULL, OPT_REASONING},
 	    {"embedding-dim", required_argument, NULL, OPT_EMBED_DIM},
+	    {"early-stop", required_argument, NULL, OPT_EARLY_STOP},
 	    {NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -341,6 +354,10 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 				return -1;
 			break;
 		}
+		case OPT_EARLY_STOP:
+			if (parse_prob("--early-stop", optarg, &cfg->early_stop) < 0)
+				return -1;
+			break;
 		case OPT_STALL_MS:
 			if (parse_ms("--stall-ms", optarg, &cfg->stall_ns) < 0)
 				return -1;
@@ -502,6 +519,10 @@ int main(int argc, char **argv)
 	if (!cfg.quiet && cfg.reasoning)
 		fprintf(stderr, "headroom-mock: chat reasoning: %u token(s) before the content\n",
 		        cfg.reasoning_tokens);
+
+	if (!cfg.quiet && cfg.early_stop > 0)
+		fprintf(stderr, "headroom-mock: early stop: %g of the responses, seed %llu\n",
+		        cfg.early_stop, (unsigned long long)cfg.fail_seed);
 
 	if (!cfg.quiet && cfg.faults) {
 		char stall[64] = "until the client gives up";

@@ -13,7 +13,8 @@
  *                load model (an engine loop of continuous batching)
  *   telemetry.c  Prometheus pages that follow the simulated load: vLLM-like
  *                /metrics, and a DCGM-exporter-like page of simulated GPUs
- *   fault.c      injected failures: which generation request gets which
+ *   fault.c      injected failures: which generation request gets which,
+ *                and which ends early (--early-stop)
  */
 #ifndef HR_MOCK_H
 #define HR_MOCK_H
@@ -92,7 +93,8 @@ struct mock_config {
 	/* failure injection (fault.c) */
 	double fail_p[FAULT__COUNT]; /* --fail-429 ... --fail-stall; [FAULT_NONE] unused */
 	bool faults;                 /* any of them above 0 */
-	uint64_t fail_seed;          /* --fail-seed */
+	uint64_t fail_seed;          /* --fail-seed (also seeds the --early-stop draw) */
+	double early_stop;           /* --early-stop: share of responses that end early */
 	int64_t stall_ns;            /* --stall-ms; MOCK_NEVER: until the client leaves */
 	struct tok *tokenizer;       /* --tokenizer: prompt tokens counted with it, else words */
 	const char *api_key;         /* --api-key: POSTs need "Authorization: Bearer KEY" */
@@ -129,7 +131,7 @@ struct stream {
 	bool include_usage; /* stream_options.include_usage */
 	bool chunked;       /* Transfer-Encoding: chunked (not for HTTP/1.0) */
 	uint32_t prompt_tokens;
-	uint32_t max_tokens; /* completion tokens to produce */
+	uint32_t max_tokens; /* completion tokens to produce (fewer when eos) */
 	uint32_t sent;       /* tokens produced so far */
 	uint32_t chunks;     /* steps done so far */
 	uint64_t id;
@@ -146,6 +148,7 @@ struct stream {
 	int64_t hold_ns; /* a stall: nothing is sent before this (MOCK_NEVER: never) */
 	bool cut_body;   /* a body that is not streamed goes out cut in half */
 	/* per API */
+	bool eos;            /* --early-stop: ends early, finish_reason "stop" */
 	uint32_t reasoning;  /* chat: the first `reasoning` tokens are reasoning content */
 	bool tgi_details;    /* TGI: "details" */
 	bool tgi_seed_given; /* TGI: "seed" given, reported in the details */
@@ -253,6 +256,7 @@ struct telemetry {
 	struct histogram ttft; /* arrival to first chunk due */
 	struct histogram e2e;  /* arrival to last chunk due */
 	uint64_t success;      /* responses completed */
+	uint64_t stopped;      /* of them, ended early (--early-stop) */
 	char *model_label;     /* cfg->model escaped for a label value */
 	unsigned gpus;
 	int64_t energy_ns;               /* monotonic time energy is integrated to */
@@ -359,6 +363,8 @@ struct gen_req {
 	char *prefix;    /* TGI return_full_text: the inputs; owned, moved into the stream */
 	size_t prefix_len;
 	struct pool_req *pq; /* embeddings, rankings: owned, moved into the stream */
+	bool ignore_eos;     /* chat, completions: "ignore_eos": never ends early */
+	uint32_t min_tokens; /* chat, completions: "min_tokens": no early end before */
 };
 
 struct json_t; /* jansson */
@@ -422,6 +428,9 @@ void tel_dcgm_page(struct server *srv, struct dynbuf *b, int64_t now);
  * gets: a pure function of cfg->fail_seed, n and the probabilities. */
 enum mock_fault fault_draw(const struct mock_config *cfg, uint64_t n);
 const char *fault_name(enum mock_fault f); /* the option's suffix: "429", "reset"... */
+/* Whether response n ends early (--early-stop): a pure function of
+ * cfg->fail_seed, n and cfg->early_stop, independent of fault_draw(). */
+bool early_stop_draw(const struct mock_config *cfg, uint64_t n);
 /* SplitMix64's n-th output from state seed (the draw; also the embeddings). */
 uint64_t mock_splitmix64(uint64_t seed, uint64_t n);
 

@@ -27,6 +27,15 @@
  * text parts; a completions prompt given as token ids counts one per id),
  * or with --tokenizer the tokens that tokenizer gives.
  *
+ * With --early-stop F a share F of the generation responses (chat,
+ * completions and TGI; fault.c draws which from --fail-seed and the
+ * response number) ends early, as a model emitting EOS would: it produces
+ * max(floor(max / 2), 1, min_tokens) tokens, ends with finish_reason
+ * "stop" (TGI: "eos_token") instead of "length", and reports the tokens
+ * produced in usage.completion_tokens (TGI: generated_tokens). A request
+ * with "ignore_eos": true, or "min_tokens" at least its max tokens, is
+ * never stopped early; nor is one with max tokens 0.
+ *
  * With --reasoning-tokens R a chat response's first min(R, max_tokens)
  * tokens are reasoning content (delta.reasoning_content when streamed,
  * message.reasoning_content when not) and the rest its content; all count
@@ -289,6 +298,17 @@ static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g,
 		}
 		g->max_tokens = (uint32_t)json_integer_value(mt);
 	}
+	if (api_opt_bool(root, "ignore_eos", "ignore_eos", &g->ignore_eos, err) < 0)
+		goto out;
+	const json_t *mint = json_object_get(root, "min_tokens");
+	if (mint && !json_is_null(mint)) {
+		if (!json_is_integer(mint) || json_integer_value(mint) < 0) {
+			errf(err, "'min_tokens' must be a non-negative integer");
+			goto out;
+		}
+		json_int_t v = json_integer_value(mint);
+		g->min_tokens = v > HR_MAX_OSL ? HR_MAX_OSL + 1 : (uint32_t)v;
+	}
 	uint64_t words_in = 0;
 	if ((chat ? chat_prompt(root, &words_in, err) : completion_prompt(root, &words_in, err)) <
 	    0)
@@ -426,6 +446,12 @@ void api_send_event(struct server *srv, struct conn *c, bool space)
 		out_add(c, "\r\n", 2);
 }
 
+/* How a response ends: by length, or early as at an EOS token. */
+static const char *finish_reason(const struct stream *s)
+{
+	return s->eos ? "stop" : "length";
+}
+
 static void event_role(struct server *srv, struct conn *c)
 {
 	struct dynbuf *b = &srv->scratch;
@@ -479,10 +505,14 @@ static void event_content(struct server *srv, struct conn *c, uint32_t n)
 		add_head(srv, b, s, "text_completion");
 		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
 		api_add_words(b, s, s->sent, n);
-		dynbuf_addstr(b, last ? "\",\"logprobs\":null,\"finish_reason\":\"length\","
-		                        "\"stop_reason\":null}]}"
-		                      : "\",\"logprobs\":null,\"finish_reason\":null,"
-		                        "\"stop_reason\":null}]}");
+		if (last) {
+			dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":\"");
+			dynbuf_addstr(b, finish_reason(s));
+			dynbuf_addstr(b, "\",\"stop_reason\":null}]}");
+		} else {
+			dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":null,"
+			                 "\"stop_reason\":null}]}");
+		}
 	}
 	api_send_event(srv, c, true);
 }
@@ -501,7 +531,9 @@ static void events_end(struct server *srv, struct conn *c)
 			add_head(srv, b, s, "chat.completion.chunk");
 			dynbuf_addstr(b,
 			              ",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
-			              "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
+			              "\"finish_reason\":\"");
+			dynbuf_addstr(b, finish_reason(s));
+			dynbuf_addstr(b, "\",\"stop_reason\":null}]}");
 		} else {
 			add_head(srv, b, s, "text_completion");
 			dynbuf_addstr(b,
@@ -580,13 +612,15 @@ static int completion_body(struct server *srv, const struct stream *s, struct dy
 			message_text(srv, b, s, ",\"reasoning_content\":", 0, s->reasoning);
 		message_text(srv, b, s, ",\"content\":", s->reasoning,
 		             s->max_tokens - s->reasoning);
-		dynbuf_addstr(b, "},\"logprobs\":null,\"finish_reason\":\"length\"}],");
+		dynbuf_addstr(b, "},\"logprobs\":null,\"finish_reason\":\"");
 	} else {
 		add_head(srv, b, s, "text_completion");
 		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
 		api_add_words(b, s, 0, s->max_tokens);
-		dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":\"length\"}],");
+		dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":\"");
 	}
+	dynbuf_addstr(b, finish_reason(s));
+	dynbuf_addstr(b, "\"}],");
 	add_usage(srv, b, s);
 	return dynbuf_addstr(b, "}");
 }
@@ -777,10 +811,21 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 	s->chunked = !req->http10;
 	s->prompt_tokens = g.prompt_tokens;
 	s->max_tokens = g.max_tokens;
+	if (!s->pool && g.max_tokens > 0 && !g.ignore_eos && g.min_tokens < g.max_tokens &&
+	    early_stop_draw(srv->cfg, id)) {
+		/* as at an EOS token: half the tokens, at least 1 and min_tokens */
+		uint32_t n = g.max_tokens / 2;
+		if (n < 1)
+			n = 1;
+		if (n < g.min_tokens)
+			n = g.min_tokens;
+		s->max_tokens = n;
+		s->eos = true;
+	}
 	if (api == API_CHAT && srv->cfg->reasoning)
-		s->reasoning = srv->cfg->reasoning_tokens < g.max_tokens
+		s->reasoning = srv->cfg->reasoning_tokens < s->max_tokens
 		                   ? srv->cfg->reasoning_tokens
-		                   : g.max_tokens;
+		                   : s->max_tokens;
 	s->tgi_details = g.details;
 	s->tgi_seed_given = g.seed_given;
 	s->tgi_seed = g.seed;

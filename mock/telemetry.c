@@ -5,7 +5,8 @@
  *   GET /metrics on the main port: vLLM-like, every series labelled
  *     model_name="<--model>": requests running and waiting, KV cache
  *     usage, preemptions (always 0), prompt and generation token
- *     counters, completed requests, and histograms of TTFT and of
+ *     counters, completed requests (by finished_reason: "length", and
+ *     "stop" with --early-stop), and histograms of TTFT and of
  *     end-to-end latency.
  *   GET /metrics on --dcgm-listen: DCGM-exporter-like, one series per
  *     simulated GPU (--gpus): utilisation, memory copy utilisation,
@@ -160,6 +161,8 @@ void tel_finished(struct server *srv, const struct stream *s, int64_t due)
 {
 	hist_observe(&srv->tel.e2e, due - s->start_ns);
 	srv->tel.success++;
+	if (s->eos)
+		srv->tel.stopped++;
 }
 
 /* ---- the pages ---- */
@@ -241,7 +244,10 @@ void tel_vllm_page(struct server *srv, struct dynbuf *b)
 	add_meta(b, "vllm:request_success_total", "counter",
 	         "Count of successfully processed requests.");
 	vllm_sample(srv, b, "vllm:request_success_total", "finished_reason=\"length\"",
-	            (double)t->success);
+	            (double)(t->success - t->stopped));
+	if (srv->cfg->early_stop > 0)
+		vllm_sample(srv, b, "vllm:request_success_total", "finished_reason=\"stop\"",
+		            (double)t->stopped);
 	vllm_histogram(srv, b, "vllm:time_to_first_token_seconds",
 	               "Histogram of time to first token in seconds.", &t->ttft);
 	vllm_histogram(srv, b, "vllm:e2e_request_latency_seconds",

@@ -24,8 +24,11 @@
  *
  * Tokens are the mock's words (openai.c): token i of a response is word
  * w = (prompt tokens + i) mod 64 of the list, its text the word and a
- * space, its id 100 + w, its logprob -(w mod 8 + 1) / 8. Every response
- * ends by length (finish_reason "length"). The seed reported is
+ * space, its id 100 + w, its logprob -(w mod 8 + 1) / 8. A response ends
+ * by length (finish_reason "length"), or with --early-stop, when drawn,
+ * after half its max_new_tokens (at least 1) with finish_reason
+ * "eos_token" and generated_tokens counting what it produced (openai.c;
+ * TGI has no ignore_eos or min_tokens). The seed reported is
  * parameters.seed when given, else null.
  */
 #include <stdio.h>
@@ -177,6 +180,15 @@ static void add_generated_text(struct dynbuf *b, const struct stream *s)
 	ADD_LIT(b, "\"");
 }
 
+/* TGI's FinishReason: by length, or at the EOS token (--early-stop). */
+static void add_finish_reason(struct dynbuf *b, const struct stream *s)
+{
+	if (s->eos)
+		ADD_LIT(b, "\"eos_token\"");
+	else
+		ADD_LIT(b, "\"length\"");
+}
+
 static void add_seed(struct dynbuf *b, const struct stream *s)
 {
 	ADD_LIT(b, ",\"seed\":");
@@ -203,8 +215,9 @@ void tgi_events(struct server *srv, struct conn *c, uint32_t n)
 			ADD_LIT(b, ",\"generated_text\":");
 			add_generated_text(b, s);
 			if (s->tgi_details) {
-				ADD_LIT(b, ",\"details\":{\"finish_reason\":\"length\","
-				           "\"generated_tokens\":");
+				ADD_LIT(b, ",\"details\":{\"finish_reason\":");
+				add_finish_reason(b, s);
+				ADD_LIT(b, ",\"generated_tokens\":");
 				api_add_u64(b, s->max_tokens);
 				add_seed(b, s);
 				ADD_LIT(b, ",\"input_length\":");
@@ -238,7 +251,9 @@ int tgi_body(struct server *srv, const struct stream *s, struct dynbuf *b)
 	ADD_LIT(b, "{\"generated_text\":");
 	add_generated_text(b, s);
 	if (s->tgi_details) {
-		ADD_LIT(b, ",\"details\":{\"finish_reason\":\"length\",\"generated_tokens\":");
+		ADD_LIT(b, ",\"details\":{\"finish_reason\":");
+		add_finish_reason(b, s);
+		ADD_LIT(b, ",\"generated_tokens\":");
 		api_add_u64(b, s->max_tokens);
 		add_seed(b, s);
 		ADD_LIT(b, ",\"prefill\":[],\"tokens\":[");

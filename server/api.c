@@ -451,11 +451,7 @@ static void tele_close(void *cur)
 
 static void tele_sources_member(struct store *s, int64_t id, struct dynbuf *out)
 {
-	json_t *src = tele_sources(s, id);
-	char *txt = json_dumps(src, JSON_COMPACT);
-	json_decref(src);
-	dynbuf_printf(out, ",\"sources\":%s", txt ? txt : "[]");
-	free(txt);
+	tele_export_members(s, id, out); /* sources, gpus, clock */
 }
 
 static void *client_open(struct store *s, int64_t id, int64_t t0)

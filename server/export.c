@@ -15,7 +15,8 @@ static const char *const fixed_cols[] = {
 	"turn",		   "intended_ns", "start_ns",	      "headers_ns", "first_output_ns",
 	"end_ns",	   "done_ns",	  "status",	      "error",	   "error_message",
 	"valid",	   "isl",	  "isl_source",	      "osl",	   "osl_source",
-	"reasoning_tokens", "n_chunks",
+	"reasoning_tokens", "requested_osl", "usage_isl", "usage_osl", "tokenizer_isl",
+	"tokenizer_osl", "n_chunks",
 };
 
 void export_csv_header(struct dynbuf *out)
@@ -71,9 +72,14 @@ void export_csv_cell(struct dynbuf *b, const char *s)
 		"osl"                                                                      \
 		"osl_source"                                                               \
 		"reasoning_tokens"                                                         \
+		"requested_osl"                                                            \
+		"usage_isl"                                                                \
+		"usage_osl"                                                                \
+		"tokenizer_isl"                                                            \
+		"tokenizer_osl"                                                            \
 		"n_chunks") -                                                              \
 	 1)
-#define FIXED_FIELDS 22
+#define FIXED_FIELDS 27
 #define CHUNKS_HEAD ",\"chunk_offsets_ns\":["
 
 struct row {
@@ -221,6 +227,11 @@ static int write_row(struct dynbuf *out, enum export_format fmt, const struct hr
 	f_count(&w, NAME("osl"), r->osl);
 	f_str(&w, NAME("osl_source"), osrc, losrc);
 	f_count(&w, NAME("reasoning_tokens"), r->reasoning_tokens);
+	f_count(&w, NAME("requested_osl"), r->req_osl);
+	f_count(&w, NAME("usage_isl"), r->usage_isl);
+	f_count(&w, NAME("usage_osl"), r->usage_osl);
+	f_count(&w, NAME("tokenizer_isl"), r->tok_isl);
+	f_count(&w, NAME("tokenizer_osl"), r->tok_osl);
 	f_int(&w, NAME("n_chunks"), r->n_chunks);
 	for (size_t i = 0; i < metric_defs_count; i++) {
 		const char *tag = metric_defs[i].tag;

@@ -798,6 +798,9 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 				break;
 			}
 	}
+	/* START is sent from the loop below, so no request (warm-up included)
+	 * precedes the baseline; the workers start up meanwhile */
+	collector_wait_baseline(tele);
 	int64_t last_progress = 0;
 	while (c.sock) {
 		zmq_pollitem_t pi = {c.sock, 0, ZMQ_POLLIN, 0};

@@ -347,10 +347,13 @@ void runs_worker_update(struct store *s, int64_t id, int idx, int pid, int64_t m
 
 /* Stored record format (the `data` column of records, schema/004): the key
  * (run_id, worker, seq) is in its own columns, everything else in one blob:
- *   byte    format version (1)
+ *   byte    format version (2; 1 lacks the counts byte and its values)
  *   varint  req_id, session, turn
  *   bytes   phase, flags, error, isl_src, osl_src
  *   zigzag  http_status, isl, osl, reasoning_tokens
+ *   byte    which of the five further counts are known (bit 0 req_osl,
+ *           1 usage_isl, 2 usage_osl, 3 tok_isl, 4 tok_osl), then each
+ *           known one as a varint
  *   byte    which of the six times are not HR_NO_TIME (bit 0 intended_ns,
  *           1 start_ns, 2 headers_ns, 3 first_output_ns, 4 end_ns, 5 done_ns)
  *   zigzag  start_ns if present, then each other present time minus start_ns
@@ -360,8 +363,8 @@ void runs_worker_update(struct store *s, int64_t id, int idx, int pid, int64_t m
  * Differences use wrap-around arithmetic, so every int64 value is exact.
  * One blob instead of 22 columns makes a row about a third smaller and
  * both the insert and the read-back far cheaper (docs/performance.md §2). */
-#define REC_FORMAT 1
-#define REC_FIXED_MAX (1 + 3 * 10 + 5 + 4 * 10 + 1 + 6 * 10 + 10 + 10)
+#define REC_FORMAT 2
+#define REC_FIXED_MAX (1 + 3 * 10 + 5 + 4 * 10 + 1 + 5 * 10 + 1 + 6 * 10 + 10 + 10)
 
 static unsigned char *put_varint(unsigned char *p, uint64_t v)
 {
@@ -377,6 +380,9 @@ static unsigned char *put_zigzag(unsigned char *p, int64_t v)
 {
 	return put_varint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
+
+#define REC_COUNTS 5 /* the further counts, in their stored order: */
+#define REC_COUNT_FIELDS(r) {&(r)->req_osl, &(r)->usage_isl, &(r)->usage_osl, &(r)->tok_isl, &(r)->tok_osl}
 
 static const int64_t *rec_time(const struct hr_record *r, int i)
 {
@@ -407,6 +413,15 @@ static unsigned char *rec_pack(unsigned char *p, const struct hr_record *r, size
 	p = put_zigzag(p, r->isl);
 	p = put_zigzag(p, r->osl);
 	p = put_zigzag(p, r->reasoning_tokens);
+	const int32_t *counts[REC_COUNTS] = REC_COUNT_FIELDS(r);
+	unsigned cmask = 0;
+	for (int i = 0; i < REC_COUNTS; i++)
+		if (*counts[i] >= 0)
+			cmask |= 1u << i;
+	*p++ = (unsigned char)cmask;
+	for (int i = 0; i < REC_COUNTS; i++)
+		if (cmask & (1u << i))
+			p = put_varint(p, (uint64_t)*counts[i]);
 	unsigned mask = 0;
 	for (int i = 0; i < 6; i++)
 		if (*rec_time(r, i) != HR_NO_TIME)
@@ -478,7 +493,8 @@ struct rec_mem {
 static int rec_unpack(const void *blob, size_t len, struct hr_record *r, struct rec_mem *mem)
 {
 	struct unpacker u = {blob, (const unsigned char *)blob + len, 0};
-	if (get_byte(&u) != REC_FORMAT)
+	unsigned format = get_byte(&u);
+	if (format != 1 && format != REC_FORMAT)
 		return -1;
 	r->req_id = get_varint(&u);
 	uint64_t session = get_varint(&u), turn = get_varint(&u);
@@ -499,6 +515,16 @@ static int rec_unpack(const void *blob, size_t len, struct hr_record *r, struct 
 	r->isl = (int32_t)isl;
 	r->osl = (int32_t)osl;
 	r->reasoning_tokens = (int32_t)rt;
+	int32_t *counts[REC_COUNTS] = REC_COUNT_FIELDS(r);
+	unsigned cmask = format >= 2 ? get_byte(&u) : 0;
+	if (cmask >> REC_COUNTS)
+		return -1;
+	for (int i = 0; i < REC_COUNTS; i++) {
+		uint64_t c = (cmask & (1u << i)) ? get_varint(&u) : UINT64_MAX;
+		if (c != UINT64_MAX && c > INT32_MAX)
+			return -1;
+		*counts[i] = c == UINT64_MAX ? -1 : (int32_t)c;
+	}
 	unsigned mask = get_byte(&u);
 	if (mask > 0x3f)
 		return -1;

@@ -105,6 +105,63 @@ static json_t *load_json(const struct spec *spec, struct ivec *starts, struct iv
 	return o;
 }
 
+/* Token counts over the valid profiling records (docs/metrics.md, "Token
+ * counts"): where ISL and OSL came from, how far the server's usage is
+ * from the tokenizer's count, and how many outputs missed the length the
+ * request asked for. */
+struct tokacc {
+	long long isl_src[HR_TOKSRC__COUNT], osl_src[HR_TOKSRC__COUNT];
+	struct dvec isl_diff, osl_diff; /* |usage - tokenizer| / tokenizer, % */
+	long long discrepant;           /* either difference over the threshold */
+	long long requested, shorter, longer;
+};
+
+static double diff_pct(int32_t usage, int32_t tok)
+{
+	if (usage < 0 || tok < 0 || (tok == 0 && usage == 0))
+		return usage < 0 || tok < 0 ? NAN : 0;
+	return tok == 0 ? 100 : fabs((double)usage - tok) * 100.0 / tok;
+}
+
+static void tokacc_add(struct tokacc *a, const struct hr_record *r, double threshold)
+{
+	a->isl_src[r->isl_src < HR_TOKSRC__COUNT ? r->isl_src : HR_TOKSRC_NONE]++;
+	a->osl_src[r->osl_src < HR_TOKSRC__COUNT ? r->osl_src : HR_TOKSRC_NONE]++;
+	double di = diff_pct(r->usage_isl, r->tok_isl), dout = diff_pct(r->usage_osl, r->tok_osl);
+	if (!isnan(di))
+		dvec_push(&a->isl_diff, di);
+	if (!isnan(dout))
+		dvec_push(&a->osl_diff, dout);
+	if ((!isnan(di) && di > threshold) || (!isnan(dout) && dout > threshold))
+		a->discrepant++;
+	if (r->req_osl >= 0 && r->osl >= 0) {
+		a->requested++;
+		a->shorter += r->osl < r->req_osl;
+		a->longer += r->osl > r->req_osl;
+	}
+}
+
+static json_t *sources_json(const long long *n)
+{
+	json_t *o = json_object();
+	for (int i = 0; i < HR_TOKSRC__COUNT; i++)
+		if (n[i])
+			json_object_set_new(o, hr_toksrc_name(i), json_integer(n[i]));
+	return o;
+}
+
+static json_t *tokacc_json(const struct tokacc *a, double threshold)
+{
+	return json_pack("{s:o, s:o, s:{s:f, s:o, s:o, s:I}, s:{s:I, s:I, s:I, s:I}}", "isl_sources",
+			 sources_json(a->isl_src), "osl_sources", sources_json(a->osl_src),
+			 "usage_discrepancy", "threshold_pct", threshold, "isl_diff_pct",
+			 stats_json("%", a->isl_diff.v, a->isl_diff.n), "osl_diff_pct",
+			 stats_json("%", a->osl_diff.v, a->osl_diff.n), "over_threshold",
+			 (json_int_t)a->discrepant, "osl_mismatch", "requested",
+			 (json_int_t)a->requested, "missed", (json_int_t)(a->shorter + a->longer),
+			 "shorter", (json_int_t)a->shorter, "longer", (json_int_t)a->longer);
+}
+
 /* goodput: a valid request meets every objective of the spec */
 static int meets_slos(const struct spec *spec, const struct hr_record *r)
 {
@@ -133,6 +190,9 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 	for (size_t i = 0; i < nm; i++)
 		dvec_init(&vals[i]);
 	dvec_init(&gaps);
+	struct tokacc tok = {0};
+	dvec_init(&tok.isl_diff);
+	dvec_init(&tok.osl_diff);
 	long long requests = 0, valid = 0, warmup = 0, errors_by[HR_ERR__COUNT] = {0};
 	long long sum_isl = 0, sum_osl = 0, good = 0;
 	int64_t first_start = INT64_MAX, last_end = INT64_MIN;
@@ -172,6 +232,7 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 				dvec_push(&vals[i], v);
 		}
 		metrics_chunk_gaps(r, push_gap, &gaps);
+		tokacc_add(&tok, r, spec->workload.discrepancy_pct);
 		if (r->isl > 0)
 			sum_isl += r->isl;
 		if (r->osl > 0)
@@ -229,12 +290,16 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 			metrics, "telemetry", tele);
 	if (out && spec->n_slo) /* goodput: how many valid requests met every objective */
 		json_object_set_new(json_object_get(out, "counts"), "good", json_integer(good));
+	if (out)
+		json_object_set_new(out, "tokens", tokacc_json(&tok, spec->workload.discrepancy_pct));
 	if (valid_out)
 		*valid_out = valid;
 done:
 	for (size_t i = 0; i < nm; i++)
 		dvec_release(&vals[i]);
 	dvec_release(&gaps);
+	dvec_release(&tok.isl_diff);
+	dvec_release(&tok.osl_diff);
 	free(starts.v);
 	free(dones.v);
 	return out;
@@ -253,6 +318,142 @@ static void csv_num(struct dynbuf *b, json_t *v)
 	} else {
 		dynbuf_add(b, ",", 1);
 	}
+}
+
+/* A cell quoted when it holds a comma, a quote, CR or LF. */
+static void csv_text(struct dynbuf *b, const char *s)
+{
+	if (!s[strcspn(s, ",\"\r\n")]) {
+		dynbuf_addstr(b, s);
+		return;
+	}
+	dynbuf_add(b, "\"", 1);
+	for (; *s; s++)
+		dynbuf_add(b, *s == '"' ? "\"\"" : s, *s == '"' ? 2 : 1);
+	dynbuf_add(b, "\"", 1);
+}
+
+/* The unit of a telemetry concept, from its name (docs/prometheus.md). */
+static const char *tele_unit(const char *name)
+{
+	static const char *const u[][2] = {
+		{"_w", "W"},
+		{"_j", "J"},
+		{"_pct", "%"},
+		{"_bytes", "bytes"},
+		{"_c", "C"},
+		{"_mhz", "MHz"},
+		{"_seconds", "s"},
+		{"_tokens_total", "tokens"},
+		{"preemptions_total", "preemptions"},
+		{"_running", "requests"},
+		{"_waiting", "requests"},
+		{"_usage", "fraction"},
+		{"_hit_rate", "fraction"},
+	};
+	size_t n = strlen(name);
+	for (size_t i = 0; i < HR_ARRAY_LEN(u); i++) {
+		size_t k = strlen(u[i][0]);
+		if (n >= k && strcmp(name + n - k, u[i][0]) == 0)
+			return u[i][1];
+	}
+	return "";
+}
+
+/* The metric cell of a telemetry row: telemetry.NAME[.SUFFIX]{source="..",
+ * gpu="..",LABELS}, the gpu only when there is one. */
+static void tele_metric(struct dynbuf *b, json_t *o, const char *name, const char *suffix)
+{
+	struct dynbuf k;
+	dynbuf_init(&k, 64 * 1024);
+	const char *gpu = json_string_value(json_object_get(o, "gpu"));
+	const char *labels = json_string_value(json_object_get(o, "labels"));
+	const char *src = json_string_value(json_object_get(o, "source"));
+	dynbuf_printf(&k, "telemetry.%s%s%s{source=\"%s\"", name, suffix ? "." : "",
+		      suffix ? suffix : "", src ? src : "");
+	if (gpu && *gpu) {
+		dynbuf_addstr(&k, ",gpu=\"");
+		for (const char *p = gpu; *p; p++) {
+			if (*p == '"' || *p == '\\')
+				dynbuf_add(&k, "\\", 1);
+			dynbuf_add(&k, p, 1);
+		}
+		dynbuf_add(&k, "\"", 1);
+	}
+	if (labels && labels[0] == '{' && labels[1] && labels[1] != '}') /* {k="v",...} */
+		dynbuf_printf(&k, ",%s", labels + 1);
+	else
+		dynbuf_add(&k, "}", 1);
+	csv_text(b, k.data ? k.data : "");
+	dynbuf_release(&k);
+}
+
+/* One telemetry row whose only figure is v, in the avg column (none when
+ * v is not a number). */
+static void tele_figure_row(struct dynbuf *b, size_t ncols, json_t *o, const char *name,
+			    const char *suffix, const char *unit, json_t *v)
+{
+	if (!json_is_number(v))
+		return;
+	if (o)
+		tele_metric(b, o, name, suffix);
+	else
+		dynbuf_printf(b, "telemetry.%s", name);
+	dynbuf_add(b, ",", 1);
+	csv_text(b, unit);
+	csv_num(b, json_null()); /* count */
+	csv_num(b, v);           /* avg */
+	for (size_t i = 2; i < ncols; i++)
+		dynbuf_add(b, ",", 1);
+	dynbuf_addstr(b, "\n");
+}
+
+/* The summary's telemetry as rows (docs/api.md, "Summary CSV"): each GPU
+ * (its model name in the unit column, its index in avg), each series'
+ * window statistics in their columns (a counter as .delta and .rate rows),
+ * then the energy figures. */
+static void tele_csv(struct dynbuf *b, json_t *tele, const char *const *cols, size_t ncols)
+{
+	size_t i;
+	json_t *o;
+	json_array_foreach(json_object_get(tele, "gpus"), i, o)
+	{
+		tele_metric(b, o, "gpu", NULL);
+		const char *name = json_string_value(json_object_get(o, "name"));
+		dynbuf_add(b, ",", 1);
+		csv_text(b, name ? name : "");
+		csv_num(b, json_null());                 /* count */
+		csv_num(b, json_object_get(o, "index")); /* avg */
+		for (size_t c = 2; c < ncols; c++)
+			dynbuf_add(b, ",", 1);
+		dynbuf_addstr(b, "\n");
+	}
+	json_array_foreach(json_object_get(tele, "series"), i, o)
+	{
+		const char *name = json_string_value(json_object_get(o, "name"));
+		const char *kind = json_string_value(json_object_get(o, "kind"));
+		if (!name || !kind)
+			continue;
+		const char *unit = tele_unit(name);
+		if (strcmp(kind, "counter") == 0) {
+			char per_s[32];
+			snprintf(per_s, sizeof per_s, "%s/s", unit);
+			tele_figure_row(b, ncols, o, name, "delta", unit,
+					json_object_get(o, "delta"));
+			tele_figure_row(b, ncols, o, name, "rate", unit[0] ? per_s : "",
+					json_object_get(o, "rate"));
+			continue;
+		}
+		tele_metric(b, o, name, NULL);
+		dynbuf_add(b, ",", 1);
+		csv_text(b, unit);
+		for (size_t c = 0; c < ncols; c++)
+			csv_num(b, json_object_get(o, cols[c]));
+		dynbuf_addstr(b, "\n");
+	}
+	tele_figure_row(b, ncols, NULL, "energy_j", NULL, "J", json_object_get(tele, "energy_j"));
+	tele_figure_row(b, ncols, NULL, "energy_per_output_token_j", NULL, "J/token",
+			json_object_get(tele, "energy_per_output_token_j"));
 }
 
 char *summary_to_csv(json_t *summary)
@@ -297,5 +498,6 @@ char *summary_to_csv(json_t *summary)
 			dynbuf_addstr(&b, "\n");
 		}
 	}
+	tele_csv(&b, json_object_get(summary, "telemetry"), cols, HR_ARRAY_LEN(cols));
 	return dynbuf_take(&b, NULL);
 }

@@ -26,6 +26,20 @@ struct source {
 	int ok;       /* the last pass succeeded */
 	long long samples;
 	char detail[HR_ERRLEN];
+	CURL *easy;        /* pages: this source's own transfer */
+	struct dynbuf body;
+	int busy;          /* a transfer is in flight */
+	int passes;        /* passes completed, failed ones included */
+	int64_t due;       /* monotonic ns of its next pass */
+	char cerr[CURL_ERROR_SIZE];
+};
+
+/* What a source said about one GPU; strings owned, NULL when unknown. */
+struct tgpu {
+	const char *source; /* static */
+	char *gpu;          /* the key of its samples */
+	int idx;            /* -1 when unknown */
+	char *uuid, *name;
 };
 
 /* One stored sample; strings owned. */
@@ -42,6 +56,8 @@ struct tbatch {
 	int64_t run_id;
 	struct tsample *v;
 	size_t n, cap;
+	struct tgpu *g; /* GPUs first seen, or seen with other details */
+	size_t ng, gcap;
 };
 
 struct collector {
@@ -52,11 +68,13 @@ struct collector {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
+	int baseline; /* every source has completed its first pass */
 	struct nvml *nvml;
-	CURL *curl;
-	struct dynbuf body;
+	CURLM *multi;
 	struct source *src;
 	int nsrc;
+	struct tgpu *gpus; /* every GPU seen so far (the collector thread's) */
+	int ngpus;
 };
 
 /* --- storing --------------------------------------------------------------- */
@@ -90,6 +108,12 @@ static void batch_free(void *p)
 		free(b->v[i].detail);
 	}
 	free(b->v);
+	for (size_t i = 0; i < b->ng; i++) {
+		free(b->g[i].gpu);
+		free(b->g[i].uuid);
+		free(b->g[i].name);
+	}
+	free(b->g);
 	free(b);
 }
 
@@ -115,6 +139,99 @@ static int batch_job(struct store_tx *tx, void *arg, char *err)
 		if (sqlite3_step(st) != SQLITE_DONE)
 			return errf(err, "telemetry insert: %s", sqlite3_errmsg(tx->db));
 	}
+	static const char gsql[] =
+		"INSERT INTO telemetry_gpus (run_id, source, gpu, idx, uuid, name) "
+		"VALUES (?1, ?2, ?3, ?4, ?5, ?6) ON CONFLICT (run_id, source, gpu) DO UPDATE SET "
+		"idx = coalesce(?4, idx), uuid = coalesce(?5, uuid), name = coalesce(?6, name)";
+	for (size_t i = 0; i < b->ng; i++) {
+		const struct tgpu *g = &b->g[i];
+		sqlite3_stmt *st = store_tx_stmt(tx, gsql);
+		sqlite3_bind_int64(st, 1, b->run_id);
+		sqlite3_bind_text(st, 2, g->source, -1, SQLITE_STATIC);
+		sqlite3_bind_text(st, 3, g->gpu, -1, SQLITE_STATIC);
+		if (g->idx >= 0)
+			sqlite3_bind_int(st, 4, g->idx);
+		if (g->uuid)
+			sqlite3_bind_text(st, 5, g->uuid, -1, SQLITE_STATIC);
+		if (g->name)
+			sqlite3_bind_text(st, 6, g->name, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_DONE)
+			return errf(err, "telemetry GPUs: %s", sqlite3_errmsg(tx->db));
+	}
+	return 0;
+}
+
+static int same_str(const char *a, const char *b)
+{
+	return a && b ? strcmp(a, b) == 0 : a == b;
+}
+
+static char *dup_or_null(const char *s)
+{
+	return s && *s ? xstrdup(s) : NULL;
+}
+
+/* A source reported GPU `gpu` (the key of its samples) with these details
+ * (idx -1, uuid or name NULL when it did not say): remember it, and store it
+ * with the batch when it is new or a detail changed. */
+static void note_gpu(struct collector *c, struct tbatch *b, const char *source, const char *gpu,
+		     int idx, const char *uuid, const char *name)
+{
+	if (!gpu || !*gpu)
+		return;
+	uuid = uuid && *uuid ? uuid : NULL;
+	name = name && *name ? name : NULL;
+	struct tgpu *k = NULL;
+	for (int i = 0; i < c->ngpus && !k; i++)
+		if (c->gpus[i].source == source && strcmp(c->gpus[i].gpu, gpu) == 0)
+			k = &c->gpus[i];
+	if (k && (idx < 0 || k->idx == idx) && (!uuid || same_str(k->uuid, uuid)) &&
+	    (!name || same_str(k->name, name)))
+		return; /* nothing new */
+	if (!k) {
+		c->gpus = xrealloc(c->gpus, (size_t)(c->ngpus + 1) * sizeof *c->gpus);
+		k = &c->gpus[c->ngpus++];
+		memset(k, 0, sizeof *k);
+		k->source = source;
+		k->gpu = xstrdup(gpu);
+		k->idx = -1;
+	}
+	if (idx >= 0)
+		k->idx = idx;
+	if (uuid) {
+		free(k->uuid);
+		k->uuid = xstrdup(uuid);
+	}
+	if (name) {
+		free(k->name);
+		k->name = xstrdup(name);
+	}
+	if (b->ng == b->gcap) {
+		b->gcap = b->gcap ? b->gcap * 2 : 8;
+		b->g = xrealloc(b->g, b->gcap * sizeof *b->g);
+	}
+	struct tgpu *g = &b->g[b->ng++];
+	g->source = source;
+	g->gpu = xstrdup(gpu);
+	g->idx = k->idx;
+	g->uuid = dup_or_null(k->uuid);
+	g->name = dup_or_null(k->name);
+}
+
+struct clock_args {
+	int64_t run_id, mono, wall;
+};
+
+static int clock_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct clock_args *a = arg;
+	sqlite3_stmt *st = store_tx_stmt(tx, "INSERT OR REPLACE INTO telemetry_clock (run_id, "
+					     "mono_ns, wall_ns) VALUES (?, ?, ?)");
+	sqlite3_bind_int64(st, 1, a->run_id);
+	sqlite3_bind_int64(st, 2, a->mono);
+	sqlite3_bind_int64(st, 3, a->wall);
+	if (sqlite3_step(st) != SQLITE_DONE)
+		return errf(err, "telemetry clock: %s", sqlite3_errmsg(tx->db));
 	return 0;
 }
 
@@ -184,11 +301,19 @@ static void sample_nvml(struct collector *c, struct source *src, struct tbatch *
 		src->ok = 0;
 		return;
 	}
+	if (n == 0) { /* loaded and initialised, yet nothing to sample */
+		snprintf(src->detail, sizeof src->detail, "no GPU found (NVML reports 0 devices)");
+		src->ok = 0;
+		return;
+	}
 	src->ok = 1;
 	for (int i = 0; i < n; i++) {
 		char idx[16];
 		snprintf(idx, sizeof idx, "%d", g[i].index);
 		const char *gpu = (g[i].valid & HR_NVML_UUID) ? g[i].uuid : idx;
+		note_gpu(c, b, "nvml", gpu, g[i].index,
+			 (g[i].valid & HR_NVML_UUID) ? g[i].uuid : NULL,
+			 (g[i].valid & HR_NVML_NAME) ? g[i].name : NULL);
 		struct {
 			unsigned bit;
 			const char *name, *kind;
@@ -268,19 +393,30 @@ static char *histogram_detail(const struct promap_obs *o)
 	return s;
 }
 
-static void scrape(struct collector *c, struct source *src, struct tbatch *b)
+/* Queue the page's transfer on the multi handle. */
+static void scrape_start(struct collector *c, struct source *src)
 {
-	dynbuf_reset(&c->body);
-	curl_easy_setopt(c->curl, CURLOPT_URL, src->target);
-	char cerr[CURL_ERROR_SIZE] = "";
-	curl_easy_setopt(c->curl, CURLOPT_ERRORBUFFER, cerr);
-	CURLcode rc = curl_easy_perform(c->curl);
+	dynbuf_reset(&src->body);
+	src->cerr[0] = '\0';
+	if (curl_multi_add_handle(c->multi, src->easy) != CURLM_OK) {
+		snprintf(src->detail, sizeof src->detail, "%.200s: cannot start the transfer",
+			 src->target);
+		src->ok = 0;
+		src->passes++;
+		return;
+	}
+	src->busy = 1;
+}
+
+/* The page's transfer ended with rc: parse and store what it brought. */
+static void scrape_done(struct collector *c, struct source *src, CURLcode rc, struct tbatch *b)
+{
 	int64_t t = wall_ns();
 	long status = 0;
-	curl_easy_getinfo(c->curl, CURLINFO_RESPONSE_CODE, &status);
+	curl_easy_getinfo(src->easy, CURLINFO_RESPONSE_CODE, &status);
 	if (rc != CURLE_OK) {
 		snprintf(src->detail, sizeof src->detail, "%.120s: %.120s", src->target,
-			 cerr[0] ? cerr : curl_easy_strerror(rc));
+			 src->cerr[0] ? src->cerr : curl_easy_strerror(rc));
 		src->ok = 0;
 		return;
 	}
@@ -291,7 +427,7 @@ static void scrape(struct collector *c, struct source *src, struct tbatch *b)
 	}
 	struct prom_doc doc;
 	char err[HR_ERRLEN];
-	if (prom_parse(c->body.data ? c->body.data : "", c->body.len, 0, &doc, err) < 0) {
+	if (prom_parse(src->body.data ? src->body.data : "", src->body.len, 0, &doc, err) < 0) {
 		snprintf(src->detail, sizeof src->detail, "%.120s: %.120s", src->target, err);
 		src->ok = 0;
 		prom_doc_release(&doc);
@@ -309,6 +445,7 @@ static void scrape(struct collector *c, struct source *src, struct tbatch *b)
 		if (o->gpu_index >= 0)
 			snprintf(idx, sizeof idx, "%d", o->gpu_index);
 		const char *gpu = o->gpu_uuid ? o->gpu_uuid : idx;
+		note_gpu(c, b, source, gpu, o->gpu_index, o->gpu_uuid, o->gpu_model);
 		char *labels = label_text(o->sample);
 		const char *kind = o->kind == PROMAP_COUNTER	 ? "counter"
 				   : o->kind == PROMAP_HISTOGRAM ? "histogram"
@@ -325,44 +462,140 @@ static void scrape(struct collector *c, struct source *src, struct tbatch *b)
 
 /* --- the thread ------------------------------------------------------------------- */
 
-static void pass(struct collector *c)
+/* Every source keeps its own schedule (a pass every interval_ms from the
+ * start), and the pages' transfers run side by side on one multi handle:
+ * a page that stalls holds back only itself, for at most
+ * scrape_timeout_ms, never the other sources' samples. */
+
+static struct tbatch *batch_new(const struct collector *c)
 {
 	struct tbatch *b = xcalloc(1, sizeof *b);
 	b->run_id = c->run_id;
-	for (int i = 0; i < c->nsrc; i++) {
-		if (c->src[i].kind == SRC_NVML)
-			sample_nvml(c, &c->src[i], b);
-		else
-			scrape(c, &c->src[i], b);
-	}
-	if (b->n)
+	return b;
+}
+
+static void batch_post(struct collector *c, struct tbatch *b)
+{
+	if (b->n || b->ng)
 		store_post(c->store, batch_job, b, batch_free);
 	else
 		batch_free(b);
+}
+
+/* A pass of one source: NVML is read at once, a page's transfer queued. */
+static void pass_start(struct collector *c, struct source *s, struct tbatch *b)
+{
+	if (s->kind == SRC_NVML) {
+		sample_nvml(c, s, b);
+		s->passes++;
+	} else {
+		scrape_start(c, s);
+	}
+}
+
+/* Move the transfers along and finish those that ended. */
+static void pump(struct collector *c, struct tbatch *b)
+{
+	int running = 0;
+	curl_multi_perform(c->multi, &running);
+	CURLMsg *m;
+	int left;
+	while ((m = curl_multi_info_read(c->multi, &left))) {
+		if (m->msg != CURLMSG_DONE)
+			continue;
+		CURL *e = m->easy_handle; /* m is gone once the handle is removed */
+		CURLcode rc = m->data.result;
+		for (int i = 0; i < c->nsrc; i++) {
+			struct source *s = &c->src[i];
+			if (s->easy != e || !s->busy)
+				continue;
+			curl_multi_remove_handle(c->multi, e);
+			s->busy = 0;
+			scrape_done(c, s, rc, b);
+			s->passes++;
+			break;
+		}
+	}
+}
+
+static int any_busy(const struct collector *c)
+{
+	for (int i = 0; i < c->nsrc; i++)
+		if (c->src[i].busy)
+			return 1;
+	return 0;
+}
+
+/* Until every transfer in flight has ended (each within its timeout). */
+static void finish_transfers(struct collector *c, struct tbatch *b)
+{
+	pump(c, b);
+	while (any_busy(c)) {
+		curl_multi_poll(c->multi, NULL, 0, 100, NULL);
+		pump(c, b);
+	}
+}
+
+static void set_baseline(struct collector *c)
+{
+	pthread_mutex_lock(&c->mu);
+	c->baseline = 1;
+	pthread_cond_broadcast(&c->cv);
+	pthread_mutex_unlock(&c->mu);
 }
 
 static void *collector_main(void *arg)
 {
 	struct collector *c = arg;
 	int64_t period = (int64_t)c->spec->telemetry.interval_ms * 1000000LL;
-	struct timespec next;
-	clock_gettime(CLOCK_MONOTONIC, &next);
-	pthread_mutex_lock(&c->mu);
-	while (!c->stop) {
-		pthread_mutex_unlock(&c->mu);
-		pass(c);
+	int64_t now = mono_ns();
+	int baseline = 0;
+	for (int i = 0; i < c->nsrc; i++)
+		c->src[i].due = now;
+	for (;;) {
 		pthread_mutex_lock(&c->mu);
-		int64_t ns = (int64_t)next.tv_sec * 1000000000LL + next.tv_nsec + period;
-		int64_t now = mono_ns();
-		if (ns < now) /* a slow pass: skip ahead instead of bursting */
-			ns = now + period;
-		next.tv_sec = (time_t)(ns / 1000000000LL);
-		next.tv_nsec = (long)(ns % 1000000000LL);
-		while (!c->stop && pthread_cond_timedwait(&c->cv, &c->mu, &next) != ETIMEDOUT)
-			;
+		int stop = c->stop;
+		pthread_mutex_unlock(&c->mu);
+		if (stop)
+			break;
+		struct tbatch *b = batch_new(c);
+		now = mono_ns();
+		for (int i = 0; i < c->nsrc; i++) {
+			struct source *s = &c->src[i];
+			if (s->busy || s->due > now)
+				continue;
+			s->due += period;
+			if (s->due < now) /* a slow pass: skip ahead instead of bursting */
+				s->due = now + period;
+			pass_start(c, s, b);
+		}
+		pump(c, b);
+		batch_post(c, b);
+		if (!baseline) { /* the first pass of every source is the baseline */
+			baseline = 1;
+			for (int i = 0; i < c->nsrc; i++)
+				baseline &= c->src[i].passes > 0;
+			if (baseline)
+				set_baseline(c);
+		}
+		/* until the next source is due, a transfer moves, or stop */
+		int64_t next = now + 1000000000LL;
+		for (int i = 0; i < c->nsrc; i++)
+			if (!c->src[i].busy && c->src[i].due < next)
+				next = c->src[i].due;
+		int64_t wait = next - mono_ns();
+		curl_multi_poll(c->multi, NULL, 0, wait > 0 ? (int)((wait + 999999) / 1000000) : 0,
+				NULL);
 	}
-	pthread_mutex_unlock(&c->mu);
-	pass(c); /* the final pass, after the last request */
+	/* the final pass, after the last request: what is in flight ends, then
+	 * every source once more */
+	struct tbatch *b = batch_new(c);
+	finish_transfers(c, b);
+	for (int i = 0; i < c->nsrc; i++)
+		pass_start(c, &c->src[i], b);
+	finish_transfers(c, b);
+	batch_post(c, b);
+	set_baseline(c); /* nobody waits past the end */
 	return NULL;
 }
 
@@ -376,6 +609,52 @@ static void add_source(struct collector *c, int kind, const char *target)
 	memset(s, 0, sizeof *s);
 	s->kind = kind;
 	s->target = xstrdup(target);
+	dynbuf_init(&s->body, HR_MAX_SCRAPE_BYTES);
+}
+
+static CURL *page_handle(const struct spec *spec, struct source *s)
+{
+	CURL *e = curl_easy_init();
+	if (!e)
+		xalloc_die();
+	curl_easy_setopt(e, CURLOPT_URL, s->target);
+	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
+	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s->body);
+	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, s->cerr);
+	curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, (long)spec->telemetry.scrape_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)spec->telemetry.scrape_timeout_ms);
+	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "headroomd/0.1.0 telemetry");
+#if LIBCURL_VERSION_NUM >= 0x075500
+	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
+#endif
+	return e;
+}
+
+static void collector_free(struct collector *c)
+{
+	for (int k = 0; k < c->nsrc; k++) {
+		if (c->src[k].easy) {
+			if (c->src[k].busy)
+				curl_multi_remove_handle(c->multi, c->src[k].easy);
+			curl_easy_cleanup(c->src[k].easy);
+		}
+		dynbuf_release(&c->src[k].body);
+		free(c->src[k].target);
+	}
+	free(c->src);
+	curl_multi_cleanup(c->multi);
+	nvml_close(c->nvml);
+	for (int k = 0; k < c->ngpus; k++) {
+		free(c->gpus[k].gpu);
+		free(c->gpus[k].uuid);
+		free(c->gpus[k].name);
+	}
+	free(c->gpus);
+	pthread_cond_destroy(&c->cv);
+	pthread_mutex_destroy(&c->mu);
+	free(c);
 }
 
 struct collector *collector_start(struct store *s, int64_t run_id, const struct spec *spec,
@@ -385,7 +664,12 @@ struct collector *collector_start(struct store *s, int64_t run_id, const struct 
 	c->store = s;
 	c->run_id = run_id;
 	c->spec = spec;
-	dynbuf_init(&c->body, HR_MAX_SCRAPE_BYTES);
+	/* the daemon's clock anchor, beside the workers' (run_workers) */
+	struct clock_args *ca = xcalloc(1, sizeof *ca);
+	ca->run_id = run_id;
+	ca->mono = mono_ns();
+	ca->wall = wall_ns();
+	store_post(s, clock_job, ca, free);
 	if (spec->telemetry.nvml) {
 		char err[HR_ERRLEN];
 		if (nvml_open(nvml_lib, &c->nvml, err) < 0) {
@@ -411,40 +695,45 @@ struct collector *collector_start(struct store *s, int64_t run_id, const struct 
 	json_array_foreach(spec->telemetry.metrics_urls, i, u)
 		add_source(c, SRC_SERVER, json_string_value(u));
 
-	c->curl = curl_easy_init();
-	if (!c->curl)
+	c->multi = curl_multi_init();
+	if (!c->multi)
 		xalloc_die();
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, on_body);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEDATA, &c->body);
-	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, (long)spec->telemetry.scrape_timeout_ms);
-	curl_easy_setopt(c->curl, CURLOPT_CONNECTTIMEOUT_MS,
-			 (long)spec->telemetry.scrape_timeout_ms);
-	curl_easy_setopt(c->curl, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(c->curl, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(c->curl, CURLOPT_USERAGENT, "headroomd/0.1.0 telemetry");
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(c->curl, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
-	pthread_condattr_t ca;
-	pthread_condattr_init(&ca);
-	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC);
-	pthread_cond_init(&c->cv, &ca);
-	pthread_condattr_destroy(&ca);
+	for (int k = 0; k < c->nsrc; k++) /* the array no longer moves */
+		if (c->src[k].kind != SRC_NVML)
+			c->src[k].easy = page_handle(spec, &c->src[k]);
+	pthread_condattr_t cattr;
+	pthread_condattr_init(&cattr);
+	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);
+	pthread_cond_init(&c->cv, &cattr);
+	pthread_condattr_destroy(&cattr);
 	pthread_mutex_init(&c->mu, NULL);
 	if (pthread_create(&c->thread, NULL, collector_main, c) != 0) {
 		fprintf(stderr, "headroomd: cannot start the telemetry thread\n");
-		pthread_cond_destroy(&c->cv);
-		pthread_mutex_destroy(&c->mu);
-		curl_easy_cleanup(c->curl);
-		nvml_close(c->nvml);
-		for (int k = 0; k < c->nsrc; k++)
-			free(c->src[k].target);
-		free(c->src);
-		dynbuf_release(&c->body);
-		free(c);
+		collector_free(c);
 		return NULL;
 	}
 	return c;
+}
+
+int collector_wait_baseline(struct collector *c)
+{
+	if (!c)
+		return 0;
+	/* NVML is read and every page fetched at once, each page within the
+	 * scrape timeout; the margin is for NVML itself */
+	int64_t limit = mono_ns() + (int64_t)c->spec->telemetry.scrape_timeout_ms * 1000000LL +
+			BASELINE_MARGIN_NS;
+	struct timespec ts = {(time_t)(limit / 1000000000LL), (long)(limit % 1000000000LL)};
+	pthread_mutex_lock(&c->mu);
+	while (!c->baseline && pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT)
+		;
+	int done = c->baseline;
+	pthread_mutex_unlock(&c->mu);
+	if (!done)
+		fprintf(stderr, "headroomd: run %lld: the telemetry baseline is late; starting "
+				"without waiting longer\n",
+			(long long)c->run_id);
+	return done ? 0 : -1;
 }
 
 void collector_stop(struct collector *c)
@@ -453,17 +742,9 @@ void collector_stop(struct collector *c)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->stop = 1;
-	pthread_cond_signal(&c->cv);
 	pthread_mutex_unlock(&c->mu);
+	curl_multi_wakeup(c->multi);
 	pthread_join(c->thread, NULL);
 	post_sources(c);
-	pthread_cond_destroy(&c->cv);
-	pthread_mutex_destroy(&c->mu);
-	curl_easy_cleanup(c->curl);
-	nvml_close(c->nvml);
-	for (int k = 0; k < c->nsrc; k++)
-		free(c->src[k].target);
-	free(c->src);
-	dynbuf_release(&c->body);
-	free(c);
+	collector_free(c);
 }

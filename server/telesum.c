@@ -200,6 +200,84 @@ json_t *tele_sources(struct store *s, int64_t run_id)
 	return arr;
 }
 
+json_t *tele_gpus(struct store *s, int64_t run_id)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(db,
+			       "SELECT source, gpu, idx, uuid, name FROM telemetry_gpus WHERE "
+			       "run_id = ? ORDER BY CASE source WHEN 'nvml' THEN 0 WHEN 'dcgm' "
+			       "THEN 1 ELSE 2 END, idx IS NULL, idx, gpu",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, run_id);
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const char *uuid = (const char *)sqlite3_column_text(st, 3);
+			const char *name = (const char *)sqlite3_column_text(st, 4);
+			json_array_append_new(
+				arr, json_pack("{s:s, s:s, s:o, s:o, s:o}", "source",
+					       sqlite3_column_text(st, 0), "gpu",
+					       sqlite3_column_text(st, 1), "index",
+					       sqlite3_column_type(st, 2) == SQLITE_NULL
+						       ? json_null()
+						       : json_integer(sqlite3_column_int64(st, 2)),
+					       "uuid", uuid ? json_string(uuid) : json_null(), "name",
+					       name ? json_string(name) : json_null()));
+		}
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return arr;
+}
+
+json_t *tele_clock(struct store *s, int64_t run_id)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	json_t *daemon = json_null(), *workers = json_array();
+	if (sqlite3_prepare_v2(db,
+			       "SELECT mono_ns, wall_ns FROM telemetry_clock WHERE run_id = ?", -1,
+			       &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, run_id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			daemon = json_pack("{s:I, s:I}", "mono_ns",
+					   (json_int_t)sqlite3_column_int64(st, 0), "wall_ns",
+					   (json_int_t)sqlite3_column_int64(st, 1));
+	}
+	sqlite3_finalize(st);
+	st = NULL;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT idx, mono_anchor_ns, wall_anchor_ns FROM run_workers WHERE "
+			       "run_id = ? AND mono_anchor_ns IS NOT NULL AND wall_anchor_ns IS "
+			       "NOT NULL ORDER BY idx",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, run_id);
+		while (sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(workers,
+					      json_pack("{s:I, s:I, s:I}", "worker",
+							(json_int_t)sqlite3_column_int64(st, 0),
+							"mono_ns",
+							(json_int_t)sqlite3_column_int64(st, 1),
+							"wall_ns",
+							(json_int_t)sqlite3_column_int64(st, 2)));
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return json_pack("{s:o, s:o}", "daemon", daemon, "workers", workers);
+}
+
+void tele_export_members(struct store *s, int64_t run_id, struct dynbuf *out)
+{
+	json_t *m[3] = {tele_sources(s, run_id), tele_gpus(s, run_id), tele_clock(s, run_id)};
+	static const char *const names[3] = {"sources", "gpus", "clock"};
+	for (int i = 0; i < 3; i++) {
+		char *txt = json_dumps(m[i], JSON_COMPACT);
+		json_decref(m[i]);
+		dynbuf_printf(out, ",\"%s\":%s", names[i], txt ? txt : "null");
+		free(txt);
+	}
+}
+
 json_t *telesum_compute(struct store *s, int64_t run_id, int64_t ws, int64_t we,
 			long long output_tokens)
 {
@@ -265,6 +343,7 @@ json_t *telesum_compute(struct store *s, int64_t run_id, int64_t ws, int64_t we,
 	}
 	json_t *o = json_object();
 	json_object_set_new(o, "sources", tele_sources(s, run_id));
+	json_object_set_new(o, "gpus", tele_gpus(s, run_id));
 	json_object_set_new(o, "window_start_ns", ws ? json_integer(ws) : json_null());
 	json_object_set_new(o, "window_end_ns", we ? json_integer(we) : json_null());
 	json_object_set_new(o, "series", series);

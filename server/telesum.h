@@ -1,5 +1,6 @@
 /* telesum.h - telemetry over a run's profiling window, for the summary,
- * and the raw samples for exports (GET /runs/{id}/telemetry).
+ * and the raw samples, the GPUs seen and the clock anchors for exports
+ * (GET /runs/{id}/telemetry).
  *
  * Window statistics (docs/metrics.md, "Telemetry"): gauges get count,
  * avg, min, max, p50, p90, p99 of the samples inside the window; counters
@@ -35,5 +36,13 @@ void tele_cursor_free(struct tele_cursor *c);
 extern const char tele_csv_header[];
 /* The sources' status as a JSON array (new reference). */
 json_t *tele_sources(struct store *s, int64_t run_id);
+/* The GPUs the sources reported, as a JSON array of {source, gpu, index,
+ * uuid, name} (new reference; null members when a source did not say). */
+json_t *tele_gpus(struct store *s, int64_t run_id);
+/* The clock anchors: {"daemon": {mono_ns, wall_ns} or null, "workers":
+ * [{worker, mono_ns, wall_ns}]} (new reference). */
+json_t *tele_clock(struct store *s, int64_t run_id);
+/* The export's members before its samples: ,"sources":[..],"gpus":[..],"clock":{..} */
+void tele_export_members(struct store *s, int64_t run_id, struct dynbuf *out);
 
 #endif

@@ -26,6 +26,7 @@
 #include "limits.h"
 #include "prompt.h"
 #include "rng.h"
+#include "tokenizer.h"
 #include "tokprompt.h"
 #include "util.h"
 
@@ -234,16 +235,27 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 	c->isl = s->workload.isl;
 	c->osl = s->workload.osl;
 	c->worker = worker;
+	c->isl_count = s->workload.isl_count;
+	c->block_size = s->workload.block_size > 0 ? s->workload.block_size : 512;
+	c->osl_count = s->workload.osl_count;
+	c->count_output = c->osl_count == SPEC_COUNT_TOKENIZER && spec_endpoint_generates(c->endpoint);
 	const char *json_mode = getenv("HEADROOM_WORKER_JSON");
 	/* chunkscan reads chat, completions and TGI events; a template's go to
-	 * jansson */
-	c->fast_json = !(json_mode && strcmp(json_mode, "jansson") == 0) &&
+	 * jansson, and so does everything when the output text is counted
+	 * (chunkscan does not lift the reasoning text) */
+	c->fast_json = !(json_mode && strcmp(json_mode, "jansson") == 0) && !c->count_output &&
 	               (c->endpoint <= SPEC_EP_COMPLETIONS || c->endpoint == SPEC_EP_TGI);
 	if (build_headers(c, s, err) < 0 ||
 	    (c->endpoint <= SPEC_EP_COMPLETIONS ? build_body_tail(c, s, err)
 	                                        : build_endpoint_cfg(c, s, err)) < 0) {
 		req_cfg_release(c);
 		return -1;
+	}
+	c->sends_osl = c->with_max_tokens && spec_endpoint_generates(c->endpoint);
+	if (c->endpoint == SPEC_EP_TEMPLATE) {
+		c->sends_osl = false;
+		for (size_t i = 0; i < c->tpl.n; i++)
+			c->sends_osl |= c->tpl.piece[i].slot == EP_SLOT_MAX_TOKENS;
 	}
 	return 0;
 }
@@ -359,6 +371,17 @@ static void capture_json(struct req *r, json_t *str)
 	free(d);
 }
 
+/* Keeps a content or reasoning string's raw text for the tokenizer's
+ * count of the output (workload.token_count.osl "tokenizer"; the jansson
+ * reader is the only one then). */
+static void keep_output(struct req *r, json_t *str)
+{
+	if (!r->cfg->count_output || r->output_over || !json_is_string(str))
+		return;
+	if (dynbuf_add(&r->output, json_string_value(str), json_string_length(str)) < 0)
+		r->output_over = true;
+}
+
 /* What one streamed chunk said, from either reader. */
 static int note_chunk(struct req *r, const struct chunk_info *ci)
 {
@@ -402,12 +425,18 @@ static void read_chunk_tree(struct req *r, json_t *j, struct chunk_info *ci)
 		json_t *c0 = json_array_get(choices, 0);
 		json_t *src = r->cfg->endpoint == SPEC_EP_CHAT ? json_object_get(c0, "delta") : c0;
 		const char *ckey = r->cfg->endpoint == SPEC_EP_CHAT ? "content" : "text";
+		json_t *rc = json_object_get(src, "reasoning_content");
+		if (!nonempty_str(rc))
+			rc = json_object_get(src, "reasoning");
 		if (nonempty_str(json_object_get(src, ckey))) {
 			ci->content = true;
 			capture_json(r, json_object_get(src, ckey));
-		} else if (nonempty_str(json_object_get(src, "reasoning_content")) ||
-		           nonempty_str(json_object_get(src, "reasoning")))
+			keep_output(r, rc); /* (a chunk with both: the reasoning came first) */
+			keep_output(r, json_object_get(src, ckey));
+		} else if (nonempty_str(rc)) {
 			ci->reasoning = true;
+			keep_output(r, rc);
+		}
 	}
 	json_t *usage = json_object_get(j, "usage");
 	if (json_is_object(usage)) {
@@ -437,8 +466,10 @@ static int read_endpoint_event(struct req *r, json_t *j, struct chunk_info *ci)
 	}
 	ci->content = f.chunk;
 	ci->final = f.final;
-	if (f.chunk && f.text)
+	if (f.chunk && f.text) {
 		capture_json(r, f.text);
+		keep_output(r, f.text);
+	}
 	take_stream_error(r, f.error);
 	return 0;
 }
@@ -625,6 +656,7 @@ struct req *req_new(const struct req_cfg *cfg)
 	dynbuf_init(&r->body, (size_t)HR_MAX_ISL * 12 + REQ_MAX_CONVERSATION + cfg->body_tail_len +
 	                          cfg->tpl.text_len + 256);
 	dynbuf_init(&r->answer, REQ_MAX_CONVERSATION);
+	dynbuf_init(&r->output, REQ_MAX_CONVERSATION);
 	dynbuf_init(&r->resp, HR_MAX_RESPONSE_BYTES);
 	sse_init(&r->sse, HR_MAX_SSE_LINE, HR_MAX_SSE_EVENT, on_event, NULL, r);
 	r->u_prompt = r->u_completion = r->u_reasoning = -1;
@@ -667,6 +699,7 @@ void req_free(struct req *r)
 	dynbuf_release(&r->body);
 	dynbuf_release(&r->resp);
 	dynbuf_release(&r->answer);
+	dynbuf_release(&r->output);
 	record_release(&r->rec);
 	free(r->fail_msg);
 	free(r->stream_error);
@@ -696,11 +729,12 @@ void req_reset(struct req *r)
 	r->errbuf[0] = '\0';
 	dynbuf_reset(&r->resp);
 	dynbuf_reset(&r->answer);
-	r->capture = r->answer_over = false;
+	dynbuf_reset(&r->output);
+	r->capture = r->answer_over = r->output_over = false;
 	r->user_off = r->user_len = 0;
 }
 
-/* The new user prompt: trace prefix blocks (REQ_BLOCK_WORDS words each,
+/* The new user prompt: trace prefix blocks (workload.block_size tokens each,
  * the same text wherever the same hash id appears), then the request's own
  * words, requested_isl words in all. */
 static int add_prompt(struct req *r, const struct req_params *p)
@@ -718,7 +752,7 @@ static int add_prompt(struct req *r, const struct req_params *p)
 		/* exact token lengths by the run's tokenizer: the same blocks
 		 * for the same hash ids, then the request's own text */
 		for (uint32_t i = 0; i < p->n_hash && left > 0; i++) {
-			int n = left < REQ_BLOCK_WORDS ? left : REQ_BLOCK_WORDS;
+			int n = left < c->block_size ? left : c->block_size;
 			uint64_t pick = rng_hash(c->seed, RNG_STREAM_PROMPT,
 			                         REQ_BLOCK_OFFSET + p->hash_ids[i]);
 			if (tokprompt_build(c->tp, pick, n, 1, b) < 0)
@@ -731,7 +765,7 @@ static int add_prompt(struct req *r, const struct req_params *p)
 		return 0;
 	}
 	for (uint32_t i = 0; i < p->n_hash && left > 0; i++) {
-		int n = left < REQ_BLOCK_WORDS ? left : REQ_BLOCK_WORDS;
+		int n = left < c->block_size ? left : c->block_size;
 		if ((!first && dynbuf_add(b, " ", 1) < 0) ||
 		    prompt_synthetic(b, c->seed, REQ_BLOCK_OFFSET + p->hash_ids[i], n) < 0)
 			return -1;
@@ -916,17 +950,11 @@ static int build_endpoint_body(struct req *r, const struct req_params *p)
 	return end_body(r, sep);
 }
 
-static int build_body(struct req *r, const struct req_params *p)
+/* The prompt member of a chat or completions body (and its ','). */
+static int build_messages(struct req *r, const struct req_params *p, const struct dynbuf *h)
 {
 	const struct req_cfg *c = r->cfg;
 	struct dynbuf *b = &r->body;
-	const struct dynbuf *h = p->history;
-
-	dynbuf_reset(b);
-	if (c->endpoint > SPEC_EP_COMPLETIONS)
-		return build_endpoint_body(r, p);
-	if (dynbuf_add(b, "{", 1) < 0)
-		return -1;
 	if (c->with_prompt) {
 		/* prompt_synthetic writes JSON-safe text (see prompt.h), the
 		 * history is escaped already */
@@ -942,11 +970,73 @@ static int build_body(struct req *r, const struct req_params *p)
 		if (dynbuf_addstr(b, chat ? "]," : "\",") < 0)
 			return -1;
 	}
-	if (c->with_max_tokens && add_count(b, c->max_tokens_key, r->requested_osl) < 0)
-		return -1;
-	if (c->min_tokens && add_count(b, "min_tokens", r->requested_osl) < 0)
-		return -1; /* workload.ignore_eos: exactly the requested output */
-	return dynbuf_add(b, c->body_tail, c->body_tail_len);
+	return 0;
+}
+
+/* The members after the prompt and the counts: the run's fixed ones
+ * (c->body_tail, ending the object), or with a dataset entry's `extra`
+ * those of them it does not name and then its own. Returns 0 or -1. */
+static int add_tail(struct req *r, json_t *extra)
+{
+	const struct req_cfg *c = r->cfg;
+	struct dynbuf *b = &r->body;
+	if (!extra)
+		return dynbuf_add(b, c->body_tail, c->body_tail_len);
+	char *obj = xasprintf("{%s", c->body_tail);
+	json_t *fixed = json_loads(obj, 0, NULL);
+	free(obj);
+	const char *key;
+	json_t *v;
+	json_object_foreach(extra, key, v)
+		json_object_del(fixed, key);
+	char *a = json_dumps(fixed, JSON_COMPACT), *e = json_dumps(extra, JSON_COMPACT);
+	json_decref(fixed);
+	int rc = -1;
+	if (a && e) {
+		size_t al = strlen(a), el = strlen(e); /* "{...}" each */
+		if (al == 2 && el == 2) { /* nothing follows: drop a last ',' */
+			if (b->data[b->len - 1] == ',')
+				b->len--;
+			rc = dynbuf_add(b, "}", 1);
+		} else {
+			rc = dynbuf_add(b, a + 1, al - 2) < 0 ||
+			     (al > 2 && el > 2 && dynbuf_add(b, ",", 1) < 0) ||
+			     dynbuf_add(b, e + 1, el - 1) < 0
+			         ? -1
+			         : 0;
+		}
+	}
+	free(a);
+	free(e);
+	return rc;
+}
+
+static int build_body(struct req *r, const struct req_params *p)
+{
+	const struct req_cfg *c = r->cfg;
+	struct dynbuf *b = &r->body;
+	const struct dynbuf *h = p->history;
+
+	dynbuf_reset(b);
+	r->osl_sent = c->sends_osl;
+	if (c->endpoint > SPEC_EP_COMPLETIONS)
+		return build_endpoint_body(r, p);
+	/* a dataset entry's extra wins over every member but the prompt */
+	json_t *extra = p->extra ? json_loadb(p->extra, p->extra_len, 0, NULL) : NULL;
+	const char *prompt_key = c->endpoint == SPEC_EP_CHAT ? "messages" : "prompt";
+	if (extra && c->with_prompt)
+		json_object_del(extra, prompt_key);
+	bool with_max = c->with_max_tokens && !json_object_get(extra, c->max_tokens_key);
+	bool with_min = c->min_tokens && !json_object_get(extra, "min_tokens");
+	r->osl_sent = with_max;
+	int rc = dynbuf_add(b, "{", 1) < 0 || build_messages(r, p, h) < 0 ||
+	         (with_max && add_count(b, c->max_tokens_key, r->requested_osl) < 0) ||
+	         (with_min && add_count(b, "min_tokens", r->requested_osl) < 0) ||
+	         add_tail(r, extra) < 0
+	             ? -1
+	             : 0;
+	json_decref(extra);
+	return rc;
 }
 
 int req_prepare(struct req *r, const struct req_params *p)
@@ -967,6 +1057,7 @@ int req_prepare(struct req *r, const struct req_params *p)
 	r->rec.flags = c->stream || c->one_piece ? HR_REC_STREAMED : 0;
 	r->rec.intended_ns = p->intended_ns;
 	r->capture = p->capture;
+	r->extra_tokens = p->extra_tokens;
 	r->requested_isl = p->isl >= 0    ? p->isl
 	                   : p->isl == -2 ? -1 /* a text of unknown length */
 	                                  : rng_length(c->seed, RNG_STREAM_ISL, p->req_id,
@@ -1049,25 +1140,60 @@ static int http_error(long code)
 	return HR_ERR_HTTP_OTHER;
 }
 
-/* Token counts and sources, from usage when the server gave it. */
+/* Token counts and their sources (docs/metrics.md, "Token counts"): every
+ * count known goes into the record, and workload.token_count picks which
+ * one is the record's ISL and OSL; when the chosen one is missing the
+ * next in line stands in (usage, tokenizer, chunks or the requested
+ * length), and the source says which. */
 static void fill_tokens(struct req *r)
 {
+	const struct req_cfg *c = r->cfg;
 	struct hr_record *rec = &r->rec;
-	if (r->cfg->one_piece) { /* embeddings, rankings: nothing is generated */
+	rec->req_osl = r->osl_sent ? r->requested_osl : -1;
+	rec->usage_isl = r->u_prompt >= 0 ? (int32_t)r->u_prompt : -1;
+	rec->usage_osl = r->u_completion >= 0 ? (int32_t)r->u_completion : -1;
+	/* the prompt headroom wrote is exact by the tokenizer (tokprompt, or a
+	 * dataset's text counted when it was chosen) */
+	int64_t ti = c->tok && c->with_prompt && r->requested_isl >= 0 ? (int64_t)r->requested_isl + r->extra_tokens
+	                                              : -1;
+	rec->tok_isl = ti > INT32_MAX ? INT32_MAX : (int32_t)ti;
+	rec->tok_osl = -1;
+	if (c->count_output && c->tok && !r->output_over) {
+		long long n = tok_count(c->tok, r->output.data ? r->output.data : "", r->output.len);
+		rec->tok_osl = n < 0 ? -1 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
+	}
+
+	if (c->one_piece) { /* embeddings, rankings: nothing is generated */
 		rec->osl = 0;
 		rec->osl_src = HR_TOKSRC_REQUESTED;
-	} else if (r->u_completion >= 0) {
-		rec->osl = (int32_t)r->u_completion;
-		rec->osl_src = HR_TOKSRC_USAGE;
-	} else if (r->cfg->stream) {
-		rec->osl = (int32_t)rec->n_chunks;
-		rec->osl_src = HR_TOKSRC_CHUNKS;
 	} else {
+		int32_t chunks = c->stream ? (int32_t)rec->n_chunks : -1;
+		struct {
+			int32_t v;
+			uint8_t src;
+		} cand[3] = {{rec->usage_osl, HR_TOKSRC_USAGE},
+		             {rec->tok_osl, HR_TOKSRC_TOKENIZER},
+		             {chunks, HR_TOKSRC_CHUNKS}};
+		int first = c->osl_count == SPEC_COUNT_TOKENIZER ? 1
+		            : c->osl_count == SPEC_COUNT_CHUNKS && c->stream ? 2
+		                                                              : 0;
 		rec->osl = -1;
 		rec->osl_src = HR_TOKSRC_NONE;
+		for (int k = 0; k < 3; k++) {
+			int i = k == 0 ? first : k <= first ? k - 1 : k;
+			if (cand[i].v >= 0) {
+				rec->osl = cand[i].v;
+				rec->osl_src = cand[i].src;
+				break;
+			}
+		}
 	}
-	if (r->u_prompt >= 0) {
-		rec->isl = (int32_t)r->u_prompt;
+	bool tok_first = c->isl_count == SPEC_COUNT_TOKENIZER && rec->tok_isl >= 0;
+	if (tok_first || (rec->usage_isl < 0 && rec->tok_isl >= 0)) {
+		rec->isl = rec->tok_isl;
+		rec->isl_src = HR_TOKSRC_TOKENIZER;
+	} else if (rec->usage_isl >= 0) {
+		rec->isl = rec->usage_isl;
 		rec->isl_src = HR_TOKSRC_USAGE;
 	} else if (r->requested_isl >= 0) {
 		rec->isl = r->requested_isl;
@@ -1078,7 +1204,7 @@ static void fill_tokens(struct req *r)
 	}
 	if (r->u_reasoning >= 0)
 		rec->reasoning_tokens = (int32_t)r->u_reasoning;
-	else if (r->cfg->stream && r->cfg->endpoint <= SPEC_EP_COMPLETIONS)
+	else if (c->stream && c->endpoint <= SPEC_EP_COMPLETIONS)
 		rec->reasoning_tokens = (int32_t)r->reasoning_chunks;
 	else
 		rec->reasoning_tokens = -1;
@@ -1110,6 +1236,7 @@ static int parse_endpoint_body(struct req *r, json_t *j, const json_error_t *je,
 	if (f.completion_tokens >= 0)
 		r->u_completion = f.completion_tokens;
 	capture_json(r, f.text);
+	keep_output(r, f.text);
 	/* embeddings, rankings: the answer is the one chunk, when it arrived */
 	if (r->cfg->one_piece && r->body_ns != HR_NO_TIME &&
 	    record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
@@ -1158,6 +1285,8 @@ static int parse_body(struct req *r, char **msg)
 		err = HR_ERR_NO_CONTENT;
 	} else {
 		capture_json(r, content);
+		keep_output(r, rc);
+		keep_output(r, content);
 	}
 	json_decref(j);
 	return err;

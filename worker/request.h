@@ -54,6 +54,11 @@ struct req_cfg {
 	uint64_t seed;
 	struct spec_dist isl, osl;
 	const struct tokprompt *tp; /* workload.tokenizer: prompts of exact token lengths */
+	const struct tok *tok;      /* workload.tokenizer (borrowed), or NULL */
+	int isl_count, osl_count;   /* workload.token_count: SPEC_COUNT_* */
+	int block_size;             /* workload.block_size: tokens (words) of a trace hash id */
+	bool count_output;          /* keep the output text for the tokenizer's count */
+	bool sends_osl;             /* the body asks for an output length */
 	uint32_t worker;
 	int64_t t0; /* absolute monotonic ns of time zero; set at START */
 	/* endpoints besides chat and completions (docs/worker.md, "Endpoints") */
@@ -82,6 +87,9 @@ struct req_params {
 	                           * unknown (a dataset's text of uncounted length) */
 	const char *text;         /* a dataset's prompt (UTF-8, raw), or NULL: synthetic */
 	size_t text_len;
+	const char *extra;        /* a dataset entry's `extra`: a compact JSON object merged
+	                           * over the body (chat, completions), or NULL */
+	size_t extra_len;
 	const char *prefix;       /* a shared prefix prompt, JSON-escaped, put before the
 	                           * prompt in the same message; NULL: none */
 	size_t prefix_len;
@@ -93,11 +101,12 @@ struct req_params {
 	 * space. NULL: a single request. */
 	const struct dynbuf *history;
 	bool capture; /* keep the answer's text (another turn follows) */
+	int extra_tokens; /* tokenizer tokens of the shared system and prefix prompts
+	                   * this request carries (counted into its tokenizer ISL) */
 };
 
 #define REQ_ERR_BODY_MAX 256             /* bytes of a non-200 body kept for the message */
 #define REQ_MAX_CONVERSATION (16u << 20) /* bytes of a conversation's history / an answer */
-#define REQ_BLOCK_WORDS 16               /* words of one trace prefix block (hash id) */
 #define REQ_BLOCK_OFFSET (1ULL << 41)    /* block h's text is prompt index this + h */
 
 struct req {
@@ -136,6 +145,10 @@ struct req {
 	bool capture;              /* collect the answer */
 	bool answer_over;          /* it did not fit: the conversation cannot go on */
 	struct dynbuf answer;      /* the answer's content text, JSON-escaped */
+	struct dynbuf output;      /* cfg->count_output: content and reasoning text, raw */
+	bool output_over;          /* it did not fit: no tokenizer count */
+	int extra_tokens;          /* req_params.extra_tokens */
+	bool osl_sent;             /* this body asks for an output length */
 	size_t user_off, user_len; /* the new user part within body (see req_turn) */
 };
 

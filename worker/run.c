@@ -153,6 +153,7 @@ static void synthetic_extras(struct run *r, const struct issue *is, struct req_p
 		if (shared_text(r, PREFIX_PROMPT_INDEX + i, r->prefix_tokens, 1, &r->prefix_buf) == 0) {
 			p->prefix = r->prefix_buf.data;
 			p->prefix_len = r->prefix_buf.len;
+			p->extra_tokens += r->prefix_tokens;
 		}
 	}
 }
@@ -169,13 +170,18 @@ static void dataset_prompt(struct run *r, const struct issue *is, struct req_par
 		const struct ds_session *s = &d->s[is->conv->dsess];
 		e = &d->e[s->first + is->turn];
 		const char *sys = ds_text(d, s->system);
-		if (is->turn == 0 && sys && is->conv->hist.len == 0 &&
-		    add_system(&is->conv->hist, r->cfg.endpoint == SPEC_EP_CHAT, sys,
-		               s->system.len) < 0)
-			dynbuf_reset(&is->conv->hist); /* too long: the turn goes without it */
+		if (is->turn == 0 && sys && is->conv->hist.len == 0) {
+			if (add_system(&is->conv->hist, r->cfg.endpoint == SPEC_EP_CHAT, sys,
+			               s->system.len) < 0)
+				dynbuf_reset(&is->conv->hist); /* too long: the turn goes without it */
+			else if (r->tok)
+				p->extra_tokens += (int)tok_count(r->tok, sys, s->system.len);
+		}
 	} else {
 		e = &d->e[dsplan_unit(&r->dp, is->req_id)];
 	}
+	p->extra = ds_text(d, e->extra);
+	p->extra_len = p->extra ? e->extra.len : 0;
 	const char *text = ds_text(d, e->text);
 	if (text) {
 		p->text = text;
@@ -218,11 +224,16 @@ static void send_one(struct run *r, const struct issue *is)
 	else if (!r->have_tp)
 		synthetic_extras(r, is, &p);
 	if (r->sys_hist.len) { /* the shared system prompt opens every conversation */
-		if (!is->conv)
+		bool with = !is->conv;
+		if (!is->conv) {
 			p.history = &r->sys_hist;
-		else if (is->turn == 0 && is->conv->hist.len == 0 &&
-		         dynbuf_add(&is->conv->hist, r->sys_hist.data, r->sys_hist.len) < 0)
-			dynbuf_reset(&is->conv->hist);
+		} else if (is->turn == 0 && is->conv->hist.len == 0) {
+			with = dynbuf_add(&is->conv->hist, r->sys_hist.data, r->sys_hist.len) == 0;
+			if (!with)
+				dynbuf_reset(&is->conv->hist);
+		}
+		if (with) /* (later turns carry it in their history) */
+			p.extra_tokens += r->system_tokens;
 	}
 	r->phase_sent++;
 	if (r->burn_ns > 0) { /* a deliberately slow client (see run_init) */
@@ -371,6 +382,7 @@ static int shared_prompts_init(struct run *r, const struct spec *spec, char *err
 	int n = spec->workload.system_tokens;
 	if (n <= 0)
 		return 0;
+	r->system_tokens = n; /* exact by the tokenizer, when there is one */
 	struct dynbuf text;
 	dynbuf_init(&text, HR_MAX_BODY_BYTES * 4u);
 	int rc = shared_text(r, SYSTEM_PROMPT_INDEX, n, 0, &text) < 0 ||
@@ -392,6 +404,7 @@ static void free_prompts(struct run *r)
 		tok_free(r->tok);
 		r->tok = NULL;
 		r->cfg.tp = NULL;
+		r->cfg.tok = NULL;
 	}
 }
 
@@ -415,6 +428,7 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 			return -1;
 		}
 		r->cfg.tp = &r->tprompt;
+		r->cfg.tok = r->tok;
 	}
 	r->sh = *sh;
 	if (shared_prompts_init(r, spec, err) < 0) {

@@ -77,6 +77,7 @@ struct run {
 	int64_t wake_start;  /* when its first send was considered */
 	struct dynbuf sys_hist;   /* workload.system_prompt as a history fragment, or empty */
 	int prefix_count, prefix_tokens; /* workload.prefix_prompts */
+	int system_tokens;               /* workload.system_prompt.tokens, else 0 */
 	struct dynbuf prefix_buf; /* the current request's prefix prompt */
 	struct spec_mix mix[HR_MAX_MIX]; /* workload.mix */
 	int n_mix;

@@ -4,10 +4,11 @@ An independent implementation of the record batch format written down in
 api/protocol.md (it does not share code with lib/record.c, so a test that
 decodes what a C program encoded checks the two against each other):
 
-    batch   = "HRB" 0x01 count:uvarint record*count
+    batch   = "HRB" 0x02 count:uvarint record*count
     record  = seq req_id worker session turn phase error isl_src osl_src flags
               http_status intended_ns start_ns headers_ns first_output_ns
               end_ns done_ns isl osl reasoning_tokens
+              req_osl usage_isl usage_osl tok_isl tok_osl
               chunks msg_len:uvarint msg_bytes
     chunks  = n:uvarint delta*n   ; zigzag; first delta from start_ns
 
@@ -31,7 +32,7 @@ UNSIGNED = ["seq", "req_id", "worker", "session", "turn", "phase", "error",
             "isl_src", "osl_src", "flags"]
 SIGNED = ["http_status", "intended_ns", "start_ns", "headers_ns",
           "first_output_ns", "end_ns", "done_ns", "isl", "osl",
-          "reasoning_tokens"]
+          "reasoning_tokens", "req_osl", "usage_isl", "usage_osl", "tok_isl", "tok_osl"]
 
 
 class _Reader:
@@ -85,6 +86,10 @@ def _record(rd):
     for k in ("isl_src", "osl_src"):
         if r[k] >= len(TOKSRC_NAMES):
             raise ValueError("%s %d out of range" % (k, r[k]))
+    for k in ("isl", "osl", "reasoning_tokens", "req_osl", "usage_isl", "usage_osl",
+              "tok_isl", "tok_osl"):
+        if not -1 <= r[k] <= 2**31 - 1:
+            raise ValueError("%s %d out of range" % (k, r[k]))
     if not 0 <= r["http_status"] <= 999:
         raise ValueError("http_status %d out of range" % r["http_status"])
     n = rd.uvarint()
@@ -110,7 +115,7 @@ def decode_batch(buf):
     """Returns the list of records (dicts) of one batch."""
     if len(buf) < 4 or bytes(buf[:3]) != b"HRB":
         raise ValueError("bad magic")
-    if buf[3] != 1:
+    if buf[3] != 2:
         raise ValueError("unsupported batch version %d" % buf[3])
     rd = _Reader(buf)
     rd.pos = 4
@@ -135,13 +140,13 @@ def _put_u(out, v):
 def encode_batch(records):
     """The inverse, for tests of decoders: records are dicts as returned
     by decode_batch (error_name and the *_name keys are ignored)."""
-    out = bytearray(b"HRB\x01")
+    out = bytearray(b"HRB\x02")
     _put_u(out, len(records))
     for r in records:
         for name in UNSIGNED:
             _put_u(out, r[name])
         for name in SIGNED:
-            v = r[name]
+            v = r.get(name, -1)  # the counts behind isl/osl may be left out: unknown
             _put_u(out, ((v << 1) ^ (v >> 63)) & ((1 << 64) - 1))
         chunks = r.get("chunks", [])
         _put_u(out, len(chunks))

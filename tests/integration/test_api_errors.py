@@ -71,7 +71,7 @@ def with_(*pairs, base=None):
         node = d
         keys = path.split(".")
         for k in keys[:-1]:
-            node = node[k]
+            node = node.setdefault(k, {})  # (an absent object is created)
         if value is DEL:
             node.pop(keys[-1], None)
         else:
@@ -159,6 +159,7 @@ def spec_cases():
     # --- unknown fields, every level --------------------------------------------------
     for path in ("foo", "Name", "spec_version", "target.foo", "target.URL", "target.max_tokens",
                  "workload.foo", "workload.isl.foo", "workload.osl.p99", "load.Rate",
+                 "workload.token_count.foo",
                  "load.Requests", "load.burst", "load.think_time_s"):
         add("unknown %s" % path, with_(path, 1), "unknown_field", path)
     for path in ("load.cancel.foo", "load.cancel.Fraction"):
@@ -214,7 +215,10 @@ def spec_cases():
               ("load", "object"), ("load.mode", "string"), ("load.concurrency", "integer"),
               ("load.requests", "integer"), ("workers", "integer"),
               ("load.ramp_s", "number"), ("load.grace_s", "number"), ("load.cancel", "object"),
-              ("workload.sessions", "object")]
+              ("workload.sessions", "object"), ("workload.block_size", "integer"),
+              ("workload.token_count", "object"),
+              ("workload.token_count.discrepancy_pct", "number"),
+              ("workload.token_count.isl", "string"), ("workload.token_count.osl", "string")]
     for path, kind in fields:
         for v in wrong[kind]:
             add("%s = %r" % (path, v), with_(path, v), "wrong_type", path)
@@ -279,7 +283,9 @@ def spec_cases():
            ("workload.seed", [-1, 9007199254740992, 9223372036854775807, 1e300]),
            ("load.concurrency", [0, -0.0, -5, 100001, 9223372036854775807, 1e300]),
            ("load.requests", [0, -1, 100000001, 1e20]),
-           ("workers", [0, -1, 257, 1e300])]
+           ("workers", [0, -1, 257, 1e300]),
+           ("workload.block_size", [0, -1, 1000001]),
+           ("workload.token_count.discrepancy_pct", [-0.1, 1e7])]
     for path, values in rng:
         for v in values:
             add("%s = %r" % (path, v if not isinstance(v, str) else "%d chars" % len(v)),
@@ -1005,7 +1011,11 @@ class ApiErrorsTest(unittest.TestCase):
                     self.assertEqual(n["workload"], {"kind": "synthetic",
                                                      "isl": {"mean": 128, "stddev": 0},
                                                      "osl": {"mean": 128, "stddev": 0},
-                                                     "seed": 0, "ignore_eos": False})
+                                                     "seed": 0, "ignore_eos": False,
+                                                     "block_size": 512,
+                                                     "token_count": {"isl": "usage",
+                                                                     "osl": "usage",
+                                                                     "discrepancy_pct": 10}})
                     self.assertEqual(n["target"]["max_tokens_field"], "max_tokens")
                     self.assertNotIn("api_key_secret", n["target"])
                     self.assertNotIn("goodput", n)

@@ -56,6 +56,9 @@ class Cli(unittest.TestCase):
         for label in ("Time to First Token", "Request Latency", "Inter Token Latency",
                       "Output Sequence Length", "Request Throughput"):
             self.assertIn(label, r.stdout)
+        # token sources, and the mock gives every output its requested length
+        self.assertIn("isl from server_usage 200; osl from server_usage 200", r.stdout)
+        self.assertIn("output length missed in 0 of 200 (shorter 0, longer 0)", r.stdout)
         # the table shows the stored p99 of TTFT
         st, run, _ = hrtest.Api(self.daemon.addr).call("GET", "/runs/%d" % run_id)
         self.assertEqual(st, 200)

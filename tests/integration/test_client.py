@@ -282,11 +282,11 @@ FAKE_WORKER = textwrap.dedent("""\
     s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
     s.connect(ep)
     def send(t, o):
-        s.send_multipart([bytes([1, t]), json.dumps(o).encode()])
+        s.send_multipart([bytes([2, t]), json.dumps(o).encode()])
     def recv():
         f = s.recv_multipart()
         return f[0][1]
-    send(1, {"index": int(idx), "pid": 1, "protocol": 1, "version": "fake",
+    send(1, {"index": int(idx), "pid": 1, "protocol": 2, "version": "fake",
              "mono_ns": 1, "wall_ns": 1})
     assert recv() == 2
     send(3, {})

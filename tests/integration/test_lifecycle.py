@@ -169,7 +169,7 @@ LATE_DONE_WORKER = textwrap.dedent("""\
     s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
     s.connect(ep)
     def send(t, o):
-        s.send_multipart([bytes([1, t]), o if isinstance(o, bytes) else json.dumps(o).encode()])
+        s.send_multipart([bytes([2, t]), o if isinstance(o, bytes) else json.dumps(o).encode()])
     def recv():
         f = s.recv_multipart()
         return f[0][1], f[1]
@@ -187,7 +187,7 @@ LATE_DONE_WORKER = textwrap.dedent("""\
         send(8, {"sent": 1, "completed": 1, "errors": 0})
         s.close(linger=5000)
         sys.exit(0)
-    send(1, {"index": int(idx), "pid": os.getpid(), "protocol": 1, "version": "fake",
+    send(1, {"index": int(idx), "pid": os.getpid(), "protocol": 2, "version": "fake",
              "mono_ns": time.monotonic_ns(), "wall_ns": time.time_ns()})
     assert recv()[0] == 2
     send(3, {})

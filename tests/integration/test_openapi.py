@@ -855,6 +855,12 @@ class _ApiBase(unittest.TestCase):
             "content"]["text/csv"]["x-csv-columns"]
         rows = list(csv.reader(io.StringIO(text)))
         self.assertEqual(rows[0], cols)
+        # the telemetry rows come last (test_telemetry.py checks their figures)
+        tele = [r for r in rows if r[0].startswith("telemetry.")]
+        self.assertEqual(rows[len(rows) - len(tele):], tele)
+        for r in tele:
+            self.assertEqual(len(r), len(cols), r)
+        rows = rows[:len(rows) - len(tele)]
         n = len(summary["metrics"])
         self.assertEqual([r[0] for r in rows[1:n + 1]], list(summary["metrics"]))
         # the client rows: the verdict in the unit column, then each numeric

@@ -3,10 +3,14 @@
 (checked with --print-spec, flag by flag), flags for features headroom does
 not have are refused naming the flag, and real runs go end to end through
 headroomd, a worker and headroom-mock: synthetic streaming at a
-concurrency, and a Mooncake trace from --input-file.
+concurrency, a Mooncake trace from --input-file, and --public-dataset
+sharegpt from a local copy (--input-file or $HEADROOM_PUBLIC_DATASET_DIR),
+uploaded as a dataset (whole, or cut down to first prompts and replies
+when over the daemon's bound).
 
 Run: HEADROOM_BIN=build/bin python3 tests/integration/test_profile.py
 """
+import hashlib
 import json
 import os
 import subprocess
@@ -67,11 +71,24 @@ class FlagsTest(unittest.TestCase):
         self.assertEqual(s["warmup"], {"requests": 4})
         self.assertEqual(s["workers"], 3)
 
+    def test_tokenizer_counts_as_aiperf_does(self):
+        tok = os.path.abspath(__file__)  # any readable file: the spec is only printed
+        s = spec_of("-m", "m", "--tokenizer", tok)
+        self.assertEqual(s["workload"]["tokenizer"], tok)
+        self.assertEqual(s["workload"]["token_count"], {"isl": "tokenizer", "osl": "tokenizer"})
+        s = spec_of("-m", "m", "--tokenizer", tok, "--use-server-token-count")
+        self.assertNotIn("token_count", s["workload"])
+        self.assertNotIn("token_count", spec_of("-m", "m")["workload"])
+        s = spec_of("-m", "m", "--prompt-input-tokens-block-size", "64")
+        self.assertEqual(s["workload"]["block_size"], 64)
+        self.assertEqual(spec_of("-m", "m", "--isl-block-size", "8")["workload"]["block_size"], 8)
+
     def test_refused_and_bad_flags_name_the_flag(self):
         cases = [
             (["-m", "x", "--goodput", "time_to_first_token"], "--goodput"),
             (["-m", "x", "--goodput", "time_to_first_token:-1"], "--goodput"),
-            (["-m", "x", "--public-dataset", "sharegpt"], "--public-dataset"),
+            (["-m", "x", "--public-dataset", "sharegpt", "--input-file", "/nonexistent.json"],
+             "--input-file"),
             (["-m", "x", "--endpoint-type", "dall_e"], "--endpoint-type"),
             (["-m", "x", "--endpoint-type", "embeddings", "--streaming"], "--streaming"),
             (["-m", "x", "--input-file", "f", "--custom-dataset-type", "multi_turn"],
@@ -95,6 +112,35 @@ class FlagsTest(unittest.TestCase):
             self.assertTrue(r.stderr.startswith("headroom profile: %s:" % flag),
                             (args, r.stderr))
             self.assertEqual(r.stdout, "")
+
+    def test_public_dataset_errors(self):
+        env = {k: v for k, v in os.environ.items() if k != "HEADROOM_PUBLIC_DATASET_DIR"}
+        r = profile("--print-spec", "-m", "x", "--public-dataset", "c4", env=env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertTrue(r.stderr.startswith("headroom profile: --public-dataset: 'c4' is not "
+                                            "supported (supported: sharegpt)"), r.stderr)
+        # no local copy: says how to give one
+        r = profile("--print-spec", "-m", "x", "--public-dataset", "sharegpt", env=env)
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertTrue(r.stderr.startswith("headroom profile: --public-dataset: "), r.stderr)
+        for what in ("--input-file", "HEADROOM_PUBLIC_DATASET_DIR",
+                     "ShareGPT_V3_unfiltered_cleaned_split.json"):
+            self.assertIn(what, r.stderr)
+        with tempfile.TemporaryDirectory() as d:
+            env["HEADROOM_PUBLIC_DATASET_DIR"] = d
+            r = profile("--print-spec", "-m", "x", "--public-dataset", "sharegpt", env=env)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn(os.path.join(d, "ShareGPT_V3_unfiltered_cleaned_split.json"), r.stderr)
+        r = profile("--print-spec", "-m", "x", "--public-dataset", "sharegpt", "--input-file",
+                    __file__, "--custom-dataset-type", "mooncake_trace")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertTrue(r.stderr.startswith("headroom profile: --custom-dataset-type:"), r.stderr)
+        # checked before the daemon is asked
+        r = profile("--print-spec", "-m", "x", "--public-dataset", "sharegpt", "--input-file",
+                    __file__, "--daemon", "http://127.0.0.1:%d" % hrtest.closed_port())
+        self.assertEqual(r.returncode, 3, r.stderr)
+        self.assertIn("cannot upload", r.stderr)
+        self.assertEqual(r.stdout, "")
 
     def test_goodput(self):
         s = spec_of("-m", "m", "--goodput",
@@ -163,6 +209,116 @@ class EndToEndTest(unittest.TestCase):
             self.assertEqual(run["summary"]["counts"]["valid"], 10)
         finally:
             os.unlink(path)
+
+    def sharegpt_file(self, directory, name="sharegpt.json"):
+        """A small ShareGPT file: 5 usable pairs (the replies' word counts
+        are their max_tokens), one element without a pair."""
+        replies = ["one two three", "a b c d e", "x y", "p q r s t u v", "solo"]
+        data = [{"id": "c%d" % i, "conversations": [
+            {"from": "human", "value": "question number %d please" % i},
+            {"from": "gpt", "value": r},
+            {"from": "human", "value": "and a follow-up that is not used"}]}
+            for i, r in enumerate(replies)]
+        data[3]["conversations"].insert(0, {"from": "system", "value": "be brief"})
+        data.append({"id": 99, "conversations": [{"from": "gpt", "value": "no prompt"}]})
+        path = os.path.join(directory, name)
+        with open(path, "w") as f:
+            json.dump(data, f, indent=1)
+        return path, [len(r.split()) for r in replies]
+
+    def dataset_of(self, stderr):
+        """The dataset id `profile` reported uploading."""
+        line = [l for l in stderr.splitlines() if " is dataset " in l][0]
+        return int(line.split(" is dataset ")[1].split()[0])
+
+    def test_public_sharegpt(self):
+        with tempfile.TemporaryDirectory() as d:
+            path, lens = self.sharegpt_file(d)
+            r = profile("-m", "mock-model", "--url", self.mock.addr, "--streaming",
+                        "--public-dataset", "sharegpt", "--input-file", path,
+                        "--concurrency", "2", "--request-count", "8",
+                        "--daemon", "http://" + self.daemon.addr)
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            ds_id = self.dataset_of(r.stderr)
+            rid = int(r.stdout.split()[1])
+            st, run, _ = self.api.call("GET", "/runs/%d" % rid)
+            self.assertEqual(run["state"], "succeeded")
+            wl = run["spec"]["workload"]
+            self.assertEqual(wl["kind"], "dataset")
+            self.assertEqual(wl["dataset"]["id"], ds_id)
+            self.assertEqual(wl["dataset"]["format"], "sharegpt")
+            with open(path, "rb") as f:
+                sha = hashlib.sha256(f.read()).hexdigest()
+            self.assertEqual(wl["dataset"]["sha256"], sha)
+            st, ds, _ = self.api.call("GET", "/datasets/%d" % ds_id)
+            self.assertEqual((ds["format"], ds["entries"], ds["sha256"], ds["name"]),
+                             ("sharegpt", 5, sha, "sharegpt.json"))
+            self.assertEqual(run["summary"]["counts"]["valid"], 8)
+            # the replies' lengths are the requests' output lengths, in file order
+            osl = run["summary"]["metrics"]["output_sequence_length"]
+            self.assertAlmostEqual(osl["avg"], sum((lens * 2)[:8]) / 8)
+            self.assertEqual(osl["max"], max(lens))
+
+            # the same file from $HEADROOM_PUBLIC_DATASET_DIR: the same dataset,
+            # uploaded by --print-spec too, so that the spec names it
+            os.rename(path, os.path.join(d, "ShareGPT_V3_unfiltered_cleaned_split.json"))
+            env = dict(os.environ, HEADROOM_PUBLIC_DATASET_DIR=d,
+                       HEADROOM_URL="http://" + self.daemon.addr)
+            r = profile("--print-spec", "-m", "mock-model", "--public-dataset", "sharegpt",
+                        "--request-rate", "5", env=env)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            spec = json.loads(r.stdout)
+            self.assertEqual(spec["workload"], {"kind": "dataset", "dataset": {"id": ds_id}})
+            self.assertEqual(spec["load"]["mode"], "rate")
+            self.assertEqual(spec["load"]["requests"], 10)
+
+    def test_public_sharegpt_refused_by_daemon(self):
+        with tempfile.NamedTemporaryFile("w", suffix=".json", delete=False) as f:
+            f.write('[{"conversations": [{"from": "human", "value": "hi"},\n'
+                    ' {"from": "gpt", "value": 3}]}]\n')
+            path = f.name
+        try:
+            r = profile("--print-spec", "-m", "mock-model", "--public-dataset", "sharegpt",
+                        "--input-file", path, "--daemon", "http://" + self.daemon.addr)
+            self.assertEqual(r.returncode, 3, r.stderr)
+            self.assertIn("the daemon refused %s as a sharegpt dataset" % path, r.stderr)
+            self.assertIn("'conversations[1].value' must be a string", r.stderr)
+            self.assertEqual(r.stdout, "")
+        finally:
+            os.unlink(path)
+
+    def test_public_sharegpt_over_the_bound(self):
+        # like the published file (about 640 MiB): more than the daemon takes
+        # whole, so only each conversation's first prompt and reply go up
+        bound = 256 << 20
+        long_turn = "w" * (7 << 20)
+        with tempfile.TemporaryDirectory() as d:
+            path = os.path.join(d, "big.json")
+            n = 0
+            with open(path, "w") as f:
+                f.write("[")
+                while f.tell() <= bound:
+                    conv = [{"from": "human", "value": "prompt %d" % n},
+                            {"from": "gpt", "value": "reply of three"},
+                            {"from": "human", "value": long_turn}]
+                    if n % 10 == 9:
+                        conv = conv[1:]  # no pair: left out
+                    elem = json.dumps({"id": n, "conversations": conv})
+                    f.write("%s\n%s" % ("," if n else "", elem))
+                    n += 1
+                f.write("]\n")
+            self.assertGreater(os.path.getsize(path), bound)
+            r = profile("--print-spec", "-m", "mock-model", "--public-dataset", "sharegpt",
+                        "--input-file", path, "--daemon", "http://" + self.daemon.addr)
+            self.assertEqual(r.returncode, 0, r.stderr)
+            self.assertIn("cut down to each conversation's first prompt and reply", r.stderr)
+            ds_id = json.loads(r.stdout)["workload"]["dataset"]["id"]
+            st, ds, _ = self.api.call("GET", "/datasets/%d" % ds_id)
+            self.assertEqual((ds["format"], ds["entries"]),
+                             ("sharegpt", n - n // 10))
+            self.assertLess(ds["bytes"], 1 << 20)
+            st, ents, _ = self.api.call("GET", "/datasets/%d/entries?limit=2" % ds_id)
+            self.assertEqual(ents["entries"][1]["text"], "prompt 1")
 
 
 if __name__ == "__main__":

@@ -204,6 +204,50 @@ class BodyFieldsTest(unittest.TestCase):
             srv.shutdown()
             tmp.cleanup()
 
+    def test_dataset_entry_extra(self):
+        """A dataset entry's `extra` is merged over the body: it wins over the
+        run's members (and the output length), never over the prompt."""
+        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        threading.Thread(target=srv.serve_forever, daemon=True).start()
+        tmp = hrtest.tempdir()
+        d = hrtest.start_daemon(tmp.name)
+        try:
+            api = hrtest.Api(d.addr)
+            lines = [{"text": "plain entry", "output_length": 5},
+                     {"text": "warm entry", "output_length": 5,
+                      "extra": {"temperature": 0.25, "model": "other", "max_tokens": 3,
+                                "messages": "not the prompt", "nested": {"a": [1, 2]}}},
+                     {"text": "empty extra", "extra": {}}]
+            raw = "".join(json.dumps(x) + "\n" for x in lines).encode()
+            st, ds, _ = api.call("POST", "/datasets?format=single_turn&name=x", raw=raw)
+            self.assertEqual(st, 201, ds)
+            Recorder.bodies = []
+            spec = hrtest.spec("127.0.0.1:%d" % srv.server_address[1], concurrency=1,
+                               requests=3)
+            spec["target"].update(stream=False, extra_body={"top_k": 4})
+            spec["workload"] = {"kind": "dataset", "dataset": {"id": ds["id"]},
+                                "osl": {"mean": 9}}
+            run = api.wait(api.submit(spec))
+            self.assertEqual(run["state"], "succeeded", run.get("reason"))
+            bodies = {b["messages"][-1]["content"]: b for b in Recorder.bodies}
+            self.assertEqual(bodies["plain entry"],
+                             {"messages": [{"role": "user", "content": "plain entry"}],
+                              "max_tokens": 5, "model": "mock-model", "stream": False,
+                              "top_k": 4})
+            self.assertEqual(bodies["warm entry"],
+                             {"messages": [{"role": "user", "content": "warm entry"}],
+                              "max_tokens": 3, "model": "other", "stream": False,
+                              "top_k": 4, "temperature": 0.25, "nested": {"a": [1, 2]}})
+            self.assertEqual(bodies["empty extra"]["max_tokens"], 9)
+            st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+            req = {json.loads(line)["req_id"]: json.loads(line)["requested_osl"]
+                   for line in text.splitlines()}
+            self.assertEqual(req, {0: 5, 1: None, 2: 9})  # 3 came from the entry's extra
+        finally:
+            self.assertEqual(d.stop(), 0)
+            srv.shutdown()
+            tmp.cleanup()
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -286,7 +286,7 @@ class WorkerCase(unittest.TestCase):
         ident, hdr, payload = frames
         self.assertEqual(ident, b"w0")
         self.assertEqual(len(hdr), 2)
-        self.assertEqual(hdr[0], 1, "protocol version")
+        self.assertEqual(hdr[0], 2, "protocol version")
         if hdr[1] == RECORDS:
             return hdr[1], hrrecords.decode_batch(payload)
         obj = json.loads(payload)
@@ -294,7 +294,7 @@ class WorkerCase(unittest.TestCase):
         return hdr[1], obj
 
     def send(self, typ, obj):
-        self.sock.send_multipart([b"w0", bytes([1, typ]), json.dumps(obj).encode()])
+        self.sock.send_multipart([b"w0", bytes([2, typ]), json.dumps(obj).encode()])
 
     def start_worker(self, env=None):
         err = open(os.path.join(self.tmp, "worker.err"), "w+", errors="replace")
@@ -314,7 +314,7 @@ class WorkerCase(unittest.TestCase):
         self.assertEqual(typ, HELLO)
         self.assertEqual(hello["index"], 0)
         self.assertEqual(hello["pid"], p.pid)
-        self.assertEqual(hello["protocol"], 1)
+        self.assertEqual(hello["protocol"], 2)
         for k in ("version", "mono_ns", "wall_ns"):
             self.assertIn(k, hello)
         if schedule is None:
@@ -731,9 +731,9 @@ class WorkerCase(unittest.TestCase):
         m = self.mock()
         p = self.start_worker()
         self.assertEqual(self.recv(5)[0], HELLO)
-        for frames in ([b"w0", b"\x02\x02", b"{}"], [b"w0", b"xx"],
-                       [b"w0", b"\x01\x02", b"not json"], [b"w0", b"\x01\x63", b"{}"],
-                       [b"w0", b"\x01\x02", b"[1]", b"extra"], [b"w0", b"\x01\x04", b"{}"]):
+        for frames in ([b"w0", b"\x01\x02", b"{}"], [b"w0", b"xx"],
+                       [b"w0", b"\x02\x02", b"not json"], [b"w0", b"\x02\x63", b"{}"],
+                       [b"w0", b"\x02\x02", b"[1]", b"extra"], [b"w0", b"\x02\x04", b"{}"]):
             self.sock.send_multipart(frames)
         self.send(SCHEDULE, {"worker": 0, "spec": self.spec(m.url, 2, 4),
                              "share": {"slots": 2.0, "requests": 4, "unknown": [1]}})

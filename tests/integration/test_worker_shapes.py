@@ -280,7 +280,7 @@ class ShapeCase(unittest.TestCase):
                     raise AssertionError("workers silent; got %r" % [e[1:3] for e in res.events])
                 ident, hdr, payload = sock.recv_multipart()
                 w = int(ident[1:])
-                self.assertEqual(hdr[0], 1)
+                self.assertEqual(hdr[0], 2)
                 typ = hdr[1]
                 if typ == RECORDS:
                     for r in hrrecords.decode_batch(payload):
@@ -337,7 +337,7 @@ class ShapeCase(unittest.TestCase):
 
     @staticmethod
     def send(sock, w, typ, obj):
-        sock.send_multipart([b"w%d" % w, bytes([1, typ]), json.dumps(obj).encode()])
+        sock.send_multipart([b"w%d" % w, bytes([2, typ]), json.dumps(obj).encode()])
 
     # --- paced arrivals -------------------------------------------------------
 
@@ -681,6 +681,7 @@ class ShapeCase(unittest.TestCase):
         spec = self.spec(s.url, {"mode": "trace", "speedup": 2, "start_s": 0.2, "end_s": 0.9},
                          kind="trace", trace=trace)
         del spec["workload"]["isl"], spec["workload"]["osl"]
+        spec["workload"]["block_size"] = 20  # tokens (here words) per hash id
         share = {"mode": "trace", "slots": 0, "requests": 0, "duration_s": 0,
                  "trace": {"speedup": 2, "start_s": 0.2, "end_s": 0.9}, "grace_s": 5}
         res = self.run_pool(spec, lambda i: share, n=2)
@@ -710,20 +711,20 @@ class ShapeCase(unittest.TestCase):
         # sends ~10 ms apart (20 ms of trace at speedup 2)
         lone = sorted(r["intended_ns"] for r in res.records if r["session"] == 0)
         self.assertTrue(all(d % (10 * MS) == 0 for d in intervals(lone)))
-        # prompts: input_length words; hash ids 1, 2 give the same first 32
+        # prompts: input_length words; hash ids 1, 2 give the same first 40
         lone_bodies = [b for b in s.bodies if len(b["messages"]) == 1]
         for b in lone_bodies:
             self.assertIn(len(b["messages"][0]["content"].split()), [20 + i for i in idx])
         shared = [b["messages"][0]["content"].split() for b in lone_bodies
                   if len(b["messages"][0]["content"].split()) in
                   [20 + i for i in idx if i % 5 == 1]]
-        full = [w for w in shared if len(w) > 32]
+        full = [w for w in shared if len(w) > 40]
         self.assertGreaterEqual(len(full), 3)
-        self.assertEqual(len({" ".join(w[:32]) for w in full}), 1)
-        self.assertEqual(len({" ".join(w[32:]) for w in full}), len(full))
-        # blocks beyond input_length are cut: 31 words are the first 31
-        cut = [w for w in shared if len(w) == 31]
-        self.assertEqual(cut, [full[0][:31]])
+        self.assertEqual(len({" ".join(w[:40]) for w in full}), 1)
+        self.assertEqual(len({" ".join(w[40:]) for w in full}), len(full))
+        # blocks beyond input_length are cut: 31 and 36 words are the first ones
+        cut = sorted((w for w in shared if len(w) <= 40), key=len)
+        self.assertEqual(cut, [full[0][:31], full[0][:36]])
         # a session's later turns carry its earlier ones
         longest = max(s.bodies, key=lambda b: len(b["messages"]))
         self.assertGreater(len(longest["messages"]), 1)

