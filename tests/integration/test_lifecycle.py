@@ -4,6 +4,7 @@ restarted with runs queued, a worker killed or frozen mid-run, cancels."""
 import json
 import os
 import signal
+import sqlite3
 import subprocess
 import sys
 import tempfile
@@ -27,6 +28,29 @@ def alive(pid):
             return f.read().rsplit(")", 1)[1].split()[0] != "Z"
     except FileNotFoundError:
         return False
+
+
+def format1(blob):
+    """A stored record blob (server/runs.c, format 2) rewritten in format 1:
+    without the byte that says which further counts follow, nor them."""
+    pos = 1
+
+    def varint():
+        nonlocal pos
+        while blob[pos] & 0x80:
+            pos += 1
+        pos += 1
+    assert blob[0] == 2
+    for _ in range(3):  # req_id, session, turn
+        varint()
+    pos += 5  # phase, flags, error, isl_src, osl_src
+    for _ in range(4):  # http_status, isl, osl, reasoning_tokens
+        varint()
+    counts_at, mask = pos, blob[pos]
+    pos += 1
+    for _ in range(bin(mask).count("1")):
+        varint()
+    return b"\x01" + blob[1:counts_at] + blob[pos:]
 
 
 def slow_spec(mock_addr, duration=30.0, workers=1, concurrency=4):
@@ -93,6 +117,31 @@ class Lifecycle(unittest.TestCase):
         self.assertEqual(old["state"], "succeeded")
         self.assertEqual(old["summary"]["counts"]["valid"], 8)
         self.assertEqual(len(self.records(done)), 8)
+
+    def test_records_stored_by_the_previous_format_still_read(self):
+        """Stored record format 1 (before the counts behind isl/osl) reads
+        back with those counts unknown and everything else unchanged."""
+        run_id = self.api.submit(hrtest.spec(self.mock.addr, requests=4))
+        self.assertEqual(self.api.wait(run_id)["state"], "succeeded")
+        before = self.records(run_id)
+        self.assertTrue(all(r["usage_osl"] == 8 and r["requested_osl"] == 8 for r in before))
+        self.assertEqual(self.daemon.stop(), 0)
+        db = sqlite3.connect(os.path.join(self.tmp.name, "headroom.db"))
+        with db:
+            rows = db.execute("SELECT worker, seq, data FROM records WHERE run_id = ?",
+                              (run_id,)).fetchall()
+            for worker, seq, data in rows:
+                db.execute("UPDATE records SET data = ? WHERE run_id = ? AND worker = ? "
+                           "AND seq = ?", (format1(data), run_id, worker, seq))
+        db.close()
+        self.daemon = hrtest.start_daemon(self.tmp.name)
+        self.api = hrtest.Api(self.daemon.addr)
+        after = self.records(run_id)
+        counts = ("requested_osl", "usage_isl", "usage_osl", "tokenizer_isl", "tokenizer_osl")
+        for a, b in zip(after, before):
+            self.assertEqual({k: a[k] for k in counts}, dict.fromkeys(counts))
+            self.assertEqual({k: v for k, v in a.items() if k not in counts},
+                             {k: v for k, v in b.items() if k not in counts})
 
     def test_graceful_stop_interrupts_and_keeps_records(self):
         run_id = self.api.submit(slow_spec(self.mock.addr))
