@@ -161,15 +161,18 @@ static enum MHD_Result h_create(struct call *k)
 			spec_release(&spec);
 			return reply_internal(k->conn, err);
 		}
+		/* a trace replays in trace mode only; a fixed schedule (entries
+		 * with timestamps) in trace mode, or sampled like the others */
 		int trace_data = ref.format == DS_MOONCAKE_TRACE;
-		if (trace_data != (spec.load.mode == SPEC_LOAD_TRACE)) {
+		int trace_mode = spec.load.mode == SPEC_LOAD_TRACE;
+		if (trace_data ? !trace_mode : trace_mode && !ref.timed) {
 			dataset_ref_release(&ref);
 			spec_release(&spec);
 			return reply_error(k->conn, 400, "invalid_value", "load.mode",
 					   trace_data ? "dataset %lld is a trace: replay it with "
 							"'load.mode' \"trace\""
-						      : "dataset %lld is not a trace: 'load.mode' must be "
-							"\"concurrency\" or \"rate\"",
+						      : "dataset %lld has no timestamps: 'load.mode' must "
+							"be \"concurrency\" or \"rate\"",
 					   (long long)spec.workload.dataset_id);
 		}
 		json_t *d = json_object_get(json_object_get(spec.json, "workload"), "dataset");

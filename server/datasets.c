@@ -455,6 +455,10 @@ int datasets_ref(struct store *s, int64_t id, struct dataset_ref *ref, char *err
 		ref->bytes = json_integer_value(json_object_get(row, "bytes"));
 		ref->entries = json_integer_value(json_object_get(row, "entries"));
 		ref->sessions = json_integer_value(json_object_get(row, "sessions"));
+		/* the parser allows every entry a timestamp, or none */
+		json_t *ts = json_object_get(json_object_get(row, "stats"), "with_timestamp");
+		ref->timed = (ref->format == DS_SINGLE_TURN || ref->format == DS_RANDOM_POOL) &&
+			     json_integer_value(ts) > 0;
 		char *dir = datasets_dir(s);
 		char *rel = xasprintf("%s/%s", dir, sha);
 		ref->path = realpath(rel, NULL);

@@ -73,6 +73,7 @@ struct dataset_ref {
 	struct ds_options opts;
 	char *path; /* owned */
 	int64_t bytes, entries, sessions;
+	int timed; /* single_turn / random_pool whose entries all have a timestamp */
 };
 
 /* 0 and *ref (dataset_ref_release), -404, or -1 with err. */

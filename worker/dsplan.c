@@ -48,6 +48,7 @@ void dsplan_release(struct dsplan *p)
 {
 	dataset_release(&p->ds);
 	free(p->perm);
+	free(p->order);
 	memset(p, 0, sizeof *p);
 }
 
@@ -65,13 +66,33 @@ uint32_t dsplan_unit(const struct dsplan *p, uint64_t k)
 	}
 }
 
-void dsplan_trace(const struct dsplan *p, struct trace *out)
+static const struct dataset *sort_ds; /* qsort has no context argument */
+
+static int by_time(const void *a, const void *b)
+{
+	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
+	double tx = sort_ds->e[x].t_ms, ty = sort_ds->e[y].t_ms;
+	if (tx != ty)
+		return tx < ty ? -1 : 1;
+	return x < y ? -1 : x > y; /* stable: file order on ties */
+}
+
+void dsplan_trace(struct dsplan *p, struct trace *out)
 {
 	const struct dataset *d = &p->ds;
+	if (d->format != DS_MOONCAKE_TRACE) { /* (mooncake entries are sorted already) */
+		free(p->order);
+		p->order = xmalloc((d->n ? d->n : 1) * sizeof *p->order);
+		for (size_t i = 0; i < d->n; i++)
+			p->order[i] = (uint32_t)i;
+		sort_ds = d;
+		qsort(p->order, d->n, sizeof *p->order, by_time);
+		sort_ds = NULL;
+	}
 	out->n = d->n;
 	out->e = xcalloc(d->n ? d->n : 1, sizeof *out->e);
 	for (size_t i = 0; i < d->n; i++) {
-		const struct ds_entry *e = &d->e[i];
+		const struct ds_entry *e = &d->e[p->order ? p->order[i] : i];
 		struct trace_entry *t = &out->e[i];
 		t->t_ms = e->t_ms;
 		t->isl = e->isl;
@@ -83,10 +104,16 @@ void dsplan_trace(const struct dsplan *p, struct trace *out)
 			memcpy(t->hash_ids, d->hash + e->hash_off, e->n_hash * sizeof *t->hash_ids);
 		}
 		/* the trace plan groups turns by session id text */
-		const struct ds_session *s = &d->s[e->session];
-		if (s->n > 1 || s->id.len) {
+		const struct ds_session *s =
+		    d->format == DS_MOONCAKE_TRACE ? &d->s[e->session] : NULL;
+		if (s && (s->n > 1 || s->id.len)) {
 			const char *id = ds_text(d, s->id);
 			t->session = id ? xstrdup(id) : xasprintf("#%u", e->session);
 		}
 	}
+}
+
+uint32_t dsplan_timed_entry(const struct dsplan *p, uint64_t k)
+{
+	return p->order && k < p->ds.n ? p->order[k] : (uint32_t)(k % p->ds.n);
 }

@@ -10,7 +10,10 @@
  *   random      uniform from (seed, k), with replacement;
  *   shuffle     perm[k mod n] for one seeded permutation of the units:
  *               every unit once before any repeats.
- * mooncake_trace datasets replay through the trace plan (load.h) instead.
+ * mooncake_trace datasets replay through the trace plan (load.h) instead,
+ * and so do single_turn and random_pool datasets whose entries carry
+ * timestamps (a fixed schedule) in load.mode "trace": request k then is
+ * the k-th entry in timestamp order.
  */
 #ifndef HR_WORKER_DSPLAN_H
 #define HR_WORKER_DSPLAN_H
@@ -29,6 +32,7 @@ struct dsplan {
 	bool sessions;   /* multi_turn: units are conversations */
 	size_t units;
 	uint32_t *perm;  /* shuffle only */
+	uint32_t *order; /* a fixed schedule replayed (dsplan_trace): trace index -> entry */
 };
 
 /* Loads the share's dataset. Returns 0, or -1 with err (the file is gone or
@@ -37,8 +41,13 @@ int dsplan_init(struct dsplan *p, const struct share *sh, uint64_t seed, char *e
 void dsplan_release(struct dsplan *p);
 /* The unit of request (or session) k. */
 uint32_t dsplan_unit(const struct dsplan *p, uint64_t k);
-/* The trace of a mooncake_trace dataset, for trace_plan_build_from: a new
- * struct trace (trace_release) holding copies. */
-void dsplan_trace(const struct dsplan *p, struct trace *out);
+/* The trace of a mooncake_trace dataset, or of a single_turn / random_pool
+ * one whose entries have timestamps (their lengths; the text comes from
+ * the entry, see dsplan_timed_entry), for trace_plan_build_from: a new
+ * struct trace (trace_release) holding copies, in timestamp order. */
+void dsplan_trace(struct dsplan *p, struct trace *out);
+
+/* The entry of request (trace index) k of a replayed fixed schedule. */
+uint32_t dsplan_timed_entry(const struct dsplan *p, uint64_t k);
 
 #endif

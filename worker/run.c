@@ -177,6 +177,8 @@ static void dataset_prompt(struct run *r, const struct issue *is, struct req_par
 			else if (r->tok)
 				p->extra_tokens += (int)tok_count(r->tok, sys, s->system.len);
 		}
+	} else if (r->dp.order) { /* a fixed schedule replayed: the entries in time order */
+		e = &d->e[dsplan_timed_entry(&r->dp, is->req_id)];
 	} else {
 		e = &d->e[dsplan_unit(&r->dp, is->req_id)];
 	}
@@ -219,7 +221,7 @@ static void send_one(struct run *r, const struct issue *is)
 	    .history = is->conv ? &is->conv->hist : NULL,
 	    .capture = is->conv && is->more,
 	};
-	if (r->have_dp && !r->have_tp)
+	if (r->have_dp && (!r->have_tp || r->dp.order))
 		dataset_prompt(r, is, &p);
 	else if (!r->have_tp)
 		synthetic_extras(r, is, &p);
@@ -446,7 +448,7 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 	}
 	if (sh->prof.mode == SPEC_LOAD_TRACE) {
 		int rc;
-		if (r->have_dp) { /* a mooncake_trace dataset */
+		if (r->have_dp) { /* a mooncake_trace dataset, or a fixed schedule */
 			struct trace tr;
 			dsplan_trace(&r->dp, &tr);
 			rc = trace_plan_build_from(&r->tp, &tr, sh, err);

@@ -147,12 +147,32 @@ class DatasetRunsTest(unittest.TestCase):
             self.assertEqual(r["osl"], 3)
             self.assertEqual(r["intended_ns"], i * 40 * MS)
 
+    def test_fixed_schedule_single_turn(self):
+        """single_turn entries with timestamps replay in trace mode, in
+        timestamp order, each with its own text; sampled otherwise."""
+        timed = self.upload(jsonl([{"text": "a b c", "timestamp": 80, "output_length": 2},
+                                   {"text": "d e", "timestamp": 0, "output_length": 2},
+                                   {"text": "f g h i", "timestamp": 40},
+                                   {"text": "j", "timestamp": 40}]), "single_turn")
+        spec = self.spec(timed, {"mode": "trace", "speedup": 2})
+        spec["workload"]["osl"] = {"mean": 5}
+        _, recs = self.records(spec)
+        recs.sort(key=lambda r: r["req_id"])
+        self.assertEqual([(r["isl"], r["osl"], r["intended_ns"]) for r in recs],
+                         [(2, 2, 0), (4, 5, 20 * MS), (1, 5, 20 * MS), (3, 2, 40 * MS)])
+        _, recs = self.records(self.spec(timed, {"mode": "concurrency", "concurrency": 2,
+                                                 "requests": 4}))
+        recs.sort(key=lambda r: r["req_id"])
+        self.assertEqual([r["isl"] for r in recs], [3, 2, 4, 1])  # file order
+
     def test_refused_specs(self):
         cases = [
             (self.spec({"id": 999}, {"mode": "concurrency", "concurrency": 2, "requests": 2}),
              "workload.dataset.id"),
             (self.spec(self.trace, {"mode": "rate", "rate": 5, "requests": 2}), "load.mode"),
             (self.spec(self.sg, {"mode": "trace"}), "load.mode"),
+            (self.spec(self.upload(jsonl([{"text": "no time"}]), "single_turn"),
+                       {"mode": "trace"}), "load.mode"),
             (self.spec(self.sg, {"mode": "rate", "rate": 5, "requests": 2}, sampling="zigzag"),
              "workload.dataset.sampling"),
         ]
