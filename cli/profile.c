@@ -14,6 +14,11 @@
  * (workload.kind "dataset"). A copy over the daemon's bound for a dataset
  * (the published file is about 640 MiB) is first cut down to what a run
  * takes from it: each conversation's first prompt and reply.
+ * `--input-file FILE --custom-dataset-type single_turn|multi_turn|
+ * random_pool` uploads FILE as a dataset of that format the same way
+ * (`--fixed-schedule`: a single_turn / random_pool file's timestamps are
+ * replayed, load.mode "trace"); mooncake_trace (the default type) goes
+ * into the spec as workload.trace.
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -77,14 +82,18 @@ static const char profile_help[] =
     "  --use-server-token-count      ISL and OSL from the server's usage instead\n"
     "  --prompt-input-tokens-block-size N   tokens of a trace's hash_ids block\n"
     "                                (default 512)\n"
-    "  --input-file FILE --custom-dataset-type mooncake_trace   replay a trace\n"
+    "  --input-file FILE             a custom dataset, by --custom-dataset-type:\n"
+    "                                mooncake_trace (default; replays the trace),\n"
+    "                                single_turn, multi_turn or random_pool\n"
+    "                                (uploaded to the daemon as a dataset)\n"
     "  --public-dataset sharegpt     ShareGPT prompts, from a local copy of\n"
     "                                " SHAREGPT_FILE ":\n"
     "                                --input-file FILE, else that file in the\n"
     "                                directory $" PUBLIC_DIR_ENV " (headroom\n"
     "                                does not download); uploaded to the daemon\n"
     "                                as a sharegpt dataset (also with --print-spec)\n"
-    "  --fixed-schedule              replay the trace at its timestamps (implied)\n"
+    "  --fixed-schedule              replay at the timestamps (implied for a\n"
+    "                                trace; single_turn / random_pool files)\n"
     "  --workers-max N               worker processes\n"
     "\n"
     "headroom's own:\n"
@@ -95,14 +104,14 @@ static const char profile_help[] =
     "  --no-wait                     submit and return\n"
     "\n"
     "Refused for now (the feature is not in headroom yet): --public-dataset other\n"
-    "than sharegpt, --custom-dataset-type other than mooncake_trace, and other\n"
-    "endpoint types.\n";
+    "than sharegpt, other --custom-dataset-type values, and other endpoint types.\n";
 
 struct pflags {
 	const char *url, *model, *endpoint, *arrival, *tokenizer, *input_file, *dataset_type;
 	const char *daemon, *name, *public_dataset;
-	char *dataset_path; /* --public-dataset: the local copy to upload (owned) */
-	int streaming, print_spec, no_wait, server_count;
+	char *dataset_path;         /* a dataset to upload (owned), or NULL */
+	const char *dataset_format; /* its format: sharegpt, single_turn, ... */
+	int streaming, print_spec, no_wait, server_count, fixed_schedule;
 	double concurrency, rate, smoothness, requests, duration, grace, timeout;
 	double isl, isl_sd, osl, osl_sd, warmup, seed, workers, block_size;
 	json_t *extra, *headers, *goodput;
@@ -341,7 +350,7 @@ static int parse(int argc, char **argv, struct pflags *p)
 		case F_BLOCK: rc = number(fl, v, 1, HR_MAX_ISL, 1, &p->block_size); break;
 		case F_INPUT: p->input_file = v; break;
 		case F_DTYPE: p->dataset_type = v; break;
-		case F_FIXED: break; /* a trace always replays at its timestamps */
+		case F_FIXED: p->fixed_schedule = 1; break; /* (a trace always does) */
 		case F_WORKERS: rc = number(fl, v, 1, HR_MAX_WORKERS, 1, &p->workers); break;
 		case F_DAEMON: p->daemon = v; break;
 		case F_NAME: p->name = v; break;
@@ -386,6 +395,34 @@ static int public_dataset(struct pflags *p, json_t *wl)
 	if (why)
 		return bad(p->input_file ? "--input-file" : "--public-dataset", "cannot read %s: %s",
 			   p->dataset_path, why);
+	p->dataset_format = "sharegpt";
+	json_object_set_new(wl, "kind", json_string("dataset"));
+	json_object_set_new(wl, "dataset", json_object());
+	return EXIT_OK;
+}
+
+/* --input-file with a --custom-dataset-type the daemon stores as a
+ * dataset: checked readable now, uploaded when the spec goes out. */
+static int custom_dataset(struct pflags *p, json_t *wl)
+{
+	static const char *const types[] = {"single_turn", "multi_turn", "random_pool", NULL};
+	size_t i = 0;
+	while (types[i] && strcmp(types[i], p->dataset_type))
+		i++;
+	if (!types[i])
+		return bad("--custom-dataset-type",
+			   "'%s' is not in headroom yet (supported: mooncake_trace, single_turn, "
+			   "multi_turn, random_pool)",
+			   p->dataset_type);
+	if (!p->input_file)
+		return bad("--input-file", "is required with --custom-dataset-type");
+	struct stat st;
+	if (stat(p->input_file, &st) != 0 || access(p->input_file, R_OK) != 0)
+		return bad("--input-file", "cannot read %s: %s", p->input_file, strerror(errno));
+	if (!S_ISREG(st.st_mode))
+		return bad("--input-file", "cannot read %s: not a regular file", p->input_file);
+	p->dataset_path = xstrdup(p->input_file);
+	p->dataset_format = types[i];
 	json_object_set_new(wl, "kind", json_string("dataset"));
 	json_object_set_new(wl, "dataset", json_object());
 	return EXIT_OK;
@@ -471,16 +508,25 @@ static int build(struct pflags *p, json_t **out)
 		json_object_set_new(wl, "osl", dist(p->osl > 0 ? p->osl : 128, p->osl_sd));
 
 	int rc = EXIT_OK;
-	int trace = !p->public_dataset && (p->input_file || p->dataset_type);
+	int custom = !p->public_dataset && (p->input_file || p->dataset_type);
+	int trace = custom && (!p->dataset_type || !strcmp(p->dataset_type, "mooncake_trace"));
 	if (p->public_dataset && (rc = public_dataset(p, wl)) != EXIT_OK)
 		goto fail;
-	if (trace) {
-		const char *dt = p->dataset_type ? p->dataset_type : "mooncake_trace";
-		if (strcmp(dt, "mooncake_trace") != 0) {
-			rc = bad("--custom-dataset-type",
-				 "'%s' is not in headroom yet (mooncake_trace replays a trace)", dt);
+	if (custom && !trace && (rc = custom_dataset(p, wl)) != EXIT_OK)
+		goto fail;
+	/* a fixed schedule: timestamps in a single_turn / random_pool file */
+	int timed = custom && !trace && p->fixed_schedule &&
+		    strcmp(p->dataset_format, "multi_turn") != 0;
+	if (timed) {
+		json_object_set_new(load, "mode", json_string("trace"));
+		if (p->concurrency > 0)
+			json_object_set_new(load, "max_concurrency",
+					    json_integer((json_int_t)p->concurrency));
+		if (p->rate > 0) {
+			rc = bad("--request-rate", "a fixed schedule replays at its own timestamps");
 			goto fail;
 		}
+	} else if (trace) {
 		if (!p->input_file) {
 			rc = bad("--input-file", "is required with --custom-dataset-type");
 			goto fail;
@@ -534,7 +580,7 @@ static int build(struct pflags *p, json_t **out)
 	}
 	if (p->duration > 0)
 		json_object_set_new(load, "duration_s", json_real(p->duration));
-	else if (p->requests > 0 || !trace)
+	else if (p->requests > 0 || !(trace || timed))
 		json_object_set_new(load, "requests",
 				    json_integer(p->requests > 0 ? (json_int_t)p->requests
 								 : AIPERF_DEFAULT_REQUESTS));
@@ -679,15 +725,16 @@ static const char *dataset_name(const char *path)
 	return utf8 ? base : NULL;
 }
 
-/* Uploads p->dataset_path to the daemon as a sharegpt dataset and puts
- * its id into the spec's workload.dataset. */
+/* Uploads p->dataset_path to the daemon as a p->dataset_format dataset
+ * and puts its id into the spec's workload.dataset. */
 static int upload_dataset(const struct pflags *p, const char *daemon, json_t *spec)
 {
 	const char *path = p->dataset_path;
+	const char *flag = p->public_dataset ? "--public-dataset" : "--input-file";
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	struct stat st;
 	if (fd < 0 || fstat(fd, &st) < 0) {
-		fprintf(stderr, "headroom profile: --public-dataset: cannot read %s: %s\n", path,
+		fprintf(stderr, "headroom profile: %s: cannot read %s: %s\n", flag, path,
 			strerror(errno));
 		if (fd >= 0)
 			close(fd);
@@ -697,7 +744,7 @@ static int upload_dataset(const struct pflags *p, const char *daemon, json_t *sp
 	char *map = size ? mmap(NULL, size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
 	close(fd);
 	if (map == MAP_FAILED) {
-		fprintf(stderr, "headroom profile: --public-dataset: cannot read %s: %s\n", path,
+		fprintf(stderr, "headroom profile: %s: cannot read %s: %s\n", flag, path,
 			strerror(errno));
 		return EXIT_USAGE;
 	}
@@ -707,9 +754,10 @@ static int upload_dataset(const struct pflags *p, const char *daemon, json_t *sp
 	struct dynbuf cut;
 	dynbuf_init(&cut, HR_MAX_DATASET_BYTES);
 	int rc = EXIT_OK;
-	if (size > HR_MAX_DATASET_BYTES) {
+	int sharegpt = strcmp(p->dataset_format, "sharegpt") == 0;
+	if (size > HR_MAX_DATASET_BYTES && sharegpt) {
 		if (sharegpt_pairs(map, size, &cut, err) < 0) {
-			fprintf(stderr, "headroom profile: --public-dataset: %s: %s\n", path, err);
+			fprintf(stderr, "headroom profile: %s: %s: %s\n", flag, path, err);
 			rc = EXIT_USAGE;
 			goto out;
 		}
@@ -727,7 +775,7 @@ static int upload_dataset(const struct pflags *p, const char *daemon, json_t *sp
 	c.stop = &cli_stop;
 	const char *base = dataset_name(path);
 	char *name = base ? curl_easy_escape(c.curl, base, 0) : NULL;
-	char *query = xasprintf("/datasets?format=sharegpt%s%s", name ? "&name=" : "",
+	char *query = xasprintf("/datasets?format=%s%s%s", p->dataset_format, name ? "&name=" : "",
 				name ? name : "");
 	curl_free(name);
 	struct http_resp r;
@@ -746,9 +794,9 @@ static int upload_dataset(const struct pflags *p, const char *daemon, json_t *sp
 		const char *field = view_str(e, "field");
 		char *f = field && *field ? view_clean(field) : NULL;
 		fprintf(stderr,
-			"headroom profile: the daemon refused %s as a sharegpt dataset (HTTP %ld): "
+			"headroom profile: the daemon refused %s as a %s dataset (HTTP %ld): "
 			"%s%s%s%s\n",
-			path, r.status, msg, f ? " (field: " : "", f ? f : "", f ? ")" : "");
+			path, p->dataset_format, r.status, msg, f ? " (field: " : "", f ? f : "", f ? ")" : "");
 		free(msg);
 		free(f);
 		rc = EXIT_DAEMON;
@@ -762,8 +810,8 @@ static int upload_dataset(const struct pflags *p, const char *daemon, json_t *sp
 		json_object_set(json_object_get(wl, "dataset"), "id", id);
 		double entries = -1;
 		view_num(ans, "entries", &entries);
-		fprintf(stderr, "headroom profile: %s is dataset %lld (sharegpt, %.0f entries%s)\n",
-			path, (long long)json_integer_value(id), entries,
+		fprintf(stderr, "headroom profile: %s is dataset %lld (%s, %.0f entries%s)\n",
+			path, (long long)json_integer_value(id), p->dataset_format, entries,
 			len < size ? ", cut down to each conversation's first prompt and reply"
 				   : "");
 	}

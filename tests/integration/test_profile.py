@@ -91,8 +91,11 @@ class FlagsTest(unittest.TestCase):
              "--input-file"),
             (["-m", "x", "--endpoint-type", "dall_e"], "--endpoint-type"),
             (["-m", "x", "--endpoint-type", "embeddings", "--streaming"], "--streaming"),
-            (["-m", "x", "--input-file", "f", "--custom-dataset-type", "multi_turn"],
+            (["-m", "x", "--input-file", "f", "--custom-dataset-type", "openorca"],
              "--custom-dataset-type"),
+            (["-m", "x", "--input-file", "/nonexistent.jsonl", "--custom-dataset-type",
+              "multi_turn"], "--input-file"),
+            (["-m", "x", "--custom-dataset-type", "single_turn"], "--input-file"),
             (["-m", "x", "--concurrency", "0"], "--concurrency"),
             (["-m", "x", "--request-rate", "abc"], "--request-rate"),
             (["-m", "x", "--arrival-pattern", "gamma"], "--arrival-pattern"),
@@ -209,6 +212,40 @@ class EndToEndTest(unittest.TestCase):
             self.assertEqual(run["summary"]["counts"]["valid"], 10)
         finally:
             os.unlink(path)
+
+    def test_custom_datasets(self):
+        """single_turn (with --fixed-schedule: its timestamps) and multi_turn
+        files are uploaded as datasets and drive runs."""
+        with tempfile.TemporaryDirectory() as d:
+            single = os.path.join(d, "single.jsonl")
+            with open(single, "w") as f:
+                for i, words in enumerate(("a b c", "d e", "f g h i")):
+                    f.write(json.dumps({"text": words, "timestamp": 30 * (2 - i),
+                                        "output_length": 2}) + "\n")
+            multi = os.path.join(d, "multi.jsonl")
+            with open(multi, "w") as f:
+                f.write(json.dumps({"session_id": "s", "turns": [
+                    {"text": "hello there", "output_length": 3},
+                    {"text": "and again", "output_length": 3}]}) + "\n")
+            base = ["-m", "mock-model", "--url", self.mock.addr, "--streaming",
+                    "--daemon", "http://" + self.daemon.addr]
+            r = profile(*base, "--input-file", single, "--custom-dataset-type", "single_turn",
+                        "--fixed-schedule")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            self.assertIn("(single_turn, 3 entries)", r.stderr)
+            st, run, _ = self.api.call("GET", "/runs/%d" % int(r.stdout.split()[1]))
+            self.assertEqual(run["spec"]["load"]["mode"], "trace")
+            self.assertEqual(run["spec"]["workload"]["dataset"]["format"], "single_turn")
+            st, text, _ = self.api.call("GET", "/runs/%d/records" % run["id"])
+            recs = sorted((json.loads(x) for x in text.splitlines()),
+                          key=lambda x: x["req_id"])
+            self.assertEqual([x["isl"] for x in recs], [4, 2, 3])  # by timestamp
+            r = profile(*base, "--input-file", multi, "--custom-dataset-type", "multi_turn",
+                        "--request-count", "4")
+            self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+            st, run, _ = self.api.call("GET", "/runs/%d" % int(r.stdout.split()[1]))
+            self.assertEqual(run["spec"]["load"]["mode"], "concurrency")
+            self.assertEqual(run["summary"]["counts"]["valid"], 4)
 
     def sharegpt_file(self, directory, name="sharegpt.json"):
         """A small ShareGPT file: 5 usable pairs (the replies' word counts
