@@ -39,6 +39,7 @@ static const char dataset_help[] =
     "                        [--max-reply N] [--unit chars|words]\n"
     "       headroom dataset list [--limit N] [--json]\n"
     "       headroom dataset show ID [--entries N] [--json]\n"
+    "       headroom dataset delete ID\n"
     "\n"
     "Datasets of prompts, stored by the daemon once per content (SHA-256) and\n"
     "checked on upload: a malformed file is refused with the line and the field\n"
@@ -56,6 +57,8 @@ static const char dataset_help[] =
     "  list               the stored datasets, newest first (--limit N: 1..1000)\n"
     "  show ID            one dataset and its statistics; --entries N also shows\n"
     "                     its first N entries (1..100)\n"
+    "  delete ID          delete it (refused while a queued or running run uses\n"
+    "                     it); its file goes unless another dataset reads it\n"
     "  --json             print the daemon's JSON instead\n"
     "  --url URL          the daemon (default $HEADROOM_URL, else " HEADROOM_DEFAULT_URL ")\n"
     "\n"
@@ -428,6 +431,28 @@ static int upload(struct http_client *c, const struct args *a)
 	return ex;
 }
 
+/* --- delete ------------------------------------------------------------------------ */
+
+static int delete(struct http_client *c, long long id)
+{
+	char path[96], err[HR_ERRLEN];
+	snprintf(path, sizeof path, "/datasets/%lld", id);
+	struct http_resp r;
+	http_resp_init(&r);
+	int ex = EXIT_OK;
+	int rc = http_delete(c, path, &r, err);
+	if (rc < 0) {
+		fprintf(stderr, "error: %s\n", err);
+		ex = rc == HTTP_FAIL_STOPPED ? EXIT_INTERRUPTED : EXIT_DAEMON;
+	} else if (r.status != 204) {
+		ex = answer_failure(r.status, &r.body);
+	} else {
+		printf("dataset %lld deleted\n", id);
+	}
+	http_resp_release(&r);
+	return ex;
+}
+
 /* --- list and show ------------------------------------------------------------------ */
 
 static int list(struct http_client *c, const struct args *a)
@@ -612,9 +637,9 @@ int cmd_dataset(int argc, char **argv)
 		return help ? EXIT_OK : EXIT_USAGE;
 	}
 	int up = strcmp(a.cmd, "upload") == 0, ls = strcmp(a.cmd, "list") == 0,
-	    sh = strcmp(a.cmd, "show") == 0;
-	if (!up && !ls && !sh)
-		return usage("unknown dataset command '%s' (upload, list, show)", a.cmd);
+	    sh = strcmp(a.cmd, "show") == 0, del = strcmp(a.cmd, "delete") == 0;
+	if (!up && !ls && !sh && !del)
+		return usage("unknown dataset command '%s' (upload, list, show, delete)", a.cmd);
 	if (!up && (a.format || a.name || a.unit || a.filter[0] || a.filter[1] || a.filter[2] ||
 	            a.filter[3]))
 		return usage("--format, --name and the length filters apply to '%s' only",
@@ -640,7 +665,7 @@ int cmd_dataset(int argc, char **argv)
 				return usage("--%s wants a length, 1..4194304", filter_flags[k]);
 		if (a.unit && strcmp(a.unit, "chars") != 0 && strcmp(a.unit, "words") != 0)
 			return usage("--unit wants chars or words, not '%s'", a.unit);
-	} else if (sh) {
+	} else if (sh || del) {
 		char *end;
 		errno = 0;
 		id = a.pos && *a.pos && strspn(a.pos, "0123456789") == strlen(a.pos)
@@ -666,7 +691,7 @@ int cmd_dataset(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	c.stop = &cli_stop;
-	ex = up ? upload(&c, &a) : ls ? list(&c, &a) : show(&c, &a, id);
+	ex = up ? upload(&c, &a) : ls ? list(&c, &a) : del ? delete(&c, id) : show(&c, &a, id);
 	http_client_release(&c);
 	curl_global_cleanup();
 	return ex;

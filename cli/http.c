@@ -194,6 +194,20 @@ int http_post(struct http_client *c, const char *path, const void *body, size_t 
 	return rc;
 }
 
+int http_delete(struct http_client *c, const char *path, struct http_resp *r, char *err)
+{
+	struct xfer x = {.c = c, .r = r};
+	struct curl_slist *hdrs = hdr_add(NULL, "Accept: application/json");
+	curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, "DELETE");
+	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect_cb);
+	int rc = perform(&x, path, hdrs, err);
+	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, NULL); /* the handle is reused */
+	curl_slist_free_all(hdrs);
+	return rc;
+}
+
 int http_get_stream(struct http_client *c, const char *path, FILE *out, struct http_resp *r,
                     char *err)
 {

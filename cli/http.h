@@ -57,6 +57,9 @@ int http_get(struct http_client *c, const char *path, struct http_resp *r, char 
 int http_post(struct http_client *c, const char *path, const void *body, size_t len,
               struct http_resp *r, char *err);
 
+/* DELETE <base><path>, answer into r. */
+int http_delete(struct http_client *c, const char *path, struct http_resp *r, char *err);
+
 /* GET <base><path>; a 2xx body is written to out (borrowed) as it arrives,
  * any other body goes to r->body, which is re-created with the bound
  * HTTP_MAX_ERROR_BODY (the excess is dropped, the transfer goes on). */

@@ -176,6 +176,21 @@ static enum MHD_Result h_create(struct call *k)
 					   (long long)spec.workload.dataset_id);
 		}
 		json_t *d = json_object_get(json_object_get(spec.json, "workload"), "dataset");
+		/* a spec taken from an earlier run names its dataset by content
+		 * too: the id must still hold those bytes, read that way */
+		const char *want = json_string_value(json_object_get(d, "sha256"));
+		const char *wfmt = json_string_value(json_object_get(d, "format"));
+		if ((want && *want && strcmp(want, ref.sha256) != 0) ||
+		    (wfmt && *wfmt && strcmp(wfmt, ds_format_name(ref.format)) != 0)) {
+			int sha_bad = want && *want && strcmp(want, ref.sha256) != 0;
+			long long ds_id = (long long)spec.workload.dataset_id;
+			dataset_ref_release(&ref);
+			spec_release(&spec);
+			return reply_error(k->conn, 400, "invalid_value",
+					   sha_bad ? "workload.dataset.sha256" : "workload.dataset.format",
+					   "dataset %lld is not the one this spec names (its %s differs)",
+					   ds_id, sha_bad ? "sha256" : "format");
+		}
 		json_object_set_new(d, "sha256", json_string(ref.sha256));
 		json_object_set_new(d, "format", json_string(ds_format_name(ref.format)));
 		dataset_ref_release(&ref);
@@ -595,9 +610,9 @@ static enum MHD_Result reply_bad_dataset(struct MHD_Connection *c, const struct 
 }
 
 /* An optional length filter of the query: 1..HR_MAX_DATASET_TEXT. */
-static int filter_arg(struct call *k, const char *name, uint32_t *out, int *given)
+static int filter_arg(struct MHD_Connection *conn, const char *name, uint32_t *out, int *given)
 {
-	const char *s = arg(k->conn, name);
+	const char *s = arg(conn, name);
 	long long v;
 	*out = 0;
 	if (!s)
@@ -609,58 +624,75 @@ static int filter_arg(struct call *k, const char *name, uint32_t *out, int *give
 	return 0;
 }
 
+/* The query of POST /datasets into *c: 0, or -1 with the error reply
+ * queued (*ret). Checked when the request arrives, before its body is
+ * read, and again by the handler. */
+static int query_fail(enum MHD_Result *ret, enum MHD_Result r)
+{
+	*ret = r;
+	return -1;
+}
+
+static int dataset_query(struct MHD_Connection *conn, struct ds_create *c, enum MHD_Result *ret)
+{
+	const char *f = arg(conn, "format");
+	if (!f)
+		return query_fail(ret, reply_error(conn, 400, "missing_field", "format",
+				   "'format' is required: single_turn, multi_turn, random_pool, "
+				   "mooncake_trace or sharegpt"));
+	if (ds_format_parse(f, &c->format) < 0)
+		return query_fail(ret, reply_error(conn, 400, "invalid_value", "format",
+				   "'format' must be single_turn, multi_turn, random_pool, "
+				   "mooncake_trace or sharegpt"));
+	c->name = arg(conn, "name");
+	if (c->name) {
+		size_t n = strlen(c->name);
+		int ok = n >= 1 && n <= HR_MAX_NAME_LEN;
+		for (size_t i = 0; ok && i < n; i++)
+			ok = (unsigned char)c->name[i] >= 0x20 && c->name[i] != 0x7f;
+		json_t *utf8 = ok ? json_string(c->name) : NULL; /* NULL: not UTF-8 */
+		json_decref(utf8);
+		if (!utf8)
+			return query_fail(ret, reply_error(conn, 400, "invalid_value", "name",
+					   "'name' must be 1 to %d bytes of UTF-8 text without "
+					   "control characters",
+					   HR_MAX_NAME_LEN));
+	}
+	static const char *const filters[] = {"min_prompt", "max_prompt", "min_reply", "max_reply"};
+	uint32_t *dst[] = {&c->opts.min_prompt, &c->opts.max_prompt, &c->opts.min_reply,
+			   &c->opts.max_reply};
+	int given = 0;
+	for (size_t i = 0; i < HR_ARRAY_LEN(filters); i++)
+		if (filter_arg(conn, filters[i], dst[i], &given) < 0)
+			return query_fail(ret, reply_error(conn, 400, "out_of_range", filters[i],
+					   "'%s' must be an integer from 1 to %u", filters[i],
+					   HR_MAX_DATASET_TEXT));
+	const char *unit = arg(conn, "unit");
+	if (unit && strcmp(unit, "chars") != 0 && strcmp(unit, "words") != 0)
+		return query_fail(ret, reply_error(conn, 400, "invalid_value", "unit",
+				   "'unit' must be chars or words"));
+	c->opts.unit = unit && strcmp(unit, "words") == 0 ? DS_UNIT_WORDS : DS_UNIT_CHARS;
+	if ((given || unit) && c->format != DS_SHAREGPT)
+		return query_fail(ret, reply_error(conn, 400, "invalid_value", unit && !given ? "unit" : "format",
+				   "length filters (min_prompt, max_prompt, min_reply, max_reply, "
+				   "unit) apply to the sharegpt format only"));
+	if (c->opts.max_prompt && c->opts.min_prompt > c->opts.max_prompt)
+		return query_fail(ret, reply_error(conn, 400, "invalid_value", "max_prompt",
+				   "'max_prompt' is below 'min_prompt'"));
+	if (c->opts.max_reply && c->opts.min_reply > c->opts.max_reply)
+		return query_fail(ret, reply_error(conn, 400, "invalid_value", "max_reply",
+				   "'max_reply' is below 'min_reply'"));
+	return 0;
+}
+
 static enum MHD_Result h_dataset_create(struct call *k)
 {
 	if (!k->upload)
 		return reply_internal(k->conn, "the upload was not kept");
 	struct ds_create c = {0};
-	const char *f = arg(k->conn, "format");
-	if (!f)
-		return reply_error(k->conn, 400, "missing_field", "format",
-				   "'format' is required: single_turn, multi_turn, random_pool, "
-				   "mooncake_trace or sharegpt");
-	if (ds_format_parse(f, &c.format) < 0)
-		return reply_error(k->conn, 400, "invalid_value", "format",
-				   "'format' must be single_turn, multi_turn, random_pool, "
-				   "mooncake_trace or sharegpt");
-	c.name = arg(k->conn, "name");
-	if (c.name) {
-		size_t n = strlen(c.name);
-		int ok = n >= 1 && n <= HR_MAX_NAME_LEN;
-		for (size_t i = 0; ok && i < n; i++)
-			ok = (unsigned char)c.name[i] >= 0x20 && c.name[i] != 0x7f;
-		json_t *utf8 = ok ? json_string(c.name) : NULL; /* NULL: not UTF-8 */
-		json_decref(utf8);
-		if (!utf8)
-			return reply_error(k->conn, 400, "invalid_value", "name",
-					   "'name' must be 1 to %d bytes of UTF-8 text without "
-					   "control characters",
-					   HR_MAX_NAME_LEN);
-	}
-	static const char *const filters[] = {"min_prompt", "max_prompt", "min_reply", "max_reply"};
-	uint32_t *dst[] = {&c.opts.min_prompt, &c.opts.max_prompt, &c.opts.min_reply,
-			   &c.opts.max_reply};
-	int given = 0;
-	for (size_t i = 0; i < HR_ARRAY_LEN(filters); i++)
-		if (filter_arg(k, filters[i], dst[i], &given) < 0)
-			return reply_error(k->conn, 400, "out_of_range", filters[i],
-					   "'%s' must be an integer from 1 to %u", filters[i],
-					   HR_MAX_DATASET_TEXT);
-	const char *unit = arg(k->conn, "unit");
-	if (unit && strcmp(unit, "chars") != 0 && strcmp(unit, "words") != 0)
-		return reply_error(k->conn, 400, "invalid_value", "unit",
-				   "'unit' must be chars or words");
-	c.opts.unit = unit && strcmp(unit, "words") == 0 ? DS_UNIT_WORDS : DS_UNIT_CHARS;
-	if ((given || unit) && c.format != DS_SHAREGPT)
-		return reply_error(k->conn, 400, "invalid_value", unit && !given ? "unit" : "format",
-				   "length filters (min_prompt, max_prompt, min_reply, max_reply, "
-				   "unit) apply to the sharegpt format only");
-	if (c.opts.max_prompt && c.opts.min_prompt > c.opts.max_prompt)
-		return reply_error(k->conn, 400, "invalid_value", "max_prompt",
-				   "'max_prompt' is below 'min_prompt'");
-	if (c.opts.max_reply && c.opts.min_reply > c.opts.max_reply)
-		return reply_error(k->conn, 400, "invalid_value", "max_reply",
-				   "'max_reply' is below 'min_reply'");
+	enum MHD_Result qret;
+	if (dataset_query(k->conn, &c, &qret) < 0)
+		return qret;
 
 	json_t *out;
 	struct ds_error de;
@@ -713,6 +745,26 @@ static enum MHD_Result h_dataset_get(struct call *k)
 	return reply_json(k->conn, 200, out);
 }
 
+static enum MHD_Result h_dataset_delete(struct call *k)
+{
+	int64_t run;
+	char err[HR_ERRLEN];
+	int rc = datasets_delete(k->a->store, k->id, &run, err);
+	if (rc == -404)
+		return dataset_not_found(k);
+	if (rc == -409)
+		return reply_error(k->conn, 409, "conflict", "id",
+				   "dataset %lld is used by run %lld, which is queued or running: "
+				   "cancel it or wait for it to end",
+				   (long long)k->id, (long long)run);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	struct MHD_Response *r = MHD_create_response_from_buffer(0, NULL, MHD_RESPMEM_PERSISTENT);
+	enum MHD_Result ret = MHD_queue_response(k->conn, 204, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 static enum MHD_Result h_dataset_entries(struct call *k)
 {
 	long long limit = 10, offset = 0;
@@ -759,6 +811,7 @@ static const struct route routes[] = {
 	{"POST", "/api/v1/datasets", h_dataset_create},
 	{"GET", "/api/v1/datasets", h_dataset_list},
 	{"GET", "/api/v1/datasets/{id}", h_dataset_get},
+	{"DELETE", "/api/v1/datasets/{id}", h_dataset_delete},
 	{"GET", "/api/v1/datasets/{id}/entries", h_dataset_entries},
 };
 
@@ -882,6 +935,11 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		    n > (long long)(dataset ? HR_MAX_DATASET_BYTES : HR_MAX_BODY_BYTES))
 			return reply_too_large(conn, dataset);
 		if (dataset) {
+			/* a bad query is answered before a byte of the body is read */
+			struct ds_create c = {0};
+			enum MHD_Result qret;
+			if (dataset_query(conn, &c, &qret) < 0)
+				return qret;
 			char err[HR_ERRLEN];
 			rq->upload = ds_upload_begin(a->store, err);
 			if (!rq->upload)

@@ -25,6 +25,10 @@
  * memory as its file, and uploads arrive on several API threads. */
 static pthread_mutex_t parse_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
+/* held from an upload's look for its file until its row is stored, and
+ * from a delete's removal of a row until its file is gone: a file is never
+ * removed under a row that reads it */
+static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
 static int dir_ready; /* the directory exists, uploads left by a crash are gone */
 
 struct ds_upload {
@@ -403,9 +407,11 @@ static int create(struct store *s, struct ds_upload *u, const struct ds_create *
 		free(opts);
 		return -400;
 	}
+	pthread_mutex_lock(&file_lock);
 	rc = keep_file(u, sha, err);
 	if (rc == 0)
 		rc = store_exec(s, insert_job, &a, err);
+	pthread_mutex_unlock(&file_lock);
 	free(a.stats);
 	free(opts);
 	if (rc < 0)
@@ -429,6 +435,90 @@ int datasets_create(struct store *s, struct ds_upload *u, const struct ds_create
 	 * (kept under its final name, or removed) */
 	ds_upload_discard(u);
 	return rc;
+}
+
+/* --- deleting ------------------------------------------------------------------------------ */
+
+struct delete_args {
+	int64_t id, run; /* run: a queued or running run that uses it */
+	char sha[65];
+	int found, shared; /* shared: another row reads the same file */
+};
+
+static int delete_job(struct store_tx *tx, void *arg, char *err)
+{
+	struct delete_args *a = arg;
+	sqlite3_stmt *st = store_tx_stmt(tx, "SELECT sha256 FROM datasets WHERE id = ?");
+	sqlite3_bind_int64(st, 1, a->id);
+	int step = sqlite3_step(st);
+	if (step == SQLITE_ROW) {
+		const char *sha = (const char *)sqlite3_column_text(st, 0);
+		a->found = sha && strlen(sha) == 64;
+		if (a->found)
+			memcpy(a->sha, sha, 65);
+	}
+	sqlite3_reset(st);
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		return errf(err, "datasets query: %s", sqlite3_errmsg(tx->db));
+	if (!a->found)
+		return 0;
+	st = store_tx_stmt(tx, "SELECT id FROM runs WHERE state IN ('queued', 'running') AND "
+	                       "json_extract(spec, '$.workload.dataset.id') = ? ORDER BY id "
+	                       "LIMIT 1");
+	sqlite3_bind_int64(st, 1, a->id);
+	step = sqlite3_step(st);
+	if (step == SQLITE_ROW)
+		a->run = sqlite3_column_int64(st, 0);
+	sqlite3_reset(st);
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		return errf(err, "runs query: %s", sqlite3_errmsg(tx->db));
+	if (a->run)
+		return 0;
+	st = store_tx_stmt(tx, "DELETE FROM datasets WHERE id = ?");
+	sqlite3_bind_int64(st, 1, a->id);
+	step = sqlite3_step(st);
+	sqlite3_reset(st);
+	if (step != SQLITE_DONE)
+		return errf(err, "dataset delete: %s", sqlite3_errmsg(tx->db));
+	st = store_tx_stmt(tx, "SELECT 1 FROM datasets WHERE sha256 = ? LIMIT 1");
+	sqlite3_bind_text(st, 1, a->sha, -1, SQLITE_STATIC);
+	step = sqlite3_step(st);
+	a->shared = step == SQLITE_ROW;
+	sqlite3_reset(st);
+	if (step != SQLITE_ROW && step != SQLITE_DONE)
+		return errf(err, "datasets query: %s", sqlite3_errmsg(tx->db));
+	return 0;
+}
+
+int datasets_delete(struct store *s, int64_t id, int64_t *run, char *err)
+{
+	struct delete_args a = {.id = id};
+	*run = 0;
+	pthread_mutex_lock(&file_lock);
+	int rc = store_exec(s, delete_job, &a, err);
+	if (rc == 0 && a.found && !a.run && !a.shared) {
+		char *dir = datasets_dir(s);
+		char *path = xasprintf("%s/%s", dir, a.sha);
+		if (unlink(path) < 0 && errno != ENOENT)
+			fprintf(stderr, "headroomd: dataset %lld deleted, but not its file %s: %s\n",
+			        (long long)id, path, strerror(errno));
+		else
+			fsync_dir(dir);
+		free(path);
+		free(dir);
+	}
+	pthread_mutex_unlock(&file_lock);
+	if (rc < 0)
+		return -1;
+	if (!a.found)
+		return -404;
+	if (a.run) {
+		*run = a.run;
+		return -409;
+	}
+	fprintf(stderr, "headroomd: dataset %lld deleted%s\n", (long long)id,
+	        a.shared ? " (its file stays: another dataset reads it)" : "");
+	return 0;
 }
 
 /* --- reading back --------------------------------------------------------------------------- */

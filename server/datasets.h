@@ -56,6 +56,10 @@ int datasets_create(struct store *s, struct ds_upload *u, const struct ds_create
                     struct ds_error *de, char *err);
 /* One dataset (new reference): 0, -404, or -1 with err. */
 int datasets_get(struct store *s, int64_t id, json_t **out, char *err);
+/* Deletes dataset id, and its file when no other dataset reads the same
+ * bytes. 0, -404, -409 (a queued or running run uses it: its id in *run),
+ * or -1 with err. */
+int datasets_delete(struct store *s, int64_t id, int64_t *run, char *err);
 /* {"datasets": [...]}, newest first, at most limit: 0 or -1 with err. */
 int datasets_list(struct store *s, int limit, json_t **out, char *err);
 /* {"dataset_id", "total", "offset", "entries": [...]}: at most limit

@@ -110,6 +110,20 @@ class DatasetTest(unittest.TestCase):
             self.assertEqual(got, body)
         return body
 
+    def delete(self, ds_id):
+        """DELETE a dataset: the status (204 has no body)."""
+        host, port = self.daemon.addr.rsplit(":", 1)
+        c = http.client.HTTPConnection(host, int(port), timeout=60)
+        try:
+            c.request("DELETE", "/api/v1/datasets/%d" % ds_id)
+            r = c.getresponse()
+            body = r.read()
+            if r.status == 204:
+                self.assertEqual(body, b"")
+            return r.status
+        finally:
+            c.close()
+
     def get(self, ds_id):
         status, body, _ = self.request("GET", "/datasets/%d" % ds_id)
         self.assertEqual(status, 200, body)
@@ -309,9 +323,77 @@ class DatasetTest(unittest.TestCase):
                          ("offset=x", "offset")):
             self.error("GET", "/datasets/%d/entries?%s" % (ds["id"], q), 400, "out_of_range",
                        field)
-        self.error("DELETE", "/datasets/%d" % ds["id"], 405, "method_not_allowed", None)
+        self.error("DELETE", "/datasets", 405, "method_not_allowed", None)
         self.error("PUT", "/datasets", 405, "method_not_allowed", None, body=b"")
         self.no_temporary_files()
+
+    def test_bad_query_answered_before_the_body(self):
+        """A bad query is refused at once: the 400 arrives before a byte of a
+        (large) announced body has been sent."""
+        host, port = self.daemon.addr.rsplit(":", 1)
+        for query, field in (("format=csv", "format"), ("", "format"),
+                             ("format=sharegpt&min_prompt=0", "min_prompt")):
+            s = socket.create_connection((host, int(port)), timeout=10)
+            try:
+                s.sendall(("POST /api/v1/datasets?%s HTTP/1.1\r\nHost: x\r\n"
+                           "Content-Length: 100000000\r\n\r\n" % query).encode())
+                r = http.client.HTTPResponse(s, method="POST")
+                r.begin()
+                ans = json.loads(r.read())
+                self.assertEqual((r.status, ans["error"]["field"]), (400, field), ans)
+            finally:
+                s.close()
+        self.no_temporary_files()
+
+    def test_delete(self):
+        data = b'{"text": "to be deleted", "output_length": 2}\n'
+        one = self.upload(data, "single_turn", name="one")
+        two = self.upload(data, "random_pool", name="two")  # the same file
+        path = os.path.join(datasets_dir(self.data), one["sha256"])
+        self.assertEqual(self.delete(one["id"]), 204)
+        self.error("GET", "/datasets/%d" % one["id"], 404, "not_found", "id")
+        self.error("DELETE", "/datasets/%d" % one["id"], 404, "not_found", "id")
+        self.assertTrue(os.path.exists(path), "another dataset reads the file")
+        self.assertEqual(self.entries(two["id"])[0]["text"], "to be deleted")
+        # in use by a queued or running run: refused, naming the run
+        mock = hrtest.start_mock("--quiet", "--ttft-ms", "200")
+        try:
+            api = hrtest.Api(self.daemon.addr)
+            spec = hrtest.spec(mock.addr, concurrency=1, requests=20)
+            spec["workload"] = {"kind": "dataset", "dataset": {"id": two["id"]}}
+            rid = api.submit(spec)
+            st, ans, _ = self.request("DELETE", "/datasets/%d" % two["id"])
+            self.assertEqual((st, ans["error"]["code"], ans["error"]["field"]),
+                             (409, "conflict", "id"), ans)
+            self.assertIn("run %d" % rid, ans["error"]["message"])
+            api.call("POST", "/runs/%d/cancel" % rid)
+            self.assertEqual(api.wait(rid)["state"], "cancelled")
+        finally:
+            self.assertEqual(mock.stop(), 0)
+        r = self.cli("delete", str(two["id"]))
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertEqual(r.stdout, "dataset %d deleted\n" % two["id"])
+        self.assertFalse(os.path.exists(path), "the last dataset reading the file took it")
+        r = self.cli("delete", str(two["id"]))
+        self.assertEqual(r.returncode, 3)
+        self.assertIn("error: no dataset with id %d (field: id)" % two["id"], r.stderr)
+        # a finished run still names it by content; a new one is refused
+        st, run, _ = api.call("GET", "/runs/%d" % rid)
+        self.assertEqual(run["spec"]["workload"]["dataset"]["sha256"], two["sha256"])
+        st, ans, _ = api.call("POST", "/runs", spec)
+        self.assertEqual((st, ans["error"]["field"]), (400, "workload.dataset.id"))
+        # the same bytes uploaded again are stored again, under a new id: ids
+        # are never reused, and an old spec naming another dataset is refused
+        again = self.upload(data, "single_turn")
+        self.assertGreater(again["id"], two["id"])
+        other = self.upload(b'{"text": "other bytes"}\n', "random_pool")
+        old = run["spec"]
+        old["workload"]["dataset"]["id"] = other["id"]
+        st, ans, _ = api.call("POST", "/runs", old)
+        self.assertEqual((st, ans["error"]["field"]), (400, "workload.dataset.sha256"), ans)
+        old["workload"]["dataset"].update(id=again["id"], sha256=again["sha256"])
+        st, ans, _ = api.call("POST", "/runs", old)
+        self.assertEqual((st, ans["error"]["field"]), (400, "workload.dataset.format"), ans)
 
     def test_too_large(self):
         host, port = self.daemon.addr.rsplit(":", 1)

@@ -200,6 +200,11 @@ class Doc:
         content = resp.get("content") or {}
         ctype = headers.get("Content-Type") or ""
         media = ctype.split(";")[0].strip().lower()
+        if not content:  # (204): nothing
+            if body:
+                raise AssertionError("%s: a body where the document has none: %r"
+                                     % (what, body[:200]))
+            return None
         if media not in content:
             raise AssertionError("%s: Content-Type %r is not documented (%s)"
                                  % (what, ctype, sorted(content)))
@@ -1277,7 +1282,11 @@ class ApiSurfaceTest(_ApiBase):
                    "limit")
         self.error("GET", "/datasets/%d/entries?offset=1000000" % ds["id"], 400, "out_of_range",
                    "offset")
-        self.error("DELETE", "/datasets/%d" % ds["id"], 405, "method_not_allowed", None)
+        gone, _ = self.req("POST", "/datasets?format=single_turn&name=gone", 201,
+                           raw=b'{"text": "short-lived"}\n', headers=octet)
+        self.assertIsNone(self.req("DELETE", "/datasets/%d" % gone["id"], 204)[0])
+        self.error("DELETE", "/datasets/%d" % gone["id"], 404, "not_found", "id")
+        self.error("DELETE", "/datasets", 405, "method_not_allowed", None)
         self.error("POST", "/datasets/%d/entries" % ds["id"], 405, "method_not_allowed", None,
                    raw=b"")
         head = (b"POST /api/v1/datasets?format=single_turn HTTP/1.1\r\nHost: x\r\n"
