@@ -116,18 +116,23 @@ struct tokacc {
 	long long requested, shorter, longer;
 };
 
+/* |usage - tok| / tok in %; NaN (not counted) unless both are known and
+ * the tokenizer's count is positive */
 static double diff_pct(int32_t usage, int32_t tok)
 {
-	if (usage < 0 || tok < 0 || (tok == 0 && usage == 0))
-		return usage < 0 || tok < 0 ? NAN : 0;
-	return tok == 0 ? 100 : fabs((double)usage - tok) * 100.0 / tok;
+	if (usage < 0 || tok <= 0)
+		return NAN;
+	return fabs((double)usage - tok) * 100.0 / tok;
 }
 
 static void tokacc_add(struct tokacc *a, const struct hr_record *r, double threshold)
 {
 	a->isl_src[r->isl_src < HR_TOKSRC__COUNT ? r->isl_src : HR_TOKSRC_NONE]++;
 	a->osl_src[r->osl_src < HR_TOKSRC__COUNT ? r->osl_src : HR_TOKSRC_NONE]++;
-	double di = diff_pct(r->usage_isl, r->tok_isl), dout = diff_pct(r->usage_osl, r->tok_osl);
+	/* a later turn's server count covers the history it resends, the
+	 * tokenizer's only its new text: inputs are compared on first turns */
+	double di = r->turn == 0 ? diff_pct(r->usage_isl, r->tok_isl) : NAN;
+	double dout = diff_pct(r->usage_osl, r->tok_osl);
 	if (!isnan(di))
 		dvec_push(&a->isl_diff, di);
 	if (!isnan(dout))

@@ -128,8 +128,11 @@ static int build_body_tail(struct req_cfg *c, const struct spec *s, char *err)
 	c->max_tokens_key = s->target.max_tokens_field == SPEC_MAXTOK_COMPLETION
 	                        ? "max_completion_tokens"
 	                        : "max_tokens";
-	c->with_max_tokens = !json_object_get(extra, c->max_tokens_key);
-	c->min_tokens = s->workload.ignore_eos && !json_object_get(extra, "min_tokens");
+	/* extra_body setting the output length (by either name) sets it alone */
+	c->with_max_tokens = !json_object_get(extra, "max_tokens") &&
+	                     !json_object_get(extra, "max_completion_tokens");
+	c->min_tokens = s->workload.ignore_eos && c->with_max_tokens &&
+	                !json_object_get(extra, "min_tokens");
 	char *dump = json_dumps(fixed, JSON_COMPACT);
 	json_decref(fixed);
 	if (!dump || dump[0] != '{' || dump[1] == '}') {
@@ -1021,13 +1024,23 @@ static int build_body(struct req *r, const struct req_params *p)
 	r->osl_sent = c->sends_osl;
 	if (c->endpoint > SPEC_EP_COMPLETIONS)
 		return build_endpoint_body(r, p);
-	/* a dataset entry's extra wins over every member but the prompt */
+	/* a dataset entry's extra wins over every member but the prompt and
+	 * streaming (how the answer is read is the run's); when it sets the
+	 * output length, min_tokens is its business too */
 	json_t *extra = p->extra ? json_loadb(p->extra, p->extra_len, 0, NULL) : NULL;
+	if (!json_is_object(extra)) {
+		json_decref(extra);
+		extra = NULL;
+	}
 	const char *prompt_key = c->endpoint == SPEC_EP_CHAT ? "messages" : "prompt";
 	if (extra && c->with_prompt)
 		json_object_del(extra, prompt_key);
-	bool with_max = c->with_max_tokens && !json_object_get(extra, c->max_tokens_key);
-	bool with_min = c->min_tokens && !json_object_get(extra, "min_tokens");
+	json_object_del(extra, "stream");
+	json_object_del(extra, "stream_options");
+	bool own_max = json_object_get(extra, "max_tokens") ||
+	               json_object_get(extra, "max_completion_tokens");
+	bool with_max = c->with_max_tokens && !own_max;
+	bool with_min = c->min_tokens && !own_max && !json_object_get(extra, "min_tokens");
 	r->osl_sent = with_max;
 	int rc = dynbuf_add(b, "{", 1) < 0 || build_messages(r, p, h) < 0 ||
 	         (with_max && add_count(b, c->max_tokens_key, r->requested_osl) < 0) ||

@@ -174,8 +174,10 @@ static void dataset_prompt(struct run *r, const struct issue *is, struct req_par
 			if (add_system(&is->conv->hist, r->cfg.endpoint == SPEC_EP_CHAT, sys,
 			               s->system.len) < 0)
 				dynbuf_reset(&is->conv->hist); /* too long: the turn goes without it */
-			else if (r->tok)
-				p->extra_tokens += (int)tok_count(r->tok, sys, s->system.len);
+			else if (r->tok) {
+				long long n = tok_count(r->tok, sys, s->system.len);
+				p->extra_tokens += n > 0 && n < INT32_MAX / 2 ? (int)n : 0;
+			}
 		}
 	} else if (r->dp.order) { /* a fixed schedule replayed: the entries in time order */
 		e = &d->e[dsplan_timed_entry(&r->dp, is->req_id)];

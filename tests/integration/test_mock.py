@@ -174,7 +174,9 @@ def words(text):
     return text.split()
 
 
-class MockTest(unittest.TestCase):
+class MockCase(unittest.TestCase):
+    """Tests that start mocks with self.start(...): each is stopped at the
+    end and must exit 0 (its log is shown when it does not)."""
     def setUp(self):
         self.mocks = []
 
@@ -192,6 +194,9 @@ class MockTest(unittest.TestCase):
         m = Mock(*args)
         self.mocks.append(m)
         return m
+
+
+class MockTest(MockCase):
 
     def assert_error(self, status, headers, body, code):
         self.assertEqual(status, code, body)

@@ -124,24 +124,7 @@ DOCS = ["The cat sat on the mat.",
 QUERY = "What is the GPU memory bandwidth?"
 
 
-class EndpointTest(unittest.TestCase):
-    def setUp(self):
-        self.mocks = []
-
-    def tearDown(self):
-        failed = []
-        for m in self.mocks:
-            if not m.stopped:
-                rc = m.stop()
-                if rc != 0:
-                    failed.append("headroom-mock exited %s:\n%s" % (rc, m.log()))
-            m.stderr.close()
-        self.assertEqual(failed, [])
-
-    def start(self, *args):
-        m = tm.Mock(*args)
-        self.mocks.append(m)
-        return m
+class EndpointTest(tm.MockCase):
 
     def post(self, conn, path, body):
         status, headers, raw = tm.do(conn, "POST", path, body)

@@ -78,24 +78,7 @@ def generate(conn, path, stream, **extra):
             finish)
 
 
-class EarlyStopTest(unittest.TestCase):
-    def setUp(self):
-        self.mocks = []
-
-    def tearDown(self):
-        failed = []
-        for m in self.mocks:
-            if not m.stopped:
-                rc = m.stop()
-                if rc != 0:
-                    failed.append("headroom-mock exited %s:\n%s" % (rc, m.log()))
-            m.stderr.close()
-        self.assertEqual(failed, [])
-
-    def start(self, *args):
-        m = tm.Mock(*args)
-        self.mocks.append(m)
-        return m
+class EarlyStopTest(tm.MockCase):
 
     def stopped_ids(self, m, path="/v1/chat/completions", stream=False, n=N, **extra):
         """Send n requests; check each one's length against its finish

@@ -174,79 +174,85 @@ class Recorder(http.server.BaseHTTPRequestHandler):
 
 
 class BodyFieldsTest(unittest.TestCase):
+    """Request bodies as a recording server sees them."""
+
+    def setUp(self):
+        self.srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
+        threading.Thread(target=self.srv.serve_forever, daemon=True).start()
+        self.tmp = hrtest.tempdir()
+        self.daemon = hrtest.start_daemon(self.tmp.name)
+        self.api = hrtest.Api(self.daemon.addr)
+        self.addr = "127.0.0.1:%d" % self.srv.server_address[1]
+        Recorder.bodies = []
+
+    def tearDown(self):
+        rc = self.daemon.stop()
+        self.srv.shutdown()
+        self.tmp.cleanup()
+        self.assertEqual(rc, 0)
+
     def test_output_length_fields(self):
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        tmp = hrtest.tempdir()
-        d = hrtest.start_daemon(tmp.name)
-        try:
-            api = hrtest.Api(d.addr)
-            addr = "127.0.0.1:%d" % srv.server_address[1]
-            for extra, want in (({}, {"max_tokens": 7}),
-                                ({"target": {"max_tokens_field": "max_completion_tokens"}},
-                                 {"max_completion_tokens": 7}),
-                                ({"workload": {"ignore_eos": True}},
-                                 {"max_tokens": 7, "min_tokens": 7, "ignore_eos": True})):
-                Recorder.bodies = []
-                spec = hrtest.spec(addr, concurrency=1, requests=3)
-                spec["target"]["stream"] = False
-                spec["target"].update(extra.get("target", {}))
-                spec["workload"].update({"osl": {"mean": 7}}, **extra.get("workload", {}))
-                run = api.wait(api.submit(spec))
-                self.assertEqual(run["state"], "succeeded", run.get("reason"))
-                self.assertEqual(len(Recorder.bodies), 3)
-                for b in Recorder.bodies:
-                    got = {k: b[k] for k in ("max_tokens", "max_completion_tokens",
-                                             "min_tokens", "ignore_eos") if k in b}
-                    self.assertEqual(got, want)
-        finally:
-            self.assertEqual(d.stop(), 0)
-            srv.shutdown()
-            tmp.cleanup()
+        api, addr = self.api, self.addr
+        for extra, want in (({}, {"max_tokens": 7}),
+                            ({"target": {"max_tokens_field": "max_completion_tokens"}},
+                             {"max_completion_tokens": 7}),
+                            ({"workload": {"ignore_eos": True}},
+                             {"max_tokens": 7, "min_tokens": 7, "ignore_eos": True}),
+                            # extra_body's length (by either name) stands alone
+                            ({"workload": {"ignore_eos": True},
+                              "target": {"extra_body": {"max_tokens": 4}}},
+                             {"max_tokens": 4, "ignore_eos": True}),
+                            ({"target": {"max_tokens_field": "max_completion_tokens",
+                                         "extra_body": {"max_tokens": 4}}},
+                             {"max_tokens": 4})):
+            Recorder.bodies = []
+            spec = hrtest.spec(addr, concurrency=1, requests=3)
+            spec["target"]["stream"] = False
+            spec["target"].update(extra.get("target", {}))
+            spec["workload"].update({"osl": {"mean": 7}}, **extra.get("workload", {}))
+            run = api.wait(api.submit(spec))
+            self.assertEqual(run["state"], "succeeded", run.get("reason"))
+            self.assertEqual(len(Recorder.bodies), 3)
+            for b in Recorder.bodies:
+                got = {k: b[k] for k in ("max_tokens", "max_completion_tokens",
+                                         "min_tokens", "ignore_eos") if k in b}
+                self.assertEqual(got, want)
 
     def test_dataset_entry_extra(self):
         """A dataset entry's `extra` is merged over the body: it wins over the
         run's members (and the output length), never over the prompt."""
-        srv = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Recorder)
-        threading.Thread(target=srv.serve_forever, daemon=True).start()
-        tmp = hrtest.tempdir()
-        d = hrtest.start_daemon(tmp.name)
-        try:
-            api = hrtest.Api(d.addr)
-            lines = [{"text": "plain entry", "output_length": 5},
-                     {"text": "warm entry", "output_length": 5,
-                      "extra": {"temperature": 0.25, "model": "other", "max_tokens": 3,
-                                "messages": "not the prompt", "nested": {"a": [1, 2]}}},
-                     {"text": "empty extra", "extra": {}}]
-            raw = "".join(json.dumps(x) + "\n" for x in lines).encode()
-            st, ds, _ = api.call("POST", "/datasets?format=single_turn&name=x", raw=raw)
-            self.assertEqual(st, 201, ds)
-            Recorder.bodies = []
-            spec = hrtest.spec("127.0.0.1:%d" % srv.server_address[1], concurrency=1,
-                               requests=3)
-            spec["target"].update(stream=False, extra_body={"top_k": 4})
-            spec["workload"] = {"kind": "dataset", "dataset": {"id": ds["id"]},
-                                "osl": {"mean": 9}}
-            run = api.wait(api.submit(spec))
-            self.assertEqual(run["state"], "succeeded", run.get("reason"))
-            bodies = {b["messages"][-1]["content"]: b for b in Recorder.bodies}
-            self.assertEqual(bodies["plain entry"],
-                             {"messages": [{"role": "user", "content": "plain entry"}],
-                              "max_tokens": 5, "model": "mock-model", "stream": False,
-                              "top_k": 4})
-            self.assertEqual(bodies["warm entry"],
-                             {"messages": [{"role": "user", "content": "warm entry"}],
-                              "max_tokens": 3, "model": "other", "stream": False,
-                              "top_k": 4, "temperature": 0.25, "nested": {"a": [1, 2]}})
-            self.assertEqual(bodies["empty extra"]["max_tokens"], 9)
-            st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
-            req = {json.loads(line)["req_id"]: json.loads(line)["requested_osl"]
-                   for line in text.splitlines()}
-            self.assertEqual(req, {0: 5, 1: None, 2: 9})  # 3 came from the entry's extra
-        finally:
-            self.assertEqual(d.stop(), 0)
-            srv.shutdown()
-            tmp.cleanup()
+        api = self.api
+        lines = [{"text": "plain entry", "output_length": 5},
+                 {"text": "warm entry", "output_length": 5,
+                  "extra": {"temperature": 0.25, "model": "other", "max_tokens": 3,
+                            "messages": "not the prompt", "nested": {"a": [1, 2]},
+                            "stream": True, "stream_options": {"include_usage": False}}},
+                 {"text": "empty extra", "extra": {}}]
+        raw = "".join(json.dumps(x) + "\n" for x in lines).encode()
+        st, ds, _ = api.call("POST", "/datasets?format=single_turn&name=x", raw=raw)
+        self.assertEqual(st, 201, ds)
+        Recorder.bodies = []
+        spec = hrtest.spec(self.addr, concurrency=1, requests=3)
+        spec["target"].update(stream=False, extra_body={"top_k": 4})
+        spec["workload"] = {"kind": "dataset", "dataset": {"id": ds["id"]},
+                            "osl": {"mean": 9}, "ignore_eos": True}
+        run = api.wait(api.submit(spec))
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        bodies = {b["messages"][-1]["content"]: b for b in Recorder.bodies}
+        self.assertEqual(bodies["plain entry"],
+                         {"messages": [{"role": "user", "content": "plain entry"}],
+                          "max_tokens": 5, "min_tokens": 5, "ignore_eos": True,
+                          "model": "mock-model", "stream": False, "top_k": 4})
+        self.assertEqual(bodies["warm entry"],
+                         {"messages": [{"role": "user", "content": "warm entry"}],
+                          "max_tokens": 3, "model": "other", "stream": False,
+                          "ignore_eos": True, "top_k": 4, "temperature": 0.25,
+                          "nested": {"a": [1, 2]}})  # no min_tokens: its length is its own
+        self.assertEqual(bodies["empty extra"]["max_tokens"], 9)
+        st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+        req = {json.loads(line)["req_id"]: json.loads(line)["requested_osl"]
+               for line in text.splitlines()}
+        self.assertEqual(req, {0: 5, 1: None, 2: 9})  # 3 came from the entry's extra
 
 
 if __name__ == "__main__":

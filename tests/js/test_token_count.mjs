@@ -117,6 +117,27 @@ for (const stream of [true, false]) {
 	});
 }
 
+test('conversations: inputs compared on first turns only', async () => {
+	const conv = JSON.stringify({ session_id: 'c', turns: [
+		{ text: PROMPT, output_length: 4 }, { text: 'And then?', output_length: 4 }] }) + '\n';
+	const up = await api.call('POST', '/datasets?format=multi_turn&name=conv', null, conv);
+	assert.equal(up.status, 201, up.text);
+	const spec = datasetSpec(true, { isl: 'tokenizer' });
+	spec.workload.dataset.id = up.json().id;
+	spec.load.requests = 6;
+	const { run, recs } = await api.runToEnd(spec);
+	const first = recs.filter((r) => r.turn === 0);
+	assert.ok(first.length > 0 && first.length < recs.length, 'both kinds of turn');
+	for (const r of recs) {
+		// a later turn's server count covers the history it resends
+		assert.equal(r.tokenizer_isl, tk.encode(r.turn === 0 ? PROMPT : 'And then?').length);
+		assert.ok(r.turn === 0 ? r.usage_isl === r.tokenizer_isl : r.usage_isl > r.tokenizer_isl);
+	}
+	const d = run.summary.tokens.usage_discrepancy;
+	assert.equal(d.isl_diff_pct.count, first.length);
+	assert.equal(d.isl_diff_pct.max, 0);
+});
+
 test('defaults: usage first, the tokenizer\'s ISL kept beside it', async () => {
 	const { run, recs } = await api.runToEnd(datasetSpec(true, undefined));
 	const isl = tk.encode(PROMPT).length;
