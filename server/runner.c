@@ -661,6 +661,13 @@ static void post_progress(struct run_ctx *c)
 	json_decref(p);
 }
 
+/* The wait for the telemetry baseline ends early on a cancel or a stop. */
+static int baseline_give_up(void *ud)
+{
+	struct run_ctx *c = ud;
+	return atomic_load(&c->r->cancel_id) == c->id || atomic_load(&c->r->stopping);
+}
+
 static void terminate_all(struct run_ctx *c)
 {
 	/* workers that sent DONE exit on their own once their socket is
@@ -800,7 +807,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	}
 	/* START is sent from the loop below, so no request (warm-up included)
 	 * precedes the baseline; the workers start up meanwhile */
-	collector_wait_baseline(tele);
+	if (c.sock)
+		collector_wait_baseline(tele, baseline_give_up, &c);
 	int64_t last_progress = 0;
 	while (c.sock) {
 		zmq_pollitem_t pi = {c.sock, 0, ZMQ_POLLIN, 0};
@@ -857,7 +865,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if (c.have_ds)
 		dataset_ref_release(&c.ds);
 	post_progress(&c);
-	collector_stop(tele);
+	collector_stop(tele, c.cancelled || c.interrupted);
 	mockproc_stop(&mock);
 	/* the daemon's last sample once every record is stored: its backlog
 	 * then says whether ingestion kept up to the end */

@@ -68,6 +68,7 @@ struct collector {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int stop;
+	int quick;    /* stopping for a cancel or a daemon stop: no waiting on pages */
 	int baseline; /* every source has completed its first pass */
 	struct nvml *nvml;
 	CURLM *multi;
@@ -536,6 +537,23 @@ static void finish_transfers(struct collector *c, struct tbatch *b)
 	}
 }
 
+/* A cancelled or interrupted run does not wait for pages still loading:
+ * they count as failed passes, and the final pass skips them. */
+static void abandon_transfers(struct collector *c)
+{
+	for (int i = 0; i < c->nsrc; i++) {
+		struct source *s = &c->src[i];
+		if (!s->busy)
+			continue;
+		curl_multi_remove_handle(c->multi, s->easy);
+		s->busy = 0;
+		s->ok = 0;
+		s->passes++;
+		snprintf(s->detail, sizeof s->detail, "%.200s: no answer before the run ended",
+			 s->target);
+	}
+}
+
 static void set_baseline(struct collector *c)
 {
 	pthread_mutex_lock(&c->mu);
@@ -554,10 +572,13 @@ static void *collector_main(void *arg)
 		c->src[i].due = now;
 	for (;;) {
 		pthread_mutex_lock(&c->mu);
-		int stop = c->stop;
+		int stop = c->stop, quick = c->quick;
 		pthread_mutex_unlock(&c->mu);
-		if (stop)
+		if (stop) {
+			if (quick)
+				abandon_transfers(c);
 			break;
+		}
 		struct tbatch *b = batch_new(c);
 		now = mono_ns();
 		for (int i = 0; i < c->nsrc; i++) {
@@ -590,9 +611,13 @@ static void *collector_main(void *arg)
 	/* the final pass, after the last request: what is in flight ends, then
 	 * every source once more */
 	struct tbatch *b = batch_new(c);
+	pthread_mutex_lock(&c->mu);
+	int quick = c->quick;
+	pthread_mutex_unlock(&c->mu);
 	finish_transfers(c, b);
 	for (int i = 0; i < c->nsrc; i++)
-		pass_start(c, &c->src[i], b);
+		if (!quick || c->src[i].ok || !c->src[i].passes)
+			pass_start(c, &c->src[i], b);
 	finish_transfers(c, b);
 	batch_post(c, b);
 	set_baseline(c); /* nobody waits past the end */
@@ -715,20 +740,33 @@ struct collector *collector_start(struct store *s, int64_t run_id, const struct 
 	return c;
 }
 
-int collector_wait_baseline(struct collector *c)
+int collector_wait_baseline(struct collector *c, int (*give_up)(void *ud), void *ud)
 {
 	if (!c)
 		return 0;
 	/* NVML is read and every page fetched at once, each page within the
-	 * scrape timeout; the margin is for NVML itself */
+	 * scrape timeout; the margin is for NVML itself. give_up is asked
+	 * every 100 ms (a cancel or a stop does not wait for the baseline). */
 	int64_t limit = mono_ns() + (int64_t)c->spec->telemetry.scrape_timeout_ms * 1000000LL +
 			BASELINE_MARGIN_NS;
-	struct timespec ts = {(time_t)(limit / 1000000000LL), (long)(limit % 1000000000LL)};
-	pthread_mutex_lock(&c->mu);
-	while (!c->baseline && pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT)
-		;
-	int done = c->baseline;
-	pthread_mutex_unlock(&c->mu);
+	int done = 0, quit = 0;
+	while (!done && !quit) {
+		int64_t now = mono_ns(), until = now + 100000000LL;
+		if (now >= limit)
+			break;
+		if (until > limit)
+			until = limit;
+		struct timespec ts = {(time_t)(until / 1000000000LL),
+				      (long)(until % 1000000000LL)};
+		pthread_mutex_lock(&c->mu);
+		while (!c->baseline && pthread_cond_timedwait(&c->cv, &c->mu, &ts) != ETIMEDOUT)
+			;
+		done = c->baseline;
+		pthread_mutex_unlock(&c->mu);
+		quit = !done && give_up && give_up(ud);
+	}
+	if (quit)
+		return -1;
 	if (!done)
 		fprintf(stderr, "headroomd: run %lld: the telemetry baseline is late; starting "
 				"without waiting longer\n",
@@ -736,12 +774,13 @@ int collector_wait_baseline(struct collector *c)
 	return done ? 0 : -1;
 }
 
-void collector_stop(struct collector *c)
+void collector_stop(struct collector *c, int quick)
 {
 	if (!c)
 		return;
 	pthread_mutex_lock(&c->mu);
 	c->stop = 1;
+	c->quick = quick;
 	pthread_mutex_unlock(&c->mu);
 	curl_multi_wakeup(c->multi);
 	pthread_join(c->thread, NULL);

@@ -35,10 +35,14 @@ struct collector;
 struct collector *collector_start(struct store *s, int64_t run_id, const struct spec *spec,
 				  const char *nvml_lib);
 /* Blocks until every source has completed its first pass (the baseline),
- * at most telemetry.scrape_timeout_ms plus BASELINE_MARGIN_NS. Returns 0,
- * or -1 when it stopped waiting (logged). NULL is a no-op. */
-int collector_wait_baseline(struct collector *c);
-/* Final pass, join, store the sources' status. NULL is a no-op. */
-void collector_stop(struct collector *c);
+ * at most telemetry.scrape_timeout_ms plus BASELINE_MARGIN_NS, or until
+ * give_up(ud) (asked every 100 ms; may be NULL) says to stop waiting.
+ * Returns 0, or -1 when it stopped waiting (a late baseline is logged).
+ * NULL is a no-op. */
+int collector_wait_baseline(struct collector *c, int (*give_up)(void *ud), void *ud);
+/* Final pass, join, store the sources' status. quick (a cancelled or
+ * interrupted run): pages still loading are given up, and sources that
+ * failed are not asked again. NULL is a no-op. */
+void collector_stop(struct collector *c, int quick);
 
 #endif

@@ -12,6 +12,7 @@ import os
 import socket
 import subprocess
 import threading
+import time
 import unittest
 
 import hrtest
@@ -262,6 +263,24 @@ class Telemetry(unittest.TestCase):
             times = {x["t_ns"] for x in tj["samples"]
                      if x["source"] == source and lo <= x["t_ns"] <= hi}
             self.assertGreater(len(times), (hi - lo) / 1e9 * 10 / 3, source)
+
+    def test_cancel_does_not_wait_for_a_stalled_baseline(self):
+        stalled = StalledExporter()
+        self.procs.append(stalled)
+        mock = hrtest.start_mock("--quiet")
+        self.procs.append(mock)
+        d = start_daemon_env(self.tmp.name, {})
+        self.procs.append(d)
+        api = hrtest.Api(d.addr)
+        spec = hrtest.spec(mock.addr, concurrency=1, requests=5)
+        spec["telemetry"] = {"scrape_timeout_ms": 30000, "dcgm_urls": [stalled.url]}
+        rid = api.submit(spec)
+        api.wait(rid, states=("running",), timeout=30)
+        t = time.monotonic()
+        api.call("POST", "/runs/%d/cancel" % rid)
+        run = api.wait(rid, timeout=30)
+        self.assertEqual(run["state"], "cancelled")
+        self.assertLess(time.monotonic() - t, 10, "the cancel waited for the baseline")
 
     def test_gpu_names_uuids_and_indices(self):
         script = os.path.join(self.tmp.name, "nvml.script")
