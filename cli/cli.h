@@ -57,6 +57,10 @@ int cmd_export(const struct cli_opts *o);
 int cmd_calibrate(const struct cli_opts *o);
 /* POSTs a spec (JSON text) and, with o->wait, waits as `submit --wait`. */
 int cli_submit_text(const struct cli_opts *o, const char *text, size_t len);
+/* Prints a daemon's non-2xx answer (r: struct http_resp, http.h) as
+ * `error: <message> (field: <field>)`; returns EXIT_DAEMON. */
+struct http_resp;
+int cli_answer_failure(const struct http_resp *r);
 /* `headroom profile`: AIPerf's flags to a run spec (profile.c). */
 int cmd_profile(int argc, char **argv);
 

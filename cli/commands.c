@@ -65,45 +65,6 @@ static int transport_failure(int rc, const char *err)
 	return rc == HTTP_FAIL_WRITE ? EXIT_RUN_FAILED : EXIT_DAEMON;
 }
 
-/* Prints a non-2xx answer as `error: <message> (field: <field>)`. */
-static int answer_failure(const struct http_resp *r)
-{
-	json_error_t jerr;
-	json_t *doc = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &jerr);
-	json_t *e = json_object_get(doc, "error");
-	const char *msg = view_str(e, "message");
-	const char *field = view_str(e, "field");
-	const char *code = view_str(e, "code");
-	if (msg) {
-		char *m = view_clean(msg);
-		if (field && *field) {
-			char *f = view_clean(field);
-			fprintf(stderr, "error: %s (field: %s)\n", m, f);
-			free(f);
-		} else {
-			fprintf(stderr, "error: %s\n", m);
-		}
-		free(m);
-	} else if (code) {
-		char *m = view_clean(code);
-		fprintf(stderr, "error: HTTP %ld: %s\n", r->status, m);
-		free(m);
-	} else {
-		char head[201];
-		size_t n = r->body.len < sizeof(head) - 1 ? r->body.len : sizeof(head) - 1;
-		memcpy(head, r->body.data ? r->body.data : "", n);
-		head[n] = '\0';
-		char *nl = strpbrk(head, "\r\n");
-		if (nl)
-			*nl = '\0';
-		char *h = view_clean(head);
-		fprintf(stderr, "error: HTTP %ld from the daemon%s%s\n", r->status, *h ? ": " : "",
-		        h);
-		free(h);
-	}
-	json_decref(doc);
-	return EXIT_DAEMON;
-}
 
 static int is_2xx(long status)
 {
@@ -137,7 +98,7 @@ static json_t *call(struct http_client *c, const char *path, const char *body, s
 	if (rc < 0)
 		*ex = transport_failure(rc, err);
 	else if (!is_2xx(r.status))
-		*ex = answer_failure(&r);
+		*ex = cli_answer_failure(&r);
 	else if (!(doc = answer_object(&r)))
 		*ex = EXIT_DAEMON;
 	http_resp_release(&r);
@@ -224,7 +185,7 @@ static int wait_run(struct http_client *c, long long id, long poll_ms)
 			if (tty && last_len)
 				fputc('\n', stderr);
 			last_len = 0;
-			ex = answer_failure(&r);
+			ex = cli_answer_failure(&r);
 		} else if (!(run = answer_object(&r))) {
 			ex = EXIT_DAEMON;
 		}
@@ -460,7 +421,7 @@ int cmd_show(const struct cli_opts *o)
 	if (rc < 0)
 		ex = transport_failure(rc, err);
 	else if (!is_2xx(r.status))
-		ex = answer_failure(&r);
+		ex = cli_answer_failure(&r);
 	else if (!(run = answer_object(&r)))
 		ex = EXIT_DAEMON;
 	else if (o->json) {
@@ -589,7 +550,7 @@ int cmd_export(const struct cli_opts *o)
 	if (rc < 0)
 		ex = transport_failure(rc, err);
 	else if (!is_2xx(r.status))
-		ex = answer_failure(&r);
+		ex = cli_answer_failure(&r);
 	if (sink_close(&s, o->output, ex == EXIT_OK) < 0 && ex == EXIT_OK)
 		ex = EXIT_RUN_FAILED;
 	http_resp_release(&r);

@@ -167,28 +167,6 @@ static int parse(int argc, char **argv, struct args *a, int *help)
 
 /* --- answers ------------------------------------------------------------------------ */
 
-/* Prints an error answer as `error: <message> (field: <field>)`. */
-static int answer_failure(long status, const struct dynbuf *body)
-{
-	json_t *doc = json_loadb(body->data ? body->data : "", body->len, 0, NULL);
-	json_t *e = json_object_get(doc, "error");
-	const char *msg = view_str(e, "message"), *field = view_str(e, "field");
-	if (msg) {
-		char *m = view_clean(msg);
-		if (field && *field) {
-			char *f = view_clean(field);
-			fprintf(stderr, "error: %s (field: %s)\n", m, f);
-			free(f);
-		} else {
-			fprintf(stderr, "error: %s\n", m);
-		}
-		free(m);
-	} else {
-		fprintf(stderr, "error: HTTP %ld from the daemon\n", status);
-	}
-	json_decref(doc);
-	return EXIT_DAEMON;
-}
 
 static json_t *answer_object(const struct dynbuf *body)
 {
@@ -216,7 +194,7 @@ static json_t *get(struct http_client *c, const char *path, int raw, int *ex)
 		fprintf(stderr, "error: %s\n", err);
 		*ex = rc == HTTP_FAIL_STOPPED ? EXIT_INTERRUPTED : EXIT_DAEMON;
 	} else if (r.status < 200 || r.status > 299) {
-		*ex = answer_failure(r.status, &r.body);
+		*ex = cli_answer_failure(&r);
 	} else if (!(doc = answer_object(&r.body))) {
 		*ex = EXIT_DAEMON;
 	} else if (raw) {
@@ -411,7 +389,8 @@ static int upload(struct http_client *c, const struct args *a)
 			ex = EXIT_DAEMON;
 		}
 	} else if (status != 200 && status != 201) {
-		ex = answer_failure(status, &body);
+		struct http_resp ans = {.status = status, .body = body};
+		ex = cli_answer_failure(&ans);
 	} else if (!(ds = answer_object(&body))) {
 		ex = EXIT_DAEMON;
 	} else if (a->json) {
@@ -445,7 +424,7 @@ static int delete(struct http_client *c, long long id)
 		fprintf(stderr, "error: %s\n", err);
 		ex = rc == HTTP_FAIL_STOPPED ? EXIT_INTERRUPTED : EXIT_DAEMON;
 	} else if (r.status != 204) {
-		ex = answer_failure(r.status, &r.body);
+		ex = cli_answer_failure(&r);
 	} else {
 		printf("dataset %lld deleted\n", id);
 	}

@@ -1,5 +1,6 @@
 /* view.c - safe display text from untrusted JSON: cleaned strings, typed
- * member reads, numbers, timestamps and durations for the CLI's output. */
+ * member reads, numbers, timestamps and durations for the CLI's output,
+ * and the daemon's error answers as the commands print them. */
 #include "view.h"
 
 #include <math.h>
@@ -8,6 +9,10 @@
 #include <string.h>
 #include <time.h>
 
+#include <jansson.h>
+
+#include "cli.h"
+#include "http.h"
 #include "util.h"
 
 char *view_clean(const char *s)
@@ -239,4 +244,44 @@ const char *view_fmt_duration(char *buf, size_t n, int64_t ms)
 	else
 		snprintf(buf, n, "%lldd%02lldh", v / 86400000, v / 3600000 % 24);
 	return buf;
+}
+
+/* Prints a non-2xx answer as `error: <message> (field: <field>)`. */
+int cli_answer_failure(const struct http_resp *r)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &jerr);
+	json_t *e = json_object_get(doc, "error");
+	const char *msg = view_str(e, "message");
+	const char *field = view_str(e, "field");
+	const char *code = view_str(e, "code");
+	if (msg) {
+		char *m = view_clean(msg);
+		if (field && *field) {
+			char *f = view_clean(field);
+			fprintf(stderr, "error: %s (field: %s)\n", m, f);
+			free(f);
+		} else {
+			fprintf(stderr, "error: %s\n", m);
+		}
+		free(m);
+	} else if (code) {
+		char *m = view_clean(code);
+		fprintf(stderr, "error: HTTP %ld: %s\n", r->status, m);
+		free(m);
+	} else {
+		char head[201];
+		size_t n = r->body.len < sizeof(head) - 1 ? r->body.len : sizeof(head) - 1;
+		memcpy(head, r->body.data ? r->body.data : "", n);
+		head[n] = '\0';
+		char *nl = strpbrk(head, "\r\n");
+		if (nl)
+			*nl = '\0';
+		char *h = view_clean(head);
+		fprintf(stderr, "error: HTTP %ld from the daemon%s%s\n", r->status, *h ? ": " : "",
+		        h);
+		free(h);
+	}
+	json_decref(doc);
+	return EXIT_DAEMON;
 }
