@@ -496,7 +496,16 @@ static int build(struct pflags *p, json_t **out)
 	if (p->block_size > 0)
 		json_object_set_new(wl, "block_size", json_integer((json_int_t)p->block_size));
 	if (p->tokenizer) {
-		json_object_set_new(wl, "tokenizer", json_string(p->tokenizer));
+		/* the daemon reads the file: a path relative to here means
+		 * nothing to it (one that is not here may be the daemon's own) */
+		char *abs = realpath(p->tokenizer, NULL);
+		json_t *path = json_string(abs ? abs : p->tokenizer);
+		free(abs);
+		if (!path) {
+			json_decref(spec);
+			return bad("--tokenizer", "the path is not UTF-8");
+		}
+		json_object_set_new(wl, "tokenizer", path);
 		if (!p->server_count) /* AIPerf counts with its tokenizer by default */
 			json_object_set_new(wl, "token_count",
 					    json_pack("{s:s, s:s}", "isl", "tokenizer", "osl",

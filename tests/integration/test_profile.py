@@ -36,6 +36,25 @@ def spec_of(*args):
     return json.loads(r.stdout)
 
 
+def byte_tokenizer():
+    """A small Hugging Face tokenizer.json: byte-level BPE with one token
+    per byte and one merge (" a": prompts of exact lengths need a piece of
+    the corpus that is a single token)."""
+    printable = (list(range(0x21, 0x7f)) + list(range(0xa1, 0xad)) +
+                 list(range(0xae, 0x100)))
+    chars, extra = {}, 0
+    for b in range(256):  # the byte-to-unicode table of byte-level BPE
+        if b in printable:
+            chars[b] = chr(b)
+        else:
+            chars[b] = chr(256 + extra)
+            extra += 1
+    vocab = {chars[b]: b for b in range(256)}
+    vocab[chars[0x20] + "a"] = 256
+    return {"model": {"type": "BPE", "vocab": vocab, "merges": [chars[0x20] + " a"]},
+            "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": False}}
+
+
 class FlagsTest(unittest.TestCase):
     def test_concurrency_defaults(self):
         s = spec_of("-m", "llama", "--url", "localhost:8000/")
@@ -212,6 +231,34 @@ class EndToEndTest(unittest.TestCase):
             self.assertEqual(run["summary"]["counts"]["valid"], 10)
         finally:
             os.unlink(path)
+
+    def test_tokenizer_relative_path(self):
+        """--tokenizer FILE relative to where profile runs reaches the daemon
+        as a full path: prompts of exact lengths, counted as AIPerf does."""
+        with tempfile.TemporaryDirectory() as d:
+            with open(os.path.join(d, "bytes.json"), "w") as f:
+                json.dump(byte_tokenizer(), f)  # one token per byte
+            mock = hrtest.start_mock("--quiet", "--tokenizer", os.path.join(d, "bytes.json"))
+            try:
+                r = subprocess.run(
+                    [CLI, "profile", "-m", "mock-model", "--url", mock.addr, "--streaming",
+                     "--tokenizer", "bytes.json", "--isl", "37", "--osl", "5",
+                     "--request-count", "4", "--daemon", "http://" + self.daemon.addr],
+                    capture_output=True, text=True, timeout=120, cwd=d)
+                self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+                rid = int(r.stdout.split()[1])
+                st, run, _ = self.api.call("GET", "/runs/%d" % rid)
+                self.assertEqual(run["spec"]["workload"]["tokenizer"],
+                                 os.path.realpath(os.path.join(d, "bytes.json")))
+                st, text, _ = self.api.call("GET", "/runs/%d/records" % rid)
+                recs = [json.loads(x) for x in text.splitlines()]
+                self.assertEqual(len(recs), 4)
+                for rec in recs:
+                    self.assertEqual((rec["isl_source"], rec["isl"], rec["usage_isl"]),
+                                     ("tokenizer", 37, 37), rec)
+                    self.assertEqual(rec["osl_source"], "tokenizer")
+            finally:
+                self.assertEqual(mock.stop(), 0)
 
     def test_custom_datasets(self):
         """single_turn (with --fixed-schedule: its timestamps) and multi_turn
