@@ -16,28 +16,7 @@ set -eu
 
 want="wrk nghttp2-client python3-aiohttp valgrind linux-perf strace"
 
-missing=""
-for p in $want; do
-	if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
-		missing="$missing $p"
-	fi
-done
-
-if [ -z "$missing" ]; then
-	exit 0
-fi
-
-SUDO=""
-if [ "$(id -u)" -ne 0 ]; then
-	if command -v sudo >/dev/null 2>&1; then
-		SUDO="sudo"
-	else
-		echo "install-bench-deps: need root to install:$missing" >&2
-		exit 1
-	fi
-fi
-
-echo "install-bench-deps: installing:$missing"
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+# shellcheck source-path=SCRIPTDIR source=lib-apt.sh
+. "$(dirname "$0")/lib-apt.sh"
 # shellcheck disable=SC2086
-$SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing
+apt_install_missing install-bench-deps $want

@@ -11,16 +11,13 @@ Environment: HEADROOM_BIN is the build's bin directory (default:
 build/bin of this checkout). Needs Python 3 and python3-zmq.
 """
 
-import http.server
 import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 import unittest
 
@@ -28,46 +25,10 @@ import zmq
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hrrecords  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-BIN = os.environ.get("HEADROOM_BIN") or os.path.join(HERE, "..", "..", "build", "bin")
-WORKER = os.path.join(BIN, "headroom-worker")
-MOCK = os.path.join(BIN, "headroom-mock")
-
-HELLO, SCHEDULE, READY, START, HEARTBEAT, RECORDS, STOP, DONE, FAIL, PHASE_DONE, SAMPLE = \
-    range(1, 12)
-MS = 1000000
-
-
-def closed_port():
-    s = socket.socket()
-    s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
-
-
-class Mock:
-    """headroom-mock on a free port."""
-
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([MOCK, "--listen", "127.0.0.1:0", "--quiet"] + list(args),
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("listening on "):
-            self.proc.kill()
-            raise RuntimeError("headroom-mock did not start: %r" % line)
-        self.url = "http://" + line.split()[-1]
-
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
+from hrtest import closed_port  # noqa: E402
+from hrworker import (DONE, FAIL, HEARTBEAT, HELLO, MS, READY, RECORDS,  # noqa: E402
+                      SAMPLE, SCHEDULE, START, STOP, WORKER, HttpServer, QuietHandler,
+                      ServersMixin, assert_no_sanitizer, read_stderr, router)
 
 
 # Streamed chunks that probe the worker's JSON fast path (worker/chunkscan.c):
@@ -118,7 +79,7 @@ DIFF_CASES = [
 ]
 
 
-class Scripted:
+class Scripted(HttpServer):
     """A Python HTTP server whose answer is chosen by the model name; it
     keeps what it received (headers, body) for inspection."""
 
@@ -127,27 +88,13 @@ class Scripted:
         self.counter = 0
         outer = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                n = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(n))
+                body = self.json_body()
                 outer.requests.append((self.path, dict(self.headers), body))
                 getattr(outer, "answer_" + body["model"])(self, body)
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
-        self.thread.start()
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
+        super().__init__(Handler)
 
     @staticmethod
     def sse(h, events, status=200):
@@ -244,14 +191,13 @@ class Result:
         self.stderr = ""
 
 
-class WorkerCase(unittest.TestCase):
+class WorkerCase(ServersMixin, unittest.TestCase):
+    scripted_class = Scripted
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="hrw-")
         self.ctx = zmq.Context()
-        self.sock = self.ctx.socket(zmq.ROUTER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.endpoint = "ipc://" + os.path.join(self.tmp, "d.sock")
-        self.sock.bind(self.endpoint)
+        self.sock, self.endpoint = router(self.ctx, os.path.join(self.tmp, "d.sock"))
         self.servers = []
         self.procs = []
 
@@ -267,16 +213,6 @@ class WorkerCase(unittest.TestCase):
         shutil.rmtree(self.tmp, ignore_errors=True)
 
     # --- plumbing -----------------------------------------------------
-
-    def mock(self, *args):
-        m = Mock(*args)
-        self.servers.append(m)
-        return m
-
-    def scripted(self):
-        s = Scripted()
-        self.servers.append(s)
-        return s
 
     def recv(self, timeout):
         if not self.sock.poll(int(timeout * 1000)):
@@ -358,11 +294,8 @@ class WorkerCase(unittest.TestCase):
         return self.finish(res)
 
     def finish(self, res):
-        self.err.seek(0)
-        res.stderr = self.err.read()
-        self.err.close()
-        for bad in ("Sanitizer", "runtime error:"):
-            self.assertNotIn(bad, res.stderr)
+        res.stderr = read_stderr(self.err)
+        assert_no_sanitizer(self, res.stderr)
         return res
 
     @staticmethod
@@ -472,10 +405,8 @@ class WorkerCase(unittest.TestCase):
     def setUpSocket(self):
         """A fresh ROUTER for a sub-test (the previous worker's id is gone)."""
         self.sock.close()
-        self.sock = self.ctx.socket(zmq.ROUTER)
-        self.sock.setsockopt(zmq.LINGER, 0)
-        self.endpoint = "ipc://" + os.path.join(self.tmp, "d%d.sock" % len(self.procs))
-        self.sock.bind(self.endpoint)
+        self.sock, self.endpoint = router(
+            self.ctx, os.path.join(self.tmp, "d%d.sock" % len(self.procs)))
 
     def test_c_timing(self):
         m = self.mock("--ttft-ms", "30", "--itl-ms", "5")

@@ -15,7 +15,6 @@ Environment: HEADROOM_BIN is the build's bin directory (default:
 build/bin of this checkout). Needs Python 3 and python3-zmq.
 """
 
-import http.server
 import json
 import math
 import os
@@ -32,14 +31,9 @@ import zmq
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hrrecords  # noqa: E402
 import hrtest  # noqa: E402
-
-HERE = os.path.dirname(os.path.abspath(__file__))
-BIN = os.environ.get("HEADROOM_BIN") or os.path.join(HERE, "..", "..", "build", "bin")
-WORKER = os.path.join(BIN, "headroom-worker")
-MOCK = os.path.join(BIN, "headroom-mock")
-
-(HELLO, SCHEDULE, READY, START, HEARTBEAT, RECORDS, STOP, DONE, FAIL,
- PHASE_DONE) = range(1, 11)
+from hrworker import (DONE, FAIL, HELLO, MS, PHASE_DONE, READY, RECORDS,  # noqa: E402
+                      SCHEDULE, START, WORKER, HttpServer, QuietHandler, ServersMixin,
+                      assert_no_sanitizer, read_stderr, router)
 
 
 # Under ASan/UBSan the worker and the mock run several times slower: the
@@ -47,7 +41,6 @@ MOCK = os.path.join(BIN, "headroom-mock")
 # start times is only checked in optimised builds.
 SANITIZED = hrtest.sanitized()
 ATTEMPTS = 3  # a timing check may be retried on a busy machine
-MS = 1000000
 SEC = 1000000000
 WARMUP_OFFSET = 1 << 40
 M64 = (1 << 64) - 1
@@ -116,33 +109,12 @@ def intervals(times):
 # --- servers ---------------------------------------------------------------
 
 
-class Mock:
-    def __init__(self, *args):
-        self.proc = subprocess.Popen([MOCK, "--listen", "127.0.0.1:0", "--quiet"] + list(args),
-                                     stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
-                                     text=True)
-        line = self.proc.stdout.readline()
-        if not line.startswith("listening on "):
-            self.proc.kill()
-            raise RuntimeError("headroom-mock did not start: %r" % line)
-        self.url = "http://" + line.split()[-1]
-
-    def close(self):
-        self.proc.terminate()
-        try:
-            self.proc.wait(5)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
-        self.proc.stdout.close()
-
-
 # Answers with JSON escapes and non-ASCII text: a conversation must carry
 # them back exactly.
 ANSWERS = ['Sure: "quoted", a\\back\nslash', "caf\u00e9 \u4e2d \U0001F600 </tag>", "ok"]
 
 
-class Scripted:
+class Scripted(HttpServer):
     """A streaming chat server that keeps every request body. Answer i (in
     arrival order per session, see answer_for) is sent as two content
     deltas; usage counts words of all messages like headroom-mock."""
@@ -152,15 +124,9 @@ class Scripted:
         self.lock = threading.Lock()
         outer = self
 
-        class Handler(http.server.BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-
-            def log_message(self, *a):
-                pass
-
+        class Handler(QuietHandler):
             def do_POST(self):
-                n = int(self.headers.get("Content-Length", "0"))
-                body = json.loads(self.rfile.read(n))
+                body = self.json_body()
                 with outer.lock:
                     outer.bodies.append(body)
                 text = outer.answer_for(body)
@@ -186,20 +152,13 @@ class Scripted:
                 self.wfile.write(b"%x\r\n%s\r\n" % (len(data), data))
                 self.wfile.flush()
 
-        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self.server.daemon_threads = True
-        self.url = "http://127.0.0.1:%d" % self.server.server_address[1]
-        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+        super().__init__(Handler)
 
     @staticmethod
     def answer_for(body):
         msgs = body.get("messages", [])
         turn = sum(1 for m in msgs if m["role"] == "user") - 1
         return ANSWERS[turn % len(ANSWERS)]
-
-    def close(self):
-        self.server.shutdown()
-        self.server.server_close()
 
 
 # --- the fake daemon ----------------------------------------------------------
@@ -219,7 +178,9 @@ class Pool:
         self.stderr = ""
 
 
-class ShapeCase(unittest.TestCase):
+class ShapeCase(ServersMixin, unittest.TestCase):
+    scripted_class = Scripted
+
     def setUp(self):
         self.tmp = tempfile.mkdtemp(prefix="hrws-")
         self.servers = []
@@ -228,16 +189,6 @@ class ShapeCase(unittest.TestCase):
         for s in self.servers:
             s.close()
         shutil.rmtree(self.tmp, ignore_errors=True)
-
-    def mock(self, *args):
-        m = Mock(*args)
-        self.servers.append(m)
-        return m
-
-    def scripted(self):
-        s = Scripted()
-        self.servers.append(s)
-        return s
 
     @staticmethod
     def spec(url, load, seed=7, isl=16, osl=8, endpoint="chat", **workload):
@@ -262,10 +213,7 @@ class ShapeCase(unittest.TestCase):
         """Plays headroomd for n workers: SCHEDULE, START (and the second
         START after every PHASE_DONE), until every worker sent DONE."""
         ctx = zmq.Context()
-        sock = ctx.socket(zmq.ROUTER)
-        sock.setsockopt(zmq.LINGER, 0)
-        ep = "ipc://" + os.path.join(self.tmp, "d%d.sock" % time.monotonic_ns())
-        sock.bind(ep)
+        sock, ep = router(ctx, os.path.join(self.tmp, "d%d.sock" % time.monotonic_ns()))
         err = open(os.path.join(self.tmp, "workers.err"), "w+", errors="replace")
         procs = [subprocess.Popen([WORKER, "--connect", ep, "--index", str(i)],
                                   stdout=subprocess.DEVNULL, stderr=err) for i in range(n)]
@@ -323,11 +271,8 @@ class ShapeCase(unittest.TestCase):
                     p.wait()
             sock.close()
             ctx.term()
-            err.seek(0)
-            res.stderr = err.read()
-            err.close()
-        for bad in ("Sanitizer", "runtime error:"):
-            self.assertNotIn(bad, res.stderr)
+            res.stderr = read_stderr(err)
+        assert_no_sanitizer(self, res.stderr)
         self.assertEqual(res.fail, {}, res.stderr)
         self.assertEqual(sum(d["records"] for d in res.done.values()), len(res.records))
         for r in res.records:

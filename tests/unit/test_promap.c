@@ -10,34 +10,9 @@
 #include "dynbuf.h"
 #include "prom.h"
 #include "promap.h"
+#include "promdata.h"
 #include "tap.h"
 #include "util.h"
-
-static char *read_data(const char *name, size_t *len)
-{
-	const char *src = getenv("HEADROOM_SRC");
-	char path[4096];
-	if (src && *src) {
-		snprintf(path, sizeof(path), "%s/tests/unit/data/prom/%s", src, name);
-	} else {
-		const char *f = __FILE__, *slash = strrchr(f, '/');
-		int dir = slash ? (int)(slash - f + 1) : 0;
-		snprintf(path, sizeof(path), "%.*sdata/prom/%s", dir, f, name);
-	}
-	FILE *fp = fopen(path, "rb");
-	if (!fp) {
-		tap_ok(0, "cannot open %s", path);
-		return NULL;
-	}
-	struct dynbuf b;
-	char chunk[4096];
-	size_t got;
-	dynbuf_init(&b, PROM_MAX_INPUT_BYTES);
-	while ((got = fread(chunk, 1, sizeof(chunk), fp)) > 0)
-		dynbuf_add(&b, chunk, got);
-	fclose(fp);
-	return dynbuf_take(&b, len);
-}
 
 /* Parses (strictly) and maps text; returns 0 on success. */
 static int load_text(const char *text, size_t len, unsigned flags, struct prom_doc *doc,

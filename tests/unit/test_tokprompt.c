@@ -12,59 +12,34 @@
 #include "corpus.h"
 #include "dynbuf.h"
 #include "tap.h"
-#include "tok_unicode.h"
+#include "tokbuild.h"
 #include "tokenizer.h"
 #include "tokprompt.h"
 #include "util.h"
-
-/* GPT-2's byte-to-unicode map. */
-static void byte_level(const char *raw, size_t n, char *out)
-{
-	static uint32_t map[256];
-	if (!map['A']) {
-		int k = 0;
-		for (int b = 0; b < 256; b++) {
-			int keep = (b >= 33 && b <= 126) || (b >= 161 && b <= 172) || b >= 174;
-			map[b] = keep ? (uint32_t)b : (uint32_t)(256 + k++);
-		}
-	}
-	size_t o = 0;
-	for (size_t i = 0; i < n; i++)
-		o += tok_utf8_put((uint8_t *)out + o, map[(uint8_t)raw[i]]);
-	out[o] = '\0';
-}
 
 /* The 256 bytes, plus each word in `words` (with its leading space) as one
  * token built by a chain of merges. */
 static struct tok *small_tokenizer(const char *const *words)
 {
-	json_t *vocab = json_object(), *merges = json_array();
-	for (int b = 0; b < 256; b++) {
-		char raw = (char)b, bl[8];
-		byte_level(&raw, 1, bl);
-		json_object_set_new(vocab, bl, json_integer(b));
-	}
+	json_t *root = hf_base();
+	json_t *vocab = json_object_get(json_object_get(root, "model"), "vocab");
 	int id = 256;
 	for (const char *const *w = words; *w; w++) {
-		char prefix[64], left[256], right[16], whole[256];
+		char prefix[64], whole[64], right[2] = "", bl[256];
 		size_t n = strlen(*w);
 		for (size_t k = 2; k <= n; k++) {
 			memcpy(prefix, *w, k - 1);
-			byte_level(prefix, k - 1, left);
-			byte_level(*w + k - 1, 1, right);
-			byte_level(*w, k, whole);
-			if (json_object_get(vocab, whole))
+			prefix[k - 1] = '\0';
+			memcpy(whole, *w, k);
+			whole[k] = '\0';
+			right[0] = (*w)[k - 1];
+			byte_level(whole, k, bl);
+			if (json_object_get(vocab, bl))
 				continue;
-			json_object_set_new(vocab, whole, json_integer(id++));
-			char *m = xasprintf("%s %s", left, right);
-			json_array_append_new(merges, json_string(m));
-			free(m);
+			hf_vocab(root, whole, id++);
+			hf_merge(root, prefix, right, 1);
 		}
 	}
-	json_t *root = json_pack("{s:s, s:[], s:n, s:{s:s, s:b, s:b}, s:{s:s, s:o, s:o}}",
-	                         "version", "1.0", "added_tokens", "normalizer", "pre_tokenizer",
-	                         "type", "ByteLevel", "add_prefix_space", 0, "use_regex", 1,
-	                         "model", "type", "BPE", "vocab", vocab, "merges", merges);
 	char *text = json_dumps(root, JSON_COMPACT);
 	json_decref(root);
 	struct tok *tk = NULL;
