@@ -165,6 +165,44 @@ class Shapes(unittest.TestCase):
         self.assertEqual(a, b)
         self.assertNotEqual([x[1] for x in a], [x[1] for x in c])
 
+    def test_independent_random_streams(self):
+        """Each concern draws from its own stream: changing one setting
+        leaves the others' draws (send times, input and output lengths)
+        request by request as they were."""
+        def draws(**change):
+            s = rate_spec(self.mock.addr, 1000, "poisson", workers=2, requests=300)
+            s["workload"].update(seed=7, isl={"mean": 20, "stddev": 5},
+                                 osl={"mean": 8, "stddev": 2})
+            for key, value in change.items():
+                if key == "warmup":
+                    s["warmup"] = value
+                elif key == "cancel":
+                    s["load"]["cancel"] = value
+                else:
+                    s["workload"][key] = value
+            _, rows = self.run_spec(s)
+            prof = [r for r in rows if r["phase"] == "profiling"]
+            self.assertEqual(len(prof), 300)
+            # (with a warm-up the profiling schedule starts after it)
+            t0 = min(r["intended_ns"] for r in prof)
+            return {r["req_id"]: (r["intended_ns"] - t0, r["isl"], r["osl"]) for r in prof}
+
+        base = draws()
+        self.assertGreater(len({v[1] for v in base.values()}), 5, "lengths vary")
+        for change, same in (({"osl": {"mean": 12, "stddev": 3}}, (0, 1)),
+                             ({"isl": {"mean": 30, "stddev": 4}}, (0, 2)),
+                             ({"warmup": {"requests": 10}}, (0, 1, 2)),
+                             ({"cancel": {"fraction": 0.3, "after_s": 30}}, (0, 1, 2))):
+            other = draws(**change)
+            self.assertEqual(set(other), set(base))
+            for i in same:
+                self.assertEqual([other[k][i] for k in sorted(base)],
+                                 [base[k][i] for k in sorted(base)], (change, i))
+            changed = {0, 1, 2} - set(same)
+            for i in changed:  # and the changed setting did change its draws
+                self.assertNotEqual([other[k][i] for k in sorted(base)],
+                                    [base[k][i] for k in sorted(base)], (change, i))
+
     def test_ramp(self):
         s = rate_spec(self.mock.addr, 1000, "constant", duration_s=3.0, ramp_s=2.0)
         _, rows = self.run_spec(s)
