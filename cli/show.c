@@ -358,6 +358,10 @@ static void load_line(FILE *out, json_t *load)
 	if (json_is_object(conc) && view_num(conc, "avg", &avg) && view_num(conc, "max", &max))
 		fprintf(out, "; in flight avg %s, max %s", view_fmt_num(c, avg),
 			view_fmt_num(d, max));
+	double unsent;
+	if (view_num(load, "unsent", &unsent) && unsent > 0)
+		fprintf(out, "; %s arrival(s) never sent (the ceiling held them past the end)",
+			view_scalar(c, sizeof c, json_object_get(load, "unsent")));
 	fputc('\n', out);
 }
 

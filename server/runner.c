@@ -63,6 +63,7 @@ struct wk {
 	int status; /* wait status */
 	int64_t last_seen;
 	long long sent, completed, errors, in_flight, records;
+	long long unsent; /* DONE: arrivals never sent (the ceiling held them past the end) */
 };
 
 struct run_ctx {
@@ -542,6 +543,9 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 			w->completed = json_integer_value(json_object_get(j, "completed"));
 		if (json_is_integer(json_object_get(j, "errors")))
 			w->errors = json_integer_value(json_object_get(j, "errors"));
+		json_t *unsent = json_object_get(j, "unsent");
+		if (json_is_integer(unsent) && json_integer_value(unsent) >= 0)
+			w->unsent = json_integer_value(unsent);
 		w->in_flight = 0;
 		w->state = W_DONE;
 		runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "done", -1, NULL);
@@ -883,6 +887,13 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		fprintf(stderr, "headroomd: run %lld: summary failed: %s\n", (long long)id, err);
 	else
 		json_object_set_new(summary, "client", verdict_compute(r->store, id, &c.spec, c.n, summary));
+	if (summary) { /* what the schedule asked for but was never sent */
+		long long unsent = 0;
+		for (int i = 0; i < c.n; i++)
+			unsent += c.w[i].unsent;
+		json_object_set_new(json_object_get(summary, "load"), "unsent",
+				    json_integer((json_int_t)unsent));
+	}
 	const char *state = RUN_SUCCEEDED;
 	char reason[600] = "";
 	if (c.interrupted) {

@@ -167,6 +167,8 @@ static json_t *counters(struct worker *w, bool with_in_flight)
 	json_object_set_new(o, "sent", json_integer((json_int_t)r->sent));
 	json_object_set_new(o, "completed", json_integer((json_int_t)r->completed));
 	json_object_set_new(o, "errors", json_integer((json_int_t)r->errors));
+	/* arrivals the ceiling still held back when the duration ended */
+	json_object_set_new(o, "unsent", json_integer((json_int_t)r->load.dropped));
 	if (with_in_flight)
 		json_object_set_new(o, "in_flight", json_integer(r->n_active));
 	json_object_set_new(o, "records", json_integer((json_int_t)w->ob.records_sent));

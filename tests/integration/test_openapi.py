@@ -1434,7 +1434,8 @@ class ApiSurfaceTest(_ApiBase):
         self.assertEqual(summary["run_id"], first)
         self.assertEqual(summary["load"], {
             "mode": "concurrency", "requested_rate": None, "requested_concurrency": 4,
-            "sent": 0, "achieved_rate": None, "achieved_concurrency": {"avg": None, "max": 0}})
+            "sent": 0, "unsent": 0, "achieved_rate": None,
+            "achieved_concurrency": {"avg": None, "max": 0}})
         text, _ = self.req("GET", "/runs/%d/summary?format=csv" % first, 200)
         self.check_summary_csv(text, summary)
         self.check_records(first, expect_rows=0)
@@ -1504,7 +1505,7 @@ class ApiSurfaceTest(_ApiBase):
         run = self.wait(ids[0], hrtest.TERMINAL, timeout=20)
         self.assertEqual(run["summary"]["load"], {
             "mode": "rate", "requested_rate": 50, "requested_concurrency": 8, "sent": 0,
-            "achieved_rate": None, "achieved_concurrency": {"avg": None, "max": 0}})
+            "unsent": 0, "achieved_rate": None, "achieved_concurrency": {"avg": None, "max": 0}})
         self.assertEqual(run["summary"]["counts"]["warmup"], 0)
         for tag in ("schedule_lag", "scheduled_time_to_first_token",
                     "scheduled_request_latency", "time_to_first_output_token"):

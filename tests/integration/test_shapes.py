@@ -335,6 +335,19 @@ class UnderLoad(unittest.TestCase):
         self.assertGreater(m["scheduled_request_latency"]["p50"],
                            2 * m["request_latency"]["p50"])
         self.assertLess(run["summary"]["load"]["achieved_rate"], 140)
+        self.assertEqual(run["summary"]["load"]["unsent"], 0)  # a count limit sends them all
+
+    def test_arrivals_held_past_the_duration_are_counted_unsent(self):
+        # 150 arrivals in 1 s, at most 2 in flight of ~20 ms requests: about
+        # 100 go out, the rest are still waiting when the second ends
+        s = rate_spec(self.mock.addr, 150, "constant", duration_s=1.0, max_concurrency=2)
+        s["workers"] = 2
+        run = self.api.wait(self.api.submit(s), timeout=120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        load = run["summary"]["load"]
+        self.assertGreater(load["unsent"], 10)
+        self.assertEqual(load["sent"] + load["unsent"], 150)
+        self.assertEqual(run["summary"]["counts"]["requests"], load["sent"])
 
 
 if __name__ == "__main__":

@@ -673,7 +673,8 @@ class WorkerCase(ServersMixin, unittest.TestCase):
         self.send(STOP, {"reason": "early"})
         typ, done = self.recv(5)
         self.assertEqual(typ, DONE)
-        self.assertEqual(done, {"sent": 0, "completed": 0, "errors": 0, "records": 0})
+        self.assertEqual(done, {"sent": 0, "completed": 0, "errors": 0, "records": 0,
+                                "unsent": 0})
         res = self.finish(Result())
         self.assertEqual(p.wait(5), 0, res.stderr)
         self.assertIn("malformed", res.stderr)
