@@ -35,7 +35,8 @@ struct csample {
 	int64_t queued;      /* sends due by now but not made yet (incl. waiting for a slot) */
 	int64_t queued_age_ns; /* how long the oldest of them has been due (0: none) */
 	int64_t record_backlog; /* records finished but not yet handed to the socket */
-	int64_t conn_errors; /* total: requests that could not connect */
+	int64_t conn_errors; /* total: requests lost to connection and socket errors (could
+	                      * not connect, reset, other transport failures) */
 	int64_t port_errors; /* total: of those, local address/port exhaustion */
 	int64_t sent, completed; /* totals */
 };

@@ -288,10 +288,11 @@ static void on_done(void *ud, CURL *easy, CURLcode result)
 		return; /* not ours */
 	struct req *q = (struct req *)p;
 	req_complete(q, result, now);
-	if (q->rec.error == HR_ERR_CONNECT) {
-		long os = 0;
+	int e = q->rec.error;
+	if (e == HR_ERR_CONNECT || e == HR_ERR_RESET || e == HR_ERR_TRANSPORT) {
+		long os = 0; /* connection and socket errors */
 		r->conn_errors++;
-		if (curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os) == CURLE_OK &&
+		if (e == HR_ERR_CONNECT && curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os) == CURLE_OK &&
 		    os == EADDRNOTAVAIL)
 			r->port_errors++; /* no local port (or address) left */
 	}

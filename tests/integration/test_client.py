@@ -79,6 +79,23 @@ class ClientVerdictTest(unittest.TestCase):
     def codes(self, client):
         return [r["code"] for r in client["reasons"]]
 
+    def test_connection_and_socket_errors_are_counted(self):
+        """The samples count requests lost to connection and socket errors:
+        refused connections, and connections reset mid-response."""
+        resets = hrtest.start_mock("--quiet", "--fail-reset", "1")
+        try:
+            for target, category in (("127.0.0.1:%d" % hrtest.closed_port(), "connect"),
+                                     (resets.addr, "reset")):
+                rid = self.api.submit(hrtest.spec(target, concurrency=2, requests=20))
+                run = self.api.wait(rid, timeout=120)
+                self.assertEqual(run["state"], "failed")  # nothing succeeded
+                self.assertEqual(run["summary"]["errors"], {category: 20})
+                self.assertEqual(run["summary"]["client"]["headline"]["conn_errors"], 20,
+                                 category)
+                self.assertEqual(run["summary"]["client"]["headline"]["port_errors"], 0)
+        finally:
+            self.assertEqual(resets.stop(), 0)
+
     # --- induced saturation ------------------------------------------------------
 
     def test_slow_worker_overloaded_is_client_bound_light_run_ok(self):
