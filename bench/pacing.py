@@ -52,9 +52,9 @@ def main():
     print("machine: %s" % hb.machine())
     print("layout: %s" % ("worker alone on CPU 0; daemon and mock on CPU 1" if a.worker_alone
                           else "daemon and worker on CPU 0; mock on CPU 1"))
-    print("| rate (req/s) | achieved (median) | within 1% | lag p50 (us) | lag p99 (us) "
-          "| lag max (ms) | runs |")
-    print("|---|---|---|---|---|---|---|")
+    print("| rate (req/s) | schedule's own rate | achieved (median) | within 1% of the schedule "
+          "| lag p50 (us) | lag p99 (us) | lag max (ms) | runs |")
+    print("|---|---|---|---|---|---|---|---|")
     try:
         for rate in [float(x) for x in a.rates.split(",")]:
             rows = []
@@ -74,20 +74,24 @@ def main():
                 run = api.wait(rid)
                 s = run.get("summary") or {}
                 lag = s.get("metrics", {}).get("schedule_lag", {})
-                ach = (s.get("load") or {}).get("achieved_rate")
+                load = s.get("load") or {}
+                ach = load.get("achieved_rate")
+                # the seeded sample's own rate: its arrivals within the
+                # duration (sent, or held back and never sent) over it
+                own = (load.get("sent", 0) + load.get("unsent", 0)) / a.duration
                 if run["state"] != "succeeded" or ach is None or "p99" not in lag:
                     hb.log("rate %g: run %d %s: %s" % (rate, run["id"], run["state"],
                                                        run.get("reason")))
                     continue
-                rows.append((ach, lag["p50"] * 1e3, lag["p99"] * 1e3, lag["max"]))
-                hb.log("rate %g: achieved %.1f, lag p50 %.1f us p99 %.1f us max %.2f ms"
-                       % ((rate,) + rows[-1]))
+                rows.append((ach, lag["p50"] * 1e3, lag["p99"] * 1e3, lag["max"], own))
+                hb.log("rate %g: achieved %.1f, lag p50 %.1f us p99 %.1f us max %.2f ms "
+                       "(schedule %.1f/s)" % ((rate,) + rows[-1]))
             if not rows:
-                print("| %g | failed | | | | | 0 |" % rate)
+                print("| %g | | failed | | | | | 0 |" % rate)
                 continue
-            ach = hb.med([r[0] for r in rows])
-            print("| %g | %.1f | %s | %.1f | %.1f | %.2f | %d |" % (
-                rate, ach, "yes" if abs(ach - rate) / rate <= 0.01 else "no",
+            ach, own = hb.med([r[0] for r in rows]), hb.med([r[4] for r in rows])
+            print("| %g | %.1f | %.1f | %s | %.1f | %.1f | %.2f | %d |" % (
+                rate, own, ach, "yes" if abs(ach - own) / own <= 0.01 else "no",
                 hb.med([r[1] for r in rows]), hb.med([r[2] for r in rows]),
                 hb.med([r[3] for r in rows]), len(rows)))
     finally:
