@@ -9,9 +9,12 @@ Checked: sequential sampling walks the entries in file order across
 workers; ShareGPT output lengths are the replies' lengths; shuffle sends
 every entry once before any repeats; a multi-turn conversation keeps its
 turns in order with its history and its system prompt, and waits its
-'delay'; a trace replays at its timestamps; the stored spec names the
-dataset by content (sha256, format); a spec naming a missing dataset, or
-one that does not suit the load mode, is refused naming the field.
+'delay'; random sampling (a random_pool's default, or asked for) draws
+entries with replacement from workload.seed, the same per request for the
+same seed and another sequence for another seed; a trace replays at its
+timestamps; the stored spec names the dataset by content (sha256,
+format); a spec naming a missing dataset, or one that does not suit the
+load mode, is refused naming the field.
 
 Run: HEADROOM_BIN=build/bin python3 tests/integration/test_dataset_runs.py
 """
@@ -45,6 +48,11 @@ MULTI = [
                                    {"text": "c d e", "output_length": 4, "delay": 80}]},
     {"session_id": "s2", "turns": [{"text": "only one turn here", "output_length": 2}]},
 ]
+
+
+# a pool of prompts of distinct word counts: the mock's ISL names the entry
+POOL_ISL = [2, 3, 5, 7, 10, 13, 17, 22]
+POOL = [{"text": " ".join("p%d" % w for w in range(n))} for n in POOL_ISL]
 
 
 def jsonl(rows):
@@ -137,6 +145,48 @@ class DatasetRunsTest(unittest.TestCase):
                 # its 'delay' after the first answer
                 self.assertGreaterEqual(turns[1]["intended_ns"] - turns[0]["done_ns"],
                                         80 * MS - MS)
+
+    def draws(self, ds, seed, **dataset):
+        """ISL (the entry's word count) per req_id of a 40-request run."""
+        spec = self.spec(ds, {"mode": "concurrency", "concurrency": 4, "requests": 40},
+                         **dataset)
+        spec["workload"].update(seed=seed, osl={"mean": 2})
+        run, recs = self.records(spec)
+        self.assertEqual(run["spec"]["workload"]["seed"], seed)
+        self.assertEqual(sorted(r["req_id"] for r in recs), list(range(40)))
+        for r in recs:
+            self.assertEqual(r["isl_source"], "server_usage", r)
+            self.assertEqual(r["osl"], 2, r)
+        return [r["isl"] for r in sorted(recs, key=lambda r: r["req_id"])]
+
+    def check_random(self, ds, **dataset):
+        """Draws from ds with random sampling: real entries, varied, with
+        replacement, repeated exactly by the same seed, not by another."""
+        first = self.draws(ds, 7, **dataset)
+        self.assertLessEqual(set(first), set(POOL_ISL), first)  # each a real entry
+        self.assertGreater(len(set(first)), 1, first)           # not one entry over and over
+        # neither the file order (sequential) nor a permutation per pass
+        # (shuffle): some pass of 8 requests draws an entry twice (with 40
+        # independent draws from 8 entries, all five passes without a
+        # repeat has probability (8!/8^8)^5, about 1e-13)
+        self.assertNotEqual(first, [POOL_ISL[k % 8] for k in range(40)])
+        self.assertTrue(any(len(set(first[i:i + 8])) < 8 for i in range(0, 40, 8)), first)
+        self.assertEqual(self.draws(ds, 7, **dataset), first)   # same seed, same draw per req_id
+        other = self.draws(ds, 8, **dataset)
+        self.assertLessEqual(set(other), set(POOL_ISL), other)
+        self.assertNotEqual(other, first)                       # another seed, another sequence
+        return first
+
+    def test_random_sampling(self):
+        """A random_pool is drawn at random by default; a single_turn
+        dataset of the same lines with "sampling": "random" likewise."""
+        pool = self.upload(jsonl(POOL), "random_pool")
+        single = self.upload(jsonl(POOL), "single_turn")
+        self.assertEqual(pool["sha256"], single["sha256"])  # one stored file
+        drawn = self.check_random(pool)
+        self.assertEqual(self.check_random(single, sampling="random"), drawn)
+        # the same file walked in order without "random"
+        self.assertEqual(self.draws(single, 7), [POOL_ISL[k % 8] for k in range(40)])
 
     def test_trace_replays_at_its_timestamps(self):
         _, recs = self.records(self.spec(self.trace, {"mode": "trace"}))

@@ -152,6 +152,79 @@ class GoodputTest(unittest.TestCase):
             self.assertEqual(mock.stop(), 0)
             tmp.cleanup()
 
+    def test_goodput_on_itl_and_scheduled_latencies(self):
+        """Objectives on inter_token_latency, scheduled_time_to_first_token
+        and scheduled_request_latency, each alone and all three: the good
+        count is the records' count by the same fields.
+
+        One request at a time (max_concurrency 1) against arrivals every
+        2.5 ms: each waits for those before it, so the schedule lag, and the
+        scheduled TTFT and latency with it, grow request by request (while
+        the plain TTFT stays at the mock's 2 ms), and their p50 splits the
+        run. The mock sends 4 tokens a chunk, 8 ms apart: 5 tokens are 2
+        chunks, ITL 8/4 = 2 ms; 8 tokens are 2 chunks, ITL 8/7 = 1.14 ms; a
+        limit between the two ITLs fails the 5-token requests."""
+        import statistics
+        mock = hrtest.start_mock("--quiet", "--ttft-ms", "2", "--itl-ms", "8",
+                                 "--tokens-per-chunk", "4")
+        tmp = hrtest.tempdir()
+        d = hrtest.start_daemon(tmp.name)
+        try:
+            api = hrtest.Api(d.addr)
+            spec = hrtest.spec(mock.addr, mode="rate", rate=400, arrival="constant",
+                               max_concurrency=1, requests=24)
+            del spec["load"]["concurrency"]
+            spec["workload"] = {"mix": [{"isl": 8, "osl": 5}, {"isl": 8, "osl": 8}],
+                                "seed": 3}
+
+            def run_records(spec):
+                run = api.wait(api.submit(spec))
+                self.assertEqual(run["state"], "succeeded", run.get("reason"))
+                st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+                self.assertEqual(st, 200)
+                recs = [json.loads(line) for line in text.splitlines()]
+                self.assertEqual(len(recs), 24)
+                for r in recs:  # the fields are what docs/metrics.md defines
+                    self.assertTrue(r["valid"], r)
+                    first = r["start_ns"] + r["chunk_offsets_ns"][0]
+                    self.assertEqual(r["scheduled_time_to_first_token"],
+                                     (first - r["intended_ns"]) / 1e6)
+                    self.assertEqual(r["scheduled_request_latency"],
+                                     (r["end_ns"] - r["intended_ns"]) / 1e6)
+                    self.assertEqual(r["inter_token_latency"],
+                                     ((r["end_ns"] - r["start_ns"]) / 1e6 -
+                                      (first - r["start_ns"]) / 1e6) / (r["osl"] - 1))
+                return run, recs
+
+            ref, recs = run_records(spec)
+            self.assertNotIn("good", ref["summary"]["counts"])
+            itl = {5: [], 8: []}
+            for r in recs:
+                itl[r["osl"]].append(r["inter_token_latency"])
+            self.assertTrue(itl[5] and itl[8], itl)
+            m = ref["summary"]["metrics"]
+            limits = {"inter_token_latency": (statistics.median(itl[5]) +
+                                              statistics.median(itl[8])) / 2,
+                      "scheduled_time_to_first_token":
+                          m["scheduled_time_to_first_token"]["p50"],
+                      "scheduled_request_latency": m["scheduled_request_latency"]["p50"]}
+            for names in (["inter_token_latency"], ["scheduled_time_to_first_token"],
+                          ["scheduled_request_latency"], list(limits)):
+                spec["goodput"] = {k: limits[k] for k in names}
+                run, recs = run_records(spec)
+                s = run["summary"]
+                self.assertEqual(run["spec"]["goodput"], spec["goodput"])
+                want = sum(1 for r in recs if r["valid"] and
+                           all(r[k] is not None and r[k] <= limits[k] for k in names))
+                self.assertEqual(s["counts"]["good"], want, names)
+                self.assertGreater(want, 0, (names, limits))             # some pass...
+                self.assertLess(want, s["counts"]["valid"], (names, limits))  # ...some fail
+                self.assertAlmostEqual(s["metrics"]["goodput"]["avg"], want / s["window_s"])
+        finally:
+            self.assertEqual(d.stop(), 0)
+            self.assertEqual(mock.stop(), 0)
+            tmp.cleanup()
+
 
 class Recorder(http.server.BaseHTTPRequestHandler):
     """Keeps every request body; answers a minimal non-streamed chat reply."""
@@ -253,6 +326,84 @@ class BodyFieldsTest(unittest.TestCase):
         req = {json.loads(line)["req_id"]: json.loads(line)["requested_osl"]
                for line in text.splitlines()}
         self.assertEqual(req, {0: 5, 1: None, 2: 9})  # 3 came from the entry's extra
+
+
+class LengthDistributionTest(unittest.TestCase):
+    """Synthetic lengths follow the normal distribution the spec asks for:
+    workload.isl and .osl with a stddev, 600 requests against the mock that
+    counts prompt words and answers max_tokens tokens, judged from the
+    records (the mock's usage counts). The bounds are ones a correct
+    implementation meets with overwhelming probability (docs/spec.md:
+    lengths are normal, rounded, >= 1; the means are 5 standard deviations
+    above 1, so the clamp does not matter)."""
+
+    N = 600
+
+    @classmethod
+    def setUpClass(cls):
+        # class cleanups run even when a start fails, so nothing is left behind
+        cls.tmp = hrtest.tempdir()
+        cls.addClassCleanup(cls.tmp.cleanup)
+        cls.mock = hrtest.start_mock("--quiet")
+        cls.addClassCleanup(cls.stop, cls.mock)
+        cls.daemon = hrtest.start_daemon(cls.tmp.name)
+        cls.addClassCleanup(cls.stop, cls.daemon)
+        cls.api = hrtest.Api(cls.daemon.addr)
+
+    @staticmethod
+    def stop(proc):
+        rc = proc.stop()
+        if rc != 0:
+            raise AssertionError("%s exit status %s" % (proc.argv[0], rc))
+
+    def lengths(self, isl, osl, requests):
+        spec = hrtest.spec(self.mock.addr, concurrency=8, requests=requests)
+        spec["target"]["stream"] = False
+        spec["workers"] = 2
+        spec["workload"] = {"isl": isl, "osl": osl, "seed": 21}
+        run = self.api.wait(self.api.submit(spec))
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        st, text, _ = self.api.call("GET", "/runs/%d/records" % run["id"])
+        recs = [json.loads(line) for line in text.splitlines()]
+        self.assertEqual(sorted(r["req_id"] for r in recs), list(range(requests)))
+        for r in recs:
+            self.assertEqual((r["isl_source"], r["osl_source"]),
+                             ("server_usage", "server_usage"), r)
+            self.assertEqual(r["osl"], r["requested_osl"], r)  # the mock answers max_tokens
+        return [r["isl"] for r in recs], [r["osl"] for r in recs]
+
+    def check_normal(self, xs, mean, sd):
+        import math
+
+        def normal_cdf(x):
+            return 0.5 * (1 + math.erf(x / math.sqrt(2)))
+
+        n = len(xs)
+        m = sum(xs) / n
+        s = math.sqrt(sum((x - m) ** 2 for x in xs) / n)  # population stddev
+        # the sample mean within 4 standard errors (P(fail) ~ 6e-5)
+        self.assertLess(abs(m - mean), 4 * sd / math.sqrt(n), (m, mean, sd))
+        # the stddev within 15%: its standard error is about sd / sqrt(2n),
+        # 2.9% here, so 15% is 5 of them
+        self.assertLess(abs(s - sd), 0.15 * sd, (s, sd))
+        # the shape: the share within one stddev of the mean is a normal
+        # one's (68%, a bit more for rounded integers; a uniform spread of
+        # the same stddev has 58%), within 5 binomial standard errors
+        lo, hi = math.ceil(mean - sd), math.floor(mean + sd)
+        p = normal_cdf((hi + 0.5 - mean) / sd) - normal_cdf((lo - 0.5 - mean) / sd)
+        share = sum(1 for x in xs if lo <= x <= hi) / n
+        self.assertLess(abs(share - p), 5 * math.sqrt(p * (1 - p) / n), (share, p))
+        self.assertGreaterEqual(min(xs), 1)
+
+    def test_normal_lengths(self):
+        isl, osl = self.lengths({"mean": 300, "stddev": 60}, {"mean": 40, "stddev": 8}, self.N)
+        self.check_normal(isl, 300, 60)
+        self.check_normal(osl, 40, 8)
+
+    def test_stddev_zero_is_exact(self):
+        isl, osl = self.lengths({"mean": 300, "stddev": 0}, {"mean": 40, "stddev": 0}, 60)
+        self.assertEqual(set(isl), {300})
+        self.assertEqual(set(osl), {40})
 
 
 if __name__ == "__main__":
