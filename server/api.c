@@ -193,6 +193,10 @@ static enum MHD_Result h_create(struct call *k)
 		}
 		json_object_set_new(d, "sha256", json_string(ref.sha256));
 		json_object_set_new(d, "format", json_string(ds_format_name(ref.format)));
+		if (!json_object_get(d, "sampling")) /* the default, by the format */
+			json_object_set_new(d, "sampling",
+					    json_string(ref.format == DS_RANDOM_POOL ? "random"
+											: "sequential"));
 		dataset_ref_release(&ref);
 	}
 	int64_t id;

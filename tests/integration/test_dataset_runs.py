@@ -109,6 +109,7 @@ class DatasetRunsTest(unittest.TestCase):
         w = run["spec"]["workload"]["dataset"]
         self.assertEqual(w["format"], "sharegpt")
         self.assertEqual(w["sha256"], self.sg["sha256"])
+        self.assertEqual(w["sampling"], "sequential")  # the default, filled in
         self.assertEqual(len(recs), 12)
         for r in recs:
             k = r["req_id"] % 3
