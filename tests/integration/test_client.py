@@ -321,6 +321,62 @@ FAKE_WORKER = textwrap.dedent("""\
     """)
 
 
+# A worker whose samples say its pacer woke 50 ms or more late at every
+# wake-up and that connections failed for want of a local port: the two
+# rules no real run of the test suite can provoke on demand.
+LATE_WORKER = textwrap.dedent("""\
+    #!{python}
+    import json, sys, zmq
+    ep = sys.argv[sys.argv.index("--connect") + 1]
+    idx = sys.argv[sys.argv.index("--index") + 1]
+    s = zmq.Context().socket(zmq.DEALER)
+    s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
+    s.connect(ep)
+    def send(t, o):
+        s.send_multipart([bytes([2, t]), json.dumps(o).encode()])
+    def recv():
+        return s.recv_multipart()[0][1]
+    send(1, {"index": int(idx), "pid": 1, "protocol": 2, "version": "fake",
+             "mono_ns": 1, "wall_ns": 1})
+    assert recv() == 2
+    send(3, {})
+    assert recv() == 4
+    for i in range(3):
+        send(11, {"t_ns": (i + 1) * 10**9, "interval_ns": 10**9, "phase": 1,
+                  "cpu_ns": 10**8, "busy_ns": 10**8, "wakeups": 100,
+                  "late": [0] * 8 + [100], "late_max_ns": 80 * 10**6, "in_flight": 1,
+                  "queued": 0, "queued_age_ns": 0, "record_backlog": 0,
+                  "conn_errors": 7, "port_errors": 7, "sent": 100 * (i + 1),
+                  "completed": 100 * (i + 1)})
+    send(8, {"sent": 300, "completed": 300, "errors": 0, "unsent": 0, "records": 0})
+    s.close(linger=5000)
+    """)
+
+
+class FakeWorkerVerdictTest(unittest.TestCase):
+    def test_timer_lateness_and_local_ports_make_a_run_client_bound(self):
+        with tempfile.TemporaryDirectory(prefix="headroom-test-") as tmp:
+            fake = os.path.join(tmp, "fake-worker")
+            with open(fake, "w") as f:
+                f.write(LATE_WORKER.replace("{python}", sys.executable))
+            os.chmod(fake, 0o755)
+            d = start_daemon(os.path.join(tmp, "d"), "--worker-bin", fake)
+            try:
+                api = hrtest.Api(d.addr)
+                rid = api.submit(hrtest.spec("127.0.0.1:%d" % hrtest.closed_port()))
+                run = api.wait(rid, timeout=60)
+                cl = run["summary"]["client"]
+                self.assertEqual(cl["verdict"], "client_bound", cl)
+                reasons = {r["code"]: r for r in cl["reasons"]}
+                self.assertEqual(set(reasons), {"timer_late", "local_ports"}, cl["reasons"])
+                self.assertEqual(reasons["timer_late"]["value"], 50)  # the open bucket's edge
+                self.assertEqual(reasons["local_ports"]["value"], 7)
+                self.assertEqual(cl["headline"]["port_errors"], 7)
+                self.assertEqual(cl["headline"]["timer_late_max_ms"], 80)
+            finally:
+                self.assertEqual(d.stop(), 0)
+
+
 class MalformedSampleTest(unittest.TestCase):
     def test_malformed_sample_fails_the_run_naming_the_field(self):
         with tempfile.TemporaryDirectory(prefix="headroom-test-") as tmp:
