@@ -268,6 +268,41 @@ class Shapes(unittest.TestCase):
                 self.assertGreaterEqual(b["start_ns"] - a["done_ns"], 0.045e9)
                 self.assertGreater(b["isl"], a["isl"])  # history accumulates
 
+    def test_session_think_times_and_turns_follow_their_draws(self):
+        s = hrtest.spec(self.mock.addr, concurrency=8, requests=240)
+        s["workload"]["seed"] = 3
+        s["workload"]["sessions"] = {"turns": {"mean": 4, "stddev": 1.5},
+                                     "think_time_s": {"mean": 0.04, "stddev": 0.02}}
+        _, rows = self.run_spec(s)
+        by = {}
+        for r in rows:
+            by.setdefault(r["session"], []).append(r)
+        thinks = []
+        for turns in by.values():
+            turns.sort(key=lambda r: r["turn"])
+            for a, b in zip(turns, turns[1:]):
+                # a later turn is intended at the previous answer's end plus
+                # its think time: the difference is the drawn think time
+                thinks.append((b["intended_ns"] - a["done_ns"]) / 1e9)
+                self.assertGreaterEqual(b["start_ns"], b["intended_ns"])
+        n = len(thinks)
+        self.assertGreater(n, 100)
+        mean = sum(thinks) / n
+        sd = math.sqrt(sum((x - mean) ** 2 for x in thinks) / n)
+        self.assertGreaterEqual(min(thinks), 0)
+        self.assertLess(abs(mean - 0.04), 4 * 0.02 / math.sqrt(n) + 0.001, mean)
+        self.assertTrue(0.014 < sd < 0.026, sd)
+        # turns per conversation: those that began in the first half of the
+        # run cannot have been cut short by the request limit
+        starts = sorted(t[0]["start_ns"] for t in by.values())
+        half = starts[len(starts) // 2]
+        lengths = [len(t) for t in by.values() if t[0]["start_ns"] < half]
+        m = sum(lengths) / len(lengths)
+        spread = math.sqrt(sum((x - m) ** 2 for x in lengths) / len(lengths))
+        self.assertLess(abs(m - 4), 4 * 1.5 / math.sqrt(len(lengths)), lengths)
+        self.assertGreater(spread, 0.7, lengths)
+        self.assertGreater(len(set(lengths)), 2, lengths)
+
     def test_trace_replay_with_speedup(self):
         lines = [json.dumps({"timestamp": 20 * i, "input_length": 10, "output_length": 4})
                  for i in range(50)]
@@ -282,6 +317,13 @@ class Shapes(unittest.TestCase):
         self.assertTrue(all(abs((b - a) - 10e6) < 1000 for a, b in zip(intended,
                                                                        intended[1:])))
         self.assertTrue(all(r["osl"] == 4 for r in rows))
+        # and the actual sends follow: never early, the spacing kept (the
+        # median of the gaps between starts is the replayed 10 ms)
+        self.assertTrue(all(r["start_ns"] >= r["intended_ns"] for r in rows))
+        starts = sorted(r["start_ns"] for r in rows)
+        gaps = sorted(b - a for a, b in zip(starts, starts[1:]))
+        self.assertLess(abs(gaps[len(gaps) // 2] - 10e6), 1e6, gaps)
+        self.assertLess(starts[-1] - starts[0], (39 * 10 + 30) * 1e6)
 
     def test_bad_trace_line_is_named(self):
         lines = [json.dumps({"timestamp": 0, "input_length": 10, "output_length": 4}),
