@@ -353,50 +353,43 @@ LATE_WORKER = textwrap.dedent("""\
     """)
 
 
-class FakeWorkerVerdictTest(unittest.TestCase):
+class FakeWorkerTest(unittest.TestCase):
+    """Runs whose worker is a script playing the protocol (the daemon starts
+    it through --worker-bin), to reach what a real worker rarely says."""
+
+    def run_fake(self, template):
+        """One run with the fake worker of template: (run, api); the daemon
+        stays up until the test's cleanup, which checks its exit."""
+        tmp = tempfile.TemporaryDirectory(prefix="headroom-test-")
+        self.addCleanup(tmp.cleanup)
+        fake = os.path.join(tmp.name, "fake-worker")
+        with open(fake, "w") as f:
+            f.write(template.replace("{python}", sys.executable))
+        os.chmod(fake, 0o755)
+        d = start_daemon(os.path.join(tmp.name, "d"), "--worker-bin", fake)
+        self.addCleanup(lambda: self.assertEqual(d.stop(), 0))
+        api = hrtest.Api(d.addr)
+        rid = api.submit(hrtest.spec("127.0.0.1:%d" % hrtest.closed_port()))
+        return api.wait(rid, timeout=60), api
+
     def test_timer_lateness_and_local_ports_make_a_run_client_bound(self):
-        with tempfile.TemporaryDirectory(prefix="headroom-test-") as tmp:
-            fake = os.path.join(tmp, "fake-worker")
-            with open(fake, "w") as f:
-                f.write(LATE_WORKER.replace("{python}", sys.executable))
-            os.chmod(fake, 0o755)
-            d = start_daemon(os.path.join(tmp, "d"), "--worker-bin", fake)
-            try:
-                api = hrtest.Api(d.addr)
-                rid = api.submit(hrtest.spec("127.0.0.1:%d" % hrtest.closed_port()))
-                run = api.wait(rid, timeout=60)
-                cl = run["summary"]["client"]
-                self.assertEqual(cl["verdict"], "client_bound", cl)
-                reasons = {r["code"]: r for r in cl["reasons"]}
-                self.assertEqual(set(reasons), {"timer_late", "local_ports"}, cl["reasons"])
-                self.assertEqual(reasons["timer_late"]["value"], 50)  # the open bucket's edge
-                self.assertEqual(reasons["local_ports"]["value"], 7)
-                self.assertEqual(cl["headline"]["port_errors"], 7)
-                self.assertEqual(cl["headline"]["timer_late_max_ms"], 80)
-            finally:
-                self.assertEqual(d.stop(), 0)
+        run, _ = self.run_fake(LATE_WORKER)
+        cl = run["summary"]["client"]
+        self.assertEqual(cl["verdict"], "client_bound", cl)
+        reasons = {r["code"]: r for r in cl["reasons"]}
+        self.assertEqual(set(reasons), {"timer_late", "local_ports"}, cl["reasons"])
+        self.assertEqual(reasons["timer_late"]["value"], 50)  # the open bucket's edge
+        self.assertEqual(reasons["local_ports"]["value"], 7)
+        self.assertEqual(cl["headline"]["port_errors"], 7)
+        self.assertEqual(cl["headline"]["timer_late_max_ms"], 80)
 
-
-class MalformedSampleTest(unittest.TestCase):
     def test_malformed_sample_fails_the_run_naming_the_field(self):
-        with tempfile.TemporaryDirectory(prefix="headroom-test-") as tmp:
-            fake = os.path.join(tmp, "fake-worker")
-            with open(fake, "w") as f:
-                f.write(FAKE_WORKER.replace("{python}", sys.executable))
-            os.chmod(fake, 0o755)
-            d = start_daemon(os.path.join(tmp, "d"), "--worker-bin", fake)
-            try:
-                api = hrtest.Api(d.addr)
-                rid = api.submit(hrtest.spec("127.0.0.1:%d" % hrtest.closed_port()))
-                run = api.wait(rid, timeout=60)
-                self.assertEqual(run["state"], "failed")
-                self.assertIn("malformed sample", run["reason"])
-                self.assertIn("'busy_ns' must be an integer", run["reason"])
-                st, h, _ = api.call("GET", "/healthz")
-                self.assertEqual(st, 200)
-            finally:
-                self.assertEqual(d.stop(), 0)
-
+        run, api = self.run_fake(FAKE_WORKER)
+        self.assertEqual(run["state"], "failed")
+        self.assertIn("malformed sample", run["reason"])
+        self.assertIn("'busy_ns' must be an integer", run["reason"])
+        st, h, _ = api.call("GET", "/healthz")
+        self.assertEqual(st, 200)
 
 if __name__ == "__main__":
     unittest.main()
