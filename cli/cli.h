@@ -7,6 +7,7 @@
 #ifndef HR_CLI_H
 #define HR_CLI_H
 
+#include <jansson.h>
 #include <signal.h>
 
 #define HEADROOM_VERSION "0.1.0"
@@ -61,6 +62,13 @@ int cli_submit_text(const struct cli_opts *o, const char *text, size_t len);
  * `error: <message> (field: <field>)`; returns EXIT_DAEMON. */
 struct http_resp;
 int cli_answer_failure(const struct http_resp *r);
+/* A 2xx answer that must be a JSON object (a new reference); NULL, with a
+ * message printed, when it is not (view.c). */
+json_t *cli_answer_object(const struct http_resp *r);
+/* Installs the SIGINT/SIGTERM handler that sets cli_stop (commands.c). */
+void cli_catch_signals(void);
+/* A decimal long in [min, max] into *out: 0, or -1 (main.c). */
+int cli_parse_long(const char *s, long min, long max, long *out);
 /* `headroom profile`: AIPerf's flags to a run spec (profile.c). */
 int cmd_profile(int argc, char **argv);
 

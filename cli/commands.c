@@ -34,7 +34,7 @@ static void on_signal(int sig)
 }
 
 /* SIGINT and SIGTERM set cli_stop; no SA_RESTART, so sleeps wake up. */
-static void catch_signals(void)
+void cli_catch_signals(void)
 {
 	struct sigaction sa;
 	memset(&sa, 0, sizeof(sa));
@@ -71,20 +71,6 @@ static int is_2xx(long status)
 	return status >= 200 && status < 300;
 }
 
-/* Parses a 2xx answer that must be a JSON object; NULL (message printed)
- * when it is not. Caller decrefs. */
-static json_t *answer_object(const struct http_resp *r)
-{
-	json_error_t jerr;
-	json_t *doc = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &jerr);
-	if (!json_is_object(doc)) {
-		fprintf(stderr, "error: malformed answer from the daemon: %s\n",
-		        doc ? "not a JSON object" : jerr.text);
-		json_decref(doc);
-		return NULL;
-	}
-	return doc;
-}
 
 /* GET or POST (body != NULL) path and parse the 2xx answer as an object.
  * Returns it (caller decrefs) or NULL with *ex set and a message printed. */
@@ -99,7 +85,7 @@ static json_t *call(struct http_client *c, const char *path, const char *body, s
 		*ex = transport_failure(rc, err);
 	else if (!is_2xx(r.status))
 		*ex = cli_answer_failure(&r);
-	else if (!(doc = answer_object(&r)))
+	else if (!(doc = cli_answer_object(&r)))
 		*ex = EXIT_DAEMON;
 	http_resp_release(&r);
 	return doc;
@@ -153,7 +139,7 @@ static int wait_run(struct http_client *c, long long id, long poll_ms)
 	int ex = EXIT_OK;
 	json_t *run = NULL;
 
-	catch_signals();
+	cli_catch_signals();
 	for (;;) {
 		if (cli_stop) {
 			ex = EXIT_INTERRUPTED;
@@ -186,7 +172,7 @@ static int wait_run(struct http_client *c, long long id, long poll_ms)
 				fputc('\n', stderr);
 			last_len = 0;
 			ex = cli_answer_failure(&r);
-		} else if (!(run = answer_object(&r))) {
+		} else if (!(run = cli_answer_object(&r))) {
 			ex = EXIT_DAEMON;
 		}
 		http_resp_release(&r);
@@ -422,7 +408,7 @@ int cmd_show(const struct cli_opts *o)
 		ex = transport_failure(rc, err);
 	else if (!is_2xx(r.status))
 		ex = cli_answer_failure(&r);
-	else if (!(run = answer_object(&r)))
+	else if (!(run = cli_answer_object(&r)))
 		ex = EXIT_DAEMON;
 	else if (o->json) {
 		fwrite(r.body.data, 1, r.body.len, stdout);
@@ -536,7 +522,7 @@ int cmd_export(const struct cli_opts *o)
 		http_client_release(&c);
 		return EXIT_RUN_FAILED;
 	}
-	catch_signals();
+	cli_catch_signals();
 	char *path = xasprintf("/runs/%lld/%s?format=%s", o->id,
 	                       o->records     ? "records"
 	                       : o->telemetry ? "telemetry"
@@ -645,7 +631,7 @@ int cmd_calibrate(const struct cli_opts *o)
 		return EXIT_OK;
 	}
 	/* each run in turn: follow its progress as submit --wait does, quietly */
-	catch_signals();
+	cli_catch_signals();
 	char *path = xasprintf("/calibrations/%lld", id);
 	for (;;) {
 		const char *st = view_str(cal, "state");

@@ -7,6 +7,7 @@
  *   headroom dataset upload FILE --format F [--name N] [filters] [--json]
  *   headroom dataset list [--limit N] [--json]
  *   headroom dataset show ID [--entries N] [--json]
+ *   headroom dataset delete ID
  */
 #include <curl/curl.h>
 #include <errno.h>
@@ -26,10 +27,6 @@
 #include "table.h"
 #include "util.h"
 #include "view.h"
-
-#define UPLOAD_CONNECT_TIMEOUT_MS 10000L
-#define UPLOAD_STALL_S 300L /* abort below 1 byte/s for this long (the daemon parses at the end)   \
-	                     */
 
 int cmd_dataset(int argc, char **argv);
 
@@ -89,16 +86,6 @@ static int usage(const char *fmt, ...)
 	return EXIT_USAGE;
 }
 
-static int parse_long(const char *s, long min, long max, long *out)
-{
-	char *end;
-	errno = 0;
-	long v = strtol(s, &end, 10);
-	if (errno || end == s || *end || v < min || v > max)
-		return -1;
-	*out = v;
-	return 0;
-}
 
 /* Reads argv into a. Returns EXIT_OK, or EXIT_USAGE (printed); *help set
  * when help was asked for. */
@@ -151,10 +138,10 @@ static int parse(int argc, char **argv, struct args *a, int *help)
 		} else if (strcmp(name, "unit") == 0) {
 			a->unit = val;
 		} else if (strcmp(name, "limit") == 0) {
-			if (parse_long(val, 1, HR_MAX_PAGE_LIMIT, &a->limit) < 0)
+			if (cli_parse_long(val, 1, HR_MAX_PAGE_LIMIT, &a->limit) < 0)
 				return usage("--limit wants a number, 1..1000 (not '%s')", val);
 		} else if (strcmp(name, "entries") == 0) {
-			if (parse_long(val, 1, HR_MAX_DATASET_PREVIEW, &a->entries) < 0)
+			if (cli_parse_long(val, 1, HR_MAX_DATASET_PREVIEW, &a->entries) < 0)
 				return usage("--entries wants a number, 1..100 (not '%s')", val);
 		} else {
 			for (int k = 0; k < 4; k++)
@@ -168,18 +155,6 @@ static int parse(int argc, char **argv, struct args *a, int *help)
 /* --- answers ------------------------------------------------------------------------ */
 
 
-static json_t *answer_object(const struct dynbuf *body)
-{
-	json_error_t je;
-	json_t *doc = json_loadb(body->data ? body->data : "", body->len, 0, &je);
-	if (!json_is_object(doc)) {
-		fprintf(stderr, "error: malformed answer from the daemon: %s\n",
-		        doc ? "not a JSON object" : je.text);
-		json_decref(doc);
-		return NULL;
-	}
-	return doc;
-}
 
 /* GET path; the 2xx answer as an object (NULL with *ex set, printed). With
  * raw, a 2xx answer is also printed as it came. */
@@ -195,7 +170,7 @@ static json_t *get(struct http_client *c, const char *path, int raw, int *ex)
 		*ex = rc == HTTP_FAIL_STOPPED ? EXIT_INTERRUPTED : EXIT_DAEMON;
 	} else if (r.status < 200 || r.status > 299) {
 		*ex = cli_answer_failure(&r);
-	} else if (!(doc = answer_object(&r.body))) {
+	} else if (!(doc = cli_answer_object(&r))) {
 		*ex = EXIT_DAEMON;
 	} else if (raw) {
 		fwrite(r.body.data, 1, r.body.len, stdout);
@@ -243,37 +218,6 @@ static void summary_line(FILE *out, json_t *ds)
 
 /* --- upload ------------------------------------------------------------------------- */
 
-struct reader {
-	FILE *f;
-	int failed;
-};
-
-static size_t read_cb(char *buf, size_t size, size_t n, void *ud)
-{
-	struct reader *r = ud;
-	size_t got = fread(buf, 1, size * n, r->f);
-	if (got == 0 && ferror(r->f)) {
-		r->failed = 1;
-		return CURL_READFUNC_ABORT;
-	}
-	return got;
-}
-
-static size_t collect_cb(char *p, size_t size, size_t n, void *ud)
-{
-	return dynbuf_add(ud, p, size * n) < 0 ? 0 : size * n;
-}
-
-static int stop_cb(void *ud, curl_off_t dt, curl_off_t dn, curl_off_t ut, curl_off_t un)
-{
-	return cli_stop ? 1 : 0;
-}
-
-static void on_signal(int sig)
-{
-	cli_stop = sig;
-}
-
 static void add_param(struct dynbuf *q, CURL *h, const char *key, const char *value)
 {
 	char *esc = curl_easy_escape(h, value, 0);
@@ -319,9 +263,8 @@ static int upload(struct http_client *c, const struct args *a)
 		return EXIT_USAGE;
 	}
 	CURL *h = c->curl;
-	struct dynbuf q, body;
+	struct dynbuf q;
 	dynbuf_init(&q, 64 * 1024);
-	dynbuf_init(&body, HTTP_MAX_BODY);
 	add_param(&q, h, "format", a->format);
 	const char *name = a->name ? a->name : default_name(a->pos);
 	if (name)
@@ -331,82 +274,44 @@ static int upload(struct http_client *c, const struct args *a)
 			add_param(&q, h, filter_params[k], a->filter[k]);
 	if (a->unit)
 		add_param(&q, h, "unit", a->unit);
-	char *url = xasprintf("%s/datasets%s", c->base, q.data);
-
-	struct sigaction sa;
-	memset(&sa, 0, sizeof sa);
-	sa.sa_handler = on_signal;
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-
-	struct reader rd = {.f = f};
-	char ebuf[CURL_ERROR_SIZE] = "";
-	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/octet-stream");
-	struct curl_slist *more = hdrs ? curl_slist_append(hdrs, "Accept: application/json") : NULL;
-	if (!more)
-		xalloc_die();
-	hdrs = more;
-	curl_easy_setopt(h, CURLOPT_URL, url);
-#if LIBCURL_VERSION_NUM >= 0x075500
-	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
-#endif
-	curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L);
-	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
-	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, UPLOAD_CONNECT_TIMEOUT_MS);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_LIMIT, 1L);
-	curl_easy_setopt(h, CURLOPT_LOW_SPEED_TIME, UPLOAD_STALL_S);
-	curl_easy_setopt(h, CURLOPT_USERAGENT, "headroom/" HEADROOM_VERSION);
-	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-	curl_easy_setopt(h, CURLOPT_POST, 1L);
-	curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)st.st_size);
-	curl_easy_setopt(h, CURLOPT_READFUNCTION, read_cb);
-	curl_easy_setopt(h, CURLOPT_READDATA, &rd);
-	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, collect_cb);
-	curl_easy_setopt(h, CURLOPT_WRITEDATA, &body);
-	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
-	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, stop_cb);
-	CURLcode rc = curl_easy_perform(h);
-	long status = 0;
-	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
-	curl_easy_reset(h);
-	curl_slist_free_all(hdrs);
-	fclose(f);
-	free(url);
+	char *path = xasprintf("/datasets%s", q.data);
 	dynbuf_release(&q);
+
+	cli_catch_signals();
+	char err[HR_ERRLEN];
+	struct http_resp r;
+	http_resp_init(&r);
+	int rc = http_upload(c, path, f, (long long)st.st_size, &r, err);
+	fclose(f);
+	free(path);
 
 	int ex = EXIT_OK;
 	json_t *ds = NULL;
-	if (rc != CURLE_OK) {
-		if (cli_stop) {
-			ex = EXIT_INTERRUPTED;
-		} else if (rd.failed) {
-			fprintf(stderr, "headroom: cannot read %s\n", a->pos);
-			ex = EXIT_USAGE;
-		} else {
-			fprintf(stderr, "error: daemon at %s: %s\n", c->url,
-			        ebuf[0] ? ebuf : curl_easy_strerror(rc));
-			ex = EXIT_DAEMON;
-		}
-	} else if (status != 200 && status != 201) {
-		struct http_resp ans = {.status = status, .body = body};
-		ex = cli_answer_failure(&ans);
-	} else if (!(ds = answer_object(&body))) {
+	if (rc == HTTP_FAIL_READ) {
+		fprintf(stderr, "headroom: cannot read %s\n", a->pos);
+		ex = EXIT_USAGE;
+	} else if (rc < 0) {
+		if (rc != HTTP_FAIL_STOPPED)
+			fprintf(stderr, "error: %s\n", err);
+		ex = rc == HTTP_FAIL_STOPPED ? EXIT_INTERRUPTED : EXIT_DAEMON;
+	} else if (r.status != 200 && r.status != 201) {
+		ex = cli_answer_failure(&r);
+	} else if (!(ds = cli_answer_object(&r))) {
 		ex = EXIT_DAEMON;
 	} else if (a->json) {
-		fwrite(body.data, 1, body.len, stdout);
+		fwrite(r.body.data, 1, r.body.len, stdout);
 		putchar('\n');
 	} else {
 		summary_line(stdout, ds);
 		char *sha = view_clean(view_str(ds, "sha256"));
 		printf("%s (sha256 %s)\n",
-		       status == 201 ? "stored"
-		                     : "already stored: the same bytes, format and options",
+		       r.status == 201 ? "stored"
+		                       : "already stored: the same bytes, format and options",
 		       sha);
 		free(sha);
 	}
 	json_decref(ds);
-	dynbuf_release(&body);
+	http_resp_release(&r);
 	return ex;
 }
 
@@ -640,7 +545,7 @@ int cmd_dataset(int argc, char **argv)
 			             a.format);
 		long v;
 		for (int k = 0; k < 4; k++)
-			if (a.filter[k] && parse_long(a.filter[k], 1, HR_MAX_DATASET_TEXT, &v) < 0)
+			if (a.filter[k] && cli_parse_long(a.filter[k], 1, HR_MAX_DATASET_TEXT, &v) < 0)
 				return usage("--%s wants a length, 1..4194304", filter_flags[k]);
 		if (a.unit && strcmp(a.unit, "chars") != 0 && strcmp(a.unit, "words") != 0)
 			return usage("--unit wants chars or words, not '%s'", a.unit);

@@ -1,5 +1,6 @@
-/* http.c - blocking GET/POST to the daemon over one reused libcurl easy
- * handle: bounded in-memory answers, or a 2xx body streamed to a FILE. */
+/* http.c - blocking GET/POST/DELETE to the daemon over one reused libcurl
+ * easy handle: bounded in-memory answers, or a 2xx body streamed to a FILE;
+ * uploads streamed from a FILE. */
 #include "http.h"
 
 #include <curl/curl.h>
@@ -15,11 +16,14 @@
 #define HTTP_CONNECT_TIMEOUT_MS 10000L
 #define HTTP_TIMEOUT_MS 120000L  /* whole exchange, in-memory answers */
 #define HTTP_STREAM_STALL_S 120L /* streaming: abort after this long below 1 byte/s */
+#define HTTP_UPLOAD_STALL_S 300L /* uploads: the same (the daemon parses at the end) */
 
 struct xfer {
 	struct http_client *c;
 	struct http_resp *r;
 	FILE *out;       /* streaming only, borrowed */
+	FILE *in;        /* uploads only, borrowed */
+	int read_failed; /* uploads: reading in failed */
 	int checked, ok; /* streaming: status looked at / it is 2xx */
 	int overflow;    /* in-memory body passed its bound */
 	int write_failed, write_errno;
@@ -110,6 +114,17 @@ static size_t stream_cb(char *p, size_t size, size_t n, void *ud)
 	return len;
 }
 
+static size_t upload_cb(char *buf, size_t size, size_t n, void *ud)
+{
+	struct xfer *x = ud;
+	size_t got = fread(buf, 1, size * n, x->in);
+	if (got == 0 && ferror(x->in)) {
+		x->read_failed = 1;
+		return CURL_READFUNC_ABORT;
+	}
+	return got;
+}
+
 static int progress_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_t ultotal,
                        curl_off_t ulnow)
 {
@@ -155,6 +170,10 @@ static int perform(struct xfer *x, const char *path, struct curl_slist *hdrs, ch
 		errf(err, "cannot write the output: %s", strerror(x->write_errno));
 		return HTTP_FAIL_WRITE;
 	}
+	if (x->read_failed) {
+		errf(err, "cannot read the file being sent");
+		return HTTP_FAIL_READ;
+	}
 	if (rc == CURLE_ABORTED_BY_CALLBACK && x->c->stop && *x->c->stop) {
 		errf(err, "interrupted");
 		return HTTP_FAIL_STOPPED;
@@ -188,6 +207,24 @@ int http_post(struct http_client *c, const char *path, const void *body, size_t 
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, len ? (const char *)body : "");
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS);
+	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect_cb);
+	int rc = perform(&x, path, hdrs, err);
+	curl_slist_free_all(hdrs);
+	return rc;
+}
+
+int http_upload(struct http_client *c, const char *path, FILE *in, long long size,
+                struct http_resp *r, char *err)
+{
+	struct xfer x = {.c = c, .r = r, .in = in};
+	struct curl_slist *hdrs = hdr_add(NULL, "Accept: application/json");
+	hdrs = hdr_add(hdrs, "Content-Type: application/octet-stream");
+	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)size);
+	curl_easy_setopt(c->curl, CURLOPT_READFUNCTION, upload_cb);
+	curl_easy_setopt(c->curl, CURLOPT_READDATA, &x);
+	curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
+	curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, HTTP_UPLOAD_STALL_S);
 	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect_cb);
 	int rc = perform(&x, path, hdrs, err);
 	curl_slist_free_all(hdrs);

@@ -27,6 +27,7 @@ enum http_fail {
 	HTTP_FAIL_TRANSPORT = -1, /* no complete answer: connect, timeout, reset, oversize */
 	HTTP_FAIL_WRITE = -2,     /* streaming: writing to the output failed */
 	HTTP_FAIL_STOPPED = -3,   /* the stop flag was raised */
+	HTTP_FAIL_READ = -4,      /* upload: reading the file being sent failed */
 };
 
 struct http_client {
@@ -56,6 +57,12 @@ int http_get(struct http_client *c, const char *path, struct http_resp *r, char 
  * 0) to <base><path>, answer into r. */
 int http_post(struct http_client *c, const char *path, const void *body, size_t len,
               struct http_resp *r, char *err);
+
+/* POST size bytes read from in (borrowed; raw, application/octet-stream)
+ * to <base><path>, answer into r. No overall time limit: it gives up when
+ * less than a byte a second moves for HTTP_UPLOAD_STALL_S. */
+int http_upload(struct http_client *c, const char *path, FILE *in, long long size,
+                struct http_resp *r, char *err);
 
 /* DELETE <base><path>, answer into r. */
 int http_delete(struct http_client *c, const char *path, struct http_resp *r, char *err);

@@ -319,7 +319,7 @@ static int parse_args(int argc, char **argv, struct parsed *p)
 	return 0;
 }
 
-static int parse_long(const char *s, long min, long max, long *out)
+int cli_parse_long(const char *s, long min, long max, long *out)
 {
 	char *end;
 	errno = 0;
@@ -381,13 +381,13 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 	if (p->seen[OPT_POLL_MS]) {
 		if (!o->wait)
 			return usage_error(cmd, "--poll-ms only applies with --wait");
-		if (parse_long(p->val[OPT_POLL_MS], POLL_MS_MIN, POLL_MS_MAX, &o->poll_ms) < 0)
+		if (cli_parse_long(p->val[OPT_POLL_MS], POLL_MS_MIN, POLL_MS_MAX, &o->poll_ms) < 0)
 			return usage_error(cmd,
 			                   "--poll-ms wants a number of milliseconds, %ld..%ld",
 			                   POLL_MS_MIN, POLL_MS_MAX);
 	}
 	if (p->seen[OPT_LIMIT] &&
-	    parse_long(p->val[OPT_LIMIT], 1, HR_MAX_PAGE_LIMIT, &o->limit) < 0)
+	    cli_parse_long(p->val[OPT_LIMIT], 1, HR_MAX_PAGE_LIMIT, &o->limit) < 0)
 		return usage_error(cmd, "--limit wants a number, 1..%d", HR_MAX_PAGE_LIMIT);
 	if (p->seen[OPT_STATE]) {
 		o->state = p->val[OPT_STATE];
@@ -432,10 +432,10 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 			    c[strlen(c) - 1] == ',' || strstr(c, ",,"))
 				return usage_error(cmd, "--osl wants output lengths like 16,128,512");
 		}
-		if (p->seen[OPT_ISL] && parse_long(p->val[OPT_ISL], 1, 65536, &o->isl) < 0)
+		if (p->seen[OPT_ISL] && cli_parse_long(p->val[OPT_ISL], 1, 65536, &o->isl) < 0)
 			return usage_error(cmd, "--isl wants a number, 1..65536");
 		if (p->seen[OPT_CONCURRENCY] &&
-		    parse_long(p->val[OPT_CONCURRENCY], 1, 4096, &o->concurrency) < 0)
+		    cli_parse_long(p->val[OPT_CONCURRENCY], 1, 4096, &o->concurrency) < 0)
 			return usage_error(cmd, "--concurrency wants a number, 1..4096");
 		if (p->seen[OPT_DURATION]) {
 			char *end;

@@ -366,8 +366,31 @@ static int parse(int argc, char **argv, struct pflags *p)
 	return 0;
 }
 
-/* --public-dataset: which local file it is (headroom does not download),
- * checked readable now; upload_dataset() sends it when the spec goes out. */
+/* A local dataset file to upload as format (path: owned): checked readable
+ * now, sent by upload_dataset() when the spec goes out; flag names it in
+ * an error. */
+static int take_dataset(struct pflags *p, json_t *wl, char *path, const char *format,
+			const char *flag)
+{
+	struct stat st;
+	const char *why = NULL;
+	if (stat(path, &st) != 0 || access(path, R_OK) != 0)
+		why = strerror(errno);
+	else if (!S_ISREG(st.st_mode))
+		why = "not a regular file";
+	if (why) {
+		int rc = bad(flag, "cannot read %s: %s", path, why);
+		free(path);
+		return rc;
+	}
+	p->dataset_path = path;
+	p->dataset_format = format;
+	json_object_set_new(wl, "kind", json_string("dataset"));
+	json_object_set_new(wl, "dataset", json_object());
+	return EXIT_OK;
+}
+
+/* --public-dataset: which local file it is (headroom does not download). */
 static int public_dataset(struct pflags *p, json_t *wl)
 {
 	if (strcmp(p->public_dataset, "sharegpt") != 0)
@@ -378,31 +401,18 @@ static int public_dataset(struct pflags *p, json_t *wl)
 			   "does not go with --public-dataset (its local copy is --input-file)");
 	const char *dir = getenv(PUBLIC_DIR_ENV);
 	if (p->input_file)
-		p->dataset_path = xstrdup(p->input_file);
-	else if (dir && *dir)
-		p->dataset_path = xasprintf("%s/%s", dir, SHAREGPT_FILE);
-	else
-		return bad("--public-dataset",
-			   "headroom does not download: give a local copy of %s with "
-			   "--input-file FILE, or put it in the directory named by $%s",
-			   SHAREGPT_FILE, PUBLIC_DIR_ENV);
-	struct stat st;
-	const char *why = NULL;
-	if (stat(p->dataset_path, &st) != 0 || access(p->dataset_path, R_OK) != 0)
-		why = strerror(errno);
-	else if (!S_ISREG(st.st_mode))
-		why = "not a regular file";
-	if (why)
-		return bad(p->input_file ? "--input-file" : "--public-dataset", "cannot read %s: %s",
-			   p->dataset_path, why);
-	p->dataset_format = "sharegpt";
-	json_object_set_new(wl, "kind", json_string("dataset"));
-	json_object_set_new(wl, "dataset", json_object());
-	return EXIT_OK;
+		return take_dataset(p, wl, xstrdup(p->input_file), "sharegpt", "--input-file");
+	if (dir && *dir)
+		return take_dataset(p, wl, xasprintf("%s/%s", dir, SHAREGPT_FILE), "sharegpt",
+				    "--public-dataset");
+	return bad("--public-dataset",
+		   "headroom does not download: give a local copy of %s with --input-file FILE, "
+		   "or put it in the directory named by $%s",
+		   SHAREGPT_FILE, PUBLIC_DIR_ENV);
 }
 
 /* --input-file with a --custom-dataset-type the daemon stores as a
- * dataset: checked readable now, uploaded when the spec goes out. */
+ * dataset. */
 static int custom_dataset(struct pflags *p, json_t *wl)
 {
 	static const char *const types[] = {"single_turn", "multi_turn", "random_pool", NULL};
@@ -416,16 +426,7 @@ static int custom_dataset(struct pflags *p, json_t *wl)
 			   p->dataset_type);
 	if (!p->input_file)
 		return bad("--input-file", "is required with --custom-dataset-type");
-	struct stat st;
-	if (stat(p->input_file, &st) != 0 || access(p->input_file, R_OK) != 0)
-		return bad("--input-file", "cannot read %s: %s", p->input_file, strerror(errno));
-	if (!S_ISREG(st.st_mode))
-		return bad("--input-file", "cannot read %s: not a regular file", p->input_file);
-	p->dataset_path = xstrdup(p->input_file);
-	p->dataset_format = types[i];
-	json_object_set_new(wl, "kind", json_string("dataset"));
-	json_object_set_new(wl, "dataset", json_object());
-	return EXIT_OK;
+	return take_dataset(p, wl, xstrdup(p->input_file), types[i], "--input-file");
 }
 
 static json_t *dist(double mean, double sd)

@@ -285,3 +285,18 @@ int cli_answer_failure(const struct http_resp *r)
 	json_decref(doc);
 	return EXIT_DAEMON;
 }
+
+/* Parses a 2xx answer that must be a JSON object; NULL (message printed)
+ * when it is not. Caller decrefs. */
+json_t *cli_answer_object(const struct http_resp *r)
+{
+	json_error_t jerr;
+	json_t *doc = json_loadb(r->body.data ? r->body.data : "", r->body.len, 0, &jerr);
+	if (!json_is_object(doc)) {
+		fprintf(stderr, "error: malformed answer from the daemon: %s\n",
+		        doc ? "not a JSON object" : jerr.text);
+		json_decref(doc);
+		return NULL;
+	}
+	return doc;
+}
