@@ -39,6 +39,7 @@ struct req {
 	struct dynbuf body;
 	int too_large;
 	struct ds_upload *upload; /* POST /datasets: the body streams to a file instead */
+	struct ds_create create;  /* POST /datasets: its query, checked as it arrived */
 };
 
 struct call {
@@ -47,7 +48,8 @@ struct call {
 	int64_t id; /* the {id} path parameter, when the route has one */
 	const char *body;
 	size_t body_len;
-	struct ds_upload *upload; /* POST /datasets: the uploaded file */
+	struct ds_upload *upload;        /* POST /datasets: the uploaded file */
+	const struct ds_create *create; /* and its query (dataset_query) */
 };
 
 /* --- responses --------------------------------------------------------------- */
@@ -630,7 +632,7 @@ static int filter_arg(struct MHD_Connection *conn, const char *name, uint32_t *o
 
 /* The query of POST /datasets into *c: 0, or -1 with the error reply
  * queued (*ret). Checked when the request arrives, before its body is
- * read, and again by the handler. */
+ * read; the handler takes the result (call.create). */
 static int query_fail(enum MHD_Result *ret, enum MHD_Result r)
 {
 	*ret = r;
@@ -691,17 +693,12 @@ static int dataset_query(struct MHD_Connection *conn, struct ds_create *c, enum 
 
 static enum MHD_Result h_dataset_create(struct call *k)
 {
-	if (!k->upload)
+	if (!k->upload || !k->create)
 		return reply_internal(k->conn, "the upload was not kept");
-	struct ds_create c = {0};
-	enum MHD_Result qret;
-	if (dataset_query(k->conn, &c, &qret) < 0)
-		return qret;
-
 	json_t *out;
 	struct ds_error de;
 	char err[HR_ERRLEN];
-	int rc = datasets_create(k->a->store, k->upload, &c, &out, &de, err);
+	int rc = datasets_create(k->a->store, k->upload, k->create, &out, &de, err);
 	if (rc == -400)
 		return reply_bad_dataset(k->conn, &de);
 	if (rc < 0)
@@ -902,6 +899,7 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 		k.body = rq->body.data ? rq->body.data : "";
 		k.body_len = rq->body.len;
 		k.upload = rq->upload;
+		k.create = rq->upload ? &rq->create : NULL;
 		return routes[i].fn(&k);
 	}
 	if (path_known)
@@ -940,9 +938,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 			return reply_too_large(conn, dataset);
 		if (dataset) {
 			/* a bad query is answered before a byte of the body is read */
-			struct ds_create c = {0};
 			enum MHD_Result qret;
-			if (dataset_query(conn, &c, &qret) < 0)
+			if (dataset_query(conn, &rq->create, &qret) < 0)
 				return qret;
 			char err[HR_ERRLEN];
 			rq->upload = ds_upload_begin(a->store, err);

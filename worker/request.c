@@ -134,13 +134,14 @@ static int build_body_tail(struct req_cfg *c, const struct spec *s, char *err)
 	c->min_tokens = s->workload.ignore_eos && c->with_max_tokens &&
 	                !json_object_get(extra, "min_tokens");
 	char *dump = json_dumps(fixed, JSON_COMPACT);
-	json_decref(fixed);
 	if (!dump || dump[0] != '{' || dump[1] == '}') {
 		free(dump);
+		json_decref(fixed);
 		return errf(err, "cannot serialise the request body");
 	}
 	c->body_tail = xstrdup(dump + 1);
 	c->body_tail_len = strlen(c->body_tail);
+	c->tail_members = fixed;
 	free(dump);
 	return 0;
 }
@@ -269,6 +270,7 @@ void req_cfg_release(struct req_cfg *c)
 	curl_url_cleanup(c->curlu);
 	curl_slist_free_all(c->headers);
 	free(c->body_tail);
+	json_decref(c->tail_members);
 	ep_template_release(&c->tpl);
 	ep_path_release(&c->resp_path);
 	ep_path_release(&c->ev_path);
@@ -985,9 +987,9 @@ static int add_tail(struct req *r, json_t *extra)
 	struct dynbuf *b = &r->body;
 	if (!extra)
 		return dynbuf_add(b, c->body_tail, c->body_tail_len);
-	char *obj = xasprintf("{%s", c->body_tail);
-	json_t *fixed = json_loads(obj, 0, NULL);
-	free(obj);
+	json_t *fixed = json_copy(c->tail_members); /* (shallow: only members go) */
+	if (!fixed)
+		return -1;
 	const char *key;
 	json_t *v;
 	json_object_foreach(extra, key, v)

@@ -43,6 +43,9 @@ struct req_cfg {
 	struct curl_slist *headers; /* owned */
 	char *body_tail;            /* owned: fixed JSON members + '}' */
 	size_t body_tail_len;
+	json_t *tail_members;       /* owned: the same members as an object (chat and
+	                             * completions; a dataset entry's extra is merged
+	                             * over them), else NULL */
 	bool with_prompt;     /* extra_body does not replace the prompt */
 	bool with_max_tokens; /* extra_body does not replace max_tokens */
 	const char *max_tokens_key; /* "max_tokens" or "max_completion_tokens" (static) */
