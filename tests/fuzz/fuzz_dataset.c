@@ -25,18 +25,8 @@
 #include <string.h>
 
 #include "dataset.h"
+#include "fuzz.h"
 #include "limits.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__,       \
-			        #cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static void check_text(const struct dataset *d, struct ds_str s, size_t max)
 {

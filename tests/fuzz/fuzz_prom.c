@@ -23,20 +23,10 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "fuzz.h"
 #include "prom.h"
 #include "promap.h"
 #include "util.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__,       \
-			        #cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static int valid_utf8(const char *p)
 {

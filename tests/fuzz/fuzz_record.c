@@ -20,22 +20,12 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "fuzz.h"
 #include "limits.h"
 #include "record.h"
 #include "util.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 #define BIG ((size_t)1 << 30)
-
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__,       \
-			        #cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 /* The ranges record_batch_decode promises for a record it returns. */
 static void check_ranges(const struct hr_record *r)

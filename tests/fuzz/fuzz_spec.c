@@ -20,21 +20,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "fuzz.h"
 #include "limits.h"
 #include "spec.h"
 
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
 #define DEFAULT_WORKERS 2
-
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__,       \
-			        #cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static const char *const codes[] = {"invalid_json",  "unknown_field", "wrong_type",
 				    "out_of_range",  "missing_field", "invalid_value"};

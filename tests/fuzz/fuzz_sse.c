@@ -19,22 +19,12 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "fuzz.h"
 #include "sse.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
 #define BIG (1u << 24)
 #define SMALL_LINE 24
 #define SMALL_EVENT 40
-
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__,       \
-			        #cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 /* Callback record: 'E' event NUL len data, 'C' len text, 'R' rc. */
 struct run {

@@ -29,18 +29,8 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "fuzz.h"
 #include "tokenizer.h"
-
-int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
-
-#define REQUIRE(cond)                                                                              \
-	do {                                                                                       \
-		if (!(cond)) {                                                                     \
-			fprintf(stderr, "%s:%d: invariant failed: %s\n", __FILE__, __LINE__,       \
-			        #cond);                                                            \
-			abort();                                                                   \
-		}                                                                                  \
-	} while (0)
 
 static struct tok *toks[3];
 
