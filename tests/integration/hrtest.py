@@ -8,6 +8,7 @@ import signal
 import subprocess
 import tempfile
 import time
+import unittest
 import urllib.error
 import urllib.request
 
@@ -137,3 +138,26 @@ def tempdir():
 def numpy_percentile(values, pct):
     import numpy
     return float(numpy.percentile(numpy.array(values, dtype=numpy.float64), pct))
+
+
+class ServiceCase(unittest.TestCase):
+    """A class of tests against one headroom-mock and one headroomd, started
+    by start_service() in setUpClass and stopped after the last test (both
+    must exit 0)."""
+
+    @classmethod
+    def start_service(cls, mock_args=("--quiet",), daemon_args=(), data=None):
+        """Starts them: cls.mock, cls.daemon (data in `data`, else cls.tmp,
+        made here unless the class made it) and cls.api."""
+        if not hasattr(cls, "tmp"):
+            cls.tmp = tempdir()
+        cls.mock = start_mock(*mock_args)
+        cls.daemon = start_daemon(data or cls.tmp.name, *daemon_args)
+        cls.api = Api(cls.daemon.addr)
+
+    @classmethod
+    def tearDownClass(cls):
+        rcs = [cls.daemon.stop(), cls.mock.stop()]
+        cls.tmp.cleanup()
+        if rcs != [0, 0]:
+            raise AssertionError("exit statuses %s" % rcs)

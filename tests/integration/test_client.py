@@ -288,43 +288,9 @@ class ClientVerdictTest(unittest.TestCase):
         self.assertEqual(self.api.wait(busy)["state"], "cancelled")
 
 
-# A worker that follows the protocol up to START, then sends a sample whose
-# busy_ns is not a number.
-FAKE_WORKER = textwrap.dedent("""\
-    #!{python}
-    import json, sys, zmq
-    ep = sys.argv[sys.argv.index("--connect") + 1]
-    idx = sys.argv[sys.argv.index("--index") + 1]
-    s = zmq.Context().socket(zmq.DEALER)
-    s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
-    s.connect(ep)
-    def send(t, o):
-        s.send_multipart([bytes([2, t]), json.dumps(o).encode()])
-    def recv():
-        f = s.recv_multipart()
-        return f[0][1]
-    send(1, {"index": int(idx), "pid": 1, "protocol": 2, "version": "fake",
-             "mono_ns": 1, "wall_ns": 1})
-    assert recv() == 2
-    send(3, {})
-    assert recv() == 4
-    sample = {k: 0 for k in ("t_ns", "interval_ns", "cpu_ns", "wakeups", "late_max_ns",
-              "in_flight", "queued", "queued_age_ns", "record_backlog", "conn_errors",
-              "port_errors", "sent", "completed")}
-    sample.update(busy_ns="lots", phase=1, late=[0] * 9)
-    send(11, sample)
-    s.setsockopt(zmq.RCVTIMEO, 10000)
-    try:
-        recv()  # STOP
-    except zmq.Again:
-        pass
-    """)
-
-
-# A worker whose samples say its pacer woke 50 ms or more late at every
-# wake-up and that connections failed for want of a local port: the two
-# rules no real run of the test suite can provoke on demand.
-LATE_WORKER = textwrap.dedent("""\
+# What every fake worker below does first: connect as the worker the
+# daemon started, say HELLO, take the SCHEDULE, say READY, take START.
+FAKE_START = textwrap.dedent("""\
     #!{python}
     import json, sys, zmq
     ep = sys.argv[sys.argv.index("--connect") + 1]
@@ -341,6 +307,27 @@ LATE_WORKER = textwrap.dedent("""\
     assert recv() == 2
     send(3, {})
     assert recv() == 4
+    """)
+
+# ... then a sample whose busy_ns is not a number.
+FAKE_WORKER = FAKE_START + textwrap.dedent("""\
+    sample = {k: 0 for k in ("t_ns", "interval_ns", "cpu_ns", "wakeups", "late_max_ns",
+              "in_flight", "queued", "queued_age_ns", "record_backlog", "conn_errors",
+              "port_errors", "sent", "completed")}
+    sample.update(busy_ns="lots", phase=1, late=[0] * 9)
+    send(11, sample)
+    s.setsockopt(zmq.RCVTIMEO, 10000)
+    try:
+        recv()  # STOP
+    except zmq.Again:
+        pass
+    """)
+
+
+# ... then samples saying its pacer woke 50 ms or more late at every
+# wake-up and that connections failed for want of a local port: the two
+# rules no real run of the test suite can provoke on demand.
+LATE_WORKER = FAKE_START + textwrap.dedent("""\
     for i in range(3):
         send(11, {"t_ns": (i + 1) * 10**9, "interval_ns": 10**9, "phase": 1,
                   "cpu_ns": 10**8, "busy_ns": 10**8, "wakeups": 100,

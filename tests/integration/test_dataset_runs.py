@@ -59,25 +59,15 @@ def jsonl(rows):
     return ("\n".join(json.dumps(r) for r in rows) + "\n").encode()
 
 
-class DatasetRunsTest(unittest.TestCase):
+class DatasetRunsTest(hrtest.ServiceCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = hrtest.tempdir()
-        cls.mock = hrtest.start_mock("--quiet", "--ttft-ms", "2", "--itl-ms", "1")
-        cls.daemon = hrtest.start_daemon(cls.tmp.name)
-        cls.api = hrtest.Api(cls.daemon.addr)
+        cls.start_service(mock_args=("--quiet", "--ttft-ms", "2", "--itl-ms", "1"))
         cls.sg = cls.upload(json.dumps(SHAREGPT).encode(), "sharegpt")
         cls.mt = cls.upload(jsonl(MULTI), "multi_turn")
         cls.trace = cls.upload(jsonl([{"timestamp": i * 40, "input_length": 6 + i,
                                        "output_length": 3} for i in range(8)]),
                                "mooncake_trace")
-
-    @classmethod
-    def tearDownClass(cls):
-        rcs = [cls.daemon.stop(), cls.mock.stop()]
-        cls.tmp.cleanup()
-        if rcs != [0, 0]:
-            raise AssertionError("exit statuses %s" % rcs)
 
     @classmethod
     def upload(cls, data, fmt):

@@ -184,20 +184,10 @@ class FlagsTest(unittest.TestCase):
         self.assertIn("--request-rate", r.stdout)
 
 
-class EndToEndTest(unittest.TestCase):
+class EndToEndTest(hrtest.ServiceCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory(prefix="headroom-test-")
-        cls.mock = hrtest.start_mock("--quiet", "--ttft-ms", "1")
-        cls.daemon = hrtest.start_daemon(cls.tmp.name)
-        cls.api = hrtest.Api(cls.daemon.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        rcs = [cls.daemon.stop(), cls.mock.stop()]
-        cls.tmp.cleanup()
-        if rcs != [0, 0]:
-            raise AssertionError("exit statuses %s" % rcs)
+        cls.start_service(mock_args=("--quiet", "--ttft-ms", "1"))
 
     def test_synthetic_streaming(self):
         r = profile("-m", "mock-model", "--url", self.mock.addr, "--streaming",

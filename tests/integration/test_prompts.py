@@ -22,20 +22,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hrtest  # noqa: E402
 
 
-class SharedPromptsTest(unittest.TestCase):
+class SharedPromptsTest(hrtest.ServiceCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = hrtest.tempdir()
-        cls.mock = hrtest.start_mock("--quiet")
-        cls.daemon = hrtest.start_daemon(cls.tmp.name)
-        cls.api = hrtest.Api(cls.daemon.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        rcs = [cls.daemon.stop(), cls.mock.stop()]
-        cls.tmp.cleanup()
-        if rcs != [0, 0]:
-            raise AssertionError("exit statuses %s" % rcs)
+        cls.start_service()
 
     def records(self, spec):
         rid = self.api.submit(spec)

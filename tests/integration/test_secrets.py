@@ -19,7 +19,7 @@ import hrtest  # noqa: E402
 KEY = "hr-test-key-7f3a9c1e5b"
 
 
-class SecretsTest(unittest.TestCase):
+class SecretsTest(hrtest.ServiceCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = hrtest.tempdir()
@@ -29,16 +29,8 @@ class SecretsTest(unittest.TestCase):
         cls.put("prod", KEY + "\n")
         cls.put("wrong", "not-the-key\n")
         cls.put("open", KEY + "\n", mode=0o644)
-        cls.mock = hrtest.start_mock("--quiet", "--api-key", KEY)
-        cls.daemon = hrtest.start_daemon(cls.data, "--secrets-dir", cls.secrets)
-        cls.api = hrtest.Api(cls.daemon.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        rcs = [cls.daemon.stop(), cls.mock.stop()]
-        cls.tmp.cleanup()
-        if rcs != [0, 0]:
-            raise AssertionError("exit statuses %s" % rcs)
+        cls.start_service(mock_args=("--quiet", "--api-key", KEY),
+                          daemon_args=("--secrets-dir", cls.secrets), data=cls.data)
 
     @classmethod
     def put(cls, name, text, mode=0o600):
