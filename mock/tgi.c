@@ -189,8 +189,13 @@ static void add_finish_reason(struct dynbuf *b, const struct stream *s)
 		ADD_LIT(b, "\"length\"");
 }
 
-static void add_seed(struct dynbuf *b, const struct stream *s)
+/* The members every "details" object opens with, after its brace. */
+static void add_details_head(struct dynbuf *b, const struct stream *s)
 {
+	ADD_LIT(b, ",\"details\":{\"finish_reason\":");
+	add_finish_reason(b, s);
+	ADD_LIT(b, ",\"generated_tokens\":");
+	api_add_u64(b, s->max_tokens);
 	ADD_LIT(b, ",\"seed\":");
 	if (s->tgi_seed_given)
 		api_add_u64(b, s->tgi_seed);
@@ -215,11 +220,7 @@ void tgi_events(struct server *srv, struct conn *c, uint32_t n)
 			ADD_LIT(b, ",\"generated_text\":");
 			add_generated_text(b, s);
 			if (s->tgi_details) {
-				ADD_LIT(b, ",\"details\":{\"finish_reason\":");
-				add_finish_reason(b, s);
-				ADD_LIT(b, ",\"generated_tokens\":");
-				api_add_u64(b, s->max_tokens);
-				add_seed(b, s);
+				add_details_head(b, s);
 				ADD_LIT(b, ",\"input_length\":");
 				api_add_u64(b, s->prompt_tokens);
 				ADD_LIT(b, "}}");
@@ -251,11 +252,7 @@ int tgi_body(struct server *srv, const struct stream *s, struct dynbuf *b)
 	ADD_LIT(b, "{\"generated_text\":");
 	add_generated_text(b, s);
 	if (s->tgi_details) {
-		ADD_LIT(b, ",\"details\":{\"finish_reason\":");
-		add_finish_reason(b, s);
-		ADD_LIT(b, ",\"generated_tokens\":");
-		api_add_u64(b, s->max_tokens);
-		add_seed(b, s);
+		add_details_head(b, s);
 		ADD_LIT(b, ",\"prefill\":[],\"tokens\":[");
 		for (uint32_t i = 0; i < s->max_tokens; i++) {
 			if (i)
