@@ -16,6 +16,7 @@
 
 #include "limits.h"
 #include "trace.h"
+#include "util.h"
 
 static const char *const format_names[DS__FORMATS] = {
     [DS_SINGLE_TURN] = "single_turn", [DS_MULTI_TURN] = "multi_turn",
@@ -352,28 +353,21 @@ typedef int (*line_fn)(struct build *b, json_t *o, uint32_t line);
 static int each_line(struct build *b, const char *p, const char *end, line_fn fn)
 {
 	uint32_t line = 0;
-	while (p < end && !done(b)) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		line++;
-		const char *q = p;
-		while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
-			q++;
-		if (q < le) {
-			if ((size_t)(le - p) > HR_MAX_DATASET_LINE)
-				return fail(b, line, NULL, "the line is longer than %u bytes",
-				            HR_MAX_DATASET_LINE);
-			json_error_t je;
-			json_t *o = json_loadb(p, (size_t)(le - p), JSON_REJECT_DUPLICATES, &je);
-			if (!o)
-				return fail(b, line, NULL, "not valid JSON: %s", je.text);
-			int rc = json_is_object(o) ? fn(b, o, line)
-			                           : fail(b, line, NULL, "must be a JSON object");
-			json_decref(o);
-			if (rc < 0)
-				return -1;
-		}
-		p = nl ? nl + 1 : end;
+	const char *s;
+	size_t n;
+	while (!done(b) && next_text_line(&p, end, &s, &n, &line)) {
+		if (n > HR_MAX_DATASET_LINE)
+			return fail(b, line, NULL, "the line is longer than %u bytes",
+			            HR_MAX_DATASET_LINE);
+		json_error_t je;
+		json_t *o = json_loadb(s, n, JSON_REJECT_DUPLICATES, &je);
+		if (!o)
+			return fail(b, line, NULL, "not valid JSON: %s", je.text);
+		int rc = json_is_object(o) ? fn(b, o, line)
+		                           : fail(b, line, NULL, "must be a JSON object");
+		json_decref(o);
+		if (rc < 0)
+			return -1;
 	}
 	return 0;
 }

@@ -107,31 +107,22 @@ int trace_parse(const char *text, size_t len, struct trace *out, char *err)
 	out->n = 0;
 	size_t cap = 0;
 	uint32_t line = 0;
-	const char *p = text, *end = text + len;
-	while (p < end) {
-		const char *nl = memchr(p, '\n', (size_t)(end - p));
-		const char *le = nl ? nl : end;
-		line++;
-		const char *q = p;
-		while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
-			q++;
-		if (q < le) {
-			if (out->n == HR_MAX_TRACE_ENTRIES) {
-				trace_release(out);
-				return errf(err, "line %u: more than %d entries", line,
-					    HR_MAX_TRACE_ENTRIES);
-			}
-			if (out->n == cap) {
-				cap = cap ? cap * 2 : 256;
-				out->e = xrealloc(out->e, cap * sizeof *out->e);
-			}
-			if (parse_line(p, (size_t)(le - p), line, &out->e[out->n], err) < 0) {
-				trace_release(out);
-				return -1;
-			}
-			out->n++;
+	const char *p = text, *end = text + len, *s;
+	size_t n;
+	while (next_text_line(&p, end, &s, &n, &line)) {
+		if (out->n == HR_MAX_TRACE_ENTRIES) {
+			trace_release(out);
+			return errf(err, "line %u: more than %d entries", line, HR_MAX_TRACE_ENTRIES);
 		}
-		p = nl ? nl + 1 : end;
+		if (out->n == cap) {
+			cap = cap ? cap * 2 : 256;
+			out->e = xrealloc(out->e, cap * sizeof *out->e);
+		}
+		if (parse_line(s, n, line, &out->e[out->n], err) < 0) {
+			trace_release(out);
+			return -1;
+		}
+		out->n++;
 	}
 	if (out->n == 0) {
 		trace_release(out);

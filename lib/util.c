@@ -421,6 +421,27 @@ int fmt_double(char *buf, double v)
 	return 0; /* not reached */
 }
 
+int next_text_line(const char **p, const char *end, const char **start, size_t *len,
+                   uint32_t *line)
+{
+	while (*p < end) {
+		const char *s = *p;
+		const char *nl = memchr(s, '\n', (size_t)(end - s));
+		const char *le = nl ? nl : end;
+		*p = nl ? nl + 1 : end;
+		(*line)++;
+		const char *q = s;
+		while (q < le && (*q == ' ' || *q == '\t' || *q == '\r'))
+			q++;
+		if (q < le) {
+			*start = s;
+			*len = (size_t)(le - s);
+			return 1;
+		}
+	}
+	return 0;
+}
+
 int parse_hostport(const char *s, char *host, int *port, char *err)
 {
 	const char *colon;

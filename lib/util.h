@@ -48,6 +48,13 @@ int fmt_i64(char *buf, long long v);
  * short at the end (by truncation) is dropped. Returns s. */
 char *utf8_sanitize(char *s);
 
+/* Line-oriented text (JSONL): the next line of [*p, end) that is not blank
+ * (only spaces, tabs and carriage returns), without its '\n', into *start
+ * and *len; *line counts every line read, blank ones too (1-based numbers
+ * for messages). Advances *p past it. Returns 1, or 0 at the end. */
+int next_text_line(const char **p, const char *end, const char **start, size_t *len,
+                   uint32_t *line);
+
 /* Parse "HOST:PORT" (IPv4 literal, name or [IPv6]). host must hold 256
  * bytes. Returns 0 or -1 with a message in err. */
 int parse_hostport(const char *s, char *host, int *port, char *err);
