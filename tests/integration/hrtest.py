@@ -140,6 +140,19 @@ def numpy_percentile(values, pct):
     return float(numpy.percentile(numpy.array(values, dtype=numpy.float64), pct))
 
 
+def service(test, *mock_args):
+    """A headroom-mock (started with mock_args) and a headroomd for one
+    test: both stopped when it ends, and each must exit 0. Returns (mock,
+    Api)."""
+    tmp = tempdir()
+    test.addCleanup(tmp.cleanup)
+    mock = start_mock(*mock_args)
+    test.addCleanup(lambda: test.assertEqual(mock.stop(), 0, "headroom-mock exit status"))
+    d = start_daemon(tmp.name)
+    test.addCleanup(lambda: test.assertEqual(d.stop(), 0, "headroomd exit status"))
+    return mock, Api(d.addr)
+
+
 class ServiceCase(unittest.TestCase):
     """A class of tests against one headroom-mock and one headroomd, started
     by start_service() in setUpClass and stopped after the last test (both

@@ -76,71 +76,55 @@ class SharedPromptsTest(hrtest.ServiceCase):
 
 class ReasoningTest(unittest.TestCase):
     def test_reasoning_tokens_and_time_to_first_output(self):
-        mock = hrtest.start_mock("--quiet", "--reasoning-tokens", "5", "--itl-ms", "4")
-        tmp = hrtest.tempdir()
-        d = hrtest.start_daemon(tmp.name)
-        try:
-            api = hrtest.Api(d.addr)
-            spec = hrtest.spec(mock.addr, concurrency=2, requests=6)
-            spec["workload"]["osl"] = {"mean": 12}
-            run = api.wait(api.submit(spec))
-            self.assertEqual(run["state"], "succeeded", run.get("reason"))
-            st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
-            for r in (json.loads(line) for line in text.splitlines()):
-                self.assertEqual(r["reasoning_tokens"], 5)
-                self.assertEqual(r["osl"], 12)  # reasoning included, as servers count
-                # the first output token comes after the five reasoning ones
-                self.assertGreaterEqual(r["time_to_first_output_token"] -
-                                        r["time_to_first_token"], 5 * 4 * 0.9)
-            m = run["summary"]["metrics"]
-            self.assertGreater(m["time_to_first_output_token"]["p50"],
-                               m["time_to_first_token"]["p50"])
-        finally:
-            self.assertEqual(d.stop(), 0)
-            self.assertEqual(mock.stop(), 0)
-            tmp.cleanup()
+        mock, api = hrtest.service(self, "--quiet", "--reasoning-tokens", "5", "--itl-ms", "4")
+        spec = hrtest.spec(mock.addr, concurrency=2, requests=6)
+        spec["workload"]["osl"] = {"mean": 12}
+        run = api.wait(api.submit(spec))
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+        for r in (json.loads(line) for line in text.splitlines()):
+            self.assertEqual(r["reasoning_tokens"], 5)
+            self.assertEqual(r["osl"], 12)  # reasoning included, as servers count
+            # the first output token comes after the five reasoning ones
+            self.assertGreaterEqual(r["time_to_first_output_token"] -
+                                    r["time_to_first_token"], 5 * 4 * 0.9)
+        m = run["summary"]["metrics"]
+        self.assertGreater(m["time_to_first_output_token"]["p50"],
+                           m["time_to_first_token"]["p50"])
 
 
 class GoodputTest(unittest.TestCase):
     def test_goodput_counts_requests_meeting_every_objective(self):
-        mock = hrtest.start_mock("--quiet", "--ttft-ms", "3", "--itl-ms", "1")
-        tmp = hrtest.tempdir()
-        d = hrtest.start_daemon(tmp.name)
-        try:
-            api = hrtest.Api(d.addr)
-            spec = hrtest.spec(mock.addr, concurrency=4, requests=60)
-            # the median request latency splits the run in two
-            spec["goodput"] = {"time_to_first_token": 10000, "request_latency": 1e9}
-            run = api.wait(api.submit(spec))
-            s = run["summary"]
-            self.assertEqual(s["counts"]["good"], s["counts"]["valid"])
-            self.assertAlmostEqual(s["metrics"]["goodput"]["avg"],
-                                   s["metrics"]["request_throughput"]["avg"])
-            limit = s["metrics"]["request_latency"]["p50"]
-            spec["goodput"] = {"request_latency": limit,
-                               "output_token_throughput_per_user": 1}
-            run = api.wait(api.submit(spec))
-            s = run["summary"]
-            st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
-            recs = [json.loads(line) for line in text.splitlines()]
-            want = sum(1 for r in recs if r["valid"] and r["request_latency"] <= limit and
-                       r["output_token_throughput_per_user"] >= 1)
-            self.assertEqual(s["counts"]["good"], want)
-            self.assertAlmostEqual(s["metrics"]["goodput"]["avg"], want / s["window_s"])
-            self.assertIn("\ngoodput,requests/sec,", api.call(
-                "GET", "/runs/%d/summary?format=csv" % run["id"])[1])
-            # objectives name per-request metrics only
-            for bad, field in (({"request_throughput": 5}, "goodput.request_throughput"),
-                               ({"time_to_first_token": 0}, "goodput.time_to_first_token"),
-                               ({}, "goodput")):
-                spec["goodput"] = bad
-                st, err, _ = api.call("POST", "/runs", spec)
-                self.assertEqual(st, 400, err)
-                self.assertEqual(err["error"]["field"], field)
-        finally:
-            self.assertEqual(d.stop(), 0)
-            self.assertEqual(mock.stop(), 0)
-            tmp.cleanup()
+        mock, api = hrtest.service(self, "--quiet", "--ttft-ms", "3", "--itl-ms", "1")
+        spec = hrtest.spec(mock.addr, concurrency=4, requests=60)
+        # the median request latency splits the run in two
+        spec["goodput"] = {"time_to_first_token": 10000, "request_latency": 1e9}
+        run = api.wait(api.submit(spec))
+        s = run["summary"]
+        self.assertEqual(s["counts"]["good"], s["counts"]["valid"])
+        self.assertAlmostEqual(s["metrics"]["goodput"]["avg"],
+                               s["metrics"]["request_throughput"]["avg"])
+        limit = s["metrics"]["request_latency"]["p50"]
+        spec["goodput"] = {"request_latency": limit,
+                           "output_token_throughput_per_user": 1}
+        run = api.wait(api.submit(spec))
+        s = run["summary"]
+        st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+        recs = [json.loads(line) for line in text.splitlines()]
+        want = sum(1 for r in recs if r["valid"] and r["request_latency"] <= limit and
+                   r["output_token_throughput_per_user"] >= 1)
+        self.assertEqual(s["counts"]["good"], want)
+        self.assertAlmostEqual(s["metrics"]["goodput"]["avg"], want / s["window_s"])
+        self.assertIn("\ngoodput,requests/sec,", api.call(
+            "GET", "/runs/%d/summary?format=csv" % run["id"])[1])
+        # objectives name per-request metrics only
+        for bad, field in (({"request_throughput": 5}, "goodput.request_throughput"),
+                           ({"time_to_first_token": 0}, "goodput.time_to_first_token"),
+                           ({}, "goodput")):
+            spec["goodput"] = bad
+            st, err, _ = api.call("POST", "/runs", spec)
+            self.assertEqual(st, 400, err)
+            self.assertEqual(err["error"]["field"], field)
 
     def test_goodput_on_itl_and_scheduled_latencies(self):
         """Objectives on inter_token_latency, scheduled_time_to_first_token
@@ -155,65 +139,57 @@ class GoodputTest(unittest.TestCase):
         chunks, ITL 8/4 = 2 ms; 8 tokens are 2 chunks, ITL 8/7 = 1.14 ms; a
         limit between the two ITLs fails the 5-token requests."""
         import statistics
-        mock = hrtest.start_mock("--quiet", "--ttft-ms", "2", "--itl-ms", "8",
-                                 "--tokens-per-chunk", "4")
-        tmp = hrtest.tempdir()
-        d = hrtest.start_daemon(tmp.name)
-        try:
-            api = hrtest.Api(d.addr)
-            spec = hrtest.spec(mock.addr, mode="rate", rate=400, arrival="constant",
-                               max_concurrency=1, requests=24)
-            del spec["load"]["concurrency"]
-            spec["workload"] = {"mix": [{"isl": 8, "osl": 5}, {"isl": 8, "osl": 8}],
-                                "seed": 3}
+        mock, api = hrtest.service(self, "--quiet", "--ttft-ms", "2", "--itl-ms", "8",
+                                   "--tokens-per-chunk", "4")
+        spec = hrtest.spec(mock.addr, mode="rate", rate=400, arrival="constant",
+                           max_concurrency=1, requests=24)
+        del spec["load"]["concurrency"]
+        spec["workload"] = {"mix": [{"isl": 8, "osl": 5}, {"isl": 8, "osl": 8}],
+                            "seed": 3}
 
-            def run_records(spec):
-                run = api.wait(api.submit(spec))
-                self.assertEqual(run["state"], "succeeded", run.get("reason"))
-                st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
-                self.assertEqual(st, 200)
-                recs = [json.loads(line) for line in text.splitlines()]
-                self.assertEqual(len(recs), 24)
-                for r in recs:  # the fields are what docs/metrics.md defines
-                    self.assertTrue(r["valid"], r)
-                    first = r["start_ns"] + r["chunk_offsets_ns"][0]
-                    self.assertEqual(r["scheduled_time_to_first_token"],
-                                     (first - r["intended_ns"]) / 1e6)
-                    self.assertEqual(r["scheduled_request_latency"],
-                                     (r["end_ns"] - r["intended_ns"]) / 1e6)
-                    self.assertEqual(r["inter_token_latency"],
-                                     ((r["end_ns"] - r["start_ns"]) / 1e6 -
-                                      (first - r["start_ns"]) / 1e6) / (r["osl"] - 1))
-                return run, recs
+        def run_records(spec):
+            run = api.wait(api.submit(spec))
+            self.assertEqual(run["state"], "succeeded", run.get("reason"))
+            st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+            self.assertEqual(st, 200)
+            recs = [json.loads(line) for line in text.splitlines()]
+            self.assertEqual(len(recs), 24)
+            for r in recs:  # the fields are what docs/metrics.md defines
+                self.assertTrue(r["valid"], r)
+                first = r["start_ns"] + r["chunk_offsets_ns"][0]
+                self.assertEqual(r["scheduled_time_to_first_token"],
+                                 (first - r["intended_ns"]) / 1e6)
+                self.assertEqual(r["scheduled_request_latency"],
+                                 (r["end_ns"] - r["intended_ns"]) / 1e6)
+                self.assertEqual(r["inter_token_latency"],
+                                 ((r["end_ns"] - r["start_ns"]) / 1e6 -
+                                  (first - r["start_ns"]) / 1e6) / (r["osl"] - 1))
+            return run, recs
 
-            ref, recs = run_records(spec)
-            self.assertNotIn("good", ref["summary"]["counts"])
-            itl = {5: [], 8: []}
-            for r in recs:
-                itl[r["osl"]].append(r["inter_token_latency"])
-            self.assertTrue(itl[5] and itl[8], itl)
-            m = ref["summary"]["metrics"]
-            limits = {"inter_token_latency": (statistics.median(itl[5]) +
-                                              statistics.median(itl[8])) / 2,
-                      "scheduled_time_to_first_token":
-                          m["scheduled_time_to_first_token"]["p50"],
-                      "scheduled_request_latency": m["scheduled_request_latency"]["p50"]}
-            for names in (["inter_token_latency"], ["scheduled_time_to_first_token"],
-                          ["scheduled_request_latency"], list(limits)):
-                spec["goodput"] = {k: limits[k] for k in names}
-                run, recs = run_records(spec)
-                s = run["summary"]
-                self.assertEqual(run["spec"]["goodput"], spec["goodput"])
-                want = sum(1 for r in recs if r["valid"] and
-                           all(r[k] is not None and r[k] <= limits[k] for k in names))
-                self.assertEqual(s["counts"]["good"], want, names)
-                self.assertGreater(want, 0, (names, limits))             # some pass...
-                self.assertLess(want, s["counts"]["valid"], (names, limits))  # ...some fail
-                self.assertAlmostEqual(s["metrics"]["goodput"]["avg"], want / s["window_s"])
-        finally:
-            self.assertEqual(d.stop(), 0)
-            self.assertEqual(mock.stop(), 0)
-            tmp.cleanup()
+        ref, recs = run_records(spec)
+        self.assertNotIn("good", ref["summary"]["counts"])
+        itl = {5: [], 8: []}
+        for r in recs:
+            itl[r["osl"]].append(r["inter_token_latency"])
+        self.assertTrue(itl[5] and itl[8], itl)
+        m = ref["summary"]["metrics"]
+        limits = {"inter_token_latency": (statistics.median(itl[5]) +
+                                          statistics.median(itl[8])) / 2,
+                  "scheduled_time_to_first_token":
+                      m["scheduled_time_to_first_token"]["p50"],
+                  "scheduled_request_latency": m["scheduled_request_latency"]["p50"]}
+        for names in (["inter_token_latency"], ["scheduled_time_to_first_token"],
+                      ["scheduled_request_latency"], list(limits)):
+            spec["goodput"] = {k: limits[k] for k in names}
+            run, recs = run_records(spec)
+            s = run["summary"]
+            self.assertEqual(run["spec"]["goodput"], spec["goodput"])
+            want = sum(1 for r in recs if r["valid"] and
+                       all(r[k] is not None and r[k] <= limits[k] for k in names))
+            self.assertEqual(s["counts"]["good"], want, names)
+            self.assertGreater(want, 0, (names, limits))             # some pass...
+            self.assertLess(want, s["counts"]["valid"], (names, limits))  # ...some fail
+            self.assertAlmostEqual(s["metrics"]["goodput"]["avg"], want / s["window_s"])
 
 
 class Recorder(http.server.BaseHTTPRequestHandler):
