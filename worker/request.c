@@ -1189,13 +1189,17 @@ static void fill_tokens(struct req *r)
 		} cand[3] = {{rec->usage_osl, HR_TOKSRC_USAGE},
 		             {rec->tok_osl, HR_TOKSRC_TOKENIZER},
 		             {chunks, HR_TOKSRC_CHUNKS}};
-		int first = c->osl_count == SPEC_COUNT_TOKENIZER ? 1
-		            : c->osl_count == SPEC_COUNT_CHUNKS && c->stream ? 2
-		                                                              : 0;
+		/* the order they are tried in: the chosen one, then the others
+		 * (chunks of a whole answer mean nothing: usage first then) */
+		static const int order[3][3] = {[SPEC_COUNT_USAGE] = {0, 1, 2},
+		                                [SPEC_COUNT_TOKENIZER] = {1, 0, 2},
+		                                [SPEC_COUNT_CHUNKS] = {2, 0, 1}};
+		int mode = c->osl_count == SPEC_COUNT_CHUNKS && !c->stream ? SPEC_COUNT_USAGE
+		                                                            : c->osl_count;
 		rec->osl = -1;
 		rec->osl_src = HR_TOKSRC_NONE;
 		for (int k = 0; k < 3; k++) {
-			int i = k == 0 ? first : k <= first ? k - 1 : k;
+			int i = order[mode][k];
 			if (cand[i].v >= 0) {
 				rec->osl = cand[i].v;
 				rec->osl_src = cand[i].src;
