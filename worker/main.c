@@ -601,12 +601,10 @@ int main(int argc, char **argv)
 		code = 1;
 		goto out;
 	}
+	/* What a message asks for is acted on here, before the loop blocks
+	 * again: a message can be read inside any send (send_ctl drains the
+	 * socket, hello included), and ZMQ_FD will not wake the loop for it. */
 	for (;;) {
-		if (loop_run_once(w.loop, -1) < 0) {
-			wlog("epoll_wait: %s", strerror(errno));
-			code = 1;
-			break;
-		}
 		if (w.failing) {
 			wlog("%s", w.fail_msg);
 			json_t *o = json_object();
@@ -636,6 +634,11 @@ int main(int argc, char **argv)
 				continue;
 			}
 			code = finish(&w);
+			break;
+		}
+		if (loop_run_once(w.loop, -1) < 0) {
+			wlog("epoll_wait: %s", strerror(errno));
+			code = 1;
 			break;
 		}
 	}

@@ -502,6 +502,32 @@ class WorkerCase(ServersMixin, unittest.TestCase):
                 self.assertIn(word, res.fail["message"])
                 self.assertEqual(res.rc, 1)
 
+    def test_f_messages_during_a_send(self):
+        """SCHEDULE arriving while the worker is still inside its HELLO send,
+        and START inside its READY send (tests/shims/slow_send.c holds each
+        send 300 ms): the worker reads them then and acts on them, instead of
+        waiting for a wake-up of the edge-triggered ZMQ_FD that never comes."""
+        shim = os.path.join(os.path.dirname(WORKER), "..", "tests", "libhr_slow_send.so")
+        self.assertTrue(os.path.exists(shim), shim)
+        asan = os.environ.get("ASAN_OPTIONS", "")
+        env = {"LD_PRELOAD": shim, "HR_SLOW_SEND_MS": "300", "HR_SLOW_SEND_MESSAGES": "2",
+               "ASAN_OPTIONS": (asan + ":" if asan else "") + "verify_asan_link_order=0"}
+        m = self.mock()
+        with self.subTest("refused share"):
+            self.setUpSocket()
+            res = self.run_worker(self.spec(m.url, 2, 4), {"slots": 2, "requests": 4,
+                                                           "duration_s": 1}, env=env)
+            self.assertIsNotNone(res.fail)
+            self.assertIn("duration_s", res.fail["message"])
+            self.assertEqual(res.rc, 1)
+        with self.subTest("run"):
+            self.setUpSocket()
+            res = self.run_worker(self.spec(m.url, 2, 4), {"slots": 2, "requests": 4},
+                                  env=env, timeout=10)
+            self.check_common(res, 4)
+            for r in res.records:
+                self.assertEqual(r["error_name"], "", r["error_msg"])
+
     def test_g_duration(self):
         m = self.mock("--itl-ms", "5")
         res = self.run_worker(self.spec(m.url, 4, duration_s=1),
