@@ -18,17 +18,32 @@ TERMINAL = ("succeeded", "failed", "cancelled", "interrupted")
 
 
 def _read_banner(proc, marker, timeout=15):
-    """Reads stdout lines until one contains marker; returns that line."""
-    deadline = time.time() + timeout
-    while time.time() < deadline:
-        line = proc.stdout.readline()
-        if not line:
-            if proc.poll() is not None:
-                raise RuntimeError("process exited early with %s" % proc.returncode)
+    """Reads stdout lines until one contains marker; returns that line. Gives
+    up after timeout (scaled by time_scale()) even if the process hangs
+    without finishing a line. Reads a byte at a time so that nothing after
+    the banner is taken from proc.stdout (tests read later lines there)."""
+    import select
+    timeout *= time_scale()
+    deadline = time.monotonic() + timeout
+    fd = proc.stdout.fileno()
+    line = b""
+    while True:
+        left = deadline - time.monotonic()
+        if left <= 0:
+            raise RuntimeError("no '%s' line within %s s" % (marker, timeout))
+        if not select.select([fd], [], [], left)[0]:
             continue
-        if marker in line:
-            return line.strip()
-    raise RuntimeError("no '%s' line within %s s" % (marker, timeout))
+        c = os.read(fd, 1)
+        if not c:
+            proc.wait(5)
+            raise RuntimeError("process exited early with %s" % proc.returncode)
+        if c != b"\n":
+            line += c
+            continue
+        text = line.decode("utf-8", "replace")
+        if marker in text:
+            return text.strip()
+        line = b""
 
 
 class Proc:
@@ -92,6 +107,7 @@ class Api:
         return body["id"]
 
     def wait(self, run_id, timeout=120, states=TERMINAL):
+        timeout *= time_scale()
         deadline = time.time() + timeout
         while time.time() < deadline:
             st, run, _ = self.call("GET", "/runs/%d" % run_id)
@@ -121,14 +137,38 @@ def sanitized():
         return False
 
 
+_SCALE = None
+
+
+def time_scale():
+    """How many times slower than a quiet optimised build this run may be:
+    HEADROOM_TEST_TIME_SCALE when set, else 4 for the sanitizer build, else 1.
+    Incidental upper bounds on wall time (a process starting, a run ending)
+    are multiplied by it; the timing a test exists to judge is not."""
+    global _SCALE
+    if _SCALE is None:
+        env = os.environ.get("HEADROOM_TEST_TIME_SCALE")
+        try:
+            _SCALE = float(env) if env else (4.0 if sanitized() else 1.0)
+        except ValueError:
+            raise AssertionError("HEADROOM_TEST_TIME_SCALE=%r is not a number" % env)
+        if _SCALE < 1:
+            _SCALE = 1.0
+    return _SCALE
+
+
+_HELD_PORTS = []
+
+
 def closed_port():
-    """A loopback port nothing listens on (bound, then released)."""
+    """A loopback port nothing listens on. The socket stays bound (never
+    listening) for the life of the test process, so a connection is refused
+    and no other test can take the port meanwhile."""
     import socket
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    _HELD_PORTS.append(s)
+    return s.getsockname()[1]
 
 
 def tempdir():

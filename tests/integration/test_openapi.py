@@ -26,9 +26,10 @@ against the headline.
 
 The response tests are split by what they need:
 
-- ApiSurfaceTest runs headroomd with a stand-in worker program that starts
-  and then never speaks (a shell script sleeping), so a run stays `running`
-  until cancelled and the runs after it stay `queued`. It exercises every
+- ApiSurfaceTest runs headroomd with a stand-in worker program that says
+  hello and then only heartbeats (never ready), so a run stays `running` in
+  its starting phase until cancelled, however long the test takes, and the
+  runs after it stay `queued`. It exercises every
   route and every error without depending on headroom-worker.
 - FinishedRunTest runs headroomd with the real headroom-worker against the
   zero-delay mock: a run that succeeds (summary with real numbers, records
@@ -76,6 +77,22 @@ HEADROOMD = os.path.join(hrtest.BIN, "headroomd")
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 MAX_BODY = 1 << 20
 # the normalised spec's telemetry when the spec gives none (lib/spec.c)
+# The stand-in worker: hello, then a heartbeat a second (which keeps the
+# daemon from declaring it silent), whatever the daemon says.
+STUB_WORKER = """#!{python}
+import json, sys, time, zmq
+ep = sys.argv[sys.argv.index("--connect") + 1]
+idx = sys.argv[sys.argv.index("--index") + 1]
+s = zmq.Context().socket(zmq.DEALER)
+s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
+s.connect(ep)
+s.send_multipart([bytes([2, 1]), json.dumps({{"index": int(idx), "pid": 1, "protocol": 2,
+                  "version": "stub", "mono_ns": 1, "wall_ns": 1}}).encode()])
+while True:
+    time.sleep(1)
+    s.send_multipart([bytes([2, 5]), b"{{}}"])
+"""
+
 DEFAULT_TELEMETRY = {"nvml": True, "interval_ms": 333, "scrape_timeout_ms": 1000,
                      "dcgm_urls": ["http://localhost:9400/metrics",
                                    "http://localhost:9401/metrics"],
@@ -798,7 +815,7 @@ class _ApiBase(unittest.TestCase):
         if cls.worker_bin == "stub":
             stub = os.path.join(cls.tmp.name, "stub-worker")
             with open(stub, "w") as f:
-                f.write("#!/bin/sh\n# a worker that starts and never speaks\nexec sleep 60\n")
+                f.write(STUB_WORKER.format(python=sys.executable))
             os.chmod(stub, stat.S_IRWXU)
             extra += ("--worker-bin", stub)
         data = os.path.join(cls.tmp.name, "data")
@@ -845,6 +862,7 @@ class _ApiBase(unittest.TestCase):
         return self.req("GET", "/runs/%d" % run_id, 200)[0]
 
     def wait(self, run_id, states, timeout=30, cond=None):
+        timeout *= hrtest.time_scale()
         deadline = time.time() + timeout
         while True:
             run = self.get(run_id)
@@ -1128,7 +1146,7 @@ class _ApiBase(unittest.TestCase):
 
 class ApiSurfaceTest(_ApiBase):
     """Every route and error against headroomd with a stand-in worker that never
-    speaks: a started run stays `running` until cancelled, the next ones
+    gets ready: a started run stays `running` until cancelled, the next ones
     stay `queued`. Does not depend on headroom-worker."""
 
     worker_bin = "stub"
@@ -1467,7 +1485,7 @@ class ApiSurfaceTest(_ApiBase):
                                                     "arrival": "constant"}}
         ids = [self.create(rate), self.create(replay), self.create(closed)]
         try:
-            # the first runs (with the stand-in worker that never says hello)
+            # the first runs (with the stand-in worker that never gets ready)
             run = self.wait(ids[0], ("running",) + hrtest.TERMINAL, timeout=10,
                             cond=lambda r: r["progress"] is not None)
             self.assertEqual(run["state"], "running", run["reason"])
@@ -1858,7 +1876,6 @@ class TelemetryRunTest(_ApiBase):
         export = self.check_telemetry(run_id, summary)
         self.check_series_against_samples(summary, export)
         self.check_client(run_id, summary, run["spec"])
-        t0 = export["t0_wall_ns"]
         first = min(r["start_ns"] for r in rows)
         last = max(r["done_ns"] for r in rows)
         for src in ("nvml", "dcgm", "server"):  # a baseline before, a final pass after

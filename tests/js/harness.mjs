@@ -64,7 +64,9 @@ export function daemonApi(daemon) {
 		const c = await call('POST', '/runs', spec);
 		assert.equal(c.status, 201, c.text);
 		const id = c.json().id;
-		for (let i = 0; i < 600; i++) {
+		// generous: ctest's own limit catches a hung run first
+		const deadline = Date.now() + 240000;
+		while (Date.now() < deadline) {
 			const run = (await call('GET', `/runs/${id}`)).json();
 			if (['succeeded', 'failed', 'cancelled', 'interrupted'].includes(run.state)) {
 				assert.equal(run.state, 'succeeded', run.reason);
@@ -73,7 +75,7 @@ export function daemonApi(daemon) {
 			}
 			await new Promise((res) => setTimeout(res, 100));
 		}
-		throw new Error(`run ${id} did not end`);
+		throw new Error(`run ${id} did not end in 240 s`);
 	}
 	return { call, runToEnd };
 }
