@@ -442,17 +442,22 @@ static int next_paced(struct load *l, int64_t now, struct issue *is)
 		end_sending(l, now, l->gen_done_time);
 		return LOAD_EXHAUSTED;
 	}
+	bool gen_due = !l->gen_done && l->next_ns <= now;
+	bool turn_due = l->rq_head != NULL; /* queued turns are due */
+	/* The time is up and what is left was waiting for a slot (now, or
+	 * when last asked, if a completion came in before the end's timer):
+	 * it is not sent. A worker that is merely late still catches up. */
+	if (now >= l->end && l->ceiling > 0 &&
+	    (l->in_flight >= l->ceiling || (l->held && (gen_due || turn_due)))) {
+		end_sending(l, now, true);
+		return LOAD_EXHAUSTED;
+	}
 	if (l->ceiling > 0 && l->in_flight >= l->ceiling) {
-		if (now >= l->end) {
-			/* the time is up and what is left would have to wait
-			 * for a slot: it is not sent */
-			end_sending(l, now, true);
-			return LOAD_EXHAUSTED;
-		}
+		l->held = gen_due || turn_due;
 		theap_del(l->c.heap, &l->pump); /* a completion asks again */
 		return LOAD_WAIT;
 	}
-	bool gen_due = !l->gen_done && l->next_ns <= now;
+	l->held = false;
 	if (l->rq_head && (!gen_due || l->rq_head->due_ns <= l->next_ns)) {
 		issue_turn(l, pop_ready(l), is, now);
 		return LOAD_SEND;
