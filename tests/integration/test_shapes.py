@@ -126,8 +126,8 @@ class Shapes(unittest.TestCase):
             n = len(actual)
             crit = 1.63 / math.sqrt(n)  # 1% level
             d = ks_exponential(actual, rate)
-            if d < crit and abs(cv(actual) - 1.0) < 0.15:
-                break
+            if SANITIZED or (d < crit and abs(cv(actual) - 1.0) < 0.15):
+                break  # (under ASan the actual sends are not judged: no retry)
         self.assertLess(ks_exponential(self.gaps(rows, "intended_ns"), rate), crit)
         if not SANITIZED:
             self.assertLess(d, crit)
@@ -243,7 +243,10 @@ class Shapes(unittest.TestCase):
         self.assertLess(len(policy), 32)
         for r in policy:
             self.assertEqual(r["error"], "cancelled")
-            self.assertAlmostEqual((r["done_ns"] - r["start_ns"]) / 1e9, 0.1, delta=0.05)
+            took = (r["done_ns"] - r["start_ns"]) / 1e9
+            self.assertGreaterEqual(took, 0.05)
+            if not SANITIZED:  # cancelled on time: judged in the optimised build
+                self.assertAlmostEqual(took, 0.1, delta=0.05)
         self.assertGreater(len(grace), 0)  # sends after 0.5 s cannot finish by 1.2 s
         self.assertEqual(len(policy) + len(grace) + len(ok), 40)
         self.assertEqual(run["summary"]["errors"].get("cancelled"), len(policy) + len(grace))
@@ -322,8 +325,9 @@ class Shapes(unittest.TestCase):
         self.assertTrue(all(r["start_ns"] >= r["intended_ns"] for r in rows))
         starts = sorted(r["start_ns"] for r in rows)
         gaps = sorted(b - a for a, b in zip(starts, starts[1:]))
-        self.assertLess(abs(gaps[len(gaps) // 2] - 10e6), 1e6, gaps)
-        self.assertLess(starts[-1] - starts[0], (39 * 10 + 30) * 1e6)
+        if not SANITIZED:  # actual send times: judged in the optimised build
+            self.assertLess(abs(gaps[len(gaps) // 2] - 10e6), 1e6, gaps)
+            self.assertLess(starts[-1] - starts[0], (39 * 10 + 30) * 1e6)
 
     def test_bad_trace_line_is_named(self):
         lines = [json.dumps({"timestamp": 0, "input_length": 10, "output_length": 4}),

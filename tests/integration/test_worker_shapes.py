@@ -18,6 +18,7 @@ build/bin of this checkout). Needs Python 3 and python3-zmq.
 import json
 import math
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -40,6 +41,9 @@ from hrworker import (DONE, FAIL, HELLO, MS, PHASE_DONE, READY, RECORDS,  # noqa
 # schedules are still checked exactly, but what the clock says about actual
 # start times is only checked in optimised builds.
 SANITIZED = hrtest.sanitized()
+# Incidental upper bounds on wall time (processes starting and stopping) are
+# multiplied by this: 4 under ASan/UBSan, 1 otherwise (hrtest.py).
+SCALE = hrtest.time_scale()
 ATTEMPTS = 3  # a timing check may be retried on a busy machine
 SEC = 1000000000
 WARMUP_OFFSET = 1 << 40
@@ -220,7 +224,7 @@ class ShapeCase(ServersMixin, unittest.TestCase):
         res = Pool()
         shares = [share_of(i) for i in range(n)]
         ready, phase_done = set(), set()
-        deadline = time.monotonic() + timeout
+        deadline = time.monotonic() + timeout * SCALE
         try:
             while len(res.done) + len(res.fail) < n:
                 left = deadline - time.monotonic()
@@ -263,7 +267,7 @@ class ShapeCase(ServersMixin, unittest.TestCase):
                 elif typ == FAIL:
                     res.fail[w] = msg
             for p in procs:
-                self.assertEqual(p.wait(10), 0 if not res.fail else 1)
+                self.assertEqual(p.wait(10 * SCALE), 0 if not res.fail else 1)
         finally:
             for p in procs:
                 if p.poll() is None:
@@ -409,9 +413,11 @@ class ShapeCase(ServersMixin, unittest.TestCase):
         self.assertEqual(peak, 2)
         dones = sorted(r["done_ns"] for r in recs)
         for k, r in enumerate(recs[2:]):
-            # each waiting arrival goes when a request ends
+            # each waiting arrival goes when a request ends (promptly: judged
+            # in the optimised build)
             self.assertGreaterEqual(r["start_ns"], dones[k])
-            self.assertLess(r["start_ns"] - dones[k], 20 * MS)
+            if not SANITIZED:
+                self.assertLess(r["start_ns"] - dones[k], 20 * MS)
         lag = [r["start_ns"] - r["intended_ns"] for r in recs]
         self.assertGreater(lag[-1], 300 * MS)  # 20 requests * 25 ms - 19 * 5 ms
 
@@ -424,11 +430,25 @@ class ShapeCase(ServersMixin, unittest.TestCase):
         res = self.run_pool(spec, lambda i: self.rate_share(100, "constant", duration=0.35,
                                                             slots=2))
         recs = sorted(res.records, key=lambda r: r["start_ns"])
-        # 2 at 0, 2 at ~100 ms, 2 at ~200 ms, 2 at ~300 ms; 35 scheduled
+        # 35 scheduled; 2 at 0, 2 at ~100 ms, 2 at ~200 ms, 2 at ~300 ms go
+        # out. A slot serves at most 4 requests of 100 ms in 350 ms, so never
+        # more than 8; a slow machine may fit fewer rounds, and the rest are
+        # counted as still waiting, whatever their number
         self.assertEqual([r["req_id"] for r in recs], list(range(len(recs))))
-        self.assertEqual(len(recs), 8)
-        self.assertTrue(all(r["start_ns"] < 350 * MS for r in recs))
-        self.assertIn("27 arrivals were still waiting", res.stderr)
+        self.assertLessEqual(len(recs), 8)
+        self.assertGreaterEqual(len(recs), 4)
+        self.assertTrue(all(r["start_ns"] < 350 * MS for r in recs),
+                        [r["start_ns"] for r in recs])
+        events = sorted([(r["start_ns"], 1) for r in recs] + [(r["done_ns"], -1) for r in recs])
+        cur = peak = 0
+        for _, d in events:
+            cur += d
+            peak = max(peak, cur)
+        self.assertEqual(peak, 2)
+        unsent = 35 - len(recs)
+        self.assertEqual(res.done[0]["unsent"], unsent)
+        said = re.findall(r"(\d+) arrivals were still waiting", res.stderr)
+        self.assertEqual(said, [str(unsent)], res.stderr)
 
     def test_m_concurrency_ramp(self):
         """4 slots over 2 workers, ramp 1 s: global slot j opens at j/4 s."""
@@ -503,12 +523,21 @@ class ShapeCase(ServersMixin, unittest.TestCase):
                     load = {"concurrency": 4, "duration_s": 0.5}
                 t = time.monotonic()
                 res = self.run_pool(self.spec(m.url, load), lambda i: share)
-                self.assertLess(time.monotonic() - t, 2.5)
+                # the worker's start and exit included (several times slower
+                # under ASan); the grace itself is judged by done_ns below
+                self.assertLess(time.monotonic() - t, 2.5 * SCALE)
                 self.assertEqual(len(res.records), 4 if mode == "concurrency" else 10)
+                if mode == "rate":
+                    self.assertEqual(sorted(r["intended_ns"] for r in res.records),
+                                     constant_schedule(20, 10))
                 for r in res.records:
                     self.assertEqual(r["error_name"], "cancelled")
                     self.assertEqual(r["error_msg"], "grace period over")
-                    self.assertLess(r["start_ns"], 500 * MS)
+                    # nothing starts at or after the end; a paced arrival
+                    # (due by 450 ms) that the worker is late for still goes:
+                    # that it goes by 500 ms is judged in the optimised build
+                    if mode == "concurrency" or not SANITIZED:
+                        self.assertLess(r["start_ns"], 500 * MS)
                     self.assertGreaterEqual(r["done_ns"], 1000 * MS)
                     self.assertLess(r["done_ns"], 1300 * MS)
 
@@ -529,7 +558,8 @@ class ShapeCase(ServersMixin, unittest.TestCase):
             if r["req_id"] in want:
                 self.assertEqual(r["error_msg"], "cancelled by policy after 0.05 s")
                 self.assertGreaterEqual(took, 50 * MS)
-                self.assertLess(took, 150 * MS)
+                if not SANITIZED:  # promptness: judged in the optimised build
+                    self.assertLess(took, 150 * MS)
                 self.assertEqual(r["chunks"], [])
             else:
                 self.assertEqual(r["error_name"], "", r["error_msg"])
