@@ -23,7 +23,6 @@ import csv
 import http.client
 import io
 import json
-import os
 import threading
 import time
 import unittest

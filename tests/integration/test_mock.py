@@ -5,6 +5,9 @@ Starts the mock on port 0 for each test (reading the port from its
 "listening on HOST:PORT" line), drives it with http.client and raw sockets,
 and at the end of every test stops it with SIGTERM and requires exit status
 0, so that under AddressSanitizer a leak or an error report fails the test.
+Timings are checked from below, from before the request was sent (the mock
+never sends early; a busy machine only makes things later); the few upper
+bounds on wall time are incidental and scaled by hrtest.time_scale().
 
 Run: HEADROOM_BIN=build/bin /usr/bin/python3 tests/integration/test_mock.py
 """
@@ -17,15 +20,20 @@ import selectors
 import signal
 import socket
 import subprocess
+import sys
 import tempfile
 import time
 import unittest
 
 HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, HERE)
+import hrtest  # noqa: E402
+
 BIN = os.environ.get("HEADROOM_BIN") or os.path.join(HERE, "..", "..", "build", "bin")
 MOCK = os.path.join(BIN, "headroom-mock")
 MAX_REQUEST_BYTES = 1 << 20  # HR_MOCK_MAX_REQUEST_BYTES in lib/limits.h
 START_TIMEOUT_S = 30
+SCALE = hrtest.time_scale()
 
 
 class Mock:
@@ -427,24 +435,27 @@ class MockTest(MockCase):
         self.check_chat_stream(events, 7, usage=True, tokens_per_chunk=3)
 
     def test_timing(self):
-        m = self.start("--ttft-ms", "50", "--itl-ms", "10")
+        # a TTFT long enough that the role chunk, sent at once, comes well
+        # before it even on a slow machine
+        ttft, itl = 0.2 * SCALE, 0.010
+        m = self.start("--ttft-ms", "%g" % (ttft * 1000), "--itl-ms", "10")
         events = timed_events(m.conn(), "/v1/chat/completions",
                               chat_body(5, stream=True, usage=True))
         self.check_chat_stream([e for _, e in events], 5, usage=True)
         times = [t for t, _ in events]
-        self.assertLess(times[0], 0.045, "the role chunk goes at once")
+        self.assertLess(times[0], 0.75 * ttft, "the role chunk goes at once")
         # Chunk i is due at ttft + i * itl after the server took the
         # request, which is after we sent it; a late wake-up may make one
         # gap longer and the next shorter, but no chunk comes early.
         for i in range(5):
-            self.assertGreaterEqual(times[1 + i], 0.050 + i * 0.010 - 0.002, times)
-        self.assertGreaterEqual(times[-1], 0.085)
-        self.assertLess(times[-1], 3.0)
+            self.assertGreaterEqual(times[1 + i], ttft + i * itl - 0.002, times)
+        self.assertGreaterEqual(times[-1], ttft + 4 * itl - 0.002)
+        self.assertLess(times[-1], ttft + 3.0 * SCALE)
         # a response that is not streamed comes after its last token
         t0 = time.monotonic()
         status, _, _ = do(m.conn(), "POST", "/v1/completions", {"prompt": "x", "max_tokens": 5})
         self.assertEqual(status, 200)
-        self.assertGreaterEqual(time.monotonic() - t0, 0.085)
+        self.assertGreaterEqual(time.monotonic() - t0, ttft + 4 * itl - 0.002)
 
     # ---- connections ----
 
@@ -703,7 +714,11 @@ class MockTest(MockCase):
         want = min(hard, 4 * n) if hard != resource.RLIM_INFINITY else 4 * n
         if soft < want:
             resource.setrlimit(resource.RLIMIT_NOFILE, (want, hard))
-        m = self.start("--ttft-ms", "500", "--itl-ms", "20", "--quiet")
+        # every first chunk (the headers and role, sent at once) must be in
+        # before the first stream's TTFT ends: a window that a slow machine
+        # opening a thousand sockets still meets
+        ttft_ms = 1500 * SCALE
+        m = self.start("--ttft-ms", "%g" % ttft_ms, "--itl-ms", "20", "--quiet")
         body = json.dumps(chat_body(3, stream=True, usage=True)).encode()
         req = (b"POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
                b"Content-Length: %d\r\n\r\n%s" % (len(body), body))
@@ -717,7 +732,7 @@ class MockTest(MockCase):
             state[s] = {"out": req, "in": b"", "first": None, "done": None}
             sel.register(s, selectors.EVENT_WRITE)
         open_count = n
-        deadline = t0 + 60
+        deadline = t0 + 60 * SCALE
         while open_count and time.monotonic() < deadline:
             for key, ev in sel.select(timeout=1):
                 s = key.fileobj
@@ -753,7 +768,8 @@ class MockTest(MockCase):
         dones = [st["done"] for st in state.values()]
         # every stream had begun before any had ended: all were open at once
         self.assertLess(max(firsts), min(dones))
-        self.assertLess(elapsed, 30)
+        self.assertGreaterEqual(min(dones) - t0, ttft_ms / 1000 + 2 * 0.020 - 0.002)
+        self.assertLess(elapsed, ttft_ms / 1000 + 30 * SCALE)
         for st in state.values():
             head, _, rest = st["in"].partition(b"\r\n\r\n")
             self.assertTrue(head.startswith(b"HTTP/1.1 200 OK"))
@@ -780,9 +796,9 @@ class MockTest(MockCase):
                          % (len(body), body))
             busy.recv(100)
             t0 = time.monotonic()
-            rc = m.stop(sig, timeout=10)
+            rc = m.stop(sig, timeout=10 * SCALE)
             self.assertEqual(rc, 0, m.log())
-            self.assertLess(time.monotonic() - t0, 5)
+            self.assertLess(time.monotonic() - t0, 5 * SCALE)
             busy.close()
             idle.close()
 
@@ -954,19 +970,24 @@ class MockTest(MockCase):
 
     def test_fault_stall(self):
         # a stall of --stall-ms: the first half, a pause, the rest (all due by then)
-        m = self.start("--fail-stall", "1", "--stall-ms", "300")
+        stall = 0.3 * SCALE
+        m = self.start("--fail-stall", "1", "--stall-ms", "%g" % (stall * 1000))
         ev = timed_events(m.conn(), "/v1/chat/completions", chat_body(8, stream=True))
         self.assertEqual(len(ev), 1 + 8 + 1 + 1)  # role, tokens, finish, [DONE]
-        self.assertGreaterEqual(ev[5][0] - ev[4][0], 0.28)
-        self.assertLess(ev[4][0], 0.25)
+        # From before the request was sent: the first half before the stall
+        # ends, the rest after it (the stall holds from the stopped token's
+        # due time, at the earliest when the mock took the request). Not
+        # the gap between the two reads, which a late reader shrinks.
+        self.assertLess(ev[4][0], stall, ev)
+        self.assertGreaterEqual(ev[5][0], stall - 0.001, ev)
         t0 = time.monotonic()
         status, _, raw = do(m.conn(), "POST", "/v1/completions", {"prompt": "hi", "max_tokens": 4})
-        self.assertGreaterEqual(time.monotonic() - t0, 0.28)
+        self.assertGreaterEqual(time.monotonic() - t0, stall - 0.001)
         self.assertEqual(status, 200)
         self.assertEqual(json.loads(raw)["usage"]["completion_tokens"], 4)
         # without --stall-ms it lasts until the client leaves
         m = self.start("--fail-stall", "1")
-        s = m.sock(timeout=0.5)
+        s = m.sock(timeout=0.5 * SCALE)
         body = json.dumps(chat_body(8, stream=True)).encode()
         s.sendall(b"POST /v1/chat/completions HTTP/1.1\r\nContent-Length: %d\r\n\r\n%s"
                   % (len(body), body))
@@ -993,9 +1014,11 @@ class MockTest(MockCase):
         from test_faults import fault_draw
         probs = {"429": 0.15, "500": 0.15, "reset": 0.15, "malformed": 0.15, "stall": 0.1}
         seed = 42
+        # a stall is told by its length: one no quick answer reaches
+        stall = 0.4 * SCALE
         m = self.start("--fail-429", "0.15", "--fail-500", "0.15", "--fail-reset", "0.15",
-                       "--fail-malformed", "0.15", "--fail-stall", "0.1", "--stall-ms", "400",
-                       "--fail-seed", str(seed))
+                       "--fail-malformed", "0.15", "--fail-stall", "0.1",
+                       "--stall-ms", "%g" % (stall * 1000), "--fail-seed", str(seed))
         got, want = [], []
         for n in range(1, 31):
             want.append(fault_draw(seed, n, probs))
@@ -1015,7 +1038,7 @@ class MockTest(MockCase):
                 got.append("malformed")
             else:
                 self.assertEqual(json.loads(raw)["id"], "cmpl-mock-%d" % n)
-                got.append("stall" if elapsed >= 0.39 else None)
+                got.append("stall" if elapsed >= stall - 0.001 else None)
         self.assertEqual(got, want)
         self.assertEqual(len(set(want)), 6, want)  # every kind, and no failure
 

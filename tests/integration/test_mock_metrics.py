@@ -30,6 +30,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hrtest  # noqa: E402
 
 MOCK = os.path.join(hrtest.BIN, "headroom-mock")
+SCALE = hrtest.time_scale()
 CTYPE = "text/plain; version=0.0.4; charset=utf-8"
 TTFT = "vllm:time_to_first_token_seconds"
 E2E = "vllm:e2e_request_latency_seconds"
@@ -145,8 +146,11 @@ class Page:
 
 # ---- clients ----
 
-def scrape(addr, path="/metrics"):
-    """GET addr path; returns (Page, monotonic time of the request)."""
+def scrape_bracketed(addr, path="/metrics"):
+    """GET addr path; returns (Page, before, after): the monotonic times
+    just before the request was sent and just after the answer came, which
+    bracket the moment the mock made the page (its clock is the same
+    CLOCK_MONOTONIC)."""
     host, _, port = addr.rpartition(":")
     c = http.client.HTTPConnection(host, int(port), timeout=30)
     try:
@@ -154,13 +158,20 @@ def scrape(addr, path="/metrics"):
         c.request("GET", path)
         r = c.getresponse()
         body = r.read().decode()
+        after = time.monotonic()
         if r.status != 200:
             raise AssertionError("GET %s: %s %s" % (path, r.status, body))
         if r.getheader("Content-Type") != CTYPE:
             raise AssertionError("Content-Type %s" % r.getheader("Content-Type"))
-        return Page(body), t
+        return Page(body), t, after
     finally:
         c.close()
+
+
+def scrape(addr, path="/metrics"):
+    """GET addr path; returns (Page, monotonic time of the request)."""
+    page, t, _ = scrape_bracketed(addr, path)
+    return page, t
 
 
 def request_bytes(max_tokens, prompt="hello mock server", stream=True, close=True):
@@ -301,8 +312,14 @@ class MetricsTest(unittest.TestCase):
         m = self.start("--max-batch", "2", "--decode-ms", "20")
         before, _ = scrape(m.addr)
         socks = open_streams(m.addr, 6, 40)  # a pair takes 40 steps of 20 ms
-        time.sleep(0.2)
-        during, _ = scrape(m.addr)
+        # until the running pair has its first tokens (a step or two, well
+        # before the pair's 0.8 s are up)
+        deadline = time.monotonic() + 10 * SCALE
+        while True:
+            during, _ = scrape(m.addr)
+            if during.histogram(TTFT)[1] >= 2 or time.monotonic() > deadline:
+                break
+            time.sleep(0.01)
         self.assertEqual(during.get("vllm:num_requests_running"), 2)
         self.assertEqual(during.get("vllm:num_requests_waiting"), 4)
         usage = during.get("vllm:gpu_cache_usage_perc")
@@ -501,40 +518,54 @@ class MetricsTest(unittest.TestCase):
             page, _ = scrape(daddr)
         self.assertEqual(self.utils(page, 2), [0, 0])
 
+    def assert_energy(self, a, b, gpu, watts_lo, watts_hi):
+        """The energy of gpu between the scrapes a and b ((Page, before,
+        after) each) is at least watts_lo and at most watts_hi over the time
+        between them. The mock integrates up to the moment it makes each
+        page, somewhere in its scrape's bracket, so the time lies between
+        b.before - a.after and b.after - a.before; the pages print whole mJ
+        (floor), hence 1 mJ either way. A slow scrape widens the bracket;
+        it cannot make a right rate fail."""
+        e = [p.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=gpu) for p, _, _ in (a, b)]
+        shortest, longest = b[1] - a[2], b[2] - a[1]
+        why = (gpu, e, shortest, longest)
+        self.assertGreaterEqual(e[1] - e[0], watts_lo * 1e3 * shortest - 1, why)
+        self.assertLessEqual(e[1] - e[0], watts_hi * 1e3 * longest + 1, why)
+
     def test_dcgm_energy(self):
         m, daddr = self.start_dcgm("--ttft-ms", "60000", "--gpus", "2")
-        p1, t1 = scrape(daddr)
+        s1 = scrape_bracketed(daddr)
         time.sleep(0.5)
-        p2, t2 = scrape(daddr)
+        s2 = scrape_bracketed(daddr)
         for g in ("0", "1"):
-            e1 = p1.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=g)
-            e2 = p2.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=g)
             # idle: 100 W = 100,000 mJ per second
-            self.assertAlmostEqual((e2 - e1) / (t2 - t1), 100e3, delta=10e3)
+            self.assert_energy(s1, s2, g, 100, 100)
         # a full GPU 0 (64 of 64) and a half-full GPU 1 (63 -> 98%)
         socks = open_streams(m.addr, 127, 1)
-        p3, t3 = scrape(daddr)
-        self.assertEqual(self.utils(p3, 2), [100, 98])
+        s3 = scrape_bracketed(daddr)
+        self.assertEqual(self.utils(s3[0], 2), [100, 98])
         time.sleep(0.5)
-        p4, t4 = scrape(daddr)
+        s4 = scrape_bracketed(daddr)
         for g, watts in (("0", 700), ("1", 100 + 6 * 98)):
-            self.assertEqual(p4.get("DCGM_FI_DEV_POWER_USAGE", gpu=g), watts)
-            e3 = p3.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=g)
-            e4 = p4.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=g)
-            self.assertAlmostEqual((e4 - e3) / (t4 - t3), watts * 1e3, delta=watts * 1e2)
+            self.assertEqual(s4[0].get("DCGM_FI_DEV_POWER_USAGE", gpu=g), watts)
+            self.assert_energy(s3, s4, g, watts, watts)
         for s in socks:
             s.close()
-        time.sleep(0.2)
-        p5, t5 = scrape(daddr)
-        self.assertEqual(self.utils(p5, 2), [0, 0])
+        # until the mock has seen every client leave
+        deadline = time.monotonic() + 10 * SCALE
+        while True:
+            s5 = scrape_bracketed(daddr)
+            if self.utils(s5[0], 2) == [0, 0] or time.monotonic() > deadline:
+                break
+            time.sleep(0.02)
+        self.assertEqual(self.utils(s5[0], 2), [0, 0])
         # monotonic through everything; over the whole time between at least
         # the idle power and at most the busy power
         for g in ("0", "1"):
             e = [p.get("DCGM_FI_DEV_TOTAL_ENERGY_CONSUMPTION", gpu=g)
-                 for p in (p1, p2, p3, p4, p5)]
+                 for p, _, _ in (s1, s2, s3, s4, s5)]
             self.assertEqual(e, sorted(e))
-            self.assertGreaterEqual(e[4] - e[0], 0.9 * 100e3 * (t5 - t1))
-            self.assertLessEqual(e[4] - e[0], 700e3 * (t5 - t1 + 0.05))
+            self.assert_energy(s1, s5, g, 100, 700)
 
     def test_dcgm_hostile(self):
         m, daddr = self.start_dcgm()

@@ -76,7 +76,15 @@ class SharedPromptsTest(hrtest.ServiceCase):
 
 class ReasoningTest(unittest.TestCase):
     def test_reasoning_tokens_and_time_to_first_output(self):
-        mock, api = hrtest.service(self, "--quiet", "--reasoning-tokens", "5", "--itl-ms", "4")
+        # The first token (reasoning) is due when the mock takes the request,
+        # the first output token five ITLs later, on the mock's absolute
+        # schedule. A gap between the two as the worker read them shrinks
+        # when the first read is late, so the bounds are from the request's
+        # start, and the ITL is wide enough for a slow machine to read the
+        # first token well before the first output token is due.
+        itl_ms = 20 * hrtest.time_scale()
+        mock, api = hrtest.service(self, "--quiet", "--reasoning-tokens", "5",
+                                   "--itl-ms", "%g" % itl_ms)
         spec = hrtest.spec(mock.addr, concurrency=2, requests=6)
         spec["workload"]["osl"] = {"mean": 12}
         run = api.wait(api.submit(spec))
@@ -86,9 +94,13 @@ class ReasoningTest(unittest.TestCase):
             self.assertEqual(r["reasoning_tokens"], 5)
             self.assertEqual(r["osl"], 12)  # reasoning included, as servers count
             # the first output token comes after the five reasoning ones
-            self.assertGreaterEqual(r["time_to_first_output_token"] -
-                                    r["time_to_first_token"], 5 * 4 * 0.9)
+            self.assertGreaterEqual(r["time_to_first_output_token"], 5 * itl_ms - 0.1, r)
+            self.assertGreaterEqual(r["time_to_first_output_token"],
+                                    r["time_to_first_token"], r)
+        # and time_to_first_token is the first (reasoning) token's: typically
+        # before the first output token is even due
         m = run["summary"]["metrics"]
+        self.assertLess(m["time_to_first_token"]["p50"], 5 * itl_ms, m["time_to_first_token"])
         self.assertGreater(m["time_to_first_output_token"]["p50"],
                            m["time_to_first_token"]["p50"])
 
