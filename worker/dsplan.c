@@ -66,28 +66,33 @@ uint32_t dsplan_unit(const struct dsplan *p, uint64_t k)
 	}
 }
 
-static const struct dataset *sort_ds; /* qsort has no context argument */
+struct timed_index {
+	double t_ms;
+	uint32_t i;
+};
 
 static int by_time(const void *a, const void *b)
 {
-	uint32_t x = *(const uint32_t *)a, y = *(const uint32_t *)b;
-	double tx = sort_ds->e[x].t_ms, ty = sort_ds->e[y].t_ms;
-	if (tx != ty)
-		return tx < ty ? -1 : 1;
-	return x < y ? -1 : x > y; /* stable: file order on ties */
+	const struct timed_index *x = a, *y = b;
+	if (x->t_ms != y->t_ms)
+		return x->t_ms < y->t_ms ? -1 : 1;
+	return x->i < y->i ? -1 : x->i > y->i; /* stable: file order on ties */
 }
 
 void dsplan_trace(struct dsplan *p, struct trace *out)
 {
 	const struct dataset *d = &p->ds;
 	if (d->format != DS_MOONCAKE_TRACE) { /* (mooncake entries are sorted already) */
+		/* the keys travel with the indices: qsort has no context argument */
+		struct timed_index *keys = xmalloc((d->n ? d->n : 1) * sizeof *keys);
+		for (size_t i = 0; i < d->n; i++)
+			keys[i] = (struct timed_index){d->e[i].t_ms, (uint32_t)i};
+		qsort(keys, d->n, sizeof *keys, by_time);
 		free(p->order);
 		p->order = xmalloc((d->n ? d->n : 1) * sizeof *p->order);
 		for (size_t i = 0; i < d->n; i++)
-			p->order[i] = (uint32_t)i;
-		sort_ds = d;
-		qsort(p->order, d->n, sizeof *p->order, by_time);
-		sort_ds = NULL;
+			p->order[i] = keys[i].i;
+		free(keys);
 	}
 	out->n = d->n;
 	out->e = xcalloc(d->n ? d->n : 1, sizeof *out->e);
