@@ -105,6 +105,16 @@ def ks_exponential(xs, rate):
     return d
 
 
+def peak_in_flight(recs):
+    """The most requests in flight at once (by start_ns and done_ns)."""
+    events = sorted([(r["start_ns"], 1) for r in recs] + [(r["done_ns"], -1) for r in recs])
+    cur = peak = 0
+    for _, d in events:
+        cur += d
+        peak = max(peak, cur)
+    return peak
+
+
 def intervals(times):
     times = sorted(times)
     return [b - a for a, b in zip(times, times[1:])]
@@ -405,12 +415,7 @@ class ShapeCase(ServersMixin, unittest.TestCase):
         recs = sorted(res.records, key=lambda r: r["start_ns"])
         self.assertEqual([r["req_id"] for r in recs], list(range(20)))
         self.assertEqual([r["intended_ns"] for r in recs], constant_schedule(200, 20))
-        events = sorted([(r["start_ns"], 1) for r in recs] + [(r["done_ns"], -1) for r in recs])
-        cur = peak = 0
-        for _, d in events:
-            cur += d
-            peak = max(peak, cur)
-        self.assertEqual(peak, 2)
+        self.assertEqual(peak_in_flight(recs), 2)
         dones = sorted(r["done_ns"] for r in recs)
         for k, r in enumerate(recs[2:]):
             # each waiting arrival goes when a request ends (promptly: judged
@@ -439,12 +444,7 @@ class ShapeCase(ServersMixin, unittest.TestCase):
         self.assertGreaterEqual(len(recs), 4)
         self.assertTrue(all(r["start_ns"] < 350 * MS for r in recs),
                         [r["start_ns"] for r in recs])
-        events = sorted([(r["start_ns"], 1) for r in recs] + [(r["done_ns"], -1) for r in recs])
-        cur = peak = 0
-        for _, d in events:
-            cur += d
-            peak = max(peak, cur)
-        self.assertEqual(peak, 2)
+        self.assertEqual(peak_in_flight(recs), 2)
         unsent = 35 - len(recs)
         self.assertEqual(res.done[0]["unsent"], unsent)
         said = re.findall(r"(\d+) arrivals were still waiting", res.stderr)
