@@ -43,6 +43,8 @@ struct cli_opts {
 	const char *osl;    /* calibrate --osl, NULL: the daemon's default */
 	long isl, concurrency; /* calibrate --isl / --concurrency, 0: default */
 	double duration_s;  /* calibrate --duration, 0: default */
+	const char *rates;  /* calibrate --rates, NULL: none */
+	double max_lag_ms;  /* calibrate --max-lag-ms, 0: default */
 	const char *output; /* export -o, NULL: stdout */
 };
 

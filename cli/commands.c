@@ -550,17 +550,17 @@ int cmd_export(const struct cli_opts *o)
 static void calibration_table(FILE *out, json_t *cal)
 {
 	json_t *pts = json_object_get(json_object_get(cal, "result"), "points");
-	static const char *const titles[] = {"OSL", "REQUESTS/S", "TOKENS/S", "LOOP BUSY",
-	                                     "RUN", "LIMIT"};
-	struct table *t = table_new(6);
-	for (size_t k = 0; k < 6; k++)
-		table_column(t, k, titles[k], k == 5 ? TABLE_LEFT : TABLE_RIGHT);
+	static const char *const titles[] = {"OSL",       "REQUESTS/S", "TOKENS/S", "LOOP BUSY",
+	                                     "OPEN LOOP", "RUN",        "LIMIT"};
+	struct table *t = table_new(7);
+	for (size_t k = 0; k < 7; k++)
+		table_column(t, k, titles[k], k == 6 ? TABLE_LEFT : TABLE_RIGHT);
 	size_t i;
 	json_t *p;
 	json_array_foreach(pts, i, p)
 	{
 		char a[VIEW_NUMLEN], b[VIEW_NUMLEN] = "-", c[VIEW_NUMLEN] = "-",
-		                     d[VIEW_NUMLEN] = "-", e[32];
+		                     d[VIEW_NUMLEN] = "-", e[32], f[VIEW_NUMLEN + 8] = "-";
 		double x;
 		snprintf(e, sizeof e, "%lld",
 		         (long long)json_integer_value(json_object_get(p, "run_id")));
@@ -572,8 +572,18 @@ static void calibration_table(FILE *out, json_t *cal)
 			view_fmt_num(d, x * 100);
 			strcat(d, "%");
 		}
-		const char *cells[6] = {view_scalar(a, sizeof a, json_object_get(p, "osl")), b, c, d,
-		                        e,
+		/* the highest open-loop rate sent on time; below the lowest tried
+		 * when none was */
+		json_t *steps = json_object_get(p, "open_loop");
+		if (view_num(p, "sustained_requests_per_s", &x)) {
+			view_fmt_num(f, x);
+		} else if (json_array_size(steps) &&
+		           view_num(json_array_get(steps, 0), "rate", &x)) {
+			char lo[VIEW_NUMLEN];
+			snprintf(f, sizeof f, "< %s", view_fmt_num(lo, x));
+		}
+		const char *cells[7] = {view_scalar(a, sizeof a, json_object_get(p, "osl")), b, c, d,
+		                        f, e,
 		                        json_is_true(json_object_get(p, "client_saturated"))
 		                            ? "the worker"
 		                            : "the mock or the host (a lower bound)"};
@@ -583,19 +593,31 @@ static void calibration_table(FILE *out, json_t *cal)
 	table_free(t);
 }
 
+/* "16,128,512" (checked by the option parser) as a JSON array of integers,
+ * or of reals. */
+static json_t *number_list(const char *c, int real)
+{
+	json_t *a = json_array();
+	while (*c) {
+		char *end;
+		json_array_append_new(a, real ? json_real(strtod(c, &end))
+		                              : json_integer(strtoll(c, &end, 10)));
+		if (end == c) /* nothing read ("."): the daemon names the bad value */
+			break;
+		c = *end == ',' ? end + 1 : end;
+	}
+	return a;
+}
+
 int cmd_calibrate(const struct cli_opts *o)
 {
 	json_t *body = json_object();
-	if (o->osl) {
-		json_t *a = json_array();
-		const char *c = o->osl;
-		while (*c) {
-			char *end;
-			json_array_append_new(a, json_integer(strtoll(c, &end, 10)));
-			c = *end == ',' ? end + 1 : end;
-		}
-		json_object_set_new(body, "osl", a);
-	}
+	if (o->osl)
+		json_object_set_new(body, "osl", number_list(o->osl, 0));
+	if (o->rates)
+		json_object_set_new(body, "rates", number_list(o->rates, 1));
+	if (o->max_lag_ms > 0)
+		json_object_set_new(body, "max_lag_ms", json_real(o->max_lag_ms));
 	if (o->isl)
 		json_object_set_new(body, "isl", json_integer(o->isl));
 	if (o->concurrency)

@@ -120,19 +120,26 @@ static const char export_help[] =
 
 static const char calibrate_help[] =
     "usage: headroom calibrate [--osl N,N,...] [--isl N] [--concurrency N]\n"
-    "                          [--duration S] [--no-wait]\n"
+    "                          [--duration S] [--rates R,R,...] [--max-lag-ms MS]\n"
+    "                          [--no-wait]\n"
     "\n"
     "Measures this host's client ceiling: the daemon starts a zero-delay\n"
     "headroom-mock and runs one worker against it in concurrency mode, once per\n"
     "output length, and stores the requests/s and streamed tokens/s it sustained\n"
     "as the host's client profile. Every later run reports its load as a fraction\n"
-    "of it (`headroom show`, the summary's client.ceiling). Waits for the result\n"
-    "and prints it, unless --no-wait.\n"
+    "of it (`headroom show`, the summary's client.ceiling). With --rates it also\n"
+    "runs the worker open loop (Poisson arrivals) at each rate and keeps the\n"
+    "highest it sent on time (schedule lag p99 within --max-lag-ms, no errors):\n"
+    "the ceiling rate and trace runs are then compared with. Waits for the\n"
+    "result and prints it, unless --no-wait.\n"
     "\n"
     "  --osl N,N,...      output lengths to measure (default 16,128,512)\n"
     "  --isl N            input length (default 128)\n"
     "  --concurrency N    concurrent streams (default 64)\n"
-    "  --duration S       seconds per output length (default 3)\n"
+    "  --duration S       seconds per run (default 3)\n"
+    "  --rates R,R,...    open-loop rates to try, requests/s (default: none)\n"
+    "  --max-lag-ms MS    schedule lag p99 a sustained rate keeps within\n"
+    "                     (default 1)\n"
     "  --no-wait          print the calibration's id and return\n";
 
 static const char help_help[] = "usage: headroom help [COMMAND]\n"
@@ -176,6 +183,8 @@ enum opt_id {
 	OPT_ISL,
 	OPT_CONCURRENCY,
 	OPT_DURATION,
+	OPT_RATES,
+	OPT_MAX_LAG,
 	OPT_NO_WAIT,
 	OPT__COUNT
 };
@@ -207,6 +216,8 @@ static const struct optdef {
     [OPT_ISL] = {"isl", 0, 1, FOR(CMD_CALIBRATE)},
     [OPT_CONCURRENCY] = {"concurrency", 0, 1, FOR(CMD_CALIBRATE)},
     [OPT_DURATION] = {"duration", 0, 1, FOR(CMD_CALIBRATE)},
+    [OPT_RATES] = {"rates", 0, 1, FOR(CMD_CALIBRATE)},
+    [OPT_MAX_LAG] = {"max-lag-ms", 0, 1, FOR(CMD_CALIBRATE)},
     [OPT_NO_WAIT] = {"no-wait", 0, 0, FOR(CMD_CALIBRATE)},
 };
 
@@ -443,6 +454,20 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 			o->duration_s = strtod(p->val[OPT_DURATION], &end);
 			if (errno || *end || !(o->duration_s >= 0.5 && o->duration_s <= 600))
 				return usage_error(cmd, "--duration wants seconds, 0.5..600");
+		}
+		if (p->seen[OPT_RATES]) {
+			o->rates = p->val[OPT_RATES];
+			const char *c = o->rates;
+			if (!*c || strspn(c, "0123456789.,") != strlen(c) || *c == ',' ||
+			    c[strlen(c) - 1] == ',' || strstr(c, ",,"))
+				return usage_error(cmd, "--rates wants requests/s like 500,1000,2000");
+		}
+		if (p->seen[OPT_MAX_LAG]) {
+			char *end;
+			errno = 0;
+			o->max_lag_ms = strtod(p->val[OPT_MAX_LAG], &end);
+			if (errno || *end || !(o->max_lag_ms >= 0.01 && o->max_lag_ms <= 1000))
+				return usage_error(cmd, "--max-lag-ms wants milliseconds, 0.01..1000");
 		}
 	}
 	return 0;

@@ -193,9 +193,13 @@ static void client_lines(FILE *out, json_t *summary)
 	if (view_num(h, "timer_late_max_ms", &late) && late > 0)
 		dynbuf_printf(&d, "%stimer late max %s ms", d.len ? "; " : "",
 		              view_fmt_num(a, late));
-	if (view_num(json_object_get(cl, "ceiling"), "fraction", &frac))
-		dynbuf_printf(&d, "%sload %s%% of the calibrated ceiling", d.len ? "; " : "",
-		              view_fmt_num(b, frac * 100));
+	json_t *ceil = json_object_get(cl, "ceiling");
+	if (view_num(ceil, "fraction", &frac)) {
+		const char *basis = view_str(ceil, "basis");
+		dynbuf_printf(&d, "%sload %s%% of the calibrated %s ceiling", d.len ? "; " : "",
+		              view_fmt_num(b, frac * 100),
+		              basis && strcmp(basis, "open_loop") == 0 ? "open-loop" : "closed-loop");
+	}
 	if (d.len)
 		fprintf(out, "  %-9s (%s)\n", "", d.data);
 	dynbuf_release(&d);

@@ -18,10 +18,18 @@
 
 /* --- the request --------------------------------------------------------------- */
 
+#define CAL_MAX_RATES 8
+#define CAL_DEFAULT_MAX_LAG_MS 1.0 /* the brief's "sustained": schedule lag p99 under 1 ms */
+
 struct cal_params {
 	int osl[CAL_MAX_POINTS], n;
 	int isl, concurrency;
 	double duration_s;
+	/* open loop: Poisson rates (requests/s, ascending) tried per output
+	 * length; the highest one sent punctually is the sustained rate */
+	double rates[CAL_MAX_RATES];
+	int n_rates;
+	double max_lag_ms;
 };
 
 static int bad(char *field, char *msg, const char *f, const char *m)
@@ -48,6 +56,44 @@ static int get_int(json_t *body, const char *key, int def, int lo, int hi, int *
 	return 0;
 }
 
+static int parse_rates(json_t *body, struct cal_params *p, char *field, char *msg)
+{
+	json_t *rates = json_object_get(body, "rates"), *v;
+	p->n_rates = 0;
+	if (rates && !json_is_null(rates)) {
+		if (!json_is_array(rates) || json_array_size(rates) > CAL_MAX_RATES)
+			return bad(field, msg, "rates",
+				   "'rates' must be an array of at most 8 request rates");
+		size_t i;
+		json_array_foreach(rates, i, v)
+		{
+			double r = json_is_number(v) ? json_number_value(v) : NAN;
+			if (!(r >= 1 && r <= 1e6))
+				return bad(field, msg, "rates",
+					   "'rates' entries must be numbers from 1 to 1000000 "
+					   "(requests/s)");
+			for (int k = 0; k < p->n_rates; k++)
+				if (p->rates[k] == r)
+					return bad(field, msg, "rates", "'rates' repeats a value");
+			/* insertion keeps them ascending */
+			int k = p->n_rates++;
+			for (; k > 0 && p->rates[k - 1] > r; k--)
+				p->rates[k] = p->rates[k - 1];
+			p->rates[k] = r;
+		}
+	}
+	json_t *lag = json_object_get(body, "max_lag_ms");
+	p->max_lag_ms = CAL_DEFAULT_MAX_LAG_MS;
+	if (lag && !json_is_null(lag)) {
+		double l = json_is_number(lag) ? json_number_value(lag) : NAN;
+		if (!(l >= 0.01 && l <= 1000))
+			return bad(field, msg, "max_lag_ms",
+				   "'max_lag_ms' must be a number from 0.01 to 1000");
+		p->max_lag_ms = l;
+	}
+	return 0;
+}
+
 static int parse_params(json_t *body, struct cal_params *p, char *field, char *msg)
 {
 	if (!json_is_object(body))
@@ -57,10 +103,10 @@ static int parse_params(json_t *body, struct cal_params *p, char *field, char *m
 	json_object_foreach(body, key, v)
 	{
 		if (strcmp(key, "osl") && strcmp(key, "isl") && strcmp(key, "concurrency") &&
-		    strcmp(key, "duration_s")) {
+		    strcmp(key, "duration_s") && strcmp(key, "rates") && strcmp(key, "max_lag_ms")) {
 			char m[256];
 			snprintf(m, sizeof m, "unknown field '%.100s' (osl, isl, concurrency, "
-					      "duration_s)", key);
+					      "duration_s, rates, max_lag_ms)", key);
 			return bad(field, msg, key, m);
 		}
 	}
@@ -106,7 +152,7 @@ static int parse_params(json_t *body, struct cal_params *p, char *field, char *m
 				   "'duration_s' must be a number from 0.5 to 600");
 		p->duration_s = json_number_value(d);
 	}
-	return 0;
+	return parse_rates(body, p, field, msg);
 }
 
 static json_t *params_json(const struct cal_params *p)
@@ -114,24 +160,40 @@ static json_t *params_json(const struct cal_params *p)
 	json_t *osl = json_array();
 	for (int i = 0; i < p->n; i++)
 		json_array_append_new(osl, json_integer(p->osl[i]));
-	return json_pack("{s:o, s:i, s:i, s:f}", "osl", osl, "isl", p->isl, "concurrency",
-			 p->concurrency, "duration_s", p->duration_s);
+	json_t *rates = json_array();
+	for (int i = 0; i < p->n_rates; i++)
+		json_array_append_new(rates, json_real(p->rates[i]));
+	return json_pack("{s:o, s:i, s:i, s:f, s:o, s:f}", "osl", osl, "isl", p->isl,
+			 "concurrency", p->concurrency, "duration_s", p->duration_s, "rates", rates,
+			 "max_lag_ms", p->max_lag_ms);
 }
 
-static json_t *run_spec(int64_t id, const struct cal_params *p, int osl)
+/* The run at output length osl: closed loop at the concurrency when rate
+ * is 0, else open loop (Poisson arrivals) at rate requests/s. */
+static json_t *run_spec(int64_t id, const struct cal_params *p, int osl, double rate)
 {
-	char name[96], label[32];
-	snprintf(name, sizeof name, "calibration %lld: output length %d", (long long)id, osl);
+	char name[128], label[32];
+	json_t *load;
+	if (rate > 0) {
+		snprintf(name, sizeof name, "calibration %lld: output length %d at %g/s",
+			 (long long)id, osl, rate);
+		load = json_pack("{s:s, s:f, s:s, s:f}", "mode", "rate", "rate", rate, "arrival",
+				 "poisson", "duration_s", p->duration_s);
+	} else {
+		snprintf(name, sizeof name, "calibration %lld: output length %d", (long long)id,
+			 osl);
+		load = json_pack("{s:s, s:i, s:f}", "mode", "concurrency", "concurrency",
+				 p->concurrency, "duration_s", p->duration_s);
+	}
 	snprintf(label, sizeof label, "%lld", (long long)id);
 	return json_pack(
 	    "{s:s, s:{s:s}, s:{s:b, s:s, s:s, s:b},"
 	    " s:{s:s, s:{s:i, s:i}, s:{s:i, s:i}, s:i},"
-	    " s:{s:s, s:i, s:f}, s:i, s:{s:b, s:b, s:[]}, s:{s:b}}",
+	    " s:o, s:i, s:{s:b, s:b, s:[]}, s:{s:b}}",
 	    "name", name, "labels", "calibration", label, "target", "mock", 1, "endpoint", "chat",
 	    "model", "mock-model", "stream", 1, "workload", "kind", "synthetic", "isl", "mean",
-	    p->isl, "stddev", 0, "osl", "mean", osl, "stddev", 0, "seed", 1, "load", "mode",
-	    "concurrency", "concurrency", p->concurrency, "duration_s", p->duration_s, "workers", 1,
-	    "telemetry", "nvml", 0, "server_metrics", 0, "dcgm_urls", "client",
+	    p->isl, "stddev", 0, "osl", "mean", osl, "stddev", 0, "seed", 1, "load", load,
+	    "workers", 1, "telemetry", "nvml", 0, "server_metrics", 0, "dcgm_urls", "client",
 	    "allow_client_bound", 1);
 }
 
@@ -209,9 +271,12 @@ int calib_create(struct store *s, json_t *body, int64_t *id, char *field, char *
 		snprintf(msg, 256, "%s", err);
 		return -1;
 	}
+	/* per output length: the closed-loop run, then one per rate */
 	json_t *ids = json_array();
-	for (int i = 0; i < p.n; i++) {
-		json_t *spec_in = run_spec(a.id, &p, p.osl[i]);
+	for (int i = 0; i < p.n * (1 + p.n_rates); i++) {
+		int k = i % (1 + p.n_rates);
+		json_t *spec_in = run_spec(a.id, &p, p.osl[i / (1 + p.n_rates)],
+					   k ? p.rates[k - 1] : 0);
 		struct spec spec;
 		struct spec_error se;
 		if (spec_from_json(spec_in, 1, &spec, &se) < 0) {
@@ -255,6 +320,25 @@ static json_t *parse_col(sqlite3_stmt *st, int i)
 	return j ? j : json_null();
 }
 
+/* Calibrations stored before open-loop steps existed read as having none. */
+static void fill_open_loop_defaults(json_t *o)
+{
+	json_t *params = json_object_get(o, "params");
+	if (json_is_object(params) && !json_object_get(params, "rates")) {
+		json_object_set_new(params, "rates", json_array());
+		json_object_set_new(params, "max_lag_ms", json_real(CAL_DEFAULT_MAX_LAG_MS));
+	}
+	size_t i;
+	json_t *p;
+	json_array_foreach(json_object_get(json_object_get(o, "result"), "points"), i, p)
+	{
+		if (json_is_object(p) && !json_object_get(p, "open_loop")) {
+			json_object_set_new(p, "open_loop", json_array());
+			json_object_set_new(p, "sustained_requests_per_s", json_null());
+		}
+	}
+}
+
 static json_t *row_json(sqlite3_stmt *st)
 {
 	json_t *o = json_object();
@@ -270,6 +354,7 @@ static json_t *row_json(sqlite3_stmt *st)
 	json_object_set_new(o, "result", parse_col(st, 7));
 	const char *e = (const char *)sqlite3_column_text(st, 8);
 	json_object_set_new(o, "error", e ? json_string(e) : json_null());
+	fill_open_loop_defaults(o);
 	return o;
 }
 
@@ -341,6 +426,61 @@ static json_t *real_or_null(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
+/* One open-loop step: the rate tried and how the run went. Sustained: no
+ * errors, nothing left unsent, and the schedule lag p99 within max_lag_ms
+ * (sent on time, so the achieved rate is the schedule's). */
+static json_t *open_step(double rate, json_int_t run_id, json_t *sum, double max_lag_ms,
+			 int *sustained)
+{
+	double lag = num_at(sum, "metrics", "schedule_lag", "p99");
+	json_int_t n_err = json_integer_value(json_object_get(json_object_get(sum, "counts"),
+							     "errors"));
+	json_t *unsent = json_object_get(json_object_get(sum, "load"), "unsent");
+	json_int_t n_unsent = json_is_integer(unsent) ? json_integer_value(unsent) : 0;
+	*sustained = isfinite(lag) && lag <= max_lag_ms && n_err == 0 && n_unsent == 0;
+	json_t *ach = json_object_get(json_object_get(sum, "load"), "achieved_rate");
+	return json_pack("{s:f, s:I, s:O, s:o, s:I, s:I, s:b}", "rate", rate, "run_id", run_id,
+			 "achieved_rate", json_is_number(ach) ? ach : json_null(),
+			 "schedule_lag_p99_ms", real_or_null(lag), "errors", n_err, "unsent",
+			 n_unsent, "sustained", *sustained);
+}
+
+/* The closed-loop point of one output length, with its open-loop steps
+ * (sums: the summaries of its runs, closed loop first). */
+static json_t *make_point(json_t *osl, json_t *ids, json_t *sums, size_t first_run, json_t *rates,
+			  double max_lag_ms)
+{
+	json_t *sum = json_array_get(sums, first_run);
+	double busy = num_at(sum, "client", "headline", "loop_busy_avg");
+	json_t *p = json_object();
+	json_object_set(p, "osl", osl);
+	json_object_set(p, "run_id", json_array_get(ids, first_run));
+	json_object_set_new(p, "requests_per_s",
+			    real_or_null(num_at(sum, "metrics", "request_throughput", "avg")));
+	json_object_set_new(p, "tokens_per_s",
+			    real_or_null(num_at(sum, "metrics", "output_token_throughput", "avg")));
+	json_object_set_new(p, "loop_busy_avg", real_or_null(busy));
+	json_object_set_new(p, "cpu_avg", real_or_null(num_at(sum, "client", "headline",
+								 "cpu_avg")));
+	/* below saturation the mock (or the host) was the limit: the figure is
+	 * then a lower bound of the worker's ceiling */
+	json_object_set_new(p, "client_saturated", json_boolean(busy >= CAL_BUSY_SATURATED));
+	json_t *steps = json_array();
+	double best = NAN;
+	for (size_t j = 0; j < json_array_size(rates); j++) {
+		double rate = json_number_value(json_array_get(rates, j));
+		int ok;
+		json_array_append_new(
+		    steps, open_step(rate, json_integer_value(json_array_get(ids, first_run + 1 + j)),
+				     json_array_get(sums, first_run + 1 + j), max_lag_ms, &ok));
+		if (ok)
+			best = rate; /* ascending: the last sustained is the highest */
+	}
+	json_object_set_new(p, "open_loop", steps);
+	json_object_set_new(p, "sustained_requests_per_s", real_or_null(best));
+	return p;
+}
+
 /* Finishes calibration cid when every run it queued is over (whichever way
  * they ended: run by the runner, cancelled while queued, interrupted by a
  * daemon restart). Called when one of its runs ends, and whenever a
@@ -352,82 +492,71 @@ static void settle(struct store *s, long long cid)
 		return;
 	const char *state = json_string_value(json_object_get(cal, "state"));
 	json_t *ids = json_object_get(cal, "run_ids");
-	size_t want = json_array_size(json_object_get(json_object_get(cal, "params"), "osl"));
-	if (!state || strcmp(state, "running") != 0 || json_array_size(ids) != want) {
+	json_t *params = json_object_get(cal, "params");
+	json_t *osls = json_object_get(params, "osl"), *rates = json_object_get(params, "rates");
+	size_t per = 1 + json_array_size(rates);
+	if (!state || strcmp(state, "running") != 0 ||
+	    json_array_size(ids) != json_array_size(osls) * per) {
 		json_decref(cal);
 		return;
 	}
-	json_t *points = json_array();
+	/* every run must be over; a run that did not succeed fails the whole */
+	json_t *sums = json_array();
 	char errbuf[512] = "";
 	size_t i;
 	json_t *idv;
-	int done = 1;
 	json_array_foreach(ids, i, idv)
 	{
 		json_t *run;
 		char err[HR_ERRLEN];
-		if (runs_get(s, json_integer_value(idv), 1, &run, err) < 0) {
-			snprintf(errbuf, sizeof errbuf, "run %lld cannot be read",
-				 (long long)json_integer_value(idv));
+		long long rid = (long long)json_integer_value(idv);
+		if (runs_get(s, rid, 1, &run, err) < 0) {
+			snprintf(errbuf, sizeof errbuf, "run %lld cannot be read", rid);
+			json_array_append_new(sums, json_null());
 			continue;
 		}
 		const char *rs = json_string_value(json_object_get(run, "state"));
 		if (!rs || !run_state_is_terminal(rs)) {
-			done = 0;
 			json_decref(run);
-			break;
+			json_decref(sums);
+			json_decref(cal);
+			return;
 		}
 		json_t *sum = json_object_get(run, "summary");
 		if (strcmp(rs, RUN_SUCCEEDED) != 0 || !json_is_object(sum)) {
 			const char *why = json_string_value(json_object_get(run, "reason"));
-			snprintf(errbuf, sizeof errbuf, "run %lld %s%s%s",
-				 (long long)json_integer_value(idv), rs, why ? ": " : "",
+			snprintf(errbuf, sizeof errbuf, "run %lld %s%s%s", rid, rs, why ? ": " : "",
 				 why ? why : "");
-			json_decref(run);
-			continue;
+			json_array_append_new(sums, json_null());
+		} else {
+			json_array_append(sums, sum);
 		}
-		double busy = num_at(sum, "client", "headline", "loop_busy_avg");
-		json_t *p = json_object();
-		json_object_set(p, "osl", json_array_get(json_object_get(json_object_get(cal, "params"),
-									 "osl"),
-							 i));
-		json_object_set_new(p, "run_id", json_integer(json_integer_value(idv)));
-		json_object_set_new(p, "requests_per_s",
-				    real_or_null(num_at(sum, "metrics", "request_throughput", "avg")));
-		json_object_set_new(p, "tokens_per_s",
-				    real_or_null(num_at(sum, "metrics", "output_token_throughput",
-							"avg")));
-		json_object_set_new(p, "loop_busy_avg", real_or_null(busy));
-		json_object_set_new(p, "cpu_avg", real_or_null(num_at(sum, "client", "headline",
-									 "cpu_avg")));
-		/* below saturation the mock (or the host) was the limit: the
-		 * figure is then a lower bound of the worker's ceiling */
-		json_object_set_new(p, "client_saturated", json_boolean(busy >= CAL_BUSY_SATURATED));
-		json_array_append_new(points, p);
 		json_decref(run);
 	}
-	if (!done) {
-		json_decref(points);
-		json_decref(cal);
-		return;
-	}
 	struct update_args u = {.id = cid};
-	char err[HR_ERRLEN];
 	if (errbuf[0]) {
 		u.state = "failed";
 		u.error = errbuf;
 	} else {
+		double max_lag = json_number_value(json_object_get(params, "max_lag_ms"));
+		json_t *points = json_array();
+		for (i = 0; i < json_array_size(osls); i++)
+			json_array_append_new(points, make_point(json_array_get(osls, i), ids, sums,
+								 i * per, rates,
+								 max_lag > 0 ? max_lag
+									     : CAL_DEFAULT_MAX_LAG_MS));
 		u.state = "succeeded";
-		json_t *res = json_pack("{s:O}", "points", points);
+		json_t *res = json_pack("{s:o}", "points", points);
 		u.result = json_dumps(res, JSON_COMPACT | JSON_REAL_PRECISION(17));
 		json_decref(res);
 	}
+	char err[HR_ERRLEN];
 	if (store_exec(s, update_job, &u, err) < 0)
 		fprintf(stderr, "headroomd: calibration %lld: %s\n", cid, err);
 	else
 		fprintf(stderr, "headroomd: calibration %lld %s\n", cid, u.state);
 	free(u.result);
-	json_decref(points);
+	json_decref(sums);
 	json_decref(cal);
 }
 

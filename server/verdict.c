@@ -123,8 +123,23 @@ static const char *ms_text(char *out, size_t n, double v)
 	return out;
 }
 
-/* The calibrated ceiling at the run's mean output length. */
-static json_t *ceiling(struct store *s, json_t *summary, int workers)
+/* Whether every point of the calibration has an open-loop sustained rate. */
+static int has_open_loop(json_t *pts)
+{
+	size_t i;
+	json_t *p;
+	json_array_foreach(pts, i, p)
+	{
+		if (!json_is_number(json_object_get(p, "sustained_requests_per_s")))
+			return 0;
+	}
+	return json_array_size(pts) > 0;
+}
+
+/* The calibrated ceiling at the run's mean output length: for a paced run
+ * (rate, trace) the open-loop sustained rate when the calibration measured
+ * one at every output length, otherwise the closed-loop figures. */
+static json_t *ceiling(struct store *s, json_t *summary, int workers, int mode)
 {
 	json_t *cal = calib_latest(s);
 	if (!cal)
@@ -133,12 +148,14 @@ static json_t *ceiling(struct store *s, json_t *summary, int workers)
 	double thr = metric(summary, "request_throughput", "avg");
 	double rps = NAN, tps = NAN;
 	json_t *pts = json_object_get(json_object_get(cal, "result"), "points");
+	int open = mode != SPEC_LOAD_CONCURRENCY && has_open_loop(pts);
+	const char *rkey = open ? "sustained_requests_per_s" : "requests_per_s";
 	size_t n = json_array_size(pts);
 	/* points are sorted by osl: interpolate linearly, clamp at the ends */
 	for (size_t i = 0; i < n && isfinite(osl); i++) {
 		json_t *p = json_array_get(pts, i);
 		double o = json_number_value(json_object_get(p, "osl"));
-		double r = json_number_value(json_object_get(p, "requests_per_s"));
+		double r = json_number_value(json_object_get(p, rkey));
 		double t = json_number_value(json_object_get(p, "tokens_per_s"));
 		if (i == 0 && osl <= o) {
 			rps = r;
@@ -154,15 +171,18 @@ static json_t *ceiling(struct store *s, json_t *summary, int workers)
 		double o2 = json_number_value(json_object_get(q, "osl"));
 		if (osl <= o2 && o2 > o) {
 			double f = (osl - o) / (o2 - o);
-			rps = r + f * (json_number_value(json_object_get(q, "requests_per_s")) - r);
+			rps = r + f * (json_number_value(json_object_get(q, rkey)) - r);
 			tps = t + f * (json_number_value(json_object_get(q, "tokens_per_s")) - t);
 			break;
 		}
 	}
+	if (open)
+		tps = rps * osl; /* the open-loop steps stream the output length at that rate */
 	double per_worker = workers > 0 ? thr / workers : NAN;
 	json_t *o = json_object();
 	json_object_set(o, "calibration_id", json_object_get(cal, "id"));
 	json_object_set(o, "host", json_object_get(cal, "host"));
+	json_object_set_new(o, "basis", json_string(open ? "open_loop" : "closed_loop"));
 	json_object_set_new(o, "osl", real_or_null(osl));
 	json_object_set_new(o, "requests_per_s_per_worker", real_or_null(rps));
 	json_object_set_new(o, "tokens_per_s_per_worker", real_or_null(tps));
@@ -364,7 +384,7 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		reason(notes, "no_telemetry", -1, NAN, NAN, "the client samples could not be read");
 	}
 
-	json_t *ceil = ceiling(s, summary, workers);
+	json_t *ceil = ceiling(s, summary, workers, ld->mode);
 	double frac = json_number_value(json_object_get(ceil, "fraction"));
 	if (frac >= 0.9)
 		reason(notes, "near_calibrated_ceiling", -1, frac, 0.9,

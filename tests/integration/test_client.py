@@ -237,6 +237,106 @@ class ClientVerdictTest(unittest.TestCase):
 
     # --- calibration ---------------------------------------------------------------------
 
+    def test_calibration_a_open_loop_steps(self):
+        """Open-loop steps: each rate is judged by its run's own lag, errors
+        and unsent count; a paced run is then set against the sustained
+        rate, a closed-loop run against the closed-loop figure. (Runs before
+        test_calibration_then_..., whose calibration is then the newest.)"""
+        r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", "--osl",
+                            "8", "--duration", "0.5", "--concurrency", "4", "--rates",
+                            "2000,10", "--max-lag-ms", "1000"],
+                           capture_output=True, text=True, timeout=240)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        self.assertIn("OPEN LOOP", r.stdout)
+        st, lst, _ = self.api.call("GET", "/calibrations")
+        cal = lst["calibrations"][0]
+        self.assertEqual(cal["state"], "succeeded", cal)
+        self.assertEqual((cal["params"]["rates"], cal["params"]["max_lag_ms"]), ([10, 2000], 1000))
+        self.assertEqual(len(cal["run_ids"]), 3)  # closed loop, then 10/s and 2000/s
+        [p] = cal["result"]["points"]
+        self.assertEqual(p["run_id"], cal["run_ids"][0])
+        self.assertEqual([s["rate"] for s in p["open_loop"]], [10, 2000])
+        sustained = []
+        for step, rid in zip(p["open_loop"], cal["run_ids"][1:]):
+            self.assertEqual(step["run_id"], rid)
+            st, run, _ = self.api.call("GET", "/runs/%d" % rid)
+            self.assertEqual((run["spec"]["load"]["mode"], run["spec"]["load"]["rate"],
+                              run["spec"]["load"]["arrival"]), ("rate", step["rate"], "poisson"))
+            self.assertIn("at %g/s" % step["rate"], run["spec"]["name"])
+            s = run["summary"]
+            lag = s["metrics"]["schedule_lag"]["p99"]
+            self.assertAlmostEqual(step["schedule_lag_p99_ms"], lag, delta=1e-9 * lag)
+            self.assertEqual((step["errors"], step["unsent"]),
+                             (s["counts"]["errors"], s["load"]["unsent"]))
+            self.assertEqual(step["sustained"], lag <= 1000 and step["errors"] == 0
+                             and step["unsent"] == 0, step)
+            if step["sustained"]:
+                sustained.append(step["rate"])
+        # 5 requests in 0.5 s against a zero-delay mock: on time by far
+        self.assertTrue(p["open_loop"][0]["sustained"], p["open_loop"][0])
+        self.assertEqual(p["sustained_requests_per_s"], max(sustained))
+
+        _, s = self.run_to_end(self.api, rate_spec(self.mock.addr, 4, 1))
+        ceil = s["client"]["ceiling"]
+        self.assertEqual((ceil["calibration_id"], ceil["basis"]), (cal["id"], "open_loop"))
+        self.assertEqual(ceil["requests_per_s_per_worker"], p["sustained_requests_per_s"])
+        self.assertAlmostEqual(ceil["tokens_per_s_per_worker"],
+                               p["sustained_requests_per_s"] * ceil["osl"], places=6)
+        _, s = self.run_to_end(self.api, hrtest.spec(self.mock.addr, concurrency=2, requests=10))
+        ceil = s["client"]["ceiling"]
+        self.assertEqual(ceil["basis"], "closed_loop")
+        self.assertAlmostEqual(ceil["requests_per_s_per_worker"], p["requests_per_s"],
+                               delta=1e-6 * p["requests_per_s"])
+
+        for body, field in (({"rates": [0]}, "rates"), ({"rates": [10, 10]}, "rates"),
+                            ({"rates": list(range(1, 10))}, "rates"), ({"rates": 5}, "rates"),
+                            ({"rates": ["5"]}, "rates"), ({"max_lag_ms": 0}, "max_lag_ms"),
+                            ({"max_lag_ms": "1"}, "max_lag_ms")):
+            st, err, _ = self.api.call("POST", "/calibrations", body)
+            self.assertEqual(st, 400, err)
+            self.assertEqual(err["error"]["field"], field)
+        r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", "--rates",
+                            "10,,20"], capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+        self.assertIn("--rates", r.stderr)
+
+    def test_calibration_stored_before_open_loop_reads_with_none(self):
+        """A calibration stored by a daemon without open-loop steps (its
+        params and points lack them) reads with empty steps, and paced runs
+        are set against its closed-loop figures."""
+        import sqlite3
+        data = os.path.join(self.tmp.name, "old-calibration")
+        d = start_daemon(data)
+        try:
+            api = hrtest.Api(d.addr)
+            st, cal, _ = api.call("POST", "/calibrations",
+                                  {"osl": [8], "duration_s": 0.5, "concurrency": 2})
+            self.assertEqual(st, 201, cal)
+            api.wait(cal["run_ids"][0])
+            st, cal, _ = api.call("GET", "/calibrations/%d" % cal["id"])
+            self.assertEqual(cal["state"], "succeeded", cal)
+        finally:
+            self.assertEqual(d.stop(), 0)
+        db = sqlite3.connect(os.path.join(data, "headroom.db"))
+        params = {k: v for k, v in cal["params"].items() if k not in ("rates", "max_lag_ms")}
+        points = [{k: v for k, v in p.items() if k not in ("open_loop",
+                                                           "sustained_requests_per_s")}
+                  for p in cal["result"]["points"]]
+        db.execute("UPDATE calibrations SET params = ?, result = ? WHERE id = ?",
+                   (json.dumps(params), json.dumps({"points": points}), cal["id"]))
+        db.commit()
+        db.close()
+        d = start_daemon(data)
+        try:
+            api = hrtest.Api(d.addr)
+            st, old, _ = api.call("GET", "/calibrations/%d" % cal["id"])
+            self.assertEqual(st, 200)
+            self.assertEqual(old, cal)
+            _, s = self.run_to_end(api, rate_spec(self.mock.addr, 4, 1))
+            self.assertEqual(s["client"]["ceiling"]["basis"], "closed_loop")
+        finally:
+            self.assertEqual(d.stop(), 0)
+
     def test_calibration_then_runs_report_their_fraction(self):
         r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", "--osl",
                             "32,8", "--duration", "1", "--concurrency", "8"],

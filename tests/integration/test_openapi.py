@@ -750,12 +750,27 @@ class DocumentTest(unittest.TestCase):
 
         cal = validator("Calibration")
         c = {"id": 1, "created_ns": 1, "finished_ns": None, "state": "running", "host": "h",
-             "params": {"osl": [8], "isl": 128, "concurrency": 4, "duration_s": 0.5},
+             "params": {"osl": [8], "isl": 128, "concurrency": 4, "duration_s": 0.5,
+                        "rates": [], "max_lag_ms": 1},
              "run_ids": [3], "result": None, "error": None}
         point = {"osl": 8, "run_id": 3, "requests_per_s": 10.0, "tokens_per_s": 80.0,
-                 "loop_busy_avg": 0.9, "cpu_avg": 0.8, "client_saturated": True}
+                 "loop_busy_avg": 0.9, "cpu_avg": 0.8, "client_saturated": True,
+                 "open_loop": [], "sustained_requests_per_s": None}
+        step = {"rate": 500, "run_id": 4, "achieved_rate": 498.5, "schedule_lag_p99_ms": 0.4,
+                "errors": 0, "unsent": 0, "sustained": True}
         cal.validate(c)
         cal.validate(dict(c, state="succeeded", finished_ns=2, result={"points": [point]}))
+        cal.validate(dict(c, state="succeeded", finished_ns=2, result={"points": [dict(
+            point, open_loop=[step, dict(step, rate=1000, sustained=False)],
+            sustained_requests_per_s=500)]}))
+        for bad_point in (dict(point, open_loop=[dict(step, rate=0)]),
+                          dict(point, open_loop=[{k: v for k, v in step.items()
+                                                  if k != "sustained"}]),
+                          {k: v for k, v in point.items() if k != "open_loop"},
+                          dict(point, sustained_requests_per_s=0)):
+            self.assertFalse(cal.is_valid(dict(c, state="succeeded", finished_ns=2,
+                                               result={"points": [bad_point]})), bad_point)
+        self.assertFalse(cal.is_valid(dict(c, params=dict(c["params"], rates=[0.5]))))
         cal.validate(dict(c, state="failed", finished_ns=2, error="run 3 failed: x"))
         for bad in (dict(c, state="succeeded"), dict(c, state="failed", finished_ns=2),
                     dict(c, error="x"), dict(c, state="done"),
@@ -763,8 +778,10 @@ class DocumentTest(unittest.TestCase):
                          error="x")):
             self.assertFalse(cal.is_valid(bad), bad)
         req = validator("CalibrationRequest")
-        for ok in ({}, {"osl": None, "isl": None, "concurrency": None, "duration_s": None},
-                   {"osl": [1, 65536], "isl": 65536, "concurrency": 4096, "duration_s": 600}):
+        for ok in ({}, {"osl": None, "isl": None, "concurrency": None, "duration_s": None,
+                        "rates": None, "max_lag_ms": None},
+                   {"osl": [1, 65536], "isl": 65536, "concurrency": 4096, "duration_s": 600,
+                    "rates": [1, 1e6], "max_lag_ms": 0.01}):
             req.validate(ok)
         for bad in ({"osl": []}, {"osl": [8, 8]}, {"osl": [0]}, {"osl": list(range(1, 10))},
                     {"isl": 1.5}, {"duration_s": 0.4}, {"concurrency": 0}, {"x": 1}, []):
@@ -1234,7 +1251,10 @@ class ApiSurfaceTest(_ApiBase):
                             ({"duration_s": 601}, "duration_s"),
                             ({"duration_s": "1"}, "duration_s"), ({"isl": 0}, "isl"),
                             ({"isl": 16.0}, "isl"), ({"concurrency": 4097}, "concurrency"),
-                            ([], None)):
+                            ({"rates": [0.5]}, "rates"), ({"rates": [1e7]}, "rates"),
+                            ({"rates": [5, 5.0]}, "rates"), ({"rates": {}}, "rates"),
+                            ({"max_lag_ms": 0.001}, "max_lag_ms"),
+                            ({"max_lag_ms": 1001}, "max_lag_ms"), ([], None)):
             self.error("POST", "/calibrations", 400, "invalid_value", field, body=body)
         self.error("POST", "/calibrations", 400, "invalid_json", None, raw=b"{osl")
         self.error("POST", "/calibrations", 400, "invalid_json", None, raw=b"null")
@@ -1754,7 +1774,7 @@ class CalibrationTest(_ApiBase):
         self.assertEqual(hdrs.get("Cache-Control"), "no-store")
         self.assertEqual((cal["state"], cal["params"], len(cal["run_ids"])),
                          ("running", {"osl": [8], "isl": 128, "concurrency": 4,
-                                      "duration_s": 0.5}, 1))
+                                      "duration_s": 0.5, "rates": [], "max_lag_ms": 1}, 1))
         cid, rid = cal["id"], cal["run_ids"][0]
         run = self.get(rid)
         spec = run["spec"]
@@ -1774,6 +1794,7 @@ class CalibrationTest(_ApiBase):
         self.assertGreaterEqual(cal["finished_ns"], cal["created_ns"])
         [point] = cal["result"]["points"]
         self.assertEqual((point["osl"], point["run_id"]), (8, rid))
+        self.assertEqual((point["open_loop"], point["sustained_requests_per_s"]), ([], None))
         self.assertGreater(point["requests_per_s"], 0)
         run = self.get(rid)
         self.assertEqual(run["state"], "succeeded", run["reason"])
@@ -1809,7 +1830,8 @@ class CalibrationTest(_ApiBase):
         self.assertEqual(len(server), 1)
         self.assertRegex(server[0]["target"], r"^http://127\.0\.0\.1:[1-9][0-9]*/metrics$")
         ceiling = summary["client"]["ceiling"]
-        self.assertEqual((ceiling["calibration_id"], ceiling["host"]), (cid, cal["host"]))
+        self.assertEqual((ceiling["calibration_id"], ceiling["host"], ceiling["basis"]),
+                         (cid, cal["host"], "closed_loop"))
         self.assertEqual(ceiling["osl"], summary["metrics"]["output_sequence_length"]["avg"])
         self.assertAlmostEqual(ceiling["requests_per_s_per_worker"], point["requests_per_s"],
                                delta=1e-6 * point["requests_per_s"])
