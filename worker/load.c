@@ -445,15 +445,18 @@ static int next_paced(struct load *l, int64_t now, struct issue *is)
 	bool gen_due = !l->gen_done && l->next_ns <= now;
 	bool turn_due = l->rq_head != NULL; /* queued turns are due */
 	/* The time is up and what is left was waiting for a slot (now, or
-	 * when last asked, if a completion came in before the end's timer):
-	 * it is not sent. A worker that is merely late still catches up. */
+	 * since the ceiling last blocked, if a completion came in before the
+	 * end's timer): it is not sent. A worker that is merely late still
+	 * catches up. */
 	if (now >= l->end && l->ceiling > 0 &&
 	    (l->in_flight >= l->ceiling || (l->held && (gen_due || turn_due)))) {
 		end_sending(l, now, true);
 		return LOAD_EXHAUSTED;
 	}
 	if (l->ceiling > 0 && l->in_flight >= l->ceiling) {
-		l->held = gen_due || turn_due;
+		/* until a completion asks again, whatever falls due waits for
+		 * the ceiling */
+		l->held = true;
 		theap_del(l->c.heap, &l->pump); /* a completion asks again */
 		return LOAD_WAIT;
 	}

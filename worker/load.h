@@ -136,7 +136,7 @@ struct load {
 	int64_t issued;
 	int in_flight;
 	int ceiling;      /* rate / trace: 0 = none */
-	bool held;        /* the ceiling last held back something due */
+	bool held;        /* the ceiling blocked and no slot has freed since */
 	uint64_t req_off; /* LOAD_WARMUP_OFFSET in the warm-up */
 	bool begun, stopped, ended;
 	int64_t ended_at;

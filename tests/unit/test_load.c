@@ -74,6 +74,22 @@ static void test_held_then_freed_after_the_end(void)
 	fx_release(&f);
 }
 
+/* The ceiling blocked before anything else was due; the arrivals that fell
+ * due meanwhile were held by it just the same, and are dropped when the
+ * slot frees after the end. */
+static void test_blocked_before_anything_was_due(void)
+{
+	struct fx f;
+	fx_start(&f, 1);
+	CHECK_EQ_INT(send_all(&f, 0), 1);
+	CHECK_EQ_INT(f.verdict, LOAD_WAIT); /* the 10 ms arrival is not due yet */
+	load_done(&f.l, NULL, 55 * MS, true);
+	CHECK_EQ_INT(send_all(&f, 55 * MS), 0);
+	CHECK_EQ_INT(f.verdict, LOAD_EXHAUSTED);
+	CHECK_EQ_INT(f.l.dropped, 4);
+	fx_release(&f);
+}
+
 /* The same, freed before the end: the oldest held arrival goes at once. */
 static void test_held_then_freed_before_the_end(void)
 {
@@ -117,6 +133,7 @@ static void test_full_at_the_end(void)
 int main(void)
 {
 	test_held_then_freed_after_the_end();
+	test_blocked_before_anything_was_due();
 	test_held_then_freed_before_the_end();
 	test_late_worker_catches_up();
 	test_full_at_the_end();
