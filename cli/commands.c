@@ -572,11 +572,14 @@ static void calibration_table(FILE *out, json_t *cal)
 			view_fmt_num(d, x * 100);
 			strcat(d, "%");
 		}
-		/* the highest open-loop rate sent on time; below the lowest tried
-		 * when none was */
+		/* the highest open-loop rate sent on time (at least that when it
+		 * was the highest tried); below the lowest tried when none was */
 		json_t *steps = json_object_get(p, "open_loop");
 		if (view_num(p, "sustained_requests_per_s", &x)) {
-			view_fmt_num(f, x);
+			char v[VIEW_NUMLEN];
+			snprintf(f, sizeof f, "%s%s",
+			         json_is_true(json_object_get(p, "sustained_lower_bound")) ? ">= " : "",
+			         view_fmt_num(v, x));
 		} else if (json_array_size(steps) &&
 		           view_num(json_array_get(steps, 0), "rate", &x)) {
 			char lo[VIEW_NUMLEN];

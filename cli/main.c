@@ -129,8 +129,9 @@ static const char calibrate_help[] =
     "as the host's client profile. Every later run reports its load as a fraction\n"
     "of it (`headroom show`, the summary's client.ceiling). With --rates it also\n"
     "runs the worker open loop (Poisson arrivals) at each rate and keeps the\n"
-    "highest it sent on time (schedule lag p99 within --max-lag-ms, no errors):\n"
-    "the ceiling rate and trace runs are then compared with. Waits for the\n"
+    "highest it sent on time (schedule lag p99 within --max-lag-ms, no errors,\n"
+    "nothing unsent): the ceiling rate and trace runs are then compared with.\n"
+    "Each rate times --duration must give at least 100 arrivals. Waits for the\n"
     "result and prints it, unless --no-wait.\n"
     "\n"
     "  --osl N,N,...      output lengths to measure (default 16,128,512)\n"
@@ -456,11 +457,19 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 				return usage_error(cmd, "--duration wants seconds, 0.5..600");
 		}
 		if (p->seen[OPT_RATES]) {
+			/* numbers 1..1000000, each ending at a comma or the end */
 			o->rates = p->val[OPT_RATES];
 			const char *c = o->rates;
-			if (!*c || strspn(c, "0123456789.,") != strlen(c) || *c == ',' ||
-			    c[strlen(c) - 1] == ',' || strstr(c, ",,"))
-				return usage_error(cmd, "--rates wants requests/s like 500,1000,2000");
+			do {
+				char *end;
+				errno = 0;
+				double r = strtod(c, &end);
+				if (end == c || errno || (*end && *end != ',') || !(r >= 1 && r <= 1e6) ||
+				    strcspn(c, ",") != strspn(c, "0123456789."))
+					return usage_error(cmd, "--rates wants requests/s from 1 to 1000000 "
+					                        "like 500,1000,2000");
+				c = *end ? end + 1 : end;
+			} while (*c || c[-1] == ',');
 		}
 		if (p->seen[OPT_MAX_LAG]) {
 			char *end;

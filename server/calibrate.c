@@ -19,7 +19,8 @@
 /* --- the request --------------------------------------------------------------- */
 
 #define CAL_MAX_RATES 8
-#define CAL_DEFAULT_MAX_LAG_MS 1.0 /* the brief's "sustained": schedule lag p99 under 1 ms */
+#define CAL_DEFAULT_MAX_LAG_MS 1.0 /* the brief's "sustained": schedule lag p99 within 1 ms */
+#define CAL_MIN_ARRIVALS 100       /* an open-loop step's rate x duration: enough for a p99 */
 
 struct cal_params {
 	int osl[CAL_MAX_POINTS], n;
@@ -81,6 +82,14 @@ static int parse_rates(json_t *body, struct cal_params *p, char *field, char *ms
 				p->rates[k] = p->rates[k - 1];
 			p->rates[k] = r;
 		}
+	}
+	if (p->n_rates && p->rates[0] * p->duration_s < CAL_MIN_ARRIVALS) {
+		char m[256];
+		snprintf(m, sizeof m,
+			 "'rates' x 'duration_s' must give at least %d arrivals per step "
+			 "(%.10g/s x %.10g s does not)",
+			 CAL_MIN_ARRIVALS, p->rates[0], p->duration_s);
+		return bad(field, msg, "rates", m);
 	}
 	json_t *lag = json_object_get(body, "max_lag_ms");
 	p->max_lag_ms = CAL_DEFAULT_MAX_LAG_MS;
@@ -175,7 +184,7 @@ static json_t *run_spec(int64_t id, const struct cal_params *p, int osl, double 
 	char name[128], label[32];
 	json_t *load;
 	if (rate > 0) {
-		snprintf(name, sizeof name, "calibration %lld: output length %d at %g/s",
+		snprintf(name, sizeof name, "calibration %lld: output length %d at %.10g/s",
 			 (long long)id, osl, rate);
 		load = json_pack("{s:s, s:f, s:s, s:f}", "mode", "rate", "rate", rate, "arrival",
 				 "poisson", "duration_s", p->duration_s);
@@ -335,6 +344,7 @@ static void fill_open_loop_defaults(json_t *o)
 		if (json_is_object(p) && !json_object_get(p, "open_loop")) {
 			json_object_set_new(p, "open_loop", json_array());
 			json_object_set_new(p, "sustained_requests_per_s", json_null());
+			json_object_set_new(p, "sustained_lower_bound", json_false());
 		}
 	}
 }
@@ -478,6 +488,10 @@ static json_t *make_point(json_t *osl, json_t *ids, json_t *sums, size_t first_r
 	}
 	json_object_set_new(p, "open_loop", steps);
 	json_object_set_new(p, "sustained_requests_per_s", real_or_null(best));
+	/* the highest rate tried was sustained: the worker may pace more */
+	json_object_set_new(p, "sustained_lower_bound",
+			    json_boolean(isfinite(best) && best == json_number_value(json_array_get(
+									rates, json_array_size(rates) - 1))));
 	return p;
 }
 

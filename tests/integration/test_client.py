@@ -244,18 +244,18 @@ class ClientVerdictTest(unittest.TestCase):
         test_calibration_then_..., whose calibration is then the newest.)"""
         r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", "--osl",
                             "8", "--duration", "0.5", "--concurrency", "4", "--rates",
-                            "2000,10", "--max-lag-ms", "1000"],
+                            "2000,200", "--max-lag-ms", "1000"],
                            capture_output=True, text=True, timeout=240)
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         self.assertIn("OPEN LOOP", r.stdout)
         st, lst, _ = self.api.call("GET", "/calibrations")
         cal = lst["calibrations"][0]
         self.assertEqual(cal["state"], "succeeded", cal)
-        self.assertEqual((cal["params"]["rates"], cal["params"]["max_lag_ms"]), ([10, 2000], 1000))
-        self.assertEqual(len(cal["run_ids"]), 3)  # closed loop, then 10/s and 2000/s
+        self.assertEqual((cal["params"]["rates"], cal["params"]["max_lag_ms"]), ([200, 2000], 1000))
+        self.assertEqual(len(cal["run_ids"]), 3)  # closed loop, then 200/s and 2000/s
         [p] = cal["result"]["points"]
         self.assertEqual(p["run_id"], cal["run_ids"][0])
-        self.assertEqual([s["rate"] for s in p["open_loop"]], [10, 2000])
+        self.assertEqual([s["rate"] for s in p["open_loop"]], [200, 2000])
         sustained = []
         for step, rid in zip(p["open_loop"], cal["run_ids"][1:]):
             self.assertEqual(step["run_id"], rid)
@@ -272,9 +272,11 @@ class ClientVerdictTest(unittest.TestCase):
                              and step["unsent"] == 0, step)
             if step["sustained"]:
                 sustained.append(step["rate"])
-        # 5 requests in 0.5 s against a zero-delay mock: on time by far
+        # 100 requests in 0.5 s against a zero-delay mock: on time by far
         self.assertTrue(p["open_loop"][0]["sustained"], p["open_loop"][0])
         self.assertEqual(p["sustained_requests_per_s"], max(sustained))
+        self.assertEqual(p["sustained_lower_bound"], p["open_loop"][-1]["sustained"])
+        self.assertIn(">= 2,000" if p["sustained_lower_bound"] else "200", r.stdout)
 
         _, s = self.run_to_end(self.api, rate_spec(self.mock.addr, 4, 1))
         ceil = s["client"]["ceiling"]
@@ -288,17 +290,20 @@ class ClientVerdictTest(unittest.TestCase):
         self.assertAlmostEqual(ceil["requests_per_s_per_worker"], p["requests_per_s"],
                                delta=1e-6 * p["requests_per_s"])
 
-        for body, field in (({"rates": [0]}, "rates"), ({"rates": [10, 10]}, "rates"),
+        for body, field in (({"rates": [0]}, "rates"), ({"rates": [300, 300]}, "rates"),
+                            ({"rates": [99], "duration_s": 1}, "rates"),
                             ({"rates": list(range(1, 10))}, "rates"), ({"rates": 5}, "rates"),
                             ({"rates": ["5"]}, "rates"), ({"max_lag_ms": 0}, "max_lag_ms"),
                             ({"max_lag_ms": "1"}, "max_lag_ms")):
             st, err, _ = self.api.call("POST", "/calibrations", body)
             self.assertEqual(st, 400, err)
             self.assertEqual(err["error"]["field"], field)
-        r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", "--rates",
-                            "10,,20"], capture_output=True, text=True, timeout=60)
-        self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
-        self.assertIn("--rates", r.stderr)
+        for bad in ("10,,20", "10,", "1..2", "1.2.3", ".", "0x10", "1e3", "0.5", "2000000",
+                    " 5", ""):
+            r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate",
+                                "--rates", bad], capture_output=True, text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, (bad, r.stdout + r.stderr))
+            self.assertIn("--rates", r.stderr)
 
     def test_calibration_stored_before_open_loop_reads_with_none(self):
         """A calibration stored by a daemon without open-loop steps (its
@@ -319,8 +324,8 @@ class ClientVerdictTest(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
         db = sqlite3.connect(os.path.join(data, "headroom.db"))
         params = {k: v for k, v in cal["params"].items() if k not in ("rates", "max_lag_ms")}
-        points = [{k: v for k, v in p.items() if k not in ("open_loop",
-                                                           "sustained_requests_per_s")}
+        points = [{k: v for k, v in p.items()
+                   if k not in ("open_loop", "sustained_requests_per_s", "sustained_lower_bound")}
                   for p in cal["result"]["points"]]
         db.execute("UPDATE calibrations SET params = ?, result = ? WHERE id = ?",
                    (json.dumps(params), json.dumps({"points": points}), cal["id"]))

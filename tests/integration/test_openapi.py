@@ -755,7 +755,8 @@ class DocumentTest(unittest.TestCase):
              "run_ids": [3], "result": None, "error": None}
         point = {"osl": 8, "run_id": 3, "requests_per_s": 10.0, "tokens_per_s": 80.0,
                  "loop_busy_avg": 0.9, "cpu_avg": 0.8, "client_saturated": True,
-                 "open_loop": [], "sustained_requests_per_s": None}
+                 "open_loop": [], "sustained_requests_per_s": None,
+                 "sustained_lower_bound": False}
         step = {"rate": 500, "run_id": 4, "achieved_rate": 498.5, "schedule_lag_p99_ms": 0.4,
                 "errors": 0, "unsent": 0, "sustained": True}
         cal.validate(c)
@@ -1252,7 +1253,8 @@ class ApiSurfaceTest(_ApiBase):
                             ({"duration_s": "1"}, "duration_s"), ({"isl": 0}, "isl"),
                             ({"isl": 16.0}, "isl"), ({"concurrency": 4097}, "concurrency"),
                             ({"rates": [0.5]}, "rates"), ({"rates": [1e7]}, "rates"),
-                            ({"rates": [5, 5.0]}, "rates"), ({"rates": {}}, "rates"),
+                            ({"rates": [500, 500.0]}, "rates"), ({"rates": {}}, "rates"),
+                            ({"rates": [199], "duration_s": 0.5}, "rates"),
                             ({"max_lag_ms": 0.001}, "max_lag_ms"),
                             ({"max_lag_ms": 1001}, "max_lag_ms"), ([], None)):
             self.error("POST", "/calibrations", 400, "invalid_value", field, body=body)
@@ -1794,7 +1796,8 @@ class CalibrationTest(_ApiBase):
         self.assertGreaterEqual(cal["finished_ns"], cal["created_ns"])
         [point] = cal["result"]["points"]
         self.assertEqual((point["osl"], point["run_id"]), (8, rid))
-        self.assertEqual((point["open_loop"], point["sustained_requests_per_s"]), ([], None))
+        self.assertEqual((point["open_loop"], point["sustained_requests_per_s"],
+                          point["sustained_lower_bound"]), ([], None, False))
         self.assertGreater(point["requests_per_s"], 0)
         run = self.get(rid)
         self.assertEqual(run["state"], "succeeded", run["reason"])
