@@ -288,22 +288,24 @@ int calib_create(struct store *s, json_t *body, int64_t *id, char *field, char *
 					   k ? p.rates[k - 1] : 0);
 		struct spec spec;
 		struct spec_error se;
+		int64_t rid;
 		if (spec_from_json(spec_in, 1, &spec, &se) < 0) {
 			/* the request was checked: this is a bug, not bad input */
 			snprintf(msg, 256, "calibration run spec rejected: %.200s", se.message);
-			json_decref(spec_in);
-			json_decref(ids);
-			return -1;
+			rc = -1;
+		} else {
+			rc = runs_create(s, spec.json, &rid, err);
+			spec_release(&spec);
+			if (rc < 0)
+				snprintf(msg, 256, "%s", err);
 		}
-		int64_t rid;
-		rc = runs_create(s, spec.json, &rid, err);
-		spec_release(&spec);
 		json_decref(spec_in);
 		if (rc < 0) {
-			snprintf(msg, 256, "%s", err);
+			/* the calibration ends failed, not running for ever; runs
+			 * already queued run as ordinary runs */
 			json_decref(ids);
 			struct update_args f = {.id = a.id, .state = "failed", .error = msg};
-			store_exec(s, update_job, &f, err); /* best effort: the store failed */
+			store_exec(s, update_job, &f, err); /* best effort: the store may have failed */
 			return -1;
 		}
 		json_array_append_new(ids, json_integer((json_int_t)rid));
