@@ -342,6 +342,18 @@ int cli_parse_long(const char *s, long min, long max, long *out)
 	return 0;
 }
 
+/* A number in [min, max] (NaN never is) into *out: 0, or -1. */
+static int parse_double(const char *s, double min, double max, double *out)
+{
+	char *end;
+	errno = 0;
+	double v = strtod(s, &end);
+	if (errno || end == s || *end || !(v >= min && v <= max))
+		return -1;
+	*out = v;
+	return 0;
+}
+
 /* A run id: decimal digits only, 1..LLONG_MAX. */
 static int parse_id(const char *s, long long *out)
 {
@@ -449,13 +461,9 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 		if (p->seen[OPT_CONCURRENCY] &&
 		    cli_parse_long(p->val[OPT_CONCURRENCY], 1, 4096, &o->concurrency) < 0)
 			return usage_error(cmd, "--concurrency wants a number, 1..4096");
-		if (p->seen[OPT_DURATION]) {
-			char *end;
-			errno = 0;
-			o->duration_s = strtod(p->val[OPT_DURATION], &end);
-			if (errno || *end || !(o->duration_s >= 0.5 && o->duration_s <= 600))
-				return usage_error(cmd, "--duration wants seconds, 0.5..600");
-		}
+		if (p->seen[OPT_DURATION] &&
+		    parse_double(p->val[OPT_DURATION], 0.5, 600, &o->duration_s) < 0)
+			return usage_error(cmd, "--duration wants seconds, 0.5..600");
 		if (p->seen[OPT_RATES]) {
 			/* numbers 1..1000000, each ending at a comma or the end */
 			o->rates = p->val[OPT_RATES];
@@ -471,13 +479,9 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 				c = *end ? end + 1 : end;
 			} while (*c || c[-1] == ',');
 		}
-		if (p->seen[OPT_MAX_LAG]) {
-			char *end;
-			errno = 0;
-			o->max_lag_ms = strtod(p->val[OPT_MAX_LAG], &end);
-			if (errno || *end || !(o->max_lag_ms >= 0.01 && o->max_lag_ms <= 1000))
-				return usage_error(cmd, "--max-lag-ms wants milliseconds, 0.01..1000");
-		}
+		if (p->seen[OPT_MAX_LAG] &&
+		    parse_double(p->val[OPT_MAX_LAG], 0.01, 1000, &o->max_lag_ms) < 0)
+			return usage_error(cmd, "--max-lag-ms wants milliseconds, 0.01..1000");
 	}
 	return 0;
 }

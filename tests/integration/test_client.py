@@ -237,20 +237,25 @@ class ClientVerdictTest(unittest.TestCase):
 
     # --- calibration ---------------------------------------------------------------------
 
+    def calibrate(self, *args):
+        """headroom calibrate ARGS against the plain daemon; (the finished
+        process, the newest calibration, which must have succeeded)."""
+        r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", *args],
+                           capture_output=True, text=True, timeout=240)
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        st, lst, _ = self.api.call("GET", "/calibrations")
+        cal = lst["calibrations"][0]
+        self.assertEqual(cal["state"], "succeeded", cal)
+        return r, cal
+
     def test_calibration_a_open_loop_steps(self):
         """Open-loop steps: each rate is judged by its run's own lag, errors
         and unsent count; a paced run is then set against the sustained
         rate, a closed-loop run against the closed-loop figure. (Runs before
         test_calibration_then_..., whose calibration is then the newest.)"""
-        r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", "--osl",
-                            "8", "--duration", "0.5", "--concurrency", "4", "--rates",
-                            "2000,200", "--max-lag-ms", "1000"],
-                           capture_output=True, text=True, timeout=240)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r, cal = self.calibrate("--osl", "8", "--duration", "0.5", "--concurrency", "4",
+                                "--rates", "2000,200", "--max-lag-ms", "1000")
         self.assertIn("OPEN LOOP", r.stdout)
-        st, lst, _ = self.api.call("GET", "/calibrations")
-        cal = lst["calibrations"][0]
-        self.assertEqual(cal["state"], "succeeded", cal)
         self.assertEqual((cal["params"]["rates"], cal["params"]["max_lag_ms"]), ([200, 2000], 1000))
         self.assertEqual(len(cal["run_ids"]), 3)  # closed loop, then 200/s and 2000/s
         [p] = cal["result"]["points"]
@@ -343,14 +348,8 @@ class ClientVerdictTest(unittest.TestCase):
             self.assertEqual(d.stop(), 0)
 
     def test_calibration_then_runs_report_their_fraction(self):
-        r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate", "--osl",
-                            "32,8", "--duration", "1", "--concurrency", "8"],
-                           capture_output=True, text=True, timeout=240)
-        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        r, cal = self.calibrate("--osl", "32,8", "--duration", "1", "--concurrency", "8")
         self.assertIn("succeeded", r.stdout)
-        st, lst, _ = self.api.call("GET", "/calibrations")
-        cal = lst["calibrations"][0]
-        self.assertEqual(cal["state"], "succeeded", cal)
         pts = cal["result"]["points"]
         self.assertEqual([p["osl"] for p in pts], [8, 32])
         for p in pts:
