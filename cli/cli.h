@@ -58,6 +58,7 @@ int cmd_show(const struct cli_opts *o);
 int cmd_cancel(const struct cli_opts *o);
 int cmd_export(const struct cli_opts *o);
 int cmd_calibrate(const struct cli_opts *o);
+int cmd_calibrations(const struct cli_opts *o);
 /* POSTs a spec (JSON text) and, with o->wait, waits as `submit --wait`. */
 int cli_submit_text(const struct cli_opts *o, const char *text, size_t len);
 /* Prints a daemon's non-2xx answer (r: struct http_resp, http.h) as

@@ -596,6 +596,26 @@ static void calibration_table(FILE *out, json_t *cal)
 	table_free(t);
 }
 
+/* One calibration's state line, then its table or (on stderr) why it
+ * failed. EXIT_OK when it succeeded or is still running, else
+ * EXIT_RUN_FAILED. */
+static int print_calibration(json_t *cal)
+{
+	long long id = (long long)json_integer_value(json_object_get(cal, "id"));
+	const char *st = view_str(cal, "state");
+	printf("calibration %lld %s on host %s\n", id, st ? st : "?",
+	       view_str(cal, "host") ? view_str(cal, "host") : "?");
+	if (st && strcmp(st, "succeeded") == 0) {
+		calibration_table(stdout, cal);
+		return EXIT_OK;
+	}
+	if (st && strcmp(st, "running") == 0)
+		return EXIT_OK;
+	const char *e = view_str(cal, "error");
+	fprintf(stderr, "headroom: calibration %lld failed: %s\n", id, e ? e : "?");
+	return EXIT_RUN_FAILED;
+}
+
 /* "16,128,512" (checked by the option parser) as a JSON array of integers,
  * or of reals. */
 static json_t *number_list(const char *c, int real)
@@ -673,19 +693,89 @@ int cmd_calibrate(const struct cli_opts *o)
 			break;
 	}
 	free(path);
-	if (cal && ex == EXIT_OK) {
-		const char *st = view_str(cal, "state");
-		printf("calibration %lld %s on host %s\n", id, st ? st : "?",
-		       view_str(cal, "host") ? view_str(cal, "host") : "?");
-		if (st && strcmp(st, "succeeded") == 0) {
-			calibration_table(stdout, cal);
+	if (cal && ex == EXIT_OK)
+		ex = print_calibration(cal);
+	json_decref(cal);
+	http_client_release(&c);
+	return ex;
+}
+
+/* The UTC time of wall-clock ns as show prints times. */
+static const char *fmt_ns(char *buf, size_t n, json_t *ns)
+{
+	if (!json_is_integer(ns)) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	time_t t = (time_t)(json_integer_value(ns) / 1000000000);
+	struct tm tm;
+	if (!gmtime_r(&t, &tm) || !strftime(buf, n, "%Y-%m-%d %H:%M:%S UTC", &tm))
+		snprintf(buf, n, "-");
+	return buf;
+}
+
+/* A JSON array of numbers as "a,b,c" ("-" when empty). */
+static void fmt_list(char *buf, size_t n, json_t *a)
+{
+	size_t len = 0, i;
+	json_t *v;
+	buf[0] = '\0';
+	json_array_foreach(a, i, v)
+	{
+		char one[VIEW_NUMLEN];
+		int w = snprintf(buf + len, n - len, "%s%s", i ? "," : "", view_scalar(one, sizeof one, v));
+		if (w < 0 || (size_t)w >= n - len)
+			break;
+		len += (size_t)w;
+	}
+	if (!buf[0])
+		snprintf(buf, n, "-");
+}
+
+int cmd_calibrations(const struct cli_opts *o)
+{
+	struct http_client c;
+	int ex = client_open(o, &c);
+	if (ex != EXIT_OK)
+		return ex;
+	char *path = o->arg ? xasprintf("/calibrations/%lld", o->id)
+	                    : xasprintf("/calibrations?limit=%ld", o->limit > 0 ? o->limit : 50);
+	json_t *ans = call(&c, path, NULL, 0, &ex);
+	free(path);
+	if (ans && o->arg) {
+		ex = print_calibration(ans);
+	} else if (ans) {
+		json_t *list = json_object_get(ans, "calibrations");
+		if (!json_is_array(list)) {
+			fprintf(stderr, "error: malformed answer from the daemon: no calibrations array\n");
+			ex = EXIT_DAEMON;
 		} else {
-			const char *e = view_str(cal, "error");
-			fprintf(stderr, "headroom: calibration %lld failed: %s\n", id, e ? e : "?");
-			ex = EXIT_RUN_FAILED;
+			static const char *const titles[] = {"ID", "STATE", "HOST", "CREATED", "OSL",
+			                                     "RATES"};
+			struct table *t = table_new(6);
+			for (size_t k = 0; k < 6; k++)
+				table_column(t, k, titles[k], k == 0 ? TABLE_RIGHT : TABLE_LEFT);
+			size_t i;
+			json_t *cal;
+			json_array_foreach(list, i, cal)
+			{
+				char id[32], created[64], osl[128], rates[256];
+				json_t *params = json_object_get(cal, "params");
+				fmt_list(osl, sizeof osl, json_object_get(params, "osl"));
+				fmt_list(rates, sizeof rates, json_object_get(params, "rates"));
+				const char *st = view_str(cal, "state"), *host = view_str(cal, "host");
+				const char *cells[6] = {view_scalar(id, sizeof id, json_object_get(cal, "id")),
+				                        st ? st : "?", host ? host : "?",
+				                        fmt_ns(created, sizeof created,
+				                               json_object_get(cal, "created_ns")),
+				                        osl, rates};
+				table_add_row(t, cells);
+			}
+			table_print(t, stdout, TABLE_PLAIN);
+			table_free(t);
 		}
 	}
-	json_decref(cal);
+	json_decref(ans);
 	http_client_release(&c);
 	return ex;
 }

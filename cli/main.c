@@ -24,6 +24,7 @@ enum cmd {
 	CMD_CANCEL,
 	CMD_EXPORT,
 	CMD_CALIBRATE,
+	CMD_CALIBRATIONS,
 	CMD_HELP,
 	CMD__COUNT
 };
@@ -39,7 +40,8 @@ static const char general_help[] =
     "  show ID [--json]                             show a run and its summary\n"
     "  cancel ID                                    cancel a queued or running run\n"
     "  export ID [--records] [--format F] [-o FILE] export a summary or the records\n"
-    "  calibrate [--osl N,N,...] [--duration S]     measure this host's client ceiling\n"
+    "  calibrate [--osl N,N,...] [--rates R,R,...]  measure this host's client ceiling\n"
+    "  calibrations [ID] [--limit N]                past calibrations, or one in full\n"
     "  profile -m MODEL --url URL [AIPerf flags]    a run from `aiperf profile` flags\n"
     "  tokenize --tokenizer FILE [--count]          token ids of stdin (tokenize --help)\n"
     "  dataset upload|list|show ...                 datasets of prompts (dataset --help)\n"
@@ -143,6 +145,15 @@ static const char calibrate_help[] =
     "                     (default 1)\n"
     "  --no-wait          print the calibration's id and return\n";
 
+static const char calibrations_help[] =
+    "usage: headroom calibrations [ID] [--limit N]\n"
+    "\n"
+    "Without ID, lists the calibrations newest first (the newest succeeded one is\n"
+    "this host's client profile); with ID, prints that calibration as calibrate\n"
+    "does when it ends.\n"
+    "\n"
+    "  --limit N   how many to list, 1..1000 (default 50)\n";
+
 static const char help_help[] = "usage: headroom help [COMMAND]\n"
                                 "\n"
                                 "Prints the help of COMMAND, or the general help.\n";
@@ -162,6 +173,7 @@ static const struct command {
     [CMD_CANCEL] = {"cancel", cmd_cancel, 1, 1, cancel_help},
     [CMD_EXPORT] = {"export", cmd_export, 1, 1, export_help},
     [CMD_CALIBRATE] = {"calibrate", cmd_calibrate, 0, 0, calibrate_help},
+    [CMD_CALIBRATIONS] = {"calibrations", cmd_calibrations, 0, 1, calibrations_help},
     [CMD_HELP] = {"help", run_help, 0, 1, help_help},
 };
 
@@ -204,7 +216,7 @@ static const struct optdef {
     [OPT_VERSION] = {"version", 'V', 0, ANY_CMD},
     [OPT_WAIT] = {"wait", 0, 0, FOR(CMD_SUBMIT)},
     [OPT_POLL_MS] = {"poll-ms", 0, 1, FOR(CMD_SUBMIT)},
-    [OPT_LIMIT] = {"limit", 0, 1, FOR(CMD_LIST)},
+    [OPT_LIMIT] = {"limit", 0, 1, FOR(CMD_LIST) | FOR(CMD_CALIBRATIONS)},
     [OPT_STATE] = {"state", 0, 1, FOR(CMD_LIST)},
     [OPT_BEFORE] = {"before", 0, 1, FOR(CMD_LIST)},
     [OPT_JSON] = {"json", 0, 0, FOR(CMD_SHOW)},
@@ -397,6 +409,8 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 	if ((cmd == CMD_SHOW || cmd == CMD_CANCEL || cmd == CMD_EXPORT) &&
 	    parse_id(o->arg, &o->id) < 0)
 		return usage_error(cmd, "invalid run id '%s'", o->arg);
+	if (cmd == CMD_CALIBRATIONS && o->arg && parse_id(o->arg, &o->id) < 0)
+		return usage_error(cmd, "invalid calibration id '%s'", o->arg);
 	if (cmd == CMD_SUBMIT && !*o->arg)
 		return usage_error(cmd, "empty spec file name");
 

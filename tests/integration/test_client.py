@@ -303,6 +303,26 @@ class ClientVerdictTest(unittest.TestCase):
             st, err, _ = self.api.call("POST", "/calibrations", body)
             self.assertEqual(st, 400, err)
             self.assertEqual(err["error"]["field"], field)
+        # the calibration read back: listed newest first, and in full by id
+        def cli(*args):
+            return subprocess.run([CLI, "--url", "http://" + self.daemon.addr, *args],
+                                  capture_output=True, text=True, timeout=60)
+        r2 = cli("calibrations", "--limit", "1")
+        self.assertEqual(r2.returncode, 0, r2.stderr)
+        lines = r2.stdout.splitlines()
+        self.assertEqual(lines[0].split(), ["ID", "STATE", "HOST", "CREATED", "OSL", "RATES"])
+        self.assertEqual(len(lines), 2, r2.stdout)
+        self.assertEqual(lines[1].split()[:3], [str(cal["id"]), "succeeded", cal["host"]])
+        self.assertEqual(lines[1].split()[-2:], ["8", "200,2000"])
+        r2 = cli("calibrations", str(cal["id"]))
+        self.assertEqual(r2.returncode, 0, r2.stderr)
+        # the same text calibrate printed when it ended
+        self.assertEqual(r2.stdout, r.stdout.split("\n", 1)[1])
+        for args, code in ((("calibrations", "abc"), 2), (("calibrations", "424242"), 3),
+                           (("calibrations", "--limit", "0"), 2)):
+            r2 = cli(*args)
+            self.assertEqual(r2.returncode, code, (args, r2.stdout, r2.stderr))
+
         for bad in ("10,,20", "10,", "1..2", "1.2.3", ".", "0x10", "1e3", "0.5", "2000000",
                     " 5", ""):
             r = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "calibrate",
