@@ -40,7 +40,7 @@ static const char general_help[] =
     "  show ID [--json]                             show a run and its summary\n"
     "  cancel ID                                    cancel a queued or running run\n"
     "  export ID [--records] [--format F] [-o FILE] export a summary or the records\n"
-    "  calibrate [--osl N,N,...] [--rates R,R,...]  measure this host's client ceiling\n"
+    "  calibrate [--osl N,...] [--rates R,...]      measure this host's client ceiling\n"
     "  calibrations [ID] [--limit N]                past calibrations, or one in full\n"
     "  profile -m MODEL --url URL [AIPerf flags]    a run from `aiperf profile` flags\n"
     "  tokenize --tokenizer FILE [--count]          token ids of stdin (tokenize --help)\n"
