@@ -137,7 +137,9 @@ class Endpoints(unittest.TestCase):
         self.assertEqual(itl["count"], N)
         self.assertGreaterEqual(ttft["min"], TTFT_MS * 0.9)
         self.assertLess(ttft["p50"], TTFT_MS * hi)
-        self.assertGreater(itl["min"], 0)
+        # a stall of ~30 ms can deliver one short stream in a single read
+        # (ITL 0: the mock catches up), so not every request need show a gap
+        self.assertGreater(itl["max"], 0)
         self.assertGreaterEqual(itl["p50"], ITL_MS * 0.5)  # (a late first chunk shortens one)
         self.assertLess(itl["p50"], ITL_MS * hi)
         self.assertGreater(m["request_latency"]["min"], TTFT_MS + (OSL - 2) * ITL_MS * 0.9)
