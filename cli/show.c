@@ -130,8 +130,12 @@ static void target_line(FILE *out, json_t *spec)
 		return;
 	}
 	char url[SCALAR_LEN], model[SCALAR_LEN], ep[SCALAR_LEN];
+	/* target.mock: the spec keeps a placeholder url; the mock's real
+	 * address is in the server telemetry source below */
 	fprintf(out, "  %-9s %s  model %s  endpoint %s\n", "target",
-	        view_scalar(url, sizeof(url), json_object_get(target, "url")),
+	        json_is_true(json_object_get(target, "mock"))
+	            ? "headroom-mock (started for the run)"
+	            : view_scalar(url, sizeof(url), json_object_get(target, "url")),
 	        view_scalar(model, sizeof(model), json_object_get(target, "model")),
 	        view_scalar(ep, sizeof(ep), json_object_get(target, "endpoint")));
 }

@@ -318,6 +318,11 @@ class ClientVerdictTest(unittest.TestCase):
         self.assertEqual(r2.returncode, 0, r2.stderr)
         # the same text calibrate printed when it ended
         self.assertEqual(r2.stdout, r.stdout.split("\n", 1)[1])
+        # its runs target a mock the daemon started: show says so, not the placeholder url
+        r2 = cli("show", str(cal["run_ids"][0]))
+        self.assertEqual(r2.returncode, 0, r2.stderr)
+        self.assertRegex(r2.stdout, r"\n  target +headroom-mock \(started for the run\)  model ")
+        self.assertNotIn("127.0.0.1:0", r2.stdout)
         for args, code in ((("calibrations", "abc"), 2), (("calibrations", "424242"), 3),
                            (("calibrations", "--limit", "0"), 2)):
             r2 = cli(*args)
