@@ -438,23 +438,29 @@ static json_t *real_or_null(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-/* One open-loop step: the rate tried and how the run went. Sustained: no
- * errors, nothing left unsent, and the schedule lag p99 within max_lag_ms
- * (sent on time, so the achieved rate is the schedule's). */
-static json_t *open_step(double rate, json_int_t run_id, json_t *sum, double max_lag_ms,
+/* One open-loop step: the rate tried and how its run went (out: the run's
+ * state, reason and summary, see settle). Sustained: the run succeeded with
+ * no errors, nothing left unsent, and the schedule lag p99 within
+ * max_lag_ms (sent on time, so the achieved rate is the schedule's). */
+static json_t *open_step(double rate, json_int_t run_id, json_t *out, double max_lag_ms,
 			 int *sustained)
 {
+	json_t *sum = json_object_get(out, "summary");
+	int succeeded = strcmp(json_string_value(json_object_get(out, "state")), RUN_SUCCEEDED) == 0;
 	double lag = num_at(sum, "metrics", "schedule_lag", "p99");
-	json_int_t n_err = json_integer_value(json_object_get(json_object_get(sum, "counts"),
-							     "errors"));
+	json_t *errs = json_object_get(json_object_get(sum, "counts"), "errors");
 	json_t *unsent = json_object_get(json_object_get(sum, "load"), "unsent");
 	json_int_t n_unsent = json_is_integer(unsent) ? json_integer_value(unsent) : 0;
-	*sustained = isfinite(lag) && lag <= max_lag_ms && n_err == 0 && n_unsent == 0;
+	*sustained = succeeded && isfinite(lag) && lag <= max_lag_ms && json_is_integer(errs) &&
+		     json_integer_value(errs) == 0 && n_unsent == 0;
 	json_t *ach = json_object_get(json_object_get(sum, "load"), "achieved_rate");
-	return json_pack("{s:f, s:I, s:O, s:o, s:I, s:I, s:b}", "rate", rate, "run_id", run_id,
-			 "achieved_rate", json_is_number(ach) ? ach : json_null(),
-			 "schedule_lag_p99_ms", real_or_null(lag), "errors", n_err, "unsent",
-			 n_unsent, "sustained", *sustained);
+	return json_pack("{s:f, s:I, s:O, s:O, s:o, s:o, s:O, s:o, s:b}", "rate", rate, "run_id",
+			 run_id, "run_state", json_object_get(out, "state"), "reason",
+			 json_object_get(out, "reason"), "achieved_rate",
+			 json_is_number(ach) ? json_incref(ach) : json_null(), "schedule_lag_p99_ms",
+			 real_or_null(lag), "errors", json_is_integer(errs) ? errs : json_null(),
+			 "unsent", json_is_object(sum) ? json_integer(n_unsent) : json_null(),
+			 "sustained", *sustained);
 }
 
 /* The closed-loop point of one output length, with its open-loop steps
@@ -462,7 +468,7 @@ static json_t *open_step(double rate, json_int_t run_id, json_t *sum, double max
 static json_t *make_point(json_t *osl, json_t *ids, json_t *sums, size_t first_run, json_t *rates,
 			  double max_lag_ms)
 {
-	json_t *sum = json_array_get(sums, first_run);
+	json_t *sum = json_object_get(json_array_get(sums, first_run), "summary");
 	double busy = num_at(sum, "client", "headline", "loop_busy_avg");
 	json_t *p = json_object();
 	json_object_set(p, "osl", osl);
@@ -516,7 +522,10 @@ static void settle(struct store *s, long long cid)
 		json_decref(cal);
 		return;
 	}
-	/* every run must be over; a run that did not succeed fails the whole */
+	/* every run must be over. An open-loop run that failed is a rate the
+	 * worker could not cope with (a step not sustained); any other run
+	 * that did not succeed fails the calibration. sums: per run, its
+	 * {state, reason, summary} */
 	json_t *sums = json_array();
 	char errbuf[512] = "";
 	size_t i;
@@ -539,13 +548,18 @@ static void settle(struct store *s, long long cid)
 			return;
 		}
 		json_t *sum = json_object_get(run, "summary");
-		if (strcmp(rs, RUN_SUCCEEDED) != 0 || !json_is_object(sum)) {
-			const char *why = json_string_value(json_object_get(run, "reason"));
-			snprintf(errbuf, sizeof errbuf, "run %lld %s%s%s", rid, rs, why ? ": " : "",
-				 why ? why : "");
-			json_array_append_new(sums, json_null());
+		json_t *why = json_object_get(run, "reason");
+		int ok = strcmp(rs, RUN_SUCCEEDED) == 0 && json_is_object(sum);
+		if (ok || (i % per != 0 && strcmp(rs, RUN_FAILED) == 0)) {
+			json_array_append_new(
+			    sums, json_pack("{s:s, s:O, s:O}", "state", ok ? RUN_SUCCEEDED : RUN_FAILED,
+					    "reason", json_is_string(why) ? why : json_null(),
+					    "summary", json_is_object(sum) ? sum : json_null()));
 		} else {
-			json_array_append(sums, sum);
+			const char *w = json_string_value(why);
+			snprintf(errbuf, sizeof errbuf, "run %lld %s%s%s", rid, rs, w ? ": " : "",
+				 w ? w : "");
+			json_array_append_new(sums, json_null());
 		}
 		json_decref(run);
 	}

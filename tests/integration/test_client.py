@@ -469,24 +469,95 @@ LATE_WORKER = FAKE_START + textwrap.dedent("""\
     """)
 
 
+# A worker that copes with closed-loop runs (one request, then DONE) and
+# dies on a rate run as soon as it sees its schedule.
+RATE_FAILING_WORKER = textwrap.dedent("""\
+    #!{python}
+    import json, sys, zmq
+    sys.path.insert(0, {testdir!r})
+    import hrrecords
+    ep = sys.argv[sys.argv.index("--connect") + 1]
+    idx = sys.argv[sys.argv.index("--index") + 1]
+    s = zmq.Context().socket(zmq.DEALER)
+    s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
+    s.connect(ep)
+    def send(t, o):
+        s.send_multipart([bytes([2, t]), o if isinstance(o, bytes) else json.dumps(o).encode()])
+    send(1, {"index": int(idx), "pid": 1, "protocol": 2, "version": "fake",
+             "mono_ns": 1, "wall_ns": 1})
+    f = s.recv_multipart()
+    assert f[0][1] == 2
+    if json.loads(f[1])["spec"]["load"]["mode"] == "rate":
+        sys.exit(3)
+    send(3, {})
+    assert s.recv_multipart()[0][1] == 4
+    ms = 1000000
+    rec = dict(seq=0, req_id=0, worker=int(idx), session=0, turn=0, phase=1, error=0,
+               isl_src=3, osl_src=2, flags=1, http_status=200, intended_ns=ms, start_ns=ms,
+               headers_ns=2 * ms, first_output_ns=3 * ms, end_ns=5 * ms, done_ns=5 * ms,
+               isl=128, osl=3, reasoning_tokens=0, chunks=[3 * ms, 4 * ms, 5 * ms])
+    send(6, hrrecords.encode_batch([rec]))
+    send(8, {"sent": 1, "completed": 1, "errors": 0})
+    s.close(linger=5000)
+    """)
+
+
 class FakeWorkerTest(unittest.TestCase):
     """Runs whose worker is a script playing the protocol (the daemon starts
     it through --worker-bin), to reach what a real worker rarely says."""
 
-    def run_fake(self, template):
-        """One run with the fake worker of template: (run, api); the daemon
-        stays up until the test's cleanup, which checks its exit."""
+    def start_fake(self, template):
+        """A daemon whose workers are the fake of template; its API. The
+        daemon stays up until the test's cleanup, which checks its exit."""
         tmp = tempfile.TemporaryDirectory(prefix="headroom-test-")
         self.addCleanup(tmp.cleanup)
         fake = os.path.join(tmp.name, "fake-worker")
         with open(fake, "w") as f:
-            f.write(template.replace("{python}", sys.executable))
+            f.write(template.replace("{python}", sys.executable).replace(
+                "{testdir!r}", repr(os.path.dirname(os.path.abspath(__file__)))))
         os.chmod(fake, 0o755)
         d = start_daemon(os.path.join(tmp.name, "d"), "--worker-bin", fake)
         self.addCleanup(lambda: self.assertEqual(d.stop(), 0))
-        api = hrtest.Api(d.addr)
+        return hrtest.Api(d.addr)
+
+    def run_fake(self, template):
+        """One run with the fake worker of template: (run, api)."""
+        api = self.start_fake(template)
         rid = api.submit(hrtest.spec("127.0.0.1:%d" % hrtest.closed_port()))
         return api.wait(rid, timeout=60), api
+
+    def test_failed_open_loop_step_is_not_sustained(self):
+        """An open-loop calibration run that fails is a step not sustained
+        (with its run's state and reason), not a failed calibration."""
+        api = self.start_fake(RATE_FAILING_WORKER)
+        st, cal, _ = api.call("POST", "/calibrations", {"osl": [8], "duration_s": 1,
+                                                        "concurrency": 1, "rates": [100]})
+        self.assertEqual(st, 201, cal)
+        closed, rate = cal["run_ids"]
+        self.assertEqual(api.wait(closed, timeout=60)["state"], "succeeded")
+        run = api.wait(rate, timeout=60)
+        self.assertEqual(run["state"], "failed")
+        st, cal, _ = api.call("GET", "/calibrations/%d" % cal["id"])
+        self.assertEqual(cal["state"], "succeeded", cal)
+        [p] = cal["result"]["points"]
+        [step] = p["open_loop"]
+        self.assertEqual((step["rate"], step["run_id"], step["run_state"], step["reason"],
+                          step["sustained"]), (100, rate, "failed", run["reason"], False))
+        self.assertIn("exited", step["reason"])
+        self.assertEqual((p["sustained_requests_per_s"], p["sustained_lower_bound"]),
+                         (None, False))
+        # a cancelled step still fails the calibration
+        st, cal2, _ = api.call("POST", "/calibrations", {"osl": [8], "duration_s": 60,
+                                                         "concurrency": 1, "rates": [100]})
+        self.assertEqual(st, 201, cal2)
+        for rid in reversed(cal2["run_ids"]):
+            st, ans, _ = api.call("POST", "/runs/%d/cancel" % rid)
+            self.assertEqual(st, 202, ans)
+        for rid in cal2["run_ids"]:
+            api.wait(rid, timeout=60)
+        st, cal2, _ = api.call("GET", "/calibrations/%d" % cal2["id"])
+        self.assertEqual(cal2["state"], "failed", cal2)
+        self.assertIn("cancelled", cal2["error"])
 
     def test_timer_lateness_and_local_ports_make_a_run_client_bound(self):
         run, _ = self.run_fake(LATE_WORKER)

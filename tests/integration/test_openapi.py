@@ -757,18 +757,24 @@ class DocumentTest(unittest.TestCase):
                  "loop_busy_avg": 0.9, "cpu_avg": 0.8, "client_saturated": True,
                  "open_loop": [], "sustained_requests_per_s": None,
                  "sustained_lower_bound": False}
-        step = {"rate": 500, "run_id": 4, "achieved_rate": 498.5, "schedule_lag_p99_ms": 0.4,
-                "errors": 0, "unsent": 0, "sustained": True}
+        step = {"rate": 500, "run_id": 4, "run_state": "succeeded", "reason": None,
+                "achieved_rate": 498.5, "schedule_lag_p99_ms": 0.4, "errors": 0, "unsent": 0,
+                "sustained": True}
+        failed_step = dict(step, rate=2000, run_state="failed", reason="worker 0 was silent",
+                           achieved_rate=None, schedule_lag_p99_ms=None, errors=None,
+                           unsent=None, sustained=False)
         cal.validate(c)
         cal.validate(dict(c, state="succeeded", finished_ns=2, result={"points": [point]}))
         cal.validate(dict(c, state="succeeded", finished_ns=2, result={"points": [dict(
-            point, open_loop=[step, dict(step, rate=1000, sustained=False)],
+            point, open_loop=[step, dict(step, rate=1000, sustained=False), failed_step],
             sustained_requests_per_s=500)]}))
         for bad_point in (dict(point, open_loop=[dict(step, rate=0)]),
                           dict(point, open_loop=[{k: v for k, v in step.items()
                                                   if k != "sustained"}]),
                           {k: v for k, v in point.items() if k != "open_loop"},
-                          dict(point, sustained_requests_per_s=0)):
+                          dict(point, sustained_requests_per_s=0),
+                          dict(point, open_loop=[dict(failed_step, sustained=True)]),
+                          dict(point, open_loop=[dict(step, run_state="cancelled")])):
             self.assertFalse(cal.is_valid(dict(c, state="succeeded", finished_ns=2,
                                                result={"points": [bad_point]})), bad_point)
         self.assertFalse(cal.is_valid(dict(c, params=dict(c["params"], rates=[0.5]))))
