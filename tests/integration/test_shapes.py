@@ -120,21 +120,26 @@ class Shapes(unittest.TestCase):
         # 0.015, against 0.054 at the 1% level), leaving room for client jitter
         spec = rate_spec(self.mock.addr, rate, "poisson", requests=900)
         spec["workload"]["seed"] = 9
+        # The intended gaps are judged at the 1% level; the actual ones at
+        # 0.1% (0.065 here), which a busy machine's jitter of a few small
+        # gaps stays under while a wrong process does not (constant spacing
+        # is at ~0.37, checked below).
         for attempt in range(3):
             run, rows = self.run_spec(spec)
             actual = self.gaps(rows, "start_ns")
             n = len(actual)
             crit = 1.63 / math.sqrt(n)  # 1% level
+            crit_actual = 1.95 / math.sqrt(n)  # 0.1% level
             d = ks_exponential(actual, rate)
-            if SANITIZED or (d < crit and abs(cv(actual) - 1.0) < 0.15):
+            if SANITIZED or (d < crit_actual and abs(cv(actual) - 1.0) < 0.15):
                 break  # (under ASan the actual sends are not judged: no retry)
         self.assertLess(ks_exponential(self.gaps(rows, "intended_ns"), rate), crit)
         if not SANITIZED:
-            self.assertLess(d, crit)
+            self.assertLess(d, crit_actual)
             self.assertLess(abs(cv(actual) - 1.0), 0.15)
         # the same test rejects a constant-rate run: it can fail
         _, crow = self.run_spec(rate_spec(self.mock.addr, rate, "constant", requests=600))
-        self.assertGreater(ks_exponential(self.gaps(crow, "start_ns"), rate), crit)
+        self.assertGreater(ks_exponential(self.gaps(crow, "start_ns"), rate), crit_actual)
 
     def test_gamma_burstiness(self):
         rate, k = 500, 0.25
