@@ -547,6 +547,59 @@ int cmd_export(const struct cli_opts *o)
 
 /* --- calibrate ------------------------------------------------------------------ */
 
+/* Every open-loop step of a calibration, when it tried any: the evidence
+ * behind the OPEN LOOP column. */
+static void steps_table(FILE *out, json_t *cal)
+{
+	static const char *const titles[] = {"OSL",    "RATE/S", "ACHIEVED/S", "LAG P99 MS",
+	                                     "ERRORS", "UNSENT", "SUSTAINED",  "RUN"};
+	struct table *t = NULL;
+	size_t i, j;
+	json_t *p, *st;
+	json_array_foreach(json_object_get(json_object_get(cal, "result"), "points"), i, p)
+	{
+		json_array_foreach(json_object_get(p, "open_loop"), j, st)
+		{
+			if (!t) {
+				t = table_new(8);
+				for (size_t k = 0; k < 8; k++)
+					table_column(t, k, titles[k], k == 6 ? TABLE_LEFT : TABLE_RIGHT);
+			}
+			char osl[VIEW_NUMLEN], rate[VIEW_NUMLEN] = "-", ach[VIEW_NUMLEN] = "-",
+			                       lag[VIEW_NUMLEN] = "-", err[VIEW_NUMLEN], uns[VIEW_NUMLEN],
+			                       run[32];
+			double x;
+			if (view_num(st, "rate", &x))
+				view_fmt_num(rate, x);
+			if (view_num(st, "achieved_rate", &x))
+				view_fmt_num(ach, x);
+			if (view_num(st, "schedule_lag_p99_ms", &x))
+				view_fmt_num(lag, x);
+			const char *state = view_str(st, "run_state");
+			const char *cells[8] = {
+			    view_scalar(osl, sizeof osl, json_object_get(p, "osl")), rate, ach, lag,
+			    view_scalar(err, sizeof err, json_object_get(st, "errors")),
+			    view_scalar(uns, sizeof uns, json_object_get(st, "unsent")),
+			    json_is_true(json_object_get(st, "sustained")) ? "yes"
+			    : state && strcmp(state, "failed") == 0       ? "no (the run failed)"
+			                                                   : "no",
+			    view_scalar(run, sizeof run, json_object_get(st, "run_id"))};
+			table_add_row(t, cells);
+		}
+	}
+	if (!t)
+		return;
+	double lag;
+	char l[VIEW_NUMLEN] = "?";
+	if (view_num(json_object_get(cal, "params"), "max_lag_ms", &lag))
+		view_fmt_num(l, lag);
+	fprintf(out, "\nopen loop (sustained: schedule lag p99 within %s ms, no errors, nothing "
+	             "unsent)\n",
+	        l);
+	table_print(t, out, TABLE_PLAIN);
+	table_free(t);
+}
+
 static void calibration_table(FILE *out, json_t *cal)
 {
 	json_t *pts = json_object_get(json_object_get(cal, "result"), "points");
@@ -594,6 +647,7 @@ static void calibration_table(FILE *out, json_t *cal)
 	}
 	table_print(t, out, TABLE_PLAIN);
 	table_free(t);
+	steps_table(out, cal);
 }
 
 /* One calibration's state line, then its table or (on stderr) why it

@@ -256,11 +256,19 @@ class ClientVerdictTest(unittest.TestCase):
         r, cal = self.calibrate("--osl", "8", "--duration", "0.5", "--concurrency", "4",
                                 "--rates", "2000,200", "--max-lag-ms", "1000")
         self.assertIn("OPEN LOOP", r.stdout)
+        # every step under the table, with its evidence
+        self.assertIn("open loop (sustained: schedule lag p99 within 1,000", r.stdout)
+        steps = r.stdout.split("\nOSL    RATE/S  ACHIEVED/S  LAG P99 MS  ERRORS  UNSENT  "
+                               "SUSTAINED  RUN\n")[1].splitlines()
+        self.assertEqual([line.split()[0:2] for line in steps], [["8", "200.00"],
+                                                                 ["8", "2,000.00"]])
         self.assertEqual((cal["params"]["rates"], cal["params"]["max_lag_ms"]), ([200, 2000], 1000))
         self.assertEqual(len(cal["run_ids"]), 3)  # closed loop, then 200/s and 2000/s
         [p] = cal["result"]["points"]
         self.assertEqual(p["run_id"], cal["run_ids"][0])
         self.assertEqual([s["rate"] for s in p["open_loop"]], [200, 2000])
+        self.assertEqual([line.split()[6] for line in steps],
+                         ["yes" if s["sustained"] else "no" for s in p["open_loop"]])
         sustained = []
         for step, rid in zip(p["open_loop"], cal["run_ids"][1:]):
             self.assertEqual(step["run_id"], rid)
