@@ -547,6 +547,18 @@ int cmd_export(const struct cli_opts *o)
 
 /* --- calibrate ------------------------------------------------------------------ */
 
+/* A table with these n column titles: column odd aligned odd_align
+ * (TABLE_LEFT or TABLE_RIGHT), every other one the other way. */
+static struct table *titled_table(const char *const *titles, size_t n, size_t odd,
+                                  enum table_align odd_align)
+{
+	enum table_align other = odd_align == TABLE_LEFT ? TABLE_RIGHT : TABLE_LEFT;
+	struct table *t = table_new(n);
+	for (size_t k = 0; k < n; k++)
+		table_column(t, k, titles[k], k == odd ? odd_align : other);
+	return t;
+}
+
 /* Every open-loop step of a calibration, when it tried any: the evidence
  * behind the OPEN LOOP column. */
 static void steps_table(FILE *out, json_t *cal)
@@ -560,11 +572,8 @@ static void steps_table(FILE *out, json_t *cal)
 	{
 		json_array_foreach(json_object_get(p, "open_loop"), j, st)
 		{
-			if (!t) {
-				t = table_new(8);
-				for (size_t k = 0; k < 8; k++)
-					table_column(t, k, titles[k], k == 6 ? TABLE_LEFT : TABLE_RIGHT);
-			}
+			if (!t)
+				t = titled_table(titles, 8, 6, TABLE_LEFT);
 			char osl[VIEW_NUMLEN], rate[VIEW_NUMLEN] = "-", ach[VIEW_NUMLEN] = "-",
 			                       lag[VIEW_NUMLEN] = "-", err[VIEW_NUMLEN], uns[VIEW_NUMLEN],
 			                       run[32];
@@ -605,9 +614,7 @@ static void calibration_table(FILE *out, json_t *cal)
 	json_t *pts = json_object_get(json_object_get(cal, "result"), "points");
 	static const char *const titles[] = {"OSL",       "REQUESTS/S", "TOKENS/S", "LOOP BUSY",
 	                                     "OPEN LOOP", "RUN",        "LIMIT"};
-	struct table *t = table_new(7);
-	for (size_t k = 0; k < 7; k++)
-		table_column(t, k, titles[k], k == 6 ? TABLE_LEFT : TABLE_RIGHT);
+	struct table *t = titled_table(titles, 7, 6, TABLE_LEFT);
 	size_t i;
 	json_t *p;
 	json_array_foreach(pts, i, p)
@@ -806,9 +813,7 @@ int cmd_calibrations(const struct cli_opts *o)
 		} else {
 			static const char *const titles[] = {"ID", "STATE", "HOST", "CREATED", "OSL",
 			                                     "RATES"};
-			struct table *t = table_new(6);
-			for (size_t k = 0; k < 6; k++)
-				table_column(t, k, titles[k], k == 0 ? TABLE_RIGHT : TABLE_LEFT);
+			struct table *t = titled_table(titles, 6, 0, TABLE_RIGHT);
 			size_t i;
 			json_t *cal;
 			json_array_foreach(list, i, cal)

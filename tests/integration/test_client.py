@@ -426,21 +426,26 @@ class ClientVerdictTest(unittest.TestCase):
 
 
 # What every fake worker below does first: connect as the worker the
-# daemon started, say HELLO, take the SCHEDULE, say READY, take START.
-FAKE_START = textwrap.dedent("""\
+# daemon started and say HELLO ...
+FAKE_HELLO = textwrap.dedent("""\
     #!{python}
     import json, sys, zmq
+    sys.path.insert(0, {testdir!r})
     ep = sys.argv[sys.argv.index("--connect") + 1]
     idx = sys.argv[sys.argv.index("--index") + 1]
     s = zmq.Context().socket(zmq.DEALER)
     s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
     s.connect(ep)
     def send(t, o):
-        s.send_multipart([bytes([2, t]), json.dumps(o).encode()])
+        s.send_multipart([bytes([2, t]), o if isinstance(o, bytes) else json.dumps(o).encode()])
     def recv():
         return s.recv_multipart()[0][1]
     send(1, {"index": int(idx), "pid": 1, "protocol": 2, "version": "fake",
              "mono_ns": 1, "wall_ns": 1})
+    """)
+
+# ... then take the SCHEDULE, say READY, take START.
+FAKE_START = FAKE_HELLO + textwrap.dedent("""\
     assert recv() == 2
     send(3, {})
     assert recv() == 4
@@ -479,26 +484,14 @@ LATE_WORKER = FAKE_START + textwrap.dedent("""\
 
 # A worker that copes with closed-loop runs (one request, then DONE) and
 # dies on a rate run as soon as it sees its schedule.
-RATE_FAILING_WORKER = textwrap.dedent("""\
-    #!{python}
-    import json, sys, zmq
-    sys.path.insert(0, {testdir!r})
+RATE_FAILING_WORKER = FAKE_HELLO + textwrap.dedent("""\
     import hrrecords
-    ep = sys.argv[sys.argv.index("--connect") + 1]
-    idx = sys.argv[sys.argv.index("--index") + 1]
-    s = zmq.Context().socket(zmq.DEALER)
-    s.setsockopt(zmq.ROUTING_ID, ("w" + idx).encode())
-    s.connect(ep)
-    def send(t, o):
-        s.send_multipart([bytes([2, t]), o if isinstance(o, bytes) else json.dumps(o).encode()])
-    send(1, {"index": int(idx), "pid": 1, "protocol": 2, "version": "fake",
-             "mono_ns": 1, "wall_ns": 1})
     f = s.recv_multipart()
     assert f[0][1] == 2
     if json.loads(f[1])["spec"]["load"]["mode"] == "rate":
         sys.exit(3)
     send(3, {})
-    assert s.recv_multipart()[0][1] == 4
+    assert recv() == 4
     ms = 1000000
     rec = dict(seq=0, req_id=0, worker=int(idx), session=0, turn=0, phase=1, error=0,
                isl_src=3, osl_src=2, flags=1, http_status=200, intended_ns=ms, start_ns=ms,
