@@ -174,67 +174,82 @@ static json_t *group_json(struct group *g, int64_t ws, int64_t we, struct energy
 	return o;
 }
 
+/* A nullable text column as a JSON string or null. */
+static json_t *text_or_null(sqlite3_stmt *st, int i)
+{
+	const char *t = (const char *)sqlite3_column_text(st, i);
+	return t ? json_string(t) : json_null();
+}
+
+/* The rows of sql (its one parameter: the run id) as an array with one
+ * row(st) each; empty when the query cannot run. */
+static json_t *run_rows(sqlite3 *db, const char *sql, int64_t run_id,
+			json_t *(*row)(sqlite3_stmt *st))
+{
+	sqlite3_stmt *st = NULL;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, run_id);
+		while (sqlite3_step(st) == SQLITE_ROW)
+			json_array_append_new(arr, row(st));
+	}
+	sqlite3_finalize(st);
+	return arr;
+}
+
+static json_t *source_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:s, s:s, s:s, s:o, s:I}", "source", sqlite3_column_text(st, 0),
+			 "target", sqlite3_column_text(st, 1), "status",
+			 sqlite3_column_text(st, 2), "detail", text_or_null(st, 3), "samples",
+			 (json_int_t)sqlite3_column_int64(st, 4));
+}
+
 json_t *tele_sources(struct store *s, int64_t run_id)
 {
 	sqlite3 *db = store_reader(s);
-	sqlite3_stmt *st = NULL;
-	json_t *arr = json_array();
-	if (sqlite3_prepare_v2(db,
+	json_t *arr = run_rows(db,
 			       "SELECT source, target, status, detail, samples FROM "
 			       "telemetry_sources WHERE run_id = ? ORDER BY rowid",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, run_id);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			const char *detail = (const char *)sqlite3_column_text(st, 3);
-			json_array_append_new(
-				arr, json_pack("{s:s, s:s, s:s, s:o, s:I}", "source",
-					       sqlite3_column_text(st, 0), "target",
-					       sqlite3_column_text(st, 1), "status",
-					       sqlite3_column_text(st, 2), "detail",
-					       detail ? json_string(detail) : json_null(), "samples",
-					       (json_int_t)sqlite3_column_int64(st, 4)));
-		}
-	}
-	sqlite3_finalize(st);
+			       run_id, source_row);
 	store_reader_put(s, db);
 	return arr;
+}
+
+static json_t *gpu_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:s, s:s, s:o, s:o, s:o}", "source", sqlite3_column_text(st, 0), "gpu",
+			 sqlite3_column_text(st, 1), "index",
+			 sqlite3_column_type(st, 2) == SQLITE_NULL
+				 ? json_null()
+				 : json_integer(sqlite3_column_int64(st, 2)),
+			 "uuid", text_or_null(st, 3), "name", text_or_null(st, 4));
 }
 
 json_t *tele_gpus(struct store *s, int64_t run_id)
 {
 	sqlite3 *db = store_reader(s);
-	sqlite3_stmt *st = NULL;
-	json_t *arr = json_array();
-	if (sqlite3_prepare_v2(db,
+	json_t *arr = run_rows(db,
 			       "SELECT source, gpu, idx, uuid, name FROM telemetry_gpus WHERE "
 			       "run_id = ? ORDER BY CASE source WHEN 'nvml' THEN 0 WHEN 'dcgm' "
 			       "THEN 1 ELSE 2 END, idx IS NULL, idx, gpu",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, run_id);
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			const char *uuid = (const char *)sqlite3_column_text(st, 3);
-			const char *name = (const char *)sqlite3_column_text(st, 4);
-			json_array_append_new(
-				arr, json_pack("{s:s, s:s, s:o, s:o, s:o}", "source",
-					       sqlite3_column_text(st, 0), "gpu",
-					       sqlite3_column_text(st, 1), "index",
-					       sqlite3_column_type(st, 2) == SQLITE_NULL
-						       ? json_null()
-						       : json_integer(sqlite3_column_int64(st, 2)),
-					       "uuid", uuid ? json_string(uuid) : json_null(), "name",
-					       name ? json_string(name) : json_null()));
-		}
-	}
-	sqlite3_finalize(st);
+			       run_id, gpu_row);
 	store_reader_put(s, db);
 	return arr;
+}
+
+static json_t *anchor_row(sqlite3_stmt *st)
+{
+	return json_pack("{s:I, s:I, s:I}", "worker", (json_int_t)sqlite3_column_int64(st, 0),
+			 "mono_ns", (json_int_t)sqlite3_column_int64(st, 1), "wall_ns",
+			 (json_int_t)sqlite3_column_int64(st, 2));
 }
 
 json_t *tele_clock(struct store *s, int64_t run_id)
 {
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
-	json_t *daemon = json_null(), *workers = json_array();
+	json_t *daemon = json_null();
 	if (sqlite3_prepare_v2(db,
 			       "SELECT mono_ns, wall_ns FROM telemetry_clock WHERE run_id = ?", -1,
 			       &st, NULL) == SQLITE_OK) {
@@ -245,23 +260,11 @@ json_t *tele_clock(struct store *s, int64_t run_id)
 					   (json_int_t)sqlite3_column_int64(st, 1));
 	}
 	sqlite3_finalize(st);
-	st = NULL;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT idx, mono_anchor_ns, wall_anchor_ns FROM run_workers WHERE "
-			       "run_id = ? AND mono_anchor_ns IS NOT NULL AND wall_anchor_ns IS "
-			       "NOT NULL ORDER BY idx",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, run_id);
-		while (sqlite3_step(st) == SQLITE_ROW)
-			json_array_append_new(workers,
-					      json_pack("{s:I, s:I, s:I}", "worker",
-							(json_int_t)sqlite3_column_int64(st, 0),
-							"mono_ns",
-							(json_int_t)sqlite3_column_int64(st, 1),
-							"wall_ns",
-							(json_int_t)sqlite3_column_int64(st, 2)));
-	}
-	sqlite3_finalize(st);
+	json_t *workers = run_rows(db,
+				   "SELECT idx, mono_anchor_ns, wall_anchor_ns FROM run_workers WHERE "
+				   "run_id = ? AND mono_anchor_ns IS NOT NULL AND wall_anchor_ns IS "
+				   "NOT NULL ORDER BY idx",
+				   run_id, anchor_row);
 	store_reader_put(s, db);
 	return json_pack("{s:o, s:o}", "daemon", daemon, "workers", workers);
 }
