@@ -133,7 +133,8 @@ static int progress_cb(void *ud, curl_off_t dltotal, curl_off_t dlnow, curl_off_
 }
 
 /* Runs one exchange with the options set by the caller plus the common
- * ones; leaves the handle reset (its connection stays cached). */
+ * ones (the answer goes to x->out when set, else into x->r->body); frees
+ * hdrs; leaves the handle reset (its connection stays cached). */
 static int perform(struct xfer *x, const char *path, struct curl_slist *hdrs, char *err)
 {
 	CURL *h = x->c->curl;
@@ -152,6 +153,7 @@ static int perform(struct xfer *x, const char *path, struct curl_slist *hdrs, ch
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, progress_cb);
 	curl_easy_setopt(h, CURLOPT_XFERINFODATA, x);
+	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, x->out ? stream_cb : collect_cb);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, x);
 
 	x->r->status = 0;
@@ -160,6 +162,7 @@ static int perform(struct xfer *x, const char *path, struct curl_slist *hdrs, ch
 	long code = 0;
 	curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
 	curl_easy_reset(h);
+	curl_slist_free_all(hdrs);
 	free(url);
 
 	if (rc == CURLE_OK) {
@@ -190,10 +193,7 @@ int http_get(struct http_client *c, const char *path, struct http_resp *r, char 
 	struct curl_slist *hdrs = hdr_add(NULL, "Accept: application/json");
 	curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect_cb);
-	int rc = perform(&x, path, hdrs, err);
-	curl_slist_free_all(hdrs);
-	return rc;
+	return perform(&x, path, hdrs, err);
 }
 
 int http_post(struct http_client *c, const char *path, const void *body, size_t len,
@@ -207,10 +207,7 @@ int http_post(struct http_client *c, const char *path, const void *body, size_t 
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, len ? (const char *)body : "");
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect_cb);
-	int rc = perform(&x, path, hdrs, err);
-	curl_slist_free_all(hdrs);
-	return rc;
+	return perform(&x, path, hdrs, err);
 }
 
 int http_upload(struct http_client *c, const char *path, FILE *in, long long size,
@@ -225,10 +222,7 @@ int http_upload(struct http_client *c, const char *path, FILE *in, long long siz
 	curl_easy_setopt(c->curl, CURLOPT_READDATA, &x);
 	curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, HTTP_UPLOAD_STALL_S);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect_cb);
-	int rc = perform(&x, path, hdrs, err);
-	curl_slist_free_all(hdrs);
-	return rc;
+	return perform(&x, path, hdrs, err);
 }
 
 int http_delete(struct http_client *c, const char *path, struct http_resp *r, char *err)
@@ -238,11 +232,7 @@ int http_delete(struct http_client *c, const char *path, struct http_resp *r, ch
 	curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, "DELETE");
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, collect_cb);
-	int rc = perform(&x, path, hdrs, err);
-	curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, NULL); /* the handle is reused */
-	curl_slist_free_all(hdrs);
-	return rc;
+	return perform(&x, path, hdrs, err);
 }
 
 int http_get_stream(struct http_client *c, const char *path, FILE *out, struct http_resp *r,
@@ -252,7 +242,6 @@ int http_get_stream(struct http_client *c, const char *path, FILE *out, struct h
 	curl_easy_setopt(c->curl, CURLOPT_HTTPGET, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_LIMIT, 1L);
 	curl_easy_setopt(c->curl, CURLOPT_LOW_SPEED_TIME, HTTP_STREAM_STALL_S);
-	curl_easy_setopt(c->curl, CURLOPT_WRITEFUNCTION, stream_cb);
 	dynbuf_release(&r->body);
 	dynbuf_init(&r->body, HTTP_MAX_ERROR_BODY);
 	return perform(&x, path, NULL, err);
