@@ -77,6 +77,13 @@ class Telemetry(unittest.TestCase):
             p.stop()
         self.tmp.cleanup()
 
+    def daemon(self, env_extra):
+        """A headroomd on this test's data directory with env_extra in its
+        environment, stopped at tearDown: (its Proc, its Api)."""
+        d = start_daemon_env(self.tmp.name, env_extra)
+        self.procs.append(d)
+        return d, hrtest.Api(d.addr)
+
     def records(self, api, run_id):
         st, text, _ = api.call("GET", "/runs/%d/records?format=jsonl" % run_id)
         self.assertEqual(st, 200)
@@ -90,10 +97,8 @@ class Telemetry(unittest.TestCase):
     def test_all_sources_stored_aligned_and_summarised(self):
         mock, dcgm = start_mock_with_dcgm("--ttft-ms", "40", "--itl-ms", "20")
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {"HEADROOM_NVML_LIB": FAKE_NVML,
+        d, api = self.daemon({"HEADROOM_NVML_LIB": FAKE_NVML,
                                              "FAKE_NVML_GPUS": "2"})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
         # steady light traffic with a burst of 40 requests 2 s in
         lines = [{"timestamp": 200 * i, "input_length": 8, "output_length": 20}
                  for i in range(25)]
@@ -178,9 +183,7 @@ class Telemetry(unittest.TestCase):
     def test_nothing_to_measure_still_succeeds(self):
         mock = hrtest.start_mock()
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {"HEADROOM_NVML_LIB": "/nonexistent/libnvidia-ml.so.1"})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
+        d, api = self.daemon({"HEADROOM_NVML_LIB": "/nonexistent/libnvidia-ml.so.1"})
         spec = hrtest.spec(mock.addr, requests=50)
         spec["telemetry"] = {"server_metrics": False,
                              "dcgm_urls": ["http://127.0.0.1:%d/metrics" % hrtest.closed_port()]}
@@ -199,10 +202,8 @@ class Telemetry(unittest.TestCase):
             f.write("0 power 300000\n")  # GPU 0, mW
         mock = hrtest.start_mock("--ttft-ms", "5", "--itl-ms", "5")
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {"HEADROOM_NVML_LIB": FAKE_NVML,
+        d, api = self.daemon({"HEADROOM_NVML_LIB": FAKE_NVML,
                                              "FAKE_NVML_SCRIPT": script})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
         spec = hrtest.spec(mock.addr, concurrency=4)
         del spec["load"]["requests"]
         spec["load"]["duration_s"] = 1.5
@@ -223,9 +224,7 @@ class Telemetry(unittest.TestCase):
         self.procs.append(stalled)
         mock, dcgm = start_mock_with_dcgm("--ttft-ms", "5", "--itl-ms", "5")
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {"HEADROOM_NVML_LIB": FAKE_NVML})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
+        d, api = self.daemon({"HEADROOM_NVML_LIB": FAKE_NVML})
         spec = hrtest.spec(mock.addr, concurrency=2)
         del spec["load"]["requests"]
         spec["load"]["duration_s"] = 2
@@ -268,9 +267,7 @@ class Telemetry(unittest.TestCase):
         self.procs.append(stalled)
         mock = hrtest.start_mock("--quiet")
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
+        d, api = self.daemon({})
         spec = hrtest.spec(mock.addr, concurrency=1, requests=5)
         spec["telemetry"] = {"scrape_timeout_ms": 30000, "dcgm_urls": [stalled.url]}
         rid = api.submit(spec)
@@ -292,10 +289,8 @@ class Telemetry(unittest.TestCase):
                     "3 name err:3\n")  # no name
         mock, dcgm = start_mock_with_dcgm("--gpus", "2")
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {"HEADROOM_NVML_LIB": FAKE_NVML,
+        d, api = self.daemon({"HEADROOM_NVML_LIB": FAKE_NVML,
                                              "FAKE_NVML_GPUS": "4", "FAKE_NVML_SCRIPT": script})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
         spec = hrtest.spec(mock.addr)
         spec["telemetry"] = {"interval_ms": 100, "dcgm_urls": ["http://%s/metrics" % dcgm]}
         run = api.wait(api.submit(spec))
@@ -325,10 +320,8 @@ class Telemetry(unittest.TestCase):
     def test_nvml_without_gpus_says_so(self):
         mock = hrtest.start_mock()
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {"HEADROOM_NVML_LIB": FAKE_NVML,
+        d, api = self.daemon({"HEADROOM_NVML_LIB": FAKE_NVML,
                                              "FAKE_NVML_GPUS": "0"})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
         spec = hrtest.spec(mock.addr)
         spec["telemetry"] = {"interval_ms": 100, "server_metrics": False, "dcgm_urls": []}
         run = api.wait(api.submit(spec))
@@ -344,10 +337,8 @@ class Telemetry(unittest.TestCase):
     def test_summary_csv_has_telemetry_rows(self):
         mock, dcgm = start_mock_with_dcgm("--ttft-ms", "5", "--itl-ms", "5")
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {"HEADROOM_NVML_LIB": FAKE_NVML,
+        d, api = self.daemon({"HEADROOM_NVML_LIB": FAKE_NVML,
                                              "FAKE_NVML_GPUS": "2"})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
         spec = hrtest.spec(mock.addr, concurrency=4)
         del spec["load"]["requests"]
         spec["load"]["duration_s"] = 1
@@ -415,9 +406,7 @@ class Telemetry(unittest.TestCase):
     def test_clock_anchors(self):
         mock = hrtest.start_mock()
         self.procs.append(mock)
-        d = start_daemon_env(self.tmp.name, {"HEADROOM_NVML_LIB": FAKE_NVML})
-        self.procs.append(d)
-        api = hrtest.Api(d.addr)
+        d, api = self.daemon({"HEADROOM_NVML_LIB": FAKE_NVML})
         spec = hrtest.spec(mock.addr)
         spec["workers"] = 2
         spec["telemetry"] = {"server_metrics": False, "dcgm_urls": []}
