@@ -375,6 +375,11 @@ struct json_t *api_load_object(const char *body, size_t len, char *err);
 uint64_t api_text_tokens(const char *s, size_t n);
 /* An optional boolean member `key` of obj (null: absent); name is how errors call it. */
 int api_opt_bool(const struct json_t *obj, const char *key, const char *name, bool *out, char *err);
+/* The optional integer member key (called name in messages), from lo to hi
+ * (hi < 0: no upper bound, then lo must be 0: "a non-negative integer"):
+ * 1 with *out set, 0 when absent or null, -1 with a message in err. */
+int api_opt_int(const struct json_t *obj, const char *key, const char *name, long long lo,
+                long long hi, long long *out, char *err);
 /* The optional string member "model". */
 int api_check_model(const struct json_t *root, char *err);
 /* Token i of s's output: its place in the word list, and the word. */

@@ -238,6 +238,20 @@ int api_opt_bool(const json_t *obj, const char *key, const char *name, bool *out
 	return 0;
 }
 
+int api_opt_int(const json_t *obj, const char *key, const char *name, long long lo,
+                long long hi, long long *out, char *err)
+{
+	const json_t *v = json_object_get(obj, key);
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_integer(v) || json_integer_value(v) < lo ||
+	    (hi >= 0 && json_integer_value(v) > hi))
+		return hi < 0 ? errf(err, "'%s' must be a non-negative integer", name)
+		              : errf(err, "'%s' must be an integer from %lld to %lld", name, lo, hi);
+	*out = (long long)json_integer_value(v);
+	return 1;
+}
+
 json_t *api_load_object(const char *body, size_t len, char *err)
 {
 	json_error_t jerr;
@@ -283,32 +297,20 @@ static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g,
 		                 &g->include_usage, err) < 0)
 			goto out;
 	}
-	const char *key = "max_completion_tokens";
-	const json_t *mt = json_object_get(root, key);
-	if (!mt || json_is_null(mt)) {
-		key = "max_tokens";
-		mt = json_object_get(root, key);
-	}
-	g->max_tokens = DEFAULT_MAX_TOKENS;
-	if (mt && !json_is_null(mt)) {
-		if (!json_is_integer(mt) || json_integer_value(mt) < 0 ||
-		    json_integer_value(mt) > HR_MAX_OSL) {
-			errf(err, "'%s' must be an integer from 0 to %d", key, HR_MAX_OSL);
-			goto out;
-		}
-		g->max_tokens = (uint32_t)json_integer_value(mt);
-	}
+	const json_t *mct = json_object_get(root, "max_completion_tokens");
+	const char *key = mct && !json_is_null(mct) ? "max_completion_tokens" : "max_tokens";
+	long long v;
+	int got = api_opt_int(root, key, key, 0, HR_MAX_OSL, &v, err);
+	if (got < 0)
+		goto out;
+	g->max_tokens = got ? (uint32_t)v : DEFAULT_MAX_TOKENS;
 	if (api_opt_bool(root, "ignore_eos", "ignore_eos", &g->ignore_eos, err) < 0)
 		goto out;
-	const json_t *mint = json_object_get(root, "min_tokens");
-	if (mint && !json_is_null(mint)) {
-		if (!json_is_integer(mint) || json_integer_value(mint) < 0) {
-			errf(err, "'min_tokens' must be a non-negative integer");
-			goto out;
-		}
-		json_int_t v = json_integer_value(mint);
+	got = api_opt_int(root, "min_tokens", "min_tokens", 0, -1, &v, err);
+	if (got < 0)
+		goto out;
+	if (got)
 		g->min_tokens = v > HR_MAX_OSL ? HR_MAX_OSL + 1 : (uint32_t)v;
-	}
 	uint64_t words_in = 0;
 	if ((chat ? chat_prompt(root, &words_in, err) : completion_prompt(root, &words_in, err)) <
 	    0)

@@ -146,14 +146,12 @@ static int parse_embed(const struct mock_config *cfg, const json_t *root, struct
 	                            "token ids or an array of arrays of token ids";
 	const json_t *input = json_object_get(root, "input");
 	pq->dim = cfg->embedding_dim;
-	const json_t *dims = json_object_get(root, "dimensions");
-	if (dims && !json_is_null(dims)) {
-		if (!json_is_integer(dims) || json_integer_value(dims) < 1 ||
-		    json_integer_value(dims) > MOCK_MAX_EMBED_DIM)
-			return errf(err, "'dimensions' must be an integer from 1 to %d",
-			            MOCK_MAX_EMBED_DIM);
-		pq->dim = (uint32_t)json_integer_value(dims);
-	}
+	long long dim;
+	int got = api_opt_int(root, "dimensions", "dimensions", 1, MOCK_MAX_EMBED_DIM, &dim, err);
+	if (got < 0)
+		return -1;
+	if (got)
+		pq->dim = (uint32_t)dim;
 	const json_t *fmt = json_object_get(root, "encoding_format");
 	if (fmt && !json_is_null(fmt)) {
 		if (json_is_string(fmt) && strcmp(json_string_value(fmt), "base64") == 0)

@@ -73,17 +73,13 @@ int tgi_parse(const char *body, size_t len, bool stream, struct gen_req *g, char
 			errf(err, "'parameters' must be an object");
 			goto out;
 		}
-		const json_t *mt = json_object_get(params, "max_new_tokens");
-		if (mt && !json_is_null(mt)) {
-			if (!json_is_integer(mt) || json_integer_value(mt) < 1 ||
-			    json_integer_value(mt) > HR_MAX_OSL) {
-				errf(err,
-				     "'parameters.max_new_tokens' must be an integer from 1 to %d",
-				     HR_MAX_OSL);
-				goto out;
-			}
-			g->max_tokens = (uint32_t)json_integer_value(mt);
-		}
+		long long v;
+		int got = api_opt_int(params, "max_new_tokens", "parameters.max_new_tokens", 1,
+		                      HR_MAX_OSL, &v, err);
+		if (got < 0)
+			goto out;
+		if (got)
+			g->max_tokens = (uint32_t)v;
 		if (api_opt_bool(params, "details", "parameters.details", &g->details, err) < 0 ||
 		    api_opt_bool(params, "decoder_input_details",
 		                 "parameters.decoder_input_details", &decoder_details, err) < 0 ||
@@ -91,14 +87,12 @@ int tgi_parse(const char *body, size_t len, bool stream, struct gen_req *g, char
 		                 &full_text, err) < 0 ||
 		    api_opt_bool(params, "do_sample", "parameters.do_sample", &ignored, err) < 0)
 			goto out;
-		const json_t *seed = json_object_get(params, "seed");
-		if (seed && !json_is_null(seed)) {
-			if (!json_is_integer(seed) || json_integer_value(seed) < 0) {
-				errf(err, "'parameters.seed' must be a non-negative integer");
-				goto out;
-			}
+		got = api_opt_int(params, "seed", "parameters.seed", 0, -1, &v, err);
+		if (got < 0)
+			goto out;
+		if (got) {
 			g->seed_given = true;
-			g->seed = (uint64_t)json_integer_value(seed);
+			g->seed = (uint64_t)v;
 		}
 		const json_t *stop = json_object_get(params, "stop");
 		if (stop && !json_is_null(stop)) {

@@ -580,6 +580,18 @@ class MockTest(MockCase):
             self.assert_error(status, headers, body, 400)
         for raw in (b'{}', b'{"prompt": 3}', b'{"prompt": [1.5]}', b'{"prompt": [[1, "a"]]}'):
             self.assert_error(*do(c, "POST", "/v1/completions", raw), 400)
+        # the message names the member as the request spelled it
+        msg = '{"messages": [{"role":"user","content":"x"}], %s}'
+        for member, words in (('"max_tokens": -1', "'max_tokens' must be an integer from 0 to "),
+                              ('"max_tokens": 5, "max_completion_tokens": 1.5',
+                               "'max_completion_tokens' must be an integer from 0 to "),
+                              ('"max_completion_tokens": null, "max_tokens": "5"',
+                               "'max_tokens' must be an integer from 0 to "),
+                              ('"min_tokens": -1', "'min_tokens' must be a non-negative integer")):
+            status, headers, body = do(c, "POST", "/v1/chat/completions",
+                                       (msg % member).encode())
+            self.assert_error(status, headers, body, 400)
+            self.assertIn(words, json.loads(body)["error"]["message"], member)
         # the connection is still good after all that
         self.assertEqual(do(c, "GET", "/health")[0], 200)
 
