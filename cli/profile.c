@@ -527,41 +527,35 @@ static int build(struct pflags *p, json_t **out)
 	/* a fixed schedule: timestamps in a single_turn / random_pool file */
 	int timed = custom && !trace && p->fixed_schedule &&
 		    strcmp(p->dataset_format, "multi_turn") != 0;
-	if (timed) {
-		json_object_set_new(load, "mode", json_string("trace"));
-		if (p->concurrency > 0)
-			json_object_set_new(load, "max_concurrency",
-					    json_integer((json_int_t)p->concurrency));
-		if (p->rate > 0) {
-			rc = bad("--request-rate", "a fixed schedule replays at its own timestamps");
-			goto fail;
-		}
-	} else if (trace) {
-		if (!p->input_file) {
-			rc = bad("--input-file", "is required with --custom-dataset-type");
-			goto fail;
-		}
-		size_t len;
-		char *text = read_file(p->input_file, HR_MAX_BODY_BYTES - 4096, &len);
-		if (!text) {
-			rc = bad("--input-file", "cannot read %s: %s", p->input_file,
-				 errno == EFBIG ? "larger than the daemon's body limit"
-						: strerror(errno));
-			goto fail;
-		}
-		json_object_set_new(wl, "kind", json_string("trace"));
-		json_object_set_new(wl, "trace", json_stringn(text, len));
-		free(text);
-		if (!json_object_get(wl, "trace")) {
-			rc = bad("--input-file", "%s is not UTF-8 text", p->input_file);
-			goto fail;
+	if (timed || trace) {
+		if (trace) { /* the trace file itself goes in the spec */
+			if (!p->input_file) {
+				rc = bad("--input-file", "is required with --custom-dataset-type");
+				goto fail;
+			}
+			size_t len;
+			char *text = read_file(p->input_file, HR_MAX_BODY_BYTES - 4096, &len);
+			if (!text) {
+				rc = bad("--input-file", "cannot read %s: %s", p->input_file,
+					 errno == EFBIG ? "larger than the daemon's body limit"
+							: strerror(errno));
+				goto fail;
+			}
+			json_object_set_new(wl, "kind", json_string("trace"));
+			json_object_set_new(wl, "trace", json_stringn(text, len));
+			free(text);
+			if (!json_object_get(wl, "trace")) {
+				rc = bad("--input-file", "%s is not UTF-8 text", p->input_file);
+				goto fail;
+			}
 		}
 		json_object_set_new(load, "mode", json_string("trace"));
 		if (p->concurrency > 0)
 			json_object_set_new(load, "max_concurrency",
 					    json_integer((json_int_t)p->concurrency));
 		if (p->rate > 0) {
-			rc = bad("--request-rate", "a trace replays at its own timestamps");
+			rc = bad("--request-rate", "%s replays at its own timestamps",
+				 trace ? "a trace" : "a fixed schedule");
 			goto fail;
 		}
 	} else if (p->rate > 0) {

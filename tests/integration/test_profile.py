@@ -219,6 +219,11 @@ class EndToEndTest(hrtest.ServiceCase):
             st, run, _ = self.api.call("GET", "/runs/%d" % rid)
             self.assertEqual(run["spec"]["load"]["mode"], "trace")
             self.assertEqual(run["summary"]["counts"]["valid"], 10)
+            r = profile("-m", "mock-model", "--url", "http://" + self.mock.addr, "--print-spec",
+                        "--input-file", path, "--custom-dataset-type", "mooncake_trace",
+                        "--request-rate", "5", env=env)
+            self.assertEqual(r.returncode, 2, r.stdout + r.stderr)
+            self.assertIn("--request-rate: a trace replays at its own timestamps", r.stderr)
         finally:
             os.unlink(path)
 
@@ -274,6 +279,11 @@ class EndToEndTest(hrtest.ServiceCase):
                         "--fixed-schedule")
             self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
             self.assertIn("(single_turn, 3 entries)", r.stderr)
+            r2 = profile(*base, "--input-file", single, "--custom-dataset-type", "single_turn",
+                         "--fixed-schedule", "--request-rate", "5")
+            self.assertEqual(r2.returncode, 2, r2.stdout + r2.stderr)
+            self.assertIn("--request-rate: a fixed schedule replays at its own timestamps",
+                          r2.stderr)
             st, run, _ = self.api.call("GET", "/runs/%d" % int(r.stdout.split()[1]))
             self.assertEqual(run["spec"]["load"]["mode"], "trace")
             self.assertEqual(run["spec"]["workload"]["dataset"]["format"], "single_turn")
