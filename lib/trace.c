@@ -39,12 +39,15 @@ static int parse_line(const char *s, size_t n, uint32_t line, struct trace_entry
 		errf(err, "line %u: 'timestamp' is required", line);
 		goto out;
 	}
-	if (!json_is_number(ts) || !(json_number_value(ts) >= 0) ||
-	    !isfinite(json_number_value(ts))) {
-		errf(err, "line %u: 'timestamp' must be a number of milliseconds >= 0", line);
+	/* bounded as a dataset's timestamps are: replay turns it into
+	 * nanoseconds, and NaN, infinities and huge values have none */
+	double t_ms = json_is_number(ts) ? json_number_value(ts) : NAN;
+	if (!(t_ms >= 0 && t_ms <= HR_MAX_DATASET_TIME_MS)) {
+		errf(err, "line %u: 'timestamp' must be a number of milliseconds from 0 to 1e12",
+		     line);
 		goto out;
 	}
-	e->t_ms = json_number_value(ts);
+	e->t_ms = t_ms;
 	if (get_len(o, "input_length", line, HR_MAX_ISL, &e->isl, err) < 0 ||
 	    get_len(o, "output_length", line, HR_MAX_OSL, &e->osl, err) < 0)
 		goto out;

@@ -1,7 +1,7 @@
 /* trace.h - Mooncake-style request traces (JSONL) for replay.
  *
  * One JSON object per line:
- *   {"timestamp": 1234.5,        ms since the trace's start (required, >= 0)
+ *   {"timestamp": 1234.5,        ms since the trace's start (required, 0..1e12)
  *    "input_length": 512,        prompt tokens (required, >= 1)
  *    "output_length": 128,       tokens to generate (required, >= 1)
  *    "hash_ids": [1, 2, 3],      prefix blocks shared between requests (optional)

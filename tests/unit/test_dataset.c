@@ -12,6 +12,7 @@
 #include "dataset.h"
 #include "limits.h"
 #include "tap.h"
+#include "trace.h"
 #include "util.h"
 
 static int parse(const char *text, enum ds_format f, const struct ds_options *o, struct dataset *d,
@@ -524,6 +525,42 @@ static void test_limits(void)
 	CHECK_EQ_INT(e.line, 0);
 }
 
+/* A trace's timestamps share the datasets' bound (HR_MAX_DATASET_TIME_MS):
+ * fuzz_dataset found one at 888888888888888880 ms accepted, replayed at an
+ * overflowed time. Checked through trace_parse (a spec's inline trace) and
+ * as a mooncake_trace dataset. */
+static void test_trace_timestamp_bound(void)
+{
+	static const char *const bad[] = {
+	    "{\"timestamp\": 888888888888888880, \"input_length\": 1, \"output_length\": 1}",
+	    "{\"timestamp\": 1000000000000.001, \"input_length\": 1, \"output_length\": 1}",
+	    "{\"timestamp\": 1e300, \"input_length\": 1, \"output_length\": 1}",
+	    "{\"timestamp\": -0.5, \"input_length\": 1, \"output_length\": 1}",
+	    "{\"timestamp\": \"5\", \"input_length\": 1, \"output_length\": 1}",
+	};
+	struct trace t;
+	char err[HR_ERRLEN];
+	for (size_t i = 0; i < HR_ARRAY_LEN(bad); i++) {
+		char *text = xasprintf("{\"timestamp\": 0, \"input_length\": 1, "
+		                       "\"output_length\": 1}\n%s\n",
+		                       bad[i]);
+		err[0] = '\0';
+		if (!CHECK(trace_parse(text, strlen(text), &t, err) < 0))
+			trace_release(&t);
+		CHECK_STR(err,
+		          "line 2: 'timestamp' must be a number of milliseconds from 0 to 1e12");
+		expect_error(text, DS_MOONCAKE_TRACE, 2, "timestamp",
+		             "'timestamp' must be a number of milliseconds from 0 to 1e12");
+		free(text);
+	}
+	/* the bound itself is accepted */
+	const char *edge = "{\"timestamp\": 1e12, \"input_length\": 1, \"output_length\": 1}";
+	if (CHECK(trace_parse(edge, strlen(edge), &t, err) == 0)) {
+		CHECK(t.n == 1 && t.e[0].t_ms == HR_MAX_DATASET_TIME_MS);
+		trace_release(&t);
+	}
+}
+
 static void test_too_many_turns_plain(void)
 {
 	size_t cap = (size_t)(HR_MAX_TURNS + 2) * 16 + 64, n = 0;
@@ -726,6 +763,7 @@ int main(void)
 	test_sharegpt();
 	test_errors();
 	test_limits();
+	test_trace_timestamp_bound();
 	test_too_many_turns_plain();
 	test_entry_bound();
 	test_preview();
