@@ -4,6 +4,7 @@
 #include <math.h>
 
 #include "rng.h"
+#include "util.h"
 
 /* Each arrival may need several random numbers (gamma rejection): draw
  * them from indices k * SUB + j of the stream. */
@@ -76,5 +77,5 @@ int64_t sched_next(struct sched *s)
 		t = op + s->ramp_s / 2;
 	s->s += interval(s);
 	s->k++;
-	return (int64_t)llround(t * 1e9);
+	return ns_of_s(t); /* clamped: t grows without bound at tiny rates */
 }

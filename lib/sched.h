@@ -34,7 +34,8 @@ struct sched {
 
 void sched_init(struct sched *s, int law, double rate, double smoothness, double ramp_s,
 		uint64_t seed, uint64_t stream);
-/* Time of arrival s->k in ns since the phase start; advances to k + 1. */
+/* Time of arrival s->k in ns since the phase start (at most HR_FAR_NS);
+ * advances to k + 1. */
 int64_t sched_next(struct sched *s);
 
 /* One gamma(shape, 1) variate from the counter-based stream (exposed for tests). */

@@ -73,6 +73,16 @@ int64_t mono_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
 }
 
+int64_t ns_of_s(double s)
+{
+	double ns = s * 1e9;
+	if (!(ns > -(double)HR_FAR_NS)) /* (NaN too) */
+		return isnan(ns) ? 0 : -HR_FAR_NS;
+	if (!(ns < (double)HR_FAR_NS))
+		return HR_FAR_NS;
+	return (int64_t)llround(ns);
+}
+
 int64_t wall_ns(void)
 {
 	struct timespec ts;

@@ -31,6 +31,13 @@ int64_t wall_ns(void);
 /* CPU time of the whole process (user + system, every thread), ns; 0 if
  * the clock cannot be read. */
 int64_t process_cpu_ns(void);
+/* Seconds as nanoseconds, rounded, clamped to [-HR_FAR_NS, HR_FAR_NS]
+ * (about 31.7 years; NaN gives 0). For times computed from outside input
+ * (a trace timestamp over a tiny speedup, the millionth arrival at a tiny
+ * rate): the result never overflows, even added to a clock reading, and a
+ * time clamped that far away is never reached. */
+#define HR_FAR_NS 1000000000000000000LL
+int64_t ns_of_s(double s);
 
 /* Format into a caller-supplied error buffer of HR_ERRLEN bytes (err may be
  * NULL). Always returns -1 so callers can write `return errf(...)`. */

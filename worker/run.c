@@ -489,10 +489,11 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 			r->burn_ns = (int64_t)(us * 1000);
 	}
 	const char *spin = getenv("HEADROOM_WORKER_SPIN_US");
-	if (spin && *spin)
-		r->spin_ns = (int64_t)(atof(spin) * 1000);
-	if (r->spin_ns < 0 || r->spin_ns > 1000000)
-		r->spin_ns = 0;
+	if (spin && *spin) {
+		double us = atof(spin); /* range first: converting 1e30 or NaN is undefined */
+		if (us >= 0 && us <= 1000)
+			r->spin_ns = (int64_t)(us * 1000);
+	}
 	r->grace_ns = (int64_t)(sh->grace_s * 1e9 + 0.5);
 	r->cancel_fraction = sh->cancel_fraction;
 	r->cancel_after_ns = (int64_t)(sh->cancel_after_s * 1e9 + 0.5);

@@ -1,6 +1,8 @@
 /* test_load.c - the worker's load model (worker/load.c) driven by hand:
  * what a paced run with a concurrency ceiling does at the end of its
- * duration, whatever order the completion and the end's timer come in. */
+ * duration, whatever order the completion and the end's timer come in;
+ * and times far past int64 nanoseconds (a trace at the slowest speedup, a
+ * schedule at the lowest rate), which are clamped, never overflowed. */
 #include "../../worker/load.c"
 #include "../../worker/dsplan.c"
 #include "../../worker/timers.c"
@@ -130,6 +132,77 @@ static void test_full_at_the_end(void)
 	fx_release(&f);
 }
 
+/* A trace whose last entries are 1e12 ms in, replayed at a speedup of
+ * 1e-6: 1e24 ns away. Each is due at start + HR_FAR_NS, not at an
+ * overflowed (negative) time that would send it at once; so is the next
+ * turn of a session. */
+static void test_trace_far_future(void)
+{
+	static const char text[] =
+	    "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1}\n"
+	    "{\"timestamp\": 1e12, \"input_length\": 1, \"output_length\": 1}\n"
+	    "{\"timestamp\": 0, \"input_length\": 1, \"output_length\": 1, \"session_id\": 1}\n"
+	    "{\"timestamp\": 1e12, \"input_length\": 1, \"output_length\": 1, \"session_id\": 1}\n";
+	struct trace tr;
+	struct trace_plan tp;
+	struct share sh;
+	char err[HR_ERRLEN];
+	memset(&sh, 0, sizeof sh);
+	sh.workers = 1;
+	sh.speedup = 0.000001;
+	sh.prof.mode = SPEC_LOAD_TRACE;
+	sh.prof.req_id_stride = 1;
+	if (!CHECK(trace_parse(text, sizeof text - 1, &tr, err) == 0))
+		return;
+	CHECK(trace_plan_build_from(&tp, &tr, &sh, err) == 0);
+	struct theap h;
+	theap_init(&h);
+	struct load l;
+	struct load_cfg cfg = {.ph = &sh.prof,
+	                       .phase = HR_PHASE_PROFILING,
+	                       .worker = 0,
+	                       .workers = 1,
+	                       .seed = 1,
+	                       .tp = &tp,
+	                       .heap = &h};
+	load_init(&l, &cfg);
+	int64_t start = 5 * MS;
+	load_begin(&l, start);
+	struct issue is, conv_is = {0};
+	int sent = 0;
+	while (load_next(&l, start, &is) == LOAD_SEND) {
+		CHECK(is.intended_ns == start);
+		if (is.conv)
+			conv_is = is;
+		sent++;
+	}
+	CHECK_EQ_INT(sent, 2); /* the two entries at 0 */
+	CHECK(l.next_ns == start + HR_FAR_NS);
+	CHECK(conv_is.conv != NULL);
+	if (conv_is.conv) {
+		load_done(&l, conv_is.conv, start + MS, true);
+		CHECK(conv_is.conv->due_ns == start + HR_FAR_NS);
+	}
+	CHECK(load_next(&l, start + 2 * MS, &is) == LOAD_WAIT);
+	load_release(&l);
+	theap_release(&h);
+	trace_plan_release(&tp);
+}
+
+/* The millionth arrival at the lowest rate is 1e12 s in: clamped too. */
+static void test_sched_far_future(void)
+{
+	struct sched s;
+	sched_init(&s, SCHED_CONSTANT, 0.000001, 1, 0, 1, 1);
+	CHECK(sched_next(&s) == 0);
+	CHECK(sched_next(&s) == 1000000 * 1000000000LL);
+	s.k = 1000000;
+	s.s = 1e12;
+	CHECK(sched_next(&s) == HR_FAR_NS);
+	CHECK(ns_of_s(NAN) == 0 && ns_of_s(-INFINITY) == -HR_FAR_NS);
+	CHECK(ns_of_s(1.5e-9) == 2 && ns_of_s(-1e300) == -HR_FAR_NS);
+}
+
 int main(void)
 {
 	test_held_then_freed_after_the_end();
@@ -137,5 +210,7 @@ int main(void)
 	test_held_then_freed_before_the_end();
 	test_late_worker_catches_up();
 	test_full_at_the_end();
+	test_trace_far_future();
+	test_sched_far_future();
 	return tap_done();
 }
