@@ -1,10 +1,12 @@
 /* fuzz_spec.c - libFuzzer target for run spec validation (lib/spec.c).
  *
  * The input is hostile JSON fed to spec_parse (default workers 2). When it
- * is accepted: 1 <= workers <= concurrency (and the documented bounds),
- * exactly one of load.requests / load.duration_s is > 0, target.url starts
- * with http:// or https://, a spec without "workers" got min(2,
- * concurrency), the normalised JSON re-validates through spec_from_json to
+ * is accepted: 1 <= workers <= the slots (load.concurrency in concurrency
+ * mode, load.max_concurrency when a rate or trace run sets one) and the
+ * documented bounds, exactly one of load.requests / load.duration_s is > 0
+ * (at most one in trace mode, which may replay the whole trace), target.url
+ * starts with http:// or https://, a spec without "workers" got min(2,
+ * slots), the normalised JSON re-validates through spec_from_json to
  * an equal document (json_equal) and equal typed fields, and it survives
  * json_dumps + spec_parse unchanged too. When it is rejected: err.code is
  * one of the codes spec.h documents, err.message is non-empty and the
@@ -71,6 +73,8 @@ static void check_same(const struct spec *a, const struct spec *b)
 	REQUIRE(a->workload.seed == b->workload.seed);
 	REQUIRE(a->load.mode == b->load.mode);
 	REQUIRE(a->load.concurrency == b->load.concurrency);
+	REQUIRE(a->load.max_concurrency == b->load.max_concurrency);
+	REQUIRE(a->load.rate == b->load.rate);
 	REQUIRE(a->load.requests == b->load.requests);
 	REQUIRE(a->load.duration_s == b->load.duration_s);
 	REQUIRE(a->workers == b->workers);
@@ -92,18 +96,35 @@ static void check_accepted(const uint8_t *data, size_t size, const struct spec *
 	REQUIRE(s->workload.isl.mean >= 0 && s->workload.isl.mean <= HR_MAX_ISL);
 	REQUIRE(s->workload.osl.mean >= 0 && s->workload.osl.mean <= HR_MAX_OSL);
 	REQUIRE(s->workload.isl.stddev >= 0 && s->workload.osl.stddev >= 0);
-	REQUIRE(s->load.concurrency >= 1 && s->load.concurrency <= HR_MAX_CONCURRENCY);
+	int slots = 0; /* what caps the workers; 0: nothing */
+	if (s->load.mode == SPEC_LOAD_CONCURRENCY) {
+		REQUIRE(s->load.concurrency >= 1 && s->load.concurrency <= HR_MAX_CONCURRENCY);
+		slots = s->load.concurrency;
+	} else {
+		REQUIRE(s->load.mode == SPEC_LOAD_RATE || s->load.mode == SPEC_LOAD_TRACE);
+		REQUIRE(s->load.max_concurrency >= 0 &&
+		        s->load.max_concurrency <= HR_MAX_CONCURRENCY);
+		slots = s->load.max_concurrency;
+	}
+	if (s->load.mode == SPEC_LOAD_RATE)
+		REQUIRE(s->load.rate >= 0.000001 && s->load.rate <= HR_MAX_RATE);
 	REQUIRE(s->workers >= 1 && s->workers <= HR_MAX_WORKERS);
-	REQUIRE(s->workers <= s->load.concurrency);
-	REQUIRE((s->load.requests > 0) != (s->load.duration_s > 0));
+	REQUIRE(slots == 0 || s->workers <= slots);
+	if (s->load.mode == SPEC_LOAD_TRACE)
+		REQUIRE(!(s->load.requests > 0 && s->load.duration_s > 0));
+	else
+		REQUIRE((s->load.requests > 0) != (s->load.duration_s > 0));
 	REQUIRE(s->load.requests >= 0 && s->load.requests <= HR_MAX_REQUESTS);
 	REQUIRE(s->load.duration_s >= 0 && s->load.duration_s <= HR_MAX_DURATION_S);
 
 	/* the normalised document names every defaulted field */
 	json_t *ld = json_object_get(s->json, "load");
 	REQUIRE(json_is_object(ld));
-	REQUIRE((json_object_get(ld, "requests") != NULL) !=
-		(json_object_get(ld, "duration_s") != NULL));
+	if (s->load.mode == SPEC_LOAD_TRACE)
+		REQUIRE(!(json_object_get(ld, "requests") && json_object_get(ld, "duration_s")));
+	else
+		REQUIRE((json_object_get(ld, "requests") != NULL) !=
+		        (json_object_get(ld, "duration_s") != NULL));
 	REQUIRE(json_is_number(json_object_get(s->json, "workers")));
 
 	/* a spec that gives no workers gets the default, capped by the slots */
@@ -111,8 +132,7 @@ static void check_accepted(const uint8_t *data, size_t size, const struct spec *
 	REQUIRE(json_is_object(in));
 	json_t *w = json_object_get(in, "workers");
 	if (!w || json_is_null(w)) {
-		int want = DEFAULT_WORKERS < s->load.concurrency ? DEFAULT_WORKERS
-								  : s->load.concurrency;
+		int want = slots > 0 && slots < DEFAULT_WORKERS ? slots : DEFAULT_WORKERS;
 		REQUIRE(s->workers == want);
 	}
 	json_decref(in);
