@@ -218,15 +218,6 @@ static void summary_line(FILE *out, json_t *ds)
 
 /* --- upload ------------------------------------------------------------------------- */
 
-static void add_param(struct dynbuf *q, CURL *h, const char *key, const char *value)
-{
-	char *esc = curl_easy_escape(h, value, 0);
-	if (!esc)
-		xalloc_die();
-	dynbuf_printf(q, "%c%s=%s", q->len ? '&' : '?', key, esc);
-	curl_free(esc);
-}
-
 /* A default name: the file's base name, when the daemon would take it. */
 static const char *default_name(const char *file)
 {
@@ -262,18 +253,17 @@ static int upload(struct http_client *c, const struct args *a)
 		fclose(f);
 		return EXIT_USAGE;
 	}
-	CURL *h = c->curl;
 	struct dynbuf q;
 	dynbuf_init(&q, 64 * 1024);
-	add_param(&q, h, "format", a->format);
+	http_query_add(&q, c, "format", a->format);
 	const char *name = a->name ? a->name : default_name(a->pos);
 	if (name)
-		add_param(&q, h, "name", name);
+		http_query_add(&q, c, "name", name);
 	for (int k = 0; k < 4; k++)
 		if (a->filter[k])
-			add_param(&q, h, filter_params[k], a->filter[k]);
+			http_query_add(&q, c, filter_params[k], a->filter[k]);
 	if (a->unit)
-		add_param(&q, h, "unit", a->unit);
+		http_query_add(&q, c, "unit", a->unit);
 	char *path = xasprintf("/datasets%s", q.data);
 	dynbuf_release(&q);
 

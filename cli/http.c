@@ -1,4 +1,4 @@
-/* http.c - blocking GET/POST/DELETE to the daemon over one reused libcurl
+/* http.c - blocking GET/POST/PATCH/DELETE to the daemon over one reused libcurl
  * easy handle: bounded in-memory answers, or a 2xx body streamed to a FILE;
  * uploads streamed from a FILE. */
 #include "http.h"
@@ -187,6 +187,26 @@ static int perform(struct xfer *x, const char *path, struct curl_slist *hdrs, ch
 	            ebuf[0] ? ebuf : curl_easy_strerror(rc));
 }
 
+char *http_escape(struct http_client *c, const char *s)
+{
+	char *esc = curl_easy_escape(c->curl, s, 0);
+	if (!esc)
+		xalloc_die();
+	char *out = xstrdup(esc);
+	curl_free(esc);
+	return out;
+}
+
+void http_query_add(struct dynbuf *q, struct http_client *c, const char *key, const char *value)
+{
+	dynbuf_printf(q, "%c%s", strchr(q->data ? q->data : "", '?') ? '&' : '?', key);
+	if (value) {
+		char *esc = http_escape(c, value);
+		dynbuf_printf(q, "=%s", esc);
+		free(esc);
+	}
+}
+
 int http_get(struct http_client *c, const char *path, struct http_resp *r, char *err)
 {
 	struct xfer x = {.c = c, .r = r};
@@ -196,18 +216,34 @@ int http_get(struct http_client *c, const char *path, struct http_resp *r, char 
 	return perform(&x, path, hdrs, err);
 }
 
-int http_post(struct http_client *c, const char *path, const void *body, size_t len,
-              struct http_resp *r, char *err)
+/* Sends len bytes of body (a JSON document, or nothing when len is 0) with
+ * method: the common part of http_post and http_patch. */
+static int send_body(struct http_client *c, const char *method, const char *path,
+                     const void *body, size_t len, struct http_resp *r, char *err)
 {
 	struct xfer x = {.c = c, .r = r};
 	struct curl_slist *hdrs = hdr_add(NULL, "Accept: application/json");
 	hdrs = hdr_add(hdrs, len ? "Content-Type: application/json" : "Content-Type:");
 	hdrs = hdr_add(hdrs, "Expect:");
 	curl_easy_setopt(c->curl, CURLOPT_POST, 1L);
+	if (strcmp(method, "POST") != 0)
+		curl_easy_setopt(c->curl, CURLOPT_CUSTOMREQUEST, method);
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDS, len ? (const char *)body : "");
 	curl_easy_setopt(c->curl, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)len);
 	curl_easy_setopt(c->curl, CURLOPT_TIMEOUT_MS, HTTP_TIMEOUT_MS);
 	return perform(&x, path, hdrs, err);
+}
+
+int http_post(struct http_client *c, const char *path, const void *body, size_t len,
+              struct http_resp *r, char *err)
+{
+	return send_body(c, "POST", path, body, len, r, err);
+}
+
+int http_patch(struct http_client *c, const char *path, const void *body, size_t len,
+               struct http_resp *r, char *err)
+{
+	return send_body(c, "PATCH", path, body, len, r, err);
 }
 
 int http_upload(struct http_client *c, const char *path, FILE *in, long long size,

@@ -58,6 +58,10 @@ int http_get(struct http_client *c, const char *path, struct http_resp *r, char 
 int http_post(struct http_client *c, const char *path, const void *body, size_t len,
               struct http_resp *r, char *err);
 
+/* PATCH with a JSON body, as http_post. */
+int http_patch(struct http_client *c, const char *path, const void *body, size_t len,
+               struct http_resp *r, char *err);
+
 /* POST size bytes read from in (borrowed; raw, application/octet-stream)
  * to <base><path>, answer into r. No overall time limit: it gives up when
  * less than a byte a second moves for HTTP_UPLOAD_STALL_S. */
@@ -66,6 +70,15 @@ int http_upload(struct http_client *c, const char *path, FILE *in, long long siz
 
 /* DELETE <base><path>, answer into r. */
 int http_delete(struct http_client *c, const char *path, struct http_resp *r, char *err);
+
+/* s percent-encoded (every byte but A-Z a-z 0-9 - . _ ~). Caller frees. */
+char *http_escape(struct http_client *c, const char *s);
+
+/* Appends a query parameter to q: '?' before the first, '&' after; key as
+ * given (the caller escapes what needs it), then "=value" percent-encoded,
+ * or nothing more when value is NULL. */
+void http_query_add(struct dynbuf *q, struct http_client *c, const char *key,
+                    const char *value);
 
 /* GET <base><path>; a 2xx body is written to out (borrowed) as it arrives,
  * any other body goes to r->body, which is re-created with the bound
