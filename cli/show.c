@@ -1,7 +1,8 @@
 /* show.c - renders a run and its summary as text: header lines, the
  * metrics table (known metrics in a fixed order, any others after them
- * alphabetically, so new metrics appear without code changes), counts and
- * errors by category. Input is untrusted; every read is type-checked. */
+ * alphabetically, so new metrics appear without code changes), counts,
+ * errors by category, telemetry, validity and gates. Input is untrusted;
+ * every read is type-checked. */
 #include "show.h"
 
 #include <stdlib.h>
@@ -158,6 +159,20 @@ static void labels_line(FILE *out, json_t *labels)
 	dynbuf_release(&b);
 }
 
+void show_labels(FILE *out, json_t *run)
+{
+	char buf[SCALAR_LEN];
+	labels_line(out, json_object_get(run, "labels"));
+	const char *note = view_str(run, "note");
+	if (note && *note)
+		kv_line(out, "note", note);
+	if (json_is_true(json_object_get(run, "pinned")))
+		kv_line(out, "pinned", "yes");
+	json_t *group = json_object_get(run, "group_id");
+	if (json_is_integer(group))
+		kv_line(out, "group", view_scalar(buf, sizeof buf, group));
+}
+
 /* The client verdict, first thing after the title: whether the figures
  * below are the server's or the load generator's. */
 static void client_lines(FILE *out, json_t *summary)
@@ -242,7 +257,7 @@ static void header(FILE *out, json_t *run)
 		if (json_is_integer(workers))
 			kv_line(out, "workers", view_scalar(buf, sizeof(buf), workers));
 	}
-	labels_line(out, json_object_get(run, "labels"));
+	show_labels(out, run);
 	static const char *const progress_order[] = {"sent",    "completed", "errors",
 	                                             "records", "workers",   NULL};
 	pairs_line(out, "progress", json_object_get(run, "progress"), progress_order);
@@ -465,6 +480,263 @@ static void telemetry_block(FILE *out, json_t *t)
 		fprintf(out, "  %-34s %s J\n", "energy per output token", view_fmt_num(eb, e));
 }
 
+const char *show_pct(char *buf, double v)
+{
+	char num[VIEW_NUMLEN];
+	view_fmt_num(num, v);
+	snprintf(buf, VIEW_NUMLEN + 2, "%s%s%%", v > 0 && strcmp(num, "-") ? "+" : "", num);
+	return buf;
+}
+
+const char *show_unit(json_t *summary, const char *metric)
+{
+	if (!metric)
+		return NULL;
+	const char *u =
+	    view_str(json_object_get(json_object_get(summary, "metrics"), metric), "unit");
+	return u && *u ? u : NULL;
+}
+
+/* "metric.stat", or "metric" for a run-level figure (no stat, or "value"). */
+static void metric_stat(struct dynbuf *b, json_t *obj)
+{
+	const char *metric = view_str(obj, "metric"), *stat = view_str(obj, "stat");
+	if (stat && strcmp(stat, "value") == 0)
+		stat = NULL;
+	dynbuf_printf(b, "%s%s%s", metric ? metric : "?", stat ? "." : "", stat ? stat : "");
+}
+
+/* A dynbuf's text cleaned into buf (n bytes), cut at n - 1 bytes. */
+static const char *take_text(char *buf, size_t n, struct dynbuf *b)
+{
+	char *c = view_clean(b->data ? b->data : "");
+	snprintf(buf, n, "%s", c);
+	free(c);
+	dynbuf_release(b);
+	return buf;
+}
+
+static int is_regression(json_t *g)
+{
+	const char *kind = view_str(g, "kind");
+	return kind && strcmp(kind, "regression") == 0;
+}
+
+const char *show_gate_condition(char *buf, size_t n, json_t *g)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, 4096);
+	metric_stat(&b, g);
+	const char *op = view_str(g, "op");
+	json_t *value = json_object_get(g, "value"), *max = json_object_get(g, "max_pct");
+	char v[VIEW_NUMLEN];
+	if (op && json_is_number(value))
+		dynbuf_printf(&b, " %s %s%s", op, view_scalar(v, sizeof v, value),
+		              is_regression(g) ? "%" : "");
+	else if (is_regression(g) && json_is_number(max))
+		dynbuf_printf(&b, " at most %s%% worse than the baseline",
+		              view_scalar(v, sizeof v, max));
+	return take_text(buf, n, &b);
+}
+
+const char *show_gate_name(char *buf, size_t n, json_t *g)
+{
+	const char *name = view_str(g, "name");
+	if (name && *name) {
+		char *c = view_clean(name);
+		snprintf(buf, n, "%s", c);
+		free(c);
+		return buf;
+	}
+	return show_gate_condition(buf, n, g);
+}
+
+const char *show_gate_actual(char *buf, size_t n, json_t *g, json_t *summary)
+{
+	char num[VIEW_NUMLEN], pct[VIEW_NUMLEN + 2];
+	double x, d;
+	int has_diff = view_num(g, "diff_pct", &d);
+	if (is_regression(g) && has_diff) {
+		snprintf(buf, n, "%s", show_pct(pct, d));
+		return buf;
+	}
+	if (!view_num(g, "actual", &x)) {
+		snprintf(buf, n, "-");
+		return buf;
+	}
+	const char *unit = show_unit(summary, view_str(g, "metric"));
+	char *u = view_clean(unit ? unit : "");
+	snprintf(buf, n, "%s%s%s", view_fmt_num(num, x), *u ? " " : "", u);
+	free(u);
+	return buf;
+}
+
+const char *show_gate_baseline(char *buf, size_t n, json_t *g, json_t *summary)
+{
+	if (!is_regression(g)) {
+		snprintf(buf, n, "%s", "");
+		return buf;
+	}
+	struct dynbuf b;
+	dynbuf_init(&b, 4096);
+	json_t *base = json_object_get(g, "baseline");
+	const char *name = view_str(base, "name");
+	dynbuf_printf(&b, "baseline%s%s", name ? " " : "", name ? name : "");
+	json_t *runs = json_object_get(base, "runs");
+	if (json_array_size(runs)) {
+		dynbuf_printf(&b, "%s%s", name ? " (" : " ",
+		              json_array_size(runs) == 1 ? "run " : "runs ");
+		size_t i;
+		json_t *r;
+		json_array_foreach(runs, i, r)
+		{
+			char id[32];
+			dynbuf_printf(&b, "%s%s", i ? "," : "", view_scalar(id, sizeof id, r));
+		}
+		if (name)
+			dynbuf_addstr(&b, ")");
+	}
+	char x1[VIEW_NUMLEN], x2[VIEW_NUMLEN], p1[VIEW_NUMLEN + 2], p2[VIEW_NUMLEN + 2];
+	double bv, hv, d;
+	const char *unit = show_unit(summary, view_str(g, "metric"));
+	if (view_num(g, "base", &bv) && view_num(g, "actual", &hv))
+		dynbuf_printf(&b, ": %s -> %s%s%s", view_fmt_num(x1, bv), view_fmt_num(x2, hv),
+		              unit ? " " : "", unit ? unit : "");
+	if (view_num(g, "diff_pct", &d))
+		dynbuf_printf(&b, ", %s", show_pct(p1, d));
+	json_t *ci = json_object_get(g, "ci_pct");
+	if (json_array_size(ci) == 2 && json_is_number(json_array_get(ci, 0)) &&
+	    json_is_number(json_array_get(ci, 1)))
+		dynbuf_printf(&b, " (CI %s .. %s)",
+		              show_pct(p1, json_number_value(json_array_get(ci, 0))),
+		              show_pct(p2, json_number_value(json_array_get(ci, 1))));
+	const char *verdict = view_str(g, "verdict");
+	if (verdict)
+		dynbuf_printf(&b, ", %s", verdict);
+	return take_text(buf, n, &b);
+}
+
+/* summary.validity: valid or not and why, then the percentile claims the
+ * run's request count supports. */
+static void validity_block(FILE *out, json_t *summary)
+{
+	json_t *v = json_object_get(summary, "validity");
+	if (!json_is_object(v))
+		return;
+	json_t *valid = json_object_get(v, "valid");
+	fprintf(out, "\nValidity: %s\n",
+	        json_is_true(valid)    ? "valid"
+	        : json_is_false(valid) ? "INVALID: the figures do not stand for the server"
+	                               : "-");
+	size_t i;
+	json_t *r;
+	json_array_foreach(json_object_get(v, "reasons"), i, r)
+	{
+		char *m = view_clean(view_str(r, "message") ? view_str(r, "message")
+		                                            : view_str(r, "code"));
+		fprintf(out, "  - %s\n", m);
+		free(m);
+	}
+	json_t *c;
+	json_array_foreach(json_object_get(v, "claims"), i, c)
+	{
+		struct dynbuf b;
+		dynbuf_init(&b, 4096);
+		metric_stat(&b, c);
+		char a[VIEW_NUMLEN], bb[VIEW_NUMLEN], cc[VIEW_NUMLEN], d[VIEW_NUMLEN];
+		double x, y;
+		json_t *holds = json_object_get(c, "holds");
+		if (view_num(c, "limit", &x)) {
+			const char *unit = show_unit(summary, view_str(c, "metric"));
+			dynbuf_printf(&b, " <= %s%s%s", view_fmt_num(a, x), unit ? " " : "",
+			              unit ? unit : "");
+		}
+		dynbuf_printf(&b, ": %s",
+		              json_is_true(holds)    ? "holds"
+		              : json_is_false(holds) ? "does not hold"
+		                                     : "-");
+		int n_over = view_num(c, "over", &x) && view_num(c, "n", &y);
+		if (n_over)
+			dynbuf_printf(&b, " (%s of %s requests over",
+			              view_scalar(a, sizeof a, json_object_get(c, "over")),
+			              view_scalar(bb, sizeof bb, json_object_get(c, "n")));
+		int few = view_num(c, "max_over", &x) && x < 0; /* n below min_n */
+		if (n_over && !few && view_num(c, "max_over", &x))
+			dynbuf_printf(&b, ", at most %s allowed",
+			              view_scalar(cc, sizeof cc, json_object_get(c, "max_over")));
+		if (n_over && view_num(c, "confidence", &x)) {
+			snprintf(d, sizeof d, "%.4g", x * 100);
+			dynbuf_printf(&b, " at %s%% confidence", d);
+		}
+		if (n_over && view_num(c, "min_n", &x))
+			dynbuf_printf(&b, "; %sthe percentile needs %s requests",
+			              few ? "too few: " : "",
+			              view_scalar(a, sizeof a, json_object_get(c, "min_n")));
+		if (n_over)
+			dynbuf_addstr(&b, ")");
+		char line[SCALAR_LEN];
+		fprintf(out, "  claim %s\n", take_text(line, sizeof line, &b));
+	}
+}
+
+/* summary.gates: each gate with its condition, actual figure and result;
+ * under the table, a regression gate's baseline and the failures' messages. */
+static void gates_block(FILE *out, json_t *summary)
+{
+	json_t *gates = json_object_get(summary, "gates");
+	json_t *results = json_object_get(gates, "results");
+	if (!json_is_object(gates) || !json_is_array(results))
+		return;
+	size_t failed = 0, i;
+	json_t *g;
+	json_array_foreach(results, i, g)
+	{
+		if (json_is_false(json_object_get(g, "passed")))
+			failed++;
+	}
+	json_t *passed = json_object_get(gates, "passed");
+	fprintf(out, "\nGates: %s",
+	        json_is_true(passed)    ? "passed"
+	        : json_is_false(passed) ? "FAILED"
+	                                : "-");
+	if (failed)
+		fprintf(out, " (%zu of %zu failed)", failed, json_array_size(results));
+	fputc('\n', out);
+	if (!json_array_size(results))
+		return;
+	static const char *const titles[] = {"GATE", "KIND", "CONDITION", "ACTUAL", "RESULT"};
+	struct table *t = table_new(HR_ARRAY_LEN(titles));
+	for (size_t k = 0; k < HR_ARRAY_LEN(titles); k++)
+		table_column(t, k, titles[k], k == 3 ? TABLE_RIGHT : TABLE_LEFT);
+	json_array_foreach(results, i, g)
+	{
+		char name[SCALAR_LEN], cond[SCALAR_LEN], actual[SCALAR_LEN];
+		json_t *ok = json_object_get(g, "passed");
+		const char *cells[5] = {show_gate_name(name, sizeof name, g), view_str(g, "kind"),
+		                        show_gate_condition(cond, sizeof cond, g),
+		                        show_gate_actual(actual, sizeof actual, g, summary),
+		                        json_is_true(ok)    ? "PASS"
+		                        : json_is_false(ok) ? "FAIL"
+		                                            : "-"};
+		table_add_row(t, cells);
+	}
+	table_print(t, out, TABLE_PLAIN);
+	table_free(t);
+	json_array_foreach(results, i, g)
+	{
+		char name[SCALAR_LEN], base[SCALAR_LEN];
+		show_gate_name(name, sizeof name, g);
+		if (*show_gate_baseline(base, sizeof base, g, summary))
+			fprintf(out, "  %s: %s\n", name, base);
+		const char *msg = view_str(g, "message");
+		if (json_is_false(json_object_get(g, "passed")) && msg && *msg) {
+			char *m = view_clean(msg);
+			fprintf(out, "  %s: %s\n", name, m);
+			free(m);
+		}
+	}
+}
+
 void show_run(FILE *out, json_t *run)
 {
 	header(out, run);
@@ -496,4 +768,6 @@ void show_run(FILE *out, json_t *run)
 	tokens_lines(out, json_object_get(summary, "tokens"));
 	errors_table(out, json_object_get(summary, "errors"));
 	telemetry_block(out, json_object_get(summary, "telemetry"));
+	validity_block(out, summary);
+	gates_block(out, summary);
 }
