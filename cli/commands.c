@@ -17,6 +17,7 @@
 #include "dynbuf.h"
 #include "http.h"
 #include "limits.h"
+#include "report.h"
 #include "show.h"
 #include "table.h"
 #include "util.h"
@@ -44,7 +45,7 @@ void cli_catch_signals(void)
 	sigaction(SIGTERM, &sa, NULL);
 }
 
-static int client_open(const struct cli_opts *o, struct http_client *c)
+int cli_client_open(const struct cli_opts *o, struct http_client *c)
 {
 	char err[HR_ERRLEN];
 	if (http_client_init(c, o->url, err) < 0) {
@@ -56,8 +57,7 @@ static int client_open(const struct cli_opts *o, struct http_client *c)
 	return EXIT_OK;
 }
 
-/* Prints why a request failed and returns the exit code for it. */
-static int transport_failure(int rc, const char *err)
+int cli_transport_failure(int rc, const char *err)
 {
 	if (rc == HTTP_FAIL_STOPPED)
 		return EXIT_INTERRUPTED;
@@ -71,22 +71,32 @@ static int is_2xx(long status)
 	return status >= 200 && status < 300;
 }
 
-
-/* GET or POST (body != NULL) path and parse the 2xx answer as an object.
- * Returns it (caller decrefs) or NULL with *ex set and a message printed. */
-static json_t *call(struct http_client *c, const char *path, const char *body, size_t len, int *ex)
+json_t *cli_call_resp(struct http_client *c, enum cli_method m, const char *path, const char *body,
+                      size_t len, struct http_resp *r, int *ex)
 {
 	char err[HR_ERRLEN];
-	struct http_resp r;
-	http_resp_init(&r);
-	int rc = body ? http_post(c, path, body, len, &r, err) : http_get(c, path, &r, err);
+	http_resp_init(r);
+	int rc = m == CLI_POST     ? http_post(c, path, body, len, r, err)
+	         : m == CLI_PATCH  ? http_patch(c, path, body, len, r, err)
+	         : m == CLI_DELETE ? http_delete(c, path, r, err)
+	                           : http_get(c, path, r, err);
 	json_t *doc = NULL;
 	if (rc < 0)
-		*ex = transport_failure(rc, err);
-	else if (!is_2xx(r.status))
-		*ex = cli_answer_failure(&r);
-	else if (!(doc = cli_answer_object(&r)))
+		*ex = cli_transport_failure(rc, err);
+	else if (!is_2xx(r->status))
+		*ex = cli_answer_failure(r);
+	else if (r->status == 204 && r->body.len == 0)
+		doc = json_object();
+	else if (!(doc = cli_answer_object(r)))
 		*ex = EXIT_DAEMON;
+	return doc;
+}
+
+json_t *cli_call(struct http_client *c, enum cli_method m, const char *path, const char *body,
+                 size_t len, int *ex)
+{
+	struct http_resp r;
+	json_t *doc = cli_call_resp(c, m, path, body, len, &r, ex);
 	http_resp_release(&r);
 	return doc;
 }
@@ -98,6 +108,18 @@ static int is_terminal(const char *state)
 		if (strcmp(state, terminal[i]) == 0)
 			return 1;
 	return 0;
+}
+
+/* A table with these n column titles: column odd aligned odd_align
+ * (TABLE_LEFT or TABLE_RIGHT), every other one the other way. */
+static struct table *titled_table(const char *const *titles, size_t n, size_t odd,
+                                  enum table_align odd_align)
+{
+	enum table_align other = odd_align == TABLE_LEFT ? TABLE_RIGHT : TABLE_LEFT;
+	struct table *t = table_new(n);
+	for (size_t k = 0; k < n; k++)
+		table_column(t, k, titles[k], k == odd ? odd_align : other);
+	return t;
 }
 
 /* Sleeps ms milliseconds unless cli_stop is raised. */
@@ -127,8 +149,10 @@ static void progress_text(char *buf, size_t n, long long id, json_t *run, const 
 	free(st);
 }
 
-/* Polls the run until it ends, then prints its summary. */
-static int wait_run(struct http_client *c, long long id, long poll_ms)
+/* Polls the run until it ends, showing progress on stderr. Returns
+ * EXIT_OK with the final run in *out (caller decrefs), or the exit code of
+ * a failure (printed): EXIT_DAEMON, EXIT_INTERRUPTED. */
+static int poll_run(struct http_client *c, long long id, long poll_ms, json_t **out)
 {
 	char *path = xasprintf("/runs/%lld", id);
 	int tty = isatty(STDERR_FILENO);
@@ -158,7 +182,7 @@ static int wait_run(struct http_client *c, long long id, long poll_ms)
 				        tty && last_len ? "\n" : "", err);
 				last_len = 0;
 			} else if (now - fail_since > WAIT_RETRY_NS) {
-				ex = transport_failure(rc, err);
+				ex = cli_transport_failure(rc, err);
 				break;
 			}
 			sleep_ms(poll_ms);
@@ -166,7 +190,7 @@ static int wait_run(struct http_client *c, long long id, long poll_ms)
 		}
 		fail_since = -1;
 		if (rc < 0) {
-			ex = transport_failure(rc, err);
+			ex = cli_transport_failure(rc, err);
 		} else if (!is_2xx(r.status)) {
 			if (tty && last_len)
 				fputc('\n', stderr);
@@ -213,23 +237,194 @@ static int wait_run(struct http_client *c, long long id, long poll_ms)
 		        "headroom: stopped waiting; run %lld goes on "
 		        "(`headroom cancel %lld` stops it)\n",
 		        id, id);
-	if (ex == EXIT_OK) {
-		show_run(stdout, run);
-		ex = strcmp(view_str(run, "state"), "succeeded") == 0 ? EXIT_OK : EXIT_RUN_FAILED;
-		json_t *cl = json_object_get(json_object_get(run, "summary"), "client");
-		const char *v = json_string_value(json_object_get(cl, "verdict"));
-		if (ex == EXIT_OK && v && strcmp(v, "client_bound") == 0 &&
-		    !json_is_true(json_object_get(cl, "allow_client_bound"))) {
-			fprintf(stderr,
-			        "headroom: run %lld is client_bound: the load generator, not the "
-			        "server, was the limit (set client.allow_client_bound in the spec to "
-			        "accept that)\n",
-			        id);
-			ex = EXIT_CLIENT_BOUND;
+	free(path);
+	if (ex != EXIT_OK) {
+		json_decref(run);
+		run = NULL;
+	}
+	*out = run;
+	return ex;
+}
+
+/* --junit and --markdown of submit --wait (and the Markdown appended to
+ * $GITHUB_STEP_SUMMARY): EXIT_OK, or EXIT_RUN_FAILED when one could not be
+ * written (printed). */
+static int write_reports(const struct cli_opts *o, json_t *const *runs, size_t n, json_t *group)
+{
+	int ex = EXIT_OK;
+	struct cli_sink s;
+	if (o->junit) {
+		if (cli_sink_open(&s, o->junit) < 0)
+			ex = EXIT_RUN_FAILED;
+		else {
+			report_junit(s.f, runs, n);
+			if (cli_sink_close(&s, o->junit, 1) < 0)
+				ex = EXIT_RUN_FAILED;
 		}
 	}
+	if (o->markdown) {
+		if (cli_sink_open(&s, o->markdown) < 0)
+			ex = EXIT_RUN_FAILED;
+		else {
+			report_markdown(s.f, runs, n, group);
+			if (cli_sink_close(&s, o->markdown, 1) < 0)
+				ex = EXIT_RUN_FAILED;
+		}
+		const char *gh = getenv("GITHUB_STEP_SUMMARY");
+		if (gh && *gh) {
+			FILE *f = fopen(gh, "a");
+			if (f)
+				report_markdown(f, runs, n, group);
+			if (!f || fclose(f) != 0) {
+				fprintf(
+				    stderr,
+				    "headroom: cannot append to $GITHUB_STEP_SUMMARY (%s): %s\n",
+				    gh, strerror(errno));
+				ex = EXIT_RUN_FAILED;
+			}
+		}
+	}
+	return ex;
+}
+
+/* submit --wait for one run: its summary, then the exit code it earns. */
+static int wait_run(struct http_client *c, const struct cli_opts *o, long long id)
+{
+	json_t *run;
+	int ex = poll_run(c, id, o->poll_ms, &run);
+	if (ex != EXIT_OK)
+		return ex;
+	show_run(stdout, run);
+	fflush(stdout);
+	ex = report_outcome(run, stderr);
+	ex = report_worse(ex, write_reports(o, &run, 1, NULL));
 	json_decref(run);
-	free(path);
+	return ex;
+}
+
+/* The group summary: per metric and statistic (avg, p50, p99; a run-level
+ * figure's value), the mean, standard deviation and confidence interval of
+ * the runs' figures. */
+static void group_table(FILE *out, json_t *group)
+{
+	json_t *gs = json_object_get(group, "summary");
+	char id[32], num[32], conf[VIEW_NUMLEN] = "95";
+	double x;
+	if (view_num(gs, "confidence", &x))
+		snprintf(conf, sizeof conf, "%.4g", x * 100);
+	fprintf(out,
+	        "\ngroup %s: %s of %zu runs succeeded; across runs (%s%% confidence interval of "
+	        "the mean):\n",
+	        view_scalar(id, sizeof id, json_object_get(group, "id")),
+	        view_scalar(num, sizeof num, json_object_get(gs, "repeats")),
+	        json_array_size(json_object_get(group, "runs")), conf);
+	static const char *const titles[] = {"METRIC", "STAT", "MEAN", "STD", "CI"};
+	struct table *t = titled_table(titles, HR_ARRAY_LEN(titles), 0, TABLE_LEFT);
+	table_column(t, 1, "STAT", TABLE_LEFT);
+	table_column(t, 4, "CI", TABLE_LEFT);
+	const char *tag, *stat;
+	json_t *m, *st;
+	json_object_foreach(json_object_get(gs, "metrics"), tag, m)
+	{
+		const char *unit = view_str(m, "unit");
+		char *label = unit && *unit ? xasprintf("%s (%s)", tag, unit) : xstrdup(tag);
+		json_object_foreach(m, stat, st)
+		{
+			static const char *const shown[] = {"avg", "p50", "p99", "value"};
+			size_t k = 0;
+			while (k < HR_ARRAY_LEN(shown) && strcmp(shown[k], stat) != 0)
+				k++;
+			double mean, sd;
+			if (k == HR_ARRAY_LEN(shown) || !view_num(st, "mean", &mean))
+				continue;
+			char a[VIEW_NUMLEN], b[VIEW_NUMLEN] = "-", lo[VIEW_NUMLEN], hi[VIEW_NUMLEN],
+			                     ci[2 * VIEW_NUMLEN + 8] = "-";
+			if (view_num(st, "std", &sd))
+				view_fmt_num(b, sd);
+			json_t *c = json_object_get(st, "ci");
+			if (json_array_size(c) == 2 && json_is_number(json_array_get(c, 0)) &&
+			    json_is_number(json_array_get(c, 1)))
+				snprintf(ci, sizeof ci, "[%s, %s]",
+				         view_fmt_num(lo, json_number_value(json_array_get(c, 0))),
+				         view_fmt_num(hi, json_number_value(json_array_get(c, 1))));
+			const char *cells[5] = {label, stat, view_fmt_num(a, mean), b, ci};
+			table_add_row(t, cells);
+		}
+		free(label);
+	}
+	table_print(t, out, TABLE_PLAIN);
+	table_free(t);
+}
+
+/* One line per finished run of a group: "run 12 succeeded (client ok,
+ * valid, gates passed)". */
+static void group_run_line(FILE *out, json_t *run)
+{
+	json_t *summary = json_object_get(run, "summary");
+	json_t *valid = json_object_get(json_object_get(summary, "validity"), "valid");
+	json_t *gates = json_object_get(json_object_get(summary, "gates"), "passed");
+	char id[32];
+	char *st = view_clean(view_str(run, "state"));
+	char *verdict = view_clean(view_str(json_object_get(summary, "client"), "verdict"));
+	fprintf(out, "run %s %s (client %s%s%s)\n",
+	        view_scalar(id, sizeof id, json_object_get(run, "id")), st, verdict,
+	        json_is_true(valid)    ? ", valid"
+	        : json_is_false(valid) ? ", INVALID"
+	                               : "",
+	        json_is_true(gates)    ? ", gates passed"
+	        : json_is_false(gates) ? ", gates FAILED"
+	                               : "");
+	free(verdict);
+	free(st);
+}
+
+/* submit --wait for a repeat group: each run in turn, then the group's
+ * summary; the exit code is the worst of the runs'. */
+static int wait_group(struct http_client *c, const struct cli_opts *o, long long gid,
+                      json_t *run_ids)
+{
+	size_t n = json_array_size(run_ids), done = 0;
+	json_t **runs = xcalloc(n ? n : 1, sizeof(*runs));
+	int ex = EXIT_OK, worst = EXIT_OK;
+	for (; done < n; done++) {
+		json_t *id = json_array_get(run_ids, done);
+		if (!json_is_integer(id)) {
+			fprintf(stderr,
+			        "error: malformed answer from the daemon: a run id is not a "
+			        "number\n");
+			ex = EXIT_DAEMON;
+			break;
+		}
+		if ((ex = poll_run(c, (long long)json_integer_value(id), o->poll_ms,
+		                   &runs[done])) != EXIT_OK)
+			break;
+		group_run_line(stdout, runs[done]);
+		fflush(stdout);
+		worst = report_worse(worst, report_outcome(runs[done], stderr));
+	}
+	json_t *group = NULL;
+	if (ex == EXIT_OK) {
+		/* the group ends with its last run; give the daemon a moment to say so */
+		char *path = xasprintf("/groups/%lld", gid);
+		int64_t deadline = mono_ns() + WAIT_RETRY_NS;
+		while ((group = cli_call(c, CLI_GET, path, NULL, 0, &ex))) {
+			const char *st = view_str(group, "state");
+			if ((st && strcmp(st, "finished") == 0) || mono_ns() > deadline || cli_stop)
+				break;
+			json_decref(group);
+			group = NULL;
+			sleep_ms(o->poll_ms);
+		}
+		free(path);
+		if (group)
+			group_table(stdout, group);
+	}
+	if (group)
+		ex = report_worse(worst, write_reports(o, runs, n, group));
+	for (size_t i = 0; i < n; i++)
+		json_decref(runs[i]);
+	free(runs);
+	json_decref(group);
 	return ex;
 }
 
@@ -278,14 +473,34 @@ int cli_submit_text(const struct cli_opts *o, const char *text, size_t len)
 {
 	struct http_client c;
 	int ex;
-	if ((ex = client_open(o, &c)) != EXIT_OK)
+	if ((ex = cli_client_open(o, &c)) != EXIT_OK)
 		return ex;
-	json_t *ans = call(&c, "/runs", text, len, &ex);
+	json_t *ans = cli_call(&c, CLI_POST, "/runs", text, len, &ex);
 	if (ans) {
 		json_t *id = json_object_get(ans, "id");
 		if (!json_is_integer(id)) {
 			fprintf(stderr, "error: malformed answer from the daemon: no run id\n");
 			ex = EXIT_DAEMON;
+		} else if (json_is_array(json_object_get(ans, "run_ids"))) {
+			json_t *gid = json_object_get(ans, "group_id"),
+			       *ids = json_object_get(ans, "run_ids");
+			char g[32];
+			printf("group %s queued: runs", view_scalar(g, sizeof g, gid));
+			size_t i;
+			json_t *r;
+			json_array_foreach(ids, i, r)
+			{
+				printf(" %s", view_scalar(g, sizeof g, r));
+			}
+			putchar('\n');
+			fflush(stdout);
+			if (o->wait && !json_is_integer(gid)) {
+				fprintf(stderr,
+				        "error: malformed answer from the daemon: no group id\n");
+				ex = EXIT_DAEMON;
+			} else if (o->wait) {
+				ex = wait_group(&c, o, (long long)json_integer_value(gid), ids);
+			}
 		} else {
 			long long rid = (long long)json_integer_value(id);
 			char *st = view_clean(view_str(ans, "state"));
@@ -293,7 +508,7 @@ int cli_submit_text(const struct cli_opts *o, const char *text, size_t len)
 			free(st);
 			fflush(stdout);
 			if (o->wait)
-				ex = wait_run(&c, rid, o->poll_ms);
+				ex = wait_run(&c, o, rid);
 		}
 		json_decref(ans);
 	}
@@ -315,9 +530,113 @@ static char *cut_width(const char *s, size_t max)
 	return xasprintf("%.*s...", (int)i, s);
 }
 
+/* Writes s to out as one shell word: as it is when it has only safe
+ * characters, else in single quotes. */
+static void shell_word(FILE *out, const char *s)
+{
+	if (*s && strspn(s, "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+	                    "_.,:/=+-@%") == strlen(s)) {
+		fputs(s, out);
+		return;
+	}
+	fputc('\'', out);
+	for (; *s; s++) {
+		if (*s == '\'')
+			fputs("'\\''", out);
+		else
+			fputc(*s, out);
+	}
+	fputc('\'', out);
+}
+
+/* The list's query: GET /runs with o's filters; cursor or before (> 0)
+ * ask for a later page. Caller frees. */
+static char *list_path(struct http_client *c, const struct cli_opts *o)
+{
+	struct dynbuf q;
+	dynbuf_init(&q, 1u << 20);
+	dynbuf_addstr(&q, "/runs");
+	char num[32];
+	if (o->limit > 0) {
+		snprintf(num, sizeof num, "%ld", o->limit);
+		http_query_add(&q, c, "limit", num);
+	}
+	if (o->state)
+		http_query_add(&q, c, "state", o->state);
+	for (int i = 0; i < o->nlabels; i++) {
+		/* label.K=V, label.K!=V, label.K, label.K! (K and V encoded) */
+		const char *sel = o->labels[i];
+		int absent = *sel == '!';
+		sel += absent;
+		size_t k = strcspn(sel, "=");
+		int not_equal = sel[k] == '=' && k > 0 && sel[k - 1] == '!';
+		char *key = xstrndup(sel, k - (size_t)not_equal);
+		char *esc = http_escape(c, key);
+		char *param = xasprintf("label.%s%s", esc, absent || not_equal ? "!" : "");
+		http_query_add(&q, c, param, sel[k] == '=' ? sel + k + 1 : NULL);
+		free(param);
+		free(esc);
+		free(key);
+	}
+	const char *const params[][2] = {{"name", o->name},    {"since", o->since},
+	                                 {"until", o->until},  {"fingerprint", o->fingerprint},
+	                                 {"group", o->group},  {"sort", o->sort},
+	                                 {"cursor", o->cursor}};
+	for (size_t i = 0; i < HR_ARRAY_LEN(params); i++)
+		if (params[i][1])
+			http_query_add(&q, c, params[i][0], params[i][1]);
+	if (o->before > 0) {
+		snprintf(num, sizeof num, "%lld", o->before);
+		http_query_add(&q, c, "before", num);
+	}
+	return dynbuf_take(&q, NULL);
+}
+
+/* The hint after a page when there are more: the same command with
+ * --cursor C (or, from a daemon without cursors, --before ID). */
+static void list_hint(const struct cli_opts *o, json_t *ans)
+{
+	const char *cursor = view_str(ans, "next_cursor");
+	json_t *before = json_object_get(ans, "next_before");
+	if (!(cursor && *cursor) && !json_is_integer(before))
+		return;
+	fputs("(more: headroom list", stderr);
+	if (o->limit > 0)
+		fprintf(stderr, " --limit %ld", o->limit);
+	if (o->state)
+		fprintf(stderr, " --state %s", o->state);
+	for (int i = 0; i < o->nlabels; i++) {
+		fputs(" --label ", stderr);
+		shell_word(stderr, o->labels[i]);
+	}
+	const char *const opts[][2] = {{"name", o->name},   {"since", o->since},
+	                               {"until", o->until}, {"fingerprint", o->fingerprint},
+	                               {"group", o->group}, {"sort", o->sort}};
+	for (size_t i = 0; i < HR_ARRAY_LEN(opts); i++)
+		if (opts[i][1]) {
+			fprintf(stderr, " --%s ", opts[i][0]);
+			shell_word(stderr, opts[i][1]);
+		}
+	if (cursor && *cursor) {
+		char *clean = view_clean(cursor);
+		fputs(" --cursor ", stderr);
+		shell_word(stderr, clean);
+		free(clean);
+	} else {
+		fprintf(stderr, " --before %" JSON_INTEGER_FORMAT, json_integer_value(before));
+	}
+	fputs(")\n", stderr);
+}
+
+/* A list --sort KEY that orders by a metric: METRIC.STAT or -METRIC.STAT. */
+static int sorts_by_metric(const char *sort)
+{
+	return sort && strchr(sort, '.');
+}
+
 static void list_row(struct table *t, json_t *run, int64_t now_ms)
 {
-	char id[32], created[64], dur[32];
+	char id[32], created[64], dur[32], sortv[VIEW_NUMLEN] = "-";
 	view_scalar(id, sizeof(id), json_object_get(run, "id"));
 	const char *state = view_str(run, "state");
 	const char *name = view_str(run, "name");
@@ -331,7 +650,27 @@ static void list_row(struct table *t, json_t *run, int64_t now_ms)
 		else if (state && strcmp(state, "running") == 0)
 			view_fmt_duration(dur, sizeof(dur), now_ms - t0);
 	}
-	const char *cells[5] = {id, state, cut, created, dur};
+	json_t *valid = json_object_get(run, "valid");
+	const char *gates = view_str(run, "gates");
+	double x;
+	if (view_num(run, "sort_value", &x))
+		view_fmt_num(sortv, x);
+	/* a ninth cell for the sort value: table_add_row reads as many as
+	 * the table has columns */
+	const char *cells[9] = {id,
+	                        state,
+	                        cut,
+	                        created,
+	                        dur,
+	                        view_str(run, "verdict"),
+	                        json_is_true(valid)    ? "yes"
+	                        : json_is_false(valid) ? "no"
+	                                               : "-",
+	                        !gates                         ? "-"
+	                        : strcmp(gates, "passed") == 0 ? "pass"
+	                        : strcmp(gates, "failed") == 0 ? "fail"
+	                                                       : gates,
+	                        sortv};
 	table_add_row(t, cells);
 	free(cut);
 }
@@ -339,38 +678,34 @@ static void list_row(struct table *t, json_t *run, int64_t now_ms)
 int cmd_list(const struct cli_opts *o)
 {
 	struct http_client c;
-	int ex = client_open(o, &c);
+	int ex = cli_client_open(o, &c);
 	if (ex != EXIT_OK)
 		return ex;
-	struct dynbuf path;
-	dynbuf_init(&path, 4096);
-	dynbuf_addstr(&path, "/runs");
-	char sep = '?';
-	if (o->limit > 0) {
-		dynbuf_printf(&path, "%climit=%ld", sep, o->limit);
-		sep = '&';
-	}
-	if (o->state) { /* one of the known states (main.c checks), no escaping needed */
-		dynbuf_printf(&path, "%cstate=%s", sep, o->state);
-		sep = '&';
-	}
-	if (o->before > 0)
-		dynbuf_printf(&path, "%cbefore=%lld", sep, o->before);
-
-	json_t *ans = call(&c, path.data, NULL, 0, &ex);
-	dynbuf_release(&path);
+	char *path = list_path(&c, o);
+	json_t *ans = cli_call(&c, CLI_GET, path, NULL, 0, &ex);
+	free(path);
 	if (ans) {
 		json_t *runs = json_object_get(ans, "runs");
 		if (!json_is_array(runs)) {
 			fprintf(stderr, "error: malformed answer from the daemon: no runs array\n");
 			ex = EXIT_DAEMON;
 		} else {
-			struct table *t = table_new(5);
-			table_column(t, 0, "ID", TABLE_RIGHT);
-			table_column(t, 1, "STATE", TABLE_LEFT);
-			table_column(t, 2, "NAME", TABLE_LEFT);
-			table_column(t, 3, "CREATED", TABLE_LEFT);
-			table_column(t, 4, "DURATION", TABLE_RIGHT);
+			int with_sort = sorts_by_metric(o->sort);
+			static const char *const titles[] = {"ID",      "STATE",    "NAME",
+			                                     "CREATED", "DURATION", "VERDICT",
+			                                     "VALID",   "GATES"};
+			struct table *t = table_new(HR_ARRAY_LEN(titles) + (size_t)with_sort);
+			for (size_t k = 0; k < HR_ARRAY_LEN(titles); k++)
+				table_column(t, k, titles[k],
+				             k == 0 || k == 4 ? TABLE_RIGHT : TABLE_LEFT);
+			if (with_sort) {
+				char *title = xstrdup(o->sort + (o->sort[0] == '-'));
+				for (char *ch = title; *ch; ch++)
+					if (*ch >= 'a' && *ch <= 'z')
+						*ch = (char)(*ch - 'a' + 'A');
+				table_column(t, HR_ARRAY_LEN(titles), title, TABLE_RIGHT);
+				free(title);
+			}
 			int64_t now_ms = wall_ns() / 1000000;
 			size_t i;
 			json_t *run;
@@ -380,11 +715,7 @@ int cmd_list(const struct cli_opts *o)
 			}
 			table_print(t, stdout, TABLE_PLAIN);
 			table_free(t);
-			json_t *next = json_object_get(ans, "next_before");
-			if (json_is_integer(next))
-				fprintf(stderr,
-				        "(more: headroom list --before %" JSON_INTEGER_FORMAT ")\n",
-				        json_integer_value(next));
+			list_hint(o, ans);
 		}
 		json_decref(ans);
 	}
@@ -395,26 +726,17 @@ int cmd_list(const struct cli_opts *o)
 int cmd_show(const struct cli_opts *o)
 {
 	struct http_client c;
-	int ex = client_open(o, &c);
+	int ex = cli_client_open(o, &c);
 	if (ex != EXIT_OK)
 		return ex;
 	char *path = xasprintf("/runs/%lld", o->id);
-	char err[HR_ERRLEN];
 	struct http_resp r;
-	http_resp_init(&r);
-	int rc = http_get(&c, path, &r, err);
-	json_t *run = NULL;
-	if (rc < 0)
-		ex = transport_failure(rc, err);
-	else if (!is_2xx(r.status))
-		ex = cli_answer_failure(&r);
-	else if (!(run = cli_answer_object(&r)))
-		ex = EXIT_DAEMON;
-	else if (o->json) {
+	json_t *run = cli_call_resp(&c, CLI_GET, path, NULL, 0, &r, &ex);
+	if (run && o->json) {
 		fwrite(r.body.data, 1, r.body.len, stdout);
 		if (r.body.data[r.body.len - 1] != '\n')
 			putchar('\n');
-	} else {
+	} else if (run) {
 		show_run(stdout, run);
 	}
 	json_decref(run);
@@ -427,11 +749,11 @@ int cmd_show(const struct cli_opts *o)
 int cmd_cancel(const struct cli_opts *o)
 {
 	struct http_client c;
-	int ex = client_open(o, &c);
+	int ex = cli_client_open(o, &c);
 	if (ex != EXIT_OK)
 		return ex;
 	char *path = xasprintf("/runs/%lld/cancel", o->id);
-	json_t *ans = call(&c, path, "", 0, &ex);
+	json_t *ans = cli_call(&c, CLI_POST, path, "", 0, &ex);
 	if (ans) {
 		char *st = view_clean(view_str(ans, "state"));
 		printf("run %lld %s\n", o->id, st);
@@ -443,14 +765,7 @@ int cmd_cancel(const struct cli_opts *o)
 	return ex;
 }
 
-/* Output of an export: stdout, the file itself (not a regular file, e.g. a
- * FIFO), or a temporary file renamed over the target once complete. */
-struct sink {
-	FILE *f;
-	char *tmp; /* owned, NULL unless writing through a temporary file */
-};
-
-static int sink_open(struct sink *s, const char *output)
+int cli_sink_open(struct cli_sink *s, const char *output)
 {
 	s->f = NULL;
 	s->tmp = NULL;
@@ -482,9 +797,7 @@ static int sink_open(struct sink *s, const char *output)
 	return 0;
 }
 
-/* Finishes the sink: keeps the output when ok, else removes a temporary
- * file. Returns 0, or -1 when flushing or renaming failed (printed). */
-static int sink_close(struct sink *s, const char *output, int ok)
+int cli_sink_close(struct cli_sink *s, const char *output, int ok)
 {
 	int rc = 0;
 	if (s->f == stdout) {
@@ -514,11 +827,11 @@ static int sink_close(struct sink *s, const char *output, int ok)
 int cmd_export(const struct cli_opts *o)
 {
 	struct http_client c;
-	int ex = client_open(o, &c);
+	int ex = cli_client_open(o, &c);
 	if (ex != EXIT_OK)
 		return ex;
-	struct sink s;
-	if (sink_open(&s, o->output) < 0) {
+	struct cli_sink s;
+	if (cli_sink_open(&s, o->output) < 0) {
 		http_client_release(&c);
 		return EXIT_RUN_FAILED;
 	}
@@ -534,10 +847,10 @@ int cmd_export(const struct cli_opts *o)
 	http_resp_init(&r);
 	int rc = http_get_stream(&c, path, s.f, &r, err);
 	if (rc < 0)
-		ex = transport_failure(rc, err);
+		ex = cli_transport_failure(rc, err);
 	else if (!is_2xx(r.status))
 		ex = cli_answer_failure(&r);
-	if (sink_close(&s, o->output, ex == EXIT_OK) < 0 && ex == EXIT_OK)
+	if (cli_sink_close(&s, o->output, ex == EXIT_OK) < 0 && ex == EXIT_OK)
 		ex = EXIT_RUN_FAILED;
 	http_resp_release(&r);
 	free(path);
@@ -546,18 +859,6 @@ int cmd_export(const struct cli_opts *o)
 }
 
 /* --- calibrate ------------------------------------------------------------------ */
-
-/* A table with these n column titles: column odd aligned odd_align
- * (TABLE_LEFT or TABLE_RIGHT), every other one the other way. */
-static struct table *titled_table(const char *const *titles, size_t n, size_t odd,
-                                  enum table_align odd_align)
-{
-	enum table_align other = odd_align == TABLE_LEFT ? TABLE_RIGHT : TABLE_LEFT;
-	struct table *t = table_new(n);
-	for (size_t k = 0; k < n; k++)
-		table_column(t, k, titles[k], k == odd ? odd_align : other);
-	return t;
-}
 
 /* Every open-loop step of a calibration, when it tried any: the evidence
  * behind the OPEN LOOP column. */
@@ -711,12 +1012,12 @@ int cmd_calibrate(const struct cli_opts *o)
 	char *text = json_dumps(body, JSON_COMPACT);
 	json_decref(body);
 	struct http_client c;
-	int ex = client_open(o, &c);
+	int ex = cli_client_open(o, &c);
 	if (ex != EXIT_OK) {
 		free(text);
 		return ex;
 	}
-	json_t *cal = call(&c, "/calibrations", text, strlen(text), &ex);
+	json_t *cal = cli_call(&c, CLI_POST, "/calibrations", text, strlen(text), &ex);
 	free(text);
 	if (!cal) {
 		http_client_release(&c);
@@ -749,7 +1050,7 @@ int cmd_calibrate(const struct cli_opts *o)
 		}
 		sleep_ms(500);
 		json_decref(cal);
-		cal = call(&c, path, NULL, 0, &ex);
+		cal = cli_call(&c, CLI_GET, path, NULL, 0, &ex);
 		if (!cal)
 			break;
 	}
@@ -796,12 +1097,12 @@ static void fmt_list(char *buf, size_t n, json_t *a)
 int cmd_calibrations(const struct cli_opts *o)
 {
 	struct http_client c;
-	int ex = client_open(o, &c);
+	int ex = cli_client_open(o, &c);
 	if (ex != EXIT_OK)
 		return ex;
 	char *path = o->arg ? xasprintf("/calibrations/%lld", o->id)
 	                    : xasprintf("/calibrations?limit=%ld", o->limit > 0 ? o->limit : 50);
-	json_t *ans = call(&c, path, NULL, 0, &ex);
+	json_t *ans = cli_call(&c, CLI_GET, path, NULL, 0, &ex);
 	free(path);
 	if (ans && o->arg) {
 		ex = print_calibration(ans);

@@ -3,10 +3,12 @@
  * help texts, and dispatch to the subcommands in commands.c. */
 #include <curl/curl.h>
 #include <errno.h>
+#include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "cli.h"
 #include "limits.h"
@@ -25,6 +27,9 @@ enum cmd {
 	CMD_EXPORT,
 	CMD_CALIBRATE,
 	CMD_CALIBRATIONS,
+	CMD_LABEL,
+	CMD_DELETE,
+	CMD_COMPARE,
 	CMD_HELP,
 	CMD__COUNT
 };
@@ -35,9 +40,13 @@ static const char general_help[] =
     "Command-line client of headroomd, the headroom benchmark daemon.\n"
     "\n"
     "commands:\n"
-    "  submit SPEC.json [--wait] [--poll-ms N]      submit a run (SPEC - reads stdin)\n"
-    "  list [--limit N] [--state S] [--before ID]   list runs, newest first\n"
+    "  submit SPEC.json [--wait] [--junit FILE]     submit a run (SPEC - reads stdin)\n"
+    "  list [--label K=V] [--since 7d] [--sort K]   list runs, newest first (filters:\n"
+    "                                               list --help)\n"
     "  show ID [--json]                             show a run and its summary\n"
+    "  label ID K=V... [K-] [--note T] [--pin]      label, annotate or pin a run\n"
+    "  delete ID                                    delete a run and its data\n"
+    "  compare BASE HEAD [--format F]               compare runs or groups of runs\n"
     "  cancel ID                                    cancel a queued or running run\n"
     "  export ID [--records] [--format F] [-o FILE] export a summary or the records\n"
     "  calibrate [--osl N,...] [--rates R,...]      measure this host's client ceiling\n"
@@ -52,42 +61,71 @@ static const char general_help[] =
     "  -h, --help     show help (of COMMAND when one is given)\n"
     "  -V, --version  print the version\n"
     "\n"
-    "exit codes: 0 success (submit --wait: the run succeeded); 1 the waited-for run\n"
-    "ended failed, cancelled or interrupted, or an output could not be written;\n"
-    "2 usage error or unreadable spec; 3 daemon unreachable, error answer or\n"
-    "malformed answer; 4 the waited-for run was client_bound (the load generator\n"
-    "was the limit); 130 interrupted (Ctrl-C). See docs/cli.md.\n";
+    "exit codes: 0 success (submit --wait: the run succeeded and passed its\n"
+    "checks); 1 the waited-for run ended failed, cancelled or interrupted, or an\n"
+    "output could not be written; 2 usage error or unreadable spec; 3 daemon\n"
+    "unreachable, error answer or malformed answer; submit --wait only, the first\n"
+    "that applies in this order: 4 the run was client_bound (the load generator\n"
+    "was the limit), 7 the run is invalid, 5 a threshold gate failed, 6 a\n"
+    "regression gate failed; 130 interrupted (Ctrl-C). See docs/cli.md.\n";
 
 static const char submit_help[] =
-    "usage: headroom submit SPEC.json [--wait] [--poll-ms N]\n"
+    "usage: headroom submit SPEC.json [--wait] [--poll-ms N] [--junit FILE]\n"
+    "                                 [--markdown FILE]\n"
     "\n"
     "POSTs the run spec (a JSON file, or stdin when SPEC is -) to the daemon and\n"
-    "prints the new run's id and state (\"run 12 queued\").\n"
+    "prints the new run's id and state (\"run 12 queued\"); a spec with \"repeat\"\n"
+    "queues a group of runs (\"group 3 queued: runs 12 13 14\").\n"
     "\n"
-    "  --wait       poll the run until it ends, showing progress on stderr, then\n"
-    "               print its summary (as `headroom show`)\n"
-    "  --poll-ms N  poll every N milliseconds (with --wait; default 500)\n"
+    "  --wait           poll the run until it ends, showing progress on stderr,\n"
+    "                   then print its summary (as `headroom show`); for a group,\n"
+    "                   each run in turn, one line per run, then the group's\n"
+    "                   summary (mean, std and confidence interval across runs)\n"
+    "  --poll-ms N      poll every N milliseconds (with --wait; default 500)\n"
+    "  --junit FILE     with --wait: write the outcome as JUnit XML (one testsuite\n"
+    "                   per run: run state, client verdict, validity, each gate)\n"
+    "  --markdown FILE  with --wait: write a Markdown summary for a pull request\n"
+    "                   (also appended to $GITHUB_STEP_SUMMARY when that is set)\n"
     "\n"
     "Ctrl-C while waiting only stops waiting: the run goes on in the daemon\n"
     "(`headroom cancel ID` stops it); the exit code is then 130.\n"
     "\n"
-    "exit codes: 0 submitted (with --wait: the run succeeded); 1 with --wait, the\n"
-    "run ended failed, cancelled or interrupted; 2 usage error or unreadable spec;\n"
-    "3 daemon unreachable or it rejected the spec (the error's message and field\n"
-    "are printed); 4 with --wait, the run succeeded but its client verdict is\n"
-    "client_bound (the load generator, not the server, was the limit) and the\n"
-    "spec does not set client.allow_client_bound.\n";
+    "exit codes: 0 submitted (with --wait: the run succeeded and passed its\n"
+    "checks); 2 usage error or unreadable spec; 3 daemon unreachable or it\n"
+    "rejected the spec (the error's message and field are printed). With --wait,\n"
+    "the first that applies in this order (a group: the first over all its runs),\n"
+    "with a line on stderr saying why: 1 the run ended failed, cancelled or\n"
+    "interrupted; 4 it succeeded but its client verdict is client_bound (the load\n"
+    "generator, not the server, was the limit) and the spec does not set\n"
+    "client.allow_client_bound; 7 it is invalid (summary.validity: too few\n"
+    "requests, too many errors, ...); 5 a threshold gate failed; 6 a regression\n"
+    "gate failed.\n";
 
 static const char list_help[] =
-    "usage: headroom list [--limit N] [--state S] [--before ID]\n"
+    "usage: headroom list [--limit N] [--state S] [--label SEL]... [--name TEXT]\n"
+    "                     [--since T] [--until T] [--fingerprint F] [--group G]\n"
+    "                     [--sort KEY] [--before ID | --cursor C]\n"
     "\n"
     "Prints a table of runs, newest first: ID, STATE, NAME, CREATED (UTC),\n"
-    "DURATION (started to finished; so far, for a running run).\n"
+    "DURATION (started to finished; so far, for a running run), VERDICT (the\n"
+    "client verdict: ok, client_bound, inconclusive), VALID (yes, no), GATES\n"
+    "(pass, fail), and with --sort by a metric the sorted value; - when unknown.\n"
     "\n"
-    "  --limit N     at most N runs (1..1000; default: the daemon's, 50)\n"
-    "  --state S     only runs in state S: queued, running, succeeded, failed,\n"
-    "                cancelled, interrupted\n"
-    "  --before ID   only runs older than run ID (the next page)\n";
+    "  --limit N          at most N runs (1..1000; default: the daemon's, 50)\n"
+    "  --state S          only runs in state S: queued, running, succeeded, failed,\n"
+    "                     cancelled, interrupted\n"
+    "  --label K=V        only runs whose label K is V; K!=V: not V (or no K);\n"
+    "                     K: with label K; !K: without it. Repeat for all of them\n"
+    "  --name TEXT        only runs whose name contains TEXT (any case)\n"
+    "  --since T          only runs created at or after T: 2026-12-01T10:00:00Z,\n"
+    "                     2026-12-01, Unix seconds, or 30m, 24h, 7d ago (s m h d w)\n"
+    "  --until T          only runs created before T (the same forms)\n"
+    "  --fingerprint F    only runs of the spec fingerprint F (16 hex digits)\n"
+    "  --group G          only the runs of repeat group G\n"
+    "  --sort KEY         -id (default), id, name, -name, or METRIC.STAT /\n"
+    "                     -METRIC.STAT (-time_to_first_token.p99: highest first)\n"
+    "  --before ID        only runs older than run ID (the next page)\n"
+    "  --cursor C         the next page after a page that printed this cursor\n";
 
 static const char show_help[] =
     "usage: headroom show ID [--json]\n"
@@ -154,6 +192,47 @@ static const char calibrations_help[] =
     "\n"
     "  --limit N   how many to list, 1..1000 (default 50)\n";
 
+static const char label_help[] =
+    "usage: headroom label ID [K=V]... [K-]... [--note TEXT] [--pin | --unpin]\n"
+    "\n"
+    "Changes run ID's labels, note and pin (PATCH), then prints its labels, note\n"
+    "and pin. K=V sets label K to V, K- removes label K; other labels stay.\n"
+    "Without any change it only prints them.\n"
+    "\n"
+    "  --note TEXT   set the run's note (--note '' removes it)\n"
+    "  --pin         pin the run\n"
+    "  --unpin       unpin it\n";
+
+static const char delete_help[] =
+    "usage: headroom delete ID\n"
+    "\n"
+    "Deletes run ID with its records, telemetry and samples (\"run 12 deleted\").\n"
+    "A running run is refused (exit 3): cancel it first.\n";
+
+static const char compare_help[] =
+    "usage: headroom compare BASE HEAD [--format table|markdown|json] [-o FILE]\n"
+    "                        [--noise PCT] [--confidence C] [--seed N]\n"
+    "\n"
+    "Compares HEAD with BASE, metric by metric, with confidence intervals on the\n"
+    "differences. BASE and HEAD are each a run (12), runs of one setup (12,13,14),\n"
+    "a repeat group (group:5) or a named baseline (baseline:main).\n"
+    "\n"
+    "table (default): both sides, then METRIC STAT BASE HEAD DIFF DIFF% CI(%)\n"
+    "VERDICT, the spec and label differences and the verdict counts. markdown:\n"
+    "the same for a pull-request comment. json: the daemon's answer.\n"
+    "\n"
+    "  --format F        table, markdown or json\n"
+    "  -o, --output FILE write to FILE (replaced only once complete)\n"
+    "  --noise PCT       differences within PCT% count as unchanged (daemon\n"
+    "                    default 5)\n"
+    "  --confidence C    confidence of the intervals, 0.5..0.999 (default 0.95)\n"
+    "  --seed N          seed of the bootstrap resampling (the same seed, the\n"
+    "                    same intervals)\n"
+    "\n"
+    "exit codes: 0 compared (whatever the verdicts); 1 the output could not be\n"
+    "written; 2 usage error; 3 the daemon refused (an unknown run, a run not\n"
+    "finished) or could not be reached.\n";
+
 static const char help_help[] = "usage: headroom help [COMMAND]\n"
                                 "\n"
                                 "Prints the help of COMMAND, or the general help.\n";
@@ -174,6 +253,9 @@ static const struct command {
     [CMD_EXPORT] = {"export", cmd_export, 1, 1, export_help},
     [CMD_CALIBRATE] = {"calibrate", cmd_calibrate, 0, 0, calibrate_help},
     [CMD_CALIBRATIONS] = {"calibrations", cmd_calibrations, 0, 1, calibrations_help},
+    [CMD_LABEL] = {"label", cmd_label, 1, INT_MAX, label_help},
+    [CMD_DELETE] = {"delete", cmd_delete, 1, 1, delete_help},
+    [CMD_COMPARE] = {"compare", cmd_compare, 2, 2, compare_help},
     [CMD_HELP] = {"help", run_help, 0, 1, help_help},
 };
 
@@ -199,6 +281,22 @@ enum opt_id {
 	OPT_RATES,
 	OPT_MAX_LAG,
 	OPT_NO_WAIT,
+	OPT_LABEL,
+	OPT_NAME,
+	OPT_SINCE,
+	OPT_UNTIL,
+	OPT_FINGERPRINT,
+	OPT_SORT,
+	OPT_GROUP,
+	OPT_CURSOR,
+	OPT_NOTE,
+	OPT_PIN,
+	OPT_UNPIN,
+	OPT_NOISE,
+	OPT_CONFIDENCE,
+	OPT_SEED,
+	OPT_JUNIT,
+	OPT_MARKDOWN,
 	OPT__COUNT
 };
 
@@ -210,6 +308,7 @@ static const struct optdef {
 	char shrt;
 	int has_arg;
 	unsigned cmds; /* FOR() mask of the commands that take it */
+	int repeat;    /* every value is kept (struct parsed.many), not only the last */
 } optdefs[OPT__COUNT] = {
     [OPT_URL] = {"url", 0, 1, ANY_CMD},
     [OPT_HELP] = {"help", 'h', 0, ANY_CMD},
@@ -220,11 +319,11 @@ static const struct optdef {
     [OPT_STATE] = {"state", 0, 1, FOR(CMD_LIST)},
     [OPT_BEFORE] = {"before", 0, 1, FOR(CMD_LIST)},
     [OPT_JSON] = {"json", 0, 0, FOR(CMD_SHOW)},
-    [OPT_FORMAT] = {"format", 0, 1, FOR(CMD_EXPORT)},
+    [OPT_FORMAT] = {"format", 0, 1, FOR(CMD_EXPORT) | FOR(CMD_COMPARE)},
     [OPT_RECORDS] = {"records", 0, 0, FOR(CMD_EXPORT)},
     [OPT_TELEMETRY] = {"telemetry", 0, 0, FOR(CMD_EXPORT)},
     [OPT_CLIENT] = {"client", 0, 0, FOR(CMD_EXPORT)},
-    [OPT_OUTPUT] = {"output", 'o', 1, FOR(CMD_EXPORT)},
+    [OPT_OUTPUT] = {"output", 'o', 1, FOR(CMD_EXPORT) | FOR(CMD_COMPARE)},
     [OPT_OSL] = {"osl", 0, 1, FOR(CMD_CALIBRATE)},
     [OPT_ISL] = {"isl", 0, 1, FOR(CMD_CALIBRATE)},
     [OPT_CONCURRENCY] = {"concurrency", 0, 1, FOR(CMD_CALIBRATE)},
@@ -232,6 +331,22 @@ static const struct optdef {
     [OPT_RATES] = {"rates", 0, 1, FOR(CMD_CALIBRATE)},
     [OPT_MAX_LAG] = {"max-lag-ms", 0, 1, FOR(CMD_CALIBRATE)},
     [OPT_NO_WAIT] = {"no-wait", 0, 0, FOR(CMD_CALIBRATE)},
+    [OPT_LABEL] = {"label", 0, 1, FOR(CMD_LIST), 1},
+    [OPT_NAME] = {"name", 0, 1, FOR(CMD_LIST)},
+    [OPT_SINCE] = {"since", 0, 1, FOR(CMD_LIST)},
+    [OPT_UNTIL] = {"until", 0, 1, FOR(CMD_LIST)},
+    [OPT_FINGERPRINT] = {"fingerprint", 0, 1, FOR(CMD_LIST)},
+    [OPT_SORT] = {"sort", 0, 1, FOR(CMD_LIST)},
+    [OPT_GROUP] = {"group", 0, 1, FOR(CMD_LIST)},
+    [OPT_CURSOR] = {"cursor", 0, 1, FOR(CMD_LIST)},
+    [OPT_NOTE] = {"note", 0, 1, FOR(CMD_LABEL)},
+    [OPT_PIN] = {"pin", 0, 0, FOR(CMD_LABEL)},
+    [OPT_UNPIN] = {"unpin", 0, 0, FOR(CMD_LABEL)},
+    [OPT_NOISE] = {"noise", 0, 1, FOR(CMD_COMPARE)},
+    [OPT_CONFIDENCE] = {"confidence", 0, 1, FOR(CMD_COMPARE)},
+    [OPT_SEED] = {"seed", 0, 1, FOR(CMD_COMPARE)},
+    [OPT_JUNIT] = {"junit", 0, 1, FOR(CMD_SUBMIT)},
+    [OPT_MARKDOWN] = {"markdown", 0, 1, FOR(CMD_SUBMIT)},
 };
 
 static const char *const run_states[] = {"queued", "running",   "succeeded",
@@ -241,6 +356,8 @@ struct parsed {
 	enum cmd cmd;
 	int seen[OPT__COUNT];
 	const char *val[OPT__COUNT]; /* last value given */
+	const char **many[OPT__COUNT]; /* every value of a repeat option, in order (owned) */
+	int nmany[OPT__COUNT];
 	const char **pos;            /* positional arguments after the command, borrowed */
 	int npos;
 };
@@ -339,6 +456,11 @@ static int parse_args(int argc, char **argv, struct parsed *p)
 		}
 		p->seen[id] = 1;
 		p->val[id] = value;
+		if (optdefs[id].repeat) {
+			if (!p->many[id])
+				p->many[id] = xcalloc((size_t)argc, sizeof(*p->many[id]));
+			p->many[id][p->nmany[id]++] = value;
+		}
 	}
 	return 0;
 }
@@ -380,6 +502,49 @@ static int parse_id(const char *s, long long *out)
 	return 0;
 }
 
+/* A time for --since / --until: a relative one (digits and a unit s, m, h,
+ * d or w: that long ago) becomes RFC 3339 UTC in buf (n >= 32 bytes); any
+ * other non-empty text goes to the daemon as it is (it takes RFC 3339, a
+ * date or Unix seconds, and names the option's field when it does not).
+ * Returns the text to send, or NULL when s is empty or too far back. */
+static const char *parse_since(const char *s, char *buf, size_t n)
+{
+	static const struct {
+		char unit;
+		long long seconds;
+	} units[] = {{'s', 1}, {'m', 60}, {'h', 3600}, {'d', 86400}, {'w', 604800}};
+	size_t len = strlen(s), digits = strspn(s, "0123456789");
+	if (!len)
+		return NULL;
+	if (digits == 0 || digits != len - 1 || digits > 9)
+		return s;
+	long long ago = -1;
+	for (size_t i = 0; i < HR_ARRAY_LEN(units); i++)
+		if (s[len - 1] == units[i].unit)
+			ago = strtoll(s, NULL, 10) * units[i].seconds;
+	if (ago < 0)
+		return s;
+	time_t t = time(NULL) - (time_t)ago;
+	struct tm tm;
+	if (ago > 100LL * 366 * 86400 || !gmtime_r(&t, &tm) ||
+	    !strftime(buf, n, "%Y-%m-%dT%H:%M:%SZ", &tm))
+		return NULL;
+	return buf;
+}
+
+/* A --label selector: K=V, K!=V, K or !K with a non-empty K. */
+static int is_selector(const char *s)
+{
+	int absent = *s == '!';
+	s += absent;
+	size_t k = strcspn(s, "=");
+	if (absent)
+		return k > 0 && !s[k];
+	if (s[k] == '=' && k > 0 && s[k - 1] == '!')
+		k--;
+	return k > 0;
+}
+
 static int is_state(const char *s)
 {
 	for (size_t i = 0; i < HR_ARRAY_LEN(run_states); i++)
@@ -399,14 +564,17 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 			                   cmd == CMD_NONE ? "headroom" : commands[cmd].name);
 	if (p->npos < commands[cmd].min_pos)
 		return usage_error(cmd, "'%s' needs %s", commands[cmd].name,
-		                   cmd == CMD_SUBMIT ? "a spec file (or - for stdin)" : "a run id");
+		                   cmd == CMD_SUBMIT    ? "a spec file (or - for stdin)"
+		                   : cmd == CMD_COMPARE ? "a BASE and a HEAD (runs 12 13)"
+		                                        : "a run id");
 	if (p->npos > commands[cmd].max_pos)
 		return usage_error(cmd, "unexpected argument '%s'", p->pos[commands[cmd].max_pos]);
 
 	const char *env = getenv("HEADROOM_URL");
 	o->url = p->seen[OPT_URL] ? p->val[OPT_URL] : (env && *env ? env : HEADROOM_DEFAULT_URL);
 	o->arg = p->npos > 0 ? p->pos[0] : NULL;
-	if ((cmd == CMD_SHOW || cmd == CMD_CANCEL || cmd == CMD_EXPORT) &&
+	if ((cmd == CMD_SHOW || cmd == CMD_CANCEL || cmd == CMD_EXPORT || cmd == CMD_LABEL ||
+	     cmd == CMD_DELETE) &&
 	    parse_id(o->arg, &o->id) < 0)
 		return usage_error(cmd, "invalid run id '%s'", o->arg);
 	if (cmd == CMD_CALIBRATIONS && o->arg && parse_id(o->arg, &o->id) < 0)
@@ -439,6 +607,91 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 	if (p->seen[OPT_BEFORE] && parse_id(p->val[OPT_BEFORE], &o->before) < 0)
 		return usage_error(cmd, "invalid run id '%s' for --before", p->val[OPT_BEFORE]);
 	o->json = p->seen[OPT_JSON];
+	if ((p->seen[OPT_JUNIT] || p->seen[OPT_MARKDOWN]) && !o->wait)
+		return usage_error(cmd, "--junit and --markdown only apply with --wait");
+	if (p->seen[OPT_JUNIT] && !*(o->junit = p->val[OPT_JUNIT]))
+		return usage_error(cmd, "empty --junit file name");
+	if (p->seen[OPT_MARKDOWN] && !*(o->markdown = p->val[OPT_MARKDOWN]))
+		return usage_error(cmd, "empty --markdown file name");
+
+	if (cmd == CMD_LIST) {
+		o->labels = p->many[OPT_LABEL];
+		o->nlabels = p->nmany[OPT_LABEL];
+		for (int i = 0; i < o->nlabels; i++)
+			if (!is_selector(o->labels[i]))
+				return usage_error(cmd,
+				                   "--label wants K=V, K!=V, K or !K with a label "
+				                   "name K, not '%s'",
+				                   o->labels[i]);
+		o->name = p->val[OPT_NAME];
+		if (p->seen[OPT_SINCE] &&
+		    !(o->since = parse_since(p->val[OPT_SINCE], o->since_buf, sizeof o->since_buf)))
+			return usage_error(cmd, "--since wants a time: 2026-12-01T10:00:00Z, "
+			                        "2026-12-01, Unix seconds, or 30m, 24h, 7d");
+		if (p->seen[OPT_UNTIL] &&
+		    !(o->until = parse_since(p->val[OPT_UNTIL], o->until_buf, sizeof o->until_buf)))
+			return usage_error(cmd, "--until wants a time: 2026-12-01T10:00:00Z, "
+			                        "2026-12-01, Unix seconds, or 30m, 24h, 7d");
+		o->fingerprint = p->val[OPT_FINGERPRINT];
+		if (o->fingerprint && (strlen(o->fingerprint) != 16 ||
+		                       strspn(o->fingerprint, "0123456789abcdefABCDEF") != 16))
+			return usage_error(cmd, "--fingerprint wants 16 hex digits, not '%s'",
+			                   o->fingerprint);
+		o->sort = p->val[OPT_SORT];
+		if (o->sort && !*o->sort)
+			return usage_error(cmd, "empty --sort key");
+		long long g;
+		if (p->seen[OPT_GROUP] && parse_id(p->val[OPT_GROUP], &g) < 0)
+			return usage_error(cmd, "invalid group id '%s' for --group",
+			                   p->val[OPT_GROUP]);
+		o->group = p->val[OPT_GROUP];
+		o->cursor = p->val[OPT_CURSOR];
+		if (o->cursor && (!*o->cursor || p->seen[OPT_BEFORE]))
+			return usage_error(cmd, "--cursor wants a page's cursor, without --before");
+	}
+	if (cmd == CMD_LABEL) {
+		o->changes = p->pos + 1;
+		o->nchanges = p->npos - 1;
+		for (int i = 0; i < o->nchanges; i++) {
+			const char *a = o->changes[i];
+			size_t len = strlen(a);
+			if (a[0] == '=' || (!strchr(a, '=') && (len < 2 || a[len - 1] != '-')))
+				return usage_error(
+				    cmd,
+				    "'%s' is neither K=V (set label K) nor K- (remove "
+				    "it)",
+				    a);
+		}
+		o->set_note = p->seen[OPT_NOTE];
+		o->note = p->val[OPT_NOTE];
+		if (p->seen[OPT_PIN] && p->seen[OPT_UNPIN])
+			return usage_error(cmd, "--pin or --unpin, not both");
+		o->pin = p->seen[OPT_PIN] ? 1 : p->seen[OPT_UNPIN] ? -1 : 0;
+	}
+	if (cmd == CMD_COMPARE) {
+		o->head = p->pos[1];
+		if (!*o->arg || !*o->head)
+			return usage_error(cmd, "empty BASE or HEAD");
+		o->format = p->seen[OPT_FORMAT] ? p->val[OPT_FORMAT] : "table";
+		if (strcmp(o->format, "table") && strcmp(o->format, "markdown") &&
+		    strcmp(o->format, "json"))
+			return usage_error(cmd, "--format wants table, markdown or json, not '%s'",
+			                   o->format);
+		if (p->seen[OPT_OUTPUT] && !*(o->output = p->val[OPT_OUTPUT]))
+			return usage_error(cmd, "empty output file name");
+		o->has_noise = p->seen[OPT_NOISE];
+		if (o->has_noise && parse_double(p->val[OPT_NOISE], 0, 100, &o->noise_pct) < 0)
+			return usage_error(cmd, "--noise wants a percentage, 0..100");
+		if (p->seen[OPT_CONFIDENCE] &&
+		    parse_double(p->val[OPT_CONFIDENCE], 0.5, 0.999, &o->confidence) < 0)
+			return usage_error(cmd, "--confidence wants a probability, 0.5..0.999 "
+			                        "(0.95 for 95%%)");
+		o->has_seed = p->seen[OPT_SEED];
+		long seed;
+		if (o->has_seed && cli_parse_long(p->val[OPT_SEED], 0, LONG_MAX, &seed) < 0)
+			return usage_error(cmd, "--seed wants a whole number, 0 or more");
+		o->seed = o->has_seed ? seed : 0;
+	}
 
 	if (cmd == CMD_EXPORT) {
 		const char *f = p->seen[OPT_FORMAT] ? p->val[OPT_FORMAT] : NULL;
@@ -586,6 +839,8 @@ int main(int argc, char **argv)
 	curl_global_cleanup();
 out:
 	free(p.pos);
+	for (int i = 0; i < OPT__COUNT; i++)
+		free(p.many[i]);
 	if (fflush(stdout) != 0 || ferror(stdout)) {
 		if (ex == EXIT_OK)
 			fprintf(stderr, "headroom: cannot write to stdout: %s\n", strerror(errno));
