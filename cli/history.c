@@ -254,10 +254,10 @@ static void method_text(char *buf, size_t n, json_t *ans)
 	view_scalar(level, sizeof level, json_object_get(ans, "level"));
 	snprintf(conf, sizeof conf, "-");
 	if (view_num(ans, "confidence", &c))
-		view_fmt_num(conf, c * 100);
+		snprintf(conf, sizeof conf, "%.4g", c * 100);
 	snprintf(noise, sizeof noise, "-");
 	if (view_num(ans, "noise_pct", &x))
-		view_fmt_num(noise, x);
+		snprintf(noise, sizeof noise, "%.4g", x);
 	snprintf(buf, n, "compared by %s at %s%% confidence, noise %s%%, %s resamples, seed %s",
 	         level, conf, noise,
 	         view_scalar(res, sizeof res, json_object_get(ans, "resamples")),
@@ -265,8 +265,8 @@ static void method_text(char *buf, size_t n, json_t *ans)
 }
 
 /* The differences list of the answer (spec_differences: "field";
- * label_differences: "label") as a table with a title column (text) or a
- * Markdown table under a heading. */
+ * label_differences: "label") as a table whose first column is titled
+ * title (text), or a Markdown table under a heading (md). */
 static void differences(FILE *out, json_t *ans, const char *member, const char *key,
                         const char *title, int md)
 {
@@ -275,18 +275,13 @@ static void differences(FILE *out, json_t *ans, const char *member, const char *
 		return;
 	struct table *t = NULL;
 	if (md) {
-		fprintf(out, "\n**%s differences**\n\n| %s | base | head |\n|---|---|---|\n", title,
-		        key);
+		fprintf(out, "\n**%s differences**\n\n| %s | base | head |\n|---|---|---|\n",
+		        strcmp(key, "field") == 0 ? "Spec" : "Label", title);
 	} else {
-		char *upper = xasprintf("%s %s", title, key);
-		for (char *ch = upper; *ch; ch++)
-			if (*ch >= 'a' && *ch <= 'z')
-				*ch = (char)(*ch - 'a' + 'A');
 		t = table_new(3);
-		table_column(t, 0, upper, TABLE_LEFT);
+		table_column(t, 0, title, TABLE_LEFT);
 		table_column(t, 1, "BASE", TABLE_LEFT);
 		table_column(t, 2, "HEAD", TABLE_LEFT);
-		free(upper);
 		fputc('\n', out);
 	}
 	size_t i;
@@ -373,8 +368,8 @@ static void compare_table(FILE *out, json_t *ans)
 	}
 	table_print(t, out, TABLE_PLAIN);
 	table_free(t);
-	differences(out, ans, "spec_differences", "field", "spec", 0);
-	differences(out, ans, "label_differences", "label", "label", 0);
+	differences(out, ans, "spec_differences", "field", "SPEC FIELD", 0);
+	differences(out, ans, "label_differences", "label", "LABEL", 0);
 	counts_text(text, sizeof text, json_object_get(ans, "counts"), 0);
 	fprintf(out, "\n%s\n", text);
 }
@@ -445,8 +440,8 @@ static void compare_markdown(FILE *out, json_t *ans)
 		md_rows(out, ans, 1);
 		fputs("\n</details>\n", out);
 	}
-	differences(out, ans, "spec_differences", "field", "Spec", 1);
-	differences(out, ans, "label_differences", "label", "Label", 1);
+	differences(out, ans, "spec_differences", "field", "field", 1);
+	differences(out, ans, "label_differences", "label", "label", 1);
 	method_text(text, sizeof text, ans);
 	char *t = report_md_text(text);
 	fprintf(out, "\n<sub>%s</sub>\n", t);
