@@ -91,15 +91,15 @@ static const char submit_help[] =
     "(`headroom cancel ID` stops it); the exit code is then 130.\n"
     "\n"
     "exit codes: 0 submitted (with --wait: the run succeeded and passed its\n"
-    "checks); 2 usage error or unreadable spec; 3 daemon unreachable or it\n"
-    "rejected the spec (the error's message and field are printed). With --wait,\n"
-    "the first that applies in this order (a group: the first over all its runs),\n"
-    "with a line on stderr saying why: 1 the run ended failed, cancelled or\n"
-    "interrupted; 4 it succeeded but its client verdict is client_bound (the load\n"
-    "generator, not the server, was the limit) and the spec does not set\n"
-    "client.allow_client_bound; 7 it is invalid (summary.validity: too few\n"
-    "requests, too many errors, ...); 5 a threshold gate failed; 6 a regression\n"
-    "gate failed.\n";
+    "checks); 1 a --junit or --markdown file could not be written; 2 usage error\n"
+    "or unreadable spec; 3 daemon unreachable or it rejected the spec (the\n"
+    "error's message and field are printed). With --wait, the first that applies\n"
+    "in this order (a group: the first over all its runs), with a line on stderr\n"
+    "saying why: 1 the run ended failed, cancelled or interrupted; 4 it succeeded\n"
+    "but its client verdict is client_bound (the load generator, not the server,\n"
+    "was the limit) and the spec does not set client.allow_client_bound; 7 it is\n"
+    "invalid (summary.validity: too few requests, too many errors, ...); 5 a\n"
+    "threshold gate failed; 6 a regression gate failed.\n";
 
 static const char list_help[] =
     "usage: headroom list [--limit N] [--state S] [--label SEL]... [--name TEXT]\n"
