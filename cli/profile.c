@@ -102,13 +102,16 @@ static const char profile_help[] =
     "  --name NAME                   the run's name\n"
     "  --print-spec                  print the spec and exit, submitting nothing\n"
     "  --no-wait                     submit and return\n"
+    "  --validity-percentile P       the highest percentile the run must support to\n"
+    "                                be valid (p50 ... p99; default none: AIPerf\n"
+    "                                judges no validity; docs/compare.md)\n"
     "\n"
     "Refused for now (the feature is not in headroom yet): --public-dataset other\n"
     "than sharegpt, other --custom-dataset-type values, and other endpoint types.\n";
 
 struct pflags {
 	const char *url, *model, *endpoint, *arrival, *tokenizer, *input_file, *dataset_type;
-	const char *daemon, *name, *public_dataset;
+	const char *daemon, *name, *public_dataset, *validity;
 	char *dataset_path;         /* a dataset to upload (owned), or NULL */
 	const char *dataset_format; /* its format: sharegpt, single_turn, ... */
 	int streaming, print_spec, no_wait, server_count, fixed_schedule;
@@ -232,7 +235,7 @@ enum {
 	F_COUNT, F_DURATION, F_GRACE, F_TIMEOUT, F_ISL, F_ISL_SD, F_OSL, F_OSL_SD, F_WARMUP,
 	F_SEED, F_EXTRA, F_HEADER, F_GOODPUT, F_TOKENIZER, F_SERVER_COUNT, F_BLOCK, F_INPUT, F_DTYPE,
 	F_PUBLIC,
-	F_FIXED, F_WORKERS, F_DAEMON, F_NAME, F_PRINT, F_NO_WAIT, F_HELP, F__COUNT
+	F_FIXED, F_WORKERS, F_DAEMON, F_NAME, F_PRINT, F_NO_WAIT, F_VALIDITY, F_HELP, F__COUNT
 };
 
 static const struct {
@@ -273,6 +276,7 @@ static const struct {
     [F_NAME] = {"name", NULL, 0, 1},
     [F_PRINT] = {"print-spec", NULL, 0, 0},
     [F_NO_WAIT] = {"no-wait", NULL, 0, 0},
+    [F_VALIDITY] = {"validity-percentile", NULL, 0, 1},
     [F_HELP] = {"help", NULL, 'h', 0},
 };
 
@@ -356,6 +360,7 @@ static int parse(int argc, char **argv, struct pflags *p)
 		case F_NAME: p->name = v; break;
 		case F_PRINT: p->print_spec = 1; break;
 		case F_NO_WAIT: p->no_wait = 1; break;
+		case F_VALIDITY: p->validity = v; break;
 		case F_HELP:
 			fputs(profile_help, stdout);
 			return -1;
@@ -597,6 +602,10 @@ static int build(struct pflags *p, json_t **out)
 		json_object_set_new(spec, "workers", json_integer((json_int_t)p->workers));
 	if (json_object_size(p->goodput))
 		json_object_set(spec, "goodput", p->goodput);
+	/* AIPerf has no validity rule and its runs are often short (10 requests
+	 * by default): judge none unless asked (the daemon checks the value) */
+	json_object_set_new(spec, "validity",
+			    json_pack("{s:s}", "percentile", p->validity ? p->validity : "none"));
 	*out = spec;
 	return EXIT_OK;
 fail:

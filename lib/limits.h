@@ -20,8 +20,11 @@
 #define HR_MAX_PREFIX_PROMPTS 100000      /* workload.prefix_prompts.count */
 #define HR_MAX_MIX 64                     /* workload.mix entries */
 #define HR_MAX_SLOS 16                    /* goodput objectives */
+#define HR_MAX_GATES 32                   /* gates of one spec */
+#define HR_MAX_REPEAT 100                 /* repeat.count */
 #define HR_MAX_LABELS 64
 #define HR_MAX_LABEL_LEN 256
+#define HR_MAX_NOTE_LEN 4096               /* a run's free-text note */
 #define HR_MAX_HEADERS 64
 #define HR_MAX_WORKERS 256
 #define HR_MAX_CONCURRENCY 100000

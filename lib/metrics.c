@@ -2,6 +2,9 @@
 #include "metrics.h"
 
 #include <math.h>
+#include <string.h>
+
+#include "stats.h"
 
 static int streamed(const struct hr_record *r)
 {
@@ -115,4 +118,47 @@ void metrics_chunk_gaps(const struct hr_record *r, void (*push)(void *ctx, doubl
 {
 	for (uint32_t i = 1; i < r->n_chunks; i++)
 		push(ctx, ns_to_ms(r->chunk_ns[i] - r->chunk_ns[i - 1]));
+}
+
+const struct metric_info metric_catalog[] = {
+	{"time_to_first_token", "ms", METRIC_LOWER_BETTER, 0},
+	{"time_to_second_token", "ms", METRIC_LOWER_BETTER, 0},
+	{"time_to_first_output_token", "ms", METRIC_LOWER_BETTER, 0},
+	{"request_latency", "ms", METRIC_LOWER_BETTER, 0},
+	{"inter_token_latency", "ms", METRIC_LOWER_BETTER, 0},
+	{"inter_chunk_latency", "ms", METRIC_LOWER_BETTER, 0},
+	{"output_token_throughput_per_user", "tokens/sec/user", METRIC_HIGHER_BETTER, 0},
+	{"input_sequence_length", "tokens", METRIC_NO_DIRECTION, 0},
+	{"output_sequence_length", "tokens", METRIC_NO_DIRECTION, 0},
+	{"schedule_lag", "ms", METRIC_LOWER_BETTER, 0},
+	{"scheduled_time_to_first_token", "ms", METRIC_LOWER_BETTER, 0},
+	{"scheduled_request_latency", "ms", METRIC_LOWER_BETTER, 0},
+	{"request_throughput", "requests/sec", METRIC_HIGHER_BETTER, 1},
+	{"output_token_throughput", "tokens/sec", METRIC_HIGHER_BETTER, 1},
+	{"total_token_throughput", "tokens/sec", METRIC_HIGHER_BETTER, 1},
+	{"goodput", "requests/sec", METRIC_HIGHER_BETTER, 1},
+	{"error_rate", "fraction", METRIC_LOWER_BETTER, 1},
+};
+const size_t metric_catalog_count = sizeof metric_catalog / sizeof metric_catalog[0];
+
+const struct metric_info *metric_info(const char *tag)
+{
+	for (size_t i = 0; tag && i < metric_catalog_count; i++)
+		if (strcmp(metric_catalog[i].tag, tag) == 0)
+			return &metric_catalog[i];
+	return NULL;
+}
+
+const char *const metric_stat_names[METRIC_NSTATS] = {"avg", "min", "max", "std", "p1",
+						      "p5",  "p10", "p25", "p50", "p75",
+						      "p90", "p95", "p99"};
+
+int metric_stat_index(const char *name)
+{
+	if (name && strcmp(name, "value") == 0)
+		return 0;
+	for (int i = 0; name && i < METRIC_NSTATS; i++)
+		if (strcmp(metric_stat_names[i], name) == 0)
+			return i;
+	return -1;
 }

@@ -33,6 +33,28 @@ struct metric_def {
 extern const struct metric_def metric_defs[];
 extern const size_t metric_defs_count;
 
+/* Every figure a comparison, a gate or a series can name: the per-request
+ * metrics above (each a distribution), inter_chunk_latency (pooled gaps)
+ * and the run-level figures (one number per run: throughputs, goodput,
+ * error_rate). direction: which way is better. */
+enum metric_direction { METRIC_LOWER_BETTER = -1, METRIC_NO_DIRECTION = 0, METRIC_HIGHER_BETTER = 1 };
+struct metric_info {
+	const char *tag, *unit;
+	int direction;   /* enum metric_direction */
+	int run_level;   /* 1: one number per run (its stat is "value") */
+};
+extern const struct metric_info metric_catalog[];
+extern const size_t metric_catalog_count;
+/* The catalog entry of tag, or NULL when no such figure exists. */
+const struct metric_info *metric_info(const char *tag);
+/* The statistics a distribution metric has, in summary order: "avg", "min",
+ * "max", "std", then stats_pct_names. Returns the index of name in
+ * metric_stat_names or -1; "value" (the figure of a run-level metric) is
+ * index 0, the same column as "avg". */
+#define METRIC_NSTATS 13
+extern const char *const metric_stat_names[METRIC_NSTATS];
+int metric_stat_index(const char *name);
+
 /* A record is valid (counts in every latency and throughput metric) when
  * its status is 200, it has no error, and a streamed one carried at least
  * one content-bearing chunk. */

@@ -10,6 +10,7 @@
 
 #include "limits.h"
 #include "metrics.h"
+#include "stats.h"
 #include "trace.h"
 #include "util.h"
 
@@ -793,6 +794,197 @@ static int parse_client(struct vctx *v, json_t *root, struct spec *s)
 	return 0;
 }
 
+/* --- judging: repeat, validity, gates (docs/compare.md) ----------------- */
+
+const char *const spec_op_names[4] = {"<", "<=", ">", ">="};
+
+static int parse_repeat(struct vctx *v, json_t *root, struct spec *s)
+{
+	json_t *r = json_object_get(root, "repeat");
+	if (!r || json_is_null(r)) {
+		json_object_del(root, "repeat");
+		return 0;
+	}
+	if (!json_is_object(r))
+		return fail(v, "wrong_type", "repeat", "'repeat' must be an object");
+	static const char *const keys[] = {"count", "cooldown_s", NULL};
+	double count, cool;
+	if (check_keys(v, r, "repeat", keys) < 0 ||
+	    get_num(v, r, "count", "repeat.count", 0, 0, 2, HR_MAX_REPEAT, 1, &count) < 0 ||
+	    get_num(v, r, "cooldown_s", "repeat.cooldown_s", 0, 1, 0, 3600, 0, &cool) < 0)
+		return -1;
+	s->repeat.count = (int)count;
+	s->repeat.cooldown_s = cool;
+	return 0;
+}
+
+/* "p50".."p99" (a reported percentile) into its number; -1 when not one. */
+static double pct_of_name(const char *name)
+{
+	for (int i = 0; i < STATS_NPCT; i++)
+		if (strcmp(stats_pct_names[i], name) == 0)
+			return stats_pcts[i];
+	return -1;
+}
+
+static int parse_validity(struct vctx *v, json_t *root, struct spec *s)
+{
+	json_t *o = get_obj(v, root, "validity", "validity", 0);
+	if (!o)
+		return -1;
+	static const char *const keys[] = {"min_requests", "min_duration_s", "max_error_rate",
+					   "percentile",   "confidence",     NULL};
+	double minreq;
+	if (check_keys(v, o, "validity", keys) < 0 ||
+	    get_num(v, o, "min_requests", "validity.min_requests", 0, 1, 0, 1e12, 1, &minreq) < 0 ||
+	    get_num(v, o, "min_duration_s", "validity.min_duration_s", 0, 1, 0, 1e7, 0,
+		    &s->validity.min_duration_s) < 0 ||
+	    get_num(v, o, "max_error_rate", "validity.max_error_rate", 0.05, 1, 0, 1, 0,
+		    &s->validity.max_error_rate) < 0 ||
+	    get_num(v, o, "confidence", "validity.confidence", 0.95, 1, 0.5, 0.9999, 0,
+		    &s->validity.confidence) < 0)
+		return -1;
+	s->validity.min_requests = (int64_t)minreq;
+	const char *pct = get_str(v, o, "percentile", "validity.percentile", "p99", 8);
+	if (!pct)
+		return -1;
+	s->validity.percentile = strcmp(pct, "none") == 0 ? 0 : pct_of_name(pct);
+	if (s->validity.percentile < 0 || s->validity.percentile == 1 ||
+	    s->validity.percentile == 5 || s->validity.percentile == 10)
+		return fail(v, "invalid_value", "validity.percentile",
+			    "'validity.percentile' must be p25, p50, p75, p90, p95, p99 or none");
+	return 0;
+}
+
+static int parse_regression(struct vctx *v, json_t *g, const char *path, struct spec_gate *out)
+{
+	char p[96];
+	snprintf(p, sizeof p, "%s.regression", path);
+	json_t *r = json_object_get(g, "regression");
+	if (!json_is_object(r))
+		return fail(v, "wrong_type", p, "'%s' must be an object", p);
+	static const char *const keys[] = {"baseline", "max_pct", "confidence", NULL};
+	if (check_keys(v, r, p, keys) < 0)
+		return -1;
+	char bp[112];
+	snprintf(bp, sizeof bp, "%s.baseline", p);
+	json_t *b = json_object_get(r, "baseline");
+	if (json_is_integer(b) && json_integer_value(b) > 0) {
+		out->baseline_run = (int64_t)json_integer_value(b);
+	} else if (json_is_string(b) && json_string_length(b) >= 1 &&
+		   json_string_length(b) <= HR_MAX_LABEL_LEN &&
+		   strlen(json_string_value(b)) == json_string_length(b)) {
+		out->baseline = json_string_value(b);
+	} else {
+		return fail(v, b ? "invalid_value" : "missing_field", bp,
+			    "'%s' must name a baseline (a string) or a run id (a positive integer)",
+			    bp);
+	}
+	char mp[112], cp[112];
+	snprintf(mp, sizeof mp, "%s.max_pct", p);
+	snprintf(cp, sizeof cp, "%s.confidence", p);
+	if (get_num(v, r, "max_pct", mp, 5, 1, 0, 1000, 0, &out->max_pct) < 0 ||
+	    get_num(v, r, "confidence", cp, 0.95, 1, 0.5, 0.9999, 0, &out->confidence) < 0)
+		return -1;
+	out->regression = 1;
+	return 0;
+}
+
+static int parse_gates(struct vctx *v, json_t *root, struct spec *s)
+{
+	json_t *a = json_object_get(root, "gates");
+	if (!a || json_is_null(a)) {
+		json_object_del(root, "gates");
+		return 0;
+	}
+	if (!json_is_array(a))
+		return fail(v, "wrong_type", "gates", "'gates' must be an array");
+	if (json_array_size(a) > HR_MAX_GATES)
+		return fail(v, "out_of_range", "gates", "'gates' has more than %d entries",
+			    HR_MAX_GATES);
+	size_t i;
+	json_t *g;
+	json_array_foreach(a, i, g)
+	{
+		char path[48], fp[80];
+		snprintf(path, sizeof path, "gates[%zu]", i);
+		if (!json_is_object(g))
+			return fail(v, "wrong_type", path, "'%s' must be an object", path);
+		static const char *const keys[] = {"name", "metric", "stat", "op",
+						   "value", "regression", NULL};
+		if (check_keys(v, g, path, keys) < 0)
+			return -1;
+		struct spec_gate *out = &s->gates[s->n_gates];
+		memset(out, 0, sizeof *out);
+		snprintf(fp, sizeof fp, "%s.metric", path);
+		out->metric = get_str(v, g, "metric", fp, NULL, HR_MAX_LABEL_LEN);
+		if (!out->metric)
+			return -1;
+		const struct metric_info *mi = metric_info(out->metric);
+		if (!mi)
+			return fail(v, "invalid_value", fp,
+				    "'%s': no metric '%.100s' (docs/metrics.md lists them)", fp,
+				    out->metric);
+		snprintf(fp, sizeof fp, "%s.stat", path);
+		const char *stat = get_str(v, g, "stat", fp, mi->run_level ? "value" : "avg", 8);
+		if (!stat)
+			return -1;
+		out->stat = metric_stat_index(stat);
+		if (out->stat < 0 || (mi->run_level && out->stat != 0) ||
+		    (!mi->run_level && strcmp(stat, "value") == 0))
+			return fail(v, "invalid_value", fp,
+				    mi->run_level ? "'%s': %s is one number per run: its stat is "
+						    "\"value\""
+						  : "'%s': %s has avg, min, max, std, p1, p5, p10, "
+						    "p25, p50, p75, p90, p95 and p99",
+				    fp, out->metric);
+		int has_reg = json_object_get(g, "regression") != NULL;
+		int has_op = json_object_get(g, "op") || json_object_get(g, "value");
+		if (has_reg == has_op)
+			return fail(v, "invalid_value", path,
+				    "'%s' needs either 'op' and 'value' (a threshold) or "
+				    "'regression' (against a baseline)",
+				    path);
+		if (has_reg) {
+			if (parse_regression(v, g, path, out) < 0)
+				return -1;
+		} else {
+			snprintf(fp, sizeof fp, "%s.op", path);
+			const char *op = get_str(v, g, "op", fp, NULL, 4);
+			if (!op)
+				return -1;
+			out->op = -1;
+			for (int k = 0; k < 4; k++)
+				if (strcmp(spec_op_names[k], op) == 0)
+					out->op = k;
+			if (out->op < 0)
+				return fail(v, "invalid_value", fp,
+					    "'%s' must be \"<\", \"<=\", \">\" or \">=\"", fp);
+			snprintf(fp, sizeof fp, "%s.value", path);
+			if (get_num(v, g, "value", fp, 0, 0, -1e15, 1e15, 0, &out->value) < 0)
+				return -1;
+		}
+		/* a default name says what the gate checks */
+		json_t *nm = json_object_get(g, "name");
+		if (!nm || json_is_null(nm)) {
+			char def[HR_MAX_LABEL_LEN + 64];
+			if (out->regression)
+				snprintf(def, sizeof def, "%s.%s regression", out->metric,
+					 stat);
+			else
+				snprintf(def, sizeof def, "%s.%s %s %.17g", out->metric, stat,
+					 spec_op_names[out->op], out->value);
+			json_object_set_new(g, "name", json_string(def));
+		}
+		snprintf(fp, sizeof fp, "%s.name", path);
+		out->name = get_str(v, g, "name", fp, NULL, HR_MAX_NAME_LEN);
+		if (!out->name)
+			return -1;
+		s->n_gates++;
+	}
+	return 0;
+}
+
 /* --- endpoints --------------------------------------------------------- */
 
 static const char *const endpoint_names[SPEC_EP__COUNT] = {
@@ -1056,7 +1248,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 {
 	static const char *const top[] = {"name",	"labels",    "target", "workload",
 	                                  "load",	"workers",   "warmup", "telemetry",
-	                                  "client",	"goodput",   NULL};
+	                                  "client",	"goodput",   "repeat",
+	                                  "validity",	"gates",     NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -1313,6 +1506,9 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	if (parse_client(v, root, s) < 0)
 		return -1;
 	if (parse_goodput(v, root, s) < 0)
+		return -1;
+	if (parse_repeat(v, root, s) < 0 || parse_validity(v, root, s) < 0 ||
+	    parse_gates(v, root, s) < 0)
 		return -1;
 
 	/* workers: default from the core count, never more than the slots */

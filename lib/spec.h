@@ -146,9 +146,37 @@ struct spec {
 		double max_busy_share;   /* ... and this share of such samples is too many */
 		double max_lag_ms;       /* schedule lag p99 / timer lateness p99 limit */
 	} client;
+	struct {                     /* repeat: the run queued count times, one group */
+		int count;           /* 0 or 1: no repeat */
+		double cooldown_s;   /* pause between the group's runs */
+	} repeat;
+	struct {                     /* validity (docs/compare.md, "Validity") */
+		int64_t min_requests;
+		double min_duration_s;
+		double max_error_rate;
+		double percentile;   /* highest percentile the run must support; 0: none */
+		double confidence;   /* of percentile support and SLO claims */
+	} validity;
+	struct spec_gate {           /* gates: checked when the run ends */
+		const char *name;    /* borrowed; never NULL once parsed */
+		const char *metric;  /* borrowed: a metric_catalog tag */
+		int stat;            /* index into metric_stat_names */
+		int op;              /* SPEC_OP_*: thresholds */
+		double value;
+		int regression;      /* 1: against a baseline instead of a threshold */
+		const char *baseline;    /* borrowed: a baseline's name, or NULL */
+		int64_t baseline_run;    /* ... or a run id */
+		double max_pct;          /* worse by more than this, at confidence: fails */
+		double confidence;
+	} gates[HR_MAX_GATES];
+	int n_gates;
 	int workers;
 	json_t *json; /* owned: the normalised spec (all defaults filled) */
 };
+
+/* Comparison operators of threshold gates. */
+enum spec_op { SPEC_OP_LT = 0, SPEC_OP_LE, SPEC_OP_GT, SPEC_OP_GE };
+extern const char *const spec_op_names[4]; /* "<" "<=" ">" ">=" */
 
 struct spec_error {
 	char code[32];     /* invalid_json, unknown_field, wrong_type, out_of_range,

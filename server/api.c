@@ -1,5 +1,6 @@
 /* api.c - REST routes, request bodies, JSON and streamed responses. */
 #include "api.h"
+#include "apiint.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -15,6 +16,7 @@
 #include "datasets.h"
 #include "dynbuf.h"
 #include "export.h"
+#include "history.h"
 #include "limits.h"
 #include "runs.h"
 #include "spec.h"
@@ -23,16 +25,7 @@
 #include "util.h"
 #include "web_assets.h"
 
-#define HEADROOM_VERSION "0.1.0"
 #define EXPORT_BLOCK (64u * 1024u)
-
-struct api {
-	struct MHD_Daemon *mhd;
-	struct store *store;
-	struct runner *runner;
-	struct api_opts o;
-	char address[300];
-};
 
 /* Per-request state, kept in MHD's con_cls across upload calls. */
 struct req {
@@ -42,19 +35,9 @@ struct req {
 	struct ds_create create;  /* POST /datasets: its query, checked as it arrived */
 };
 
-struct call {
-	struct api *a;
-	struct MHD_Connection *conn;
-	int64_t id; /* the {id} path parameter, when the route has one */
-	const char *body;
-	size_t body_len;
-	struct ds_upload *upload;        /* POST /datasets: the uploaded file */
-	const struct ds_create *create; /* and its query (dataset_query) */
-};
-
 /* --- responses --------------------------------------------------------------- */
 
-static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
+enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
 				  char *text /* taken */, size_t len)
 {
 	struct MHD_Response *r =
@@ -67,7 +50,7 @@ static enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, con
 }
 
 /* Steals body. */
-static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
+enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *body)
 {
 	char *s = body ? json_dumps(body, JSON_COMPACT | JSON_REAL_PRECISION(17)) : NULL;
 	json_decref(body);
@@ -82,11 +65,7 @@ static enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, jso
 	return reply_text(c, status, "application/json", s, n);
 }
 
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
-				   const char *field, const char *fmt, ...)
-	__attribute__((format(printf, 5, 6)));
-
-static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
+enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
 				   const char *field, const char *fmt, ...)
 {
 	char msg[512], fld[256];
@@ -104,19 +83,19 @@ static enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, co
 	return reply_json(c, status, e);
 }
 
-static enum MHD_Result reply_internal(struct MHD_Connection *c, const char *err)
+enum MHD_Result reply_internal(struct MHD_Connection *c, const char *err)
 {
 	fprintf(stderr, "headroomd: internal error: %s\n", err);
 	return reply_error(c, 500, "internal", NULL, "internal error: %s", err);
 }
 
-static const char *arg(struct MHD_Connection *c, const char *name)
+const char *arg(struct MHD_Connection *c, const char *name)
 {
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 }
 
 /* Strict decimal integer in [lo, hi]. */
-static int parse_int(const char *s, long long lo, long long hi, long long *out)
+int parse_int(const char *s, long long lo, long long hi, long long *out)
 {
 	if (!s || !*s)
 		return -1;
@@ -201,16 +180,30 @@ static enum MHD_Result h_create(struct call *k)
 											: "sequential"));
 		dataset_ref_release(&ref);
 	}
-	int64_t id;
-	int rc = runs_create(k->a->store, spec.json, &id, err);
+	int64_t ids[HR_MAX_REPEAT], group = 0;
+	int count = spec.repeat.count > 1 ? spec.repeat.count : 1;
+	int rc = history_create_runs(k->a->store, spec.json, count, spec.repeat.cooldown_s, ids,
+				     &group, err);
 	spec_release(&spec);
 	if (rc < 0)
 		return reply_internal(k->conn, err);
 	runner_kick(k->a->runner);
+	int64_t id = ids[0];
 	char url[64];
 	snprintf(url, sizeof url, "/api/v1/runs/%lld", (long long)id);
-	char *s = xasprintf("{\"id\":%lld,\"state\":\"queued\",\"url\":\"%s\"}", (long long)id,
-			    url);
+	json_t *ans = json_pack("{s:I, s:s, s:s}", "id", (json_int_t)id, "state", "queued", "url",
+				url);
+	if (group) {
+		json_t *all = json_array();
+		for (int i = 0; i < count; i++)
+			json_array_append_new(all, json_integer(ids[i]));
+		json_object_set_new(ans, "group_id", json_integer(group));
+		json_object_set_new(ans, "run_ids", all);
+	}
+	char *s = json_dumps(ans, JSON_COMPACT);
+	json_decref(ans);
+	if (!s)
+		return reply_internal(k->conn, "the answer could not be encoded");
 	struct MHD_Response *r = MHD_create_response_from_buffer(strlen(s), s,
 								 MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
@@ -220,38 +213,7 @@ static enum MHD_Result h_create(struct call *k)
 	return ret;
 }
 
-static const char *const states[] = {RUN_QUEUED, RUN_RUNNING,	  RUN_SUCCEEDED,
-				     RUN_FAILED, RUN_CANCELLED, RUN_INTERRUPTED};
-
-static enum MHD_Result h_list(struct call *k)
-{
-	long long limit = HR_DEFAULT_PAGE_LIMIT, before = 0;
-	const char *s = arg(k->conn, "limit");
-	if (s && parse_int(s, 1, HR_MAX_PAGE_LIMIT, &limit) < 0)
-		return reply_error(k->conn, 400, "out_of_range", "limit",
-				   "'limit' must be an integer from 1 to %d", HR_MAX_PAGE_LIMIT);
-	s = arg(k->conn, "before");
-	if (s && parse_int(s, 1, INT64_MAX, &before) < 0)
-		return reply_error(k->conn, 400, "invalid_value", "before",
-				   "'before' must be a positive run id");
-	const char *state = arg(k->conn, "state");
-	if (state) {
-		int ok = 0;
-		for (size_t i = 0; i < HR_ARRAY_LEN(states); i++)
-			ok |= strcmp(state, states[i]) == 0;
-		if (!ok)
-			return reply_error(k->conn, 400, "invalid_value", "state",
-					   "'state' must be one of queued, running, succeeded, "
-					   "failed, cancelled, interrupted");
-	}
-	json_t *out;
-	char err[HR_ERRLEN];
-	if (runs_list(k->a->store, (int)limit, before, state, &out, err) < 0)
-		return reply_internal(k->conn, err);
-	return reply_json(k->conn, 200, out);
-}
-
-static enum MHD_Result not_found(struct call *k)
+enum MHD_Result not_found(struct call *k)
 {
 	return reply_error(k->conn, 404, "not_found", "id", "no run with id %lld",
 			   (long long)k->id);
@@ -801,6 +763,8 @@ static const struct route routes[] = {
 	{"POST", "/api/v1/runs", h_create},
 	{"GET", "/api/v1/runs", h_list},
 	{"GET", "/api/v1/runs/{id}", h_get},
+	{"PATCH", "/api/v1/runs/{id}", h_patch},
+	{"DELETE", "/api/v1/runs/{id}", h_delete},
 	{"POST", "/api/v1/runs/{id}/cancel", h_cancel},
 	{"GET", "/api/v1/runs/{id}/summary", h_summary},
 	{"GET", "/api/v1/runs/{id}/records", h_records},
@@ -809,6 +773,13 @@ static const struct route routes[] = {
 	{"POST", "/api/v1/calibrations", h_calib_create},
 	{"GET", "/api/v1/calibrations", h_calib_list},
 	{"GET", "/api/v1/calibrations/{id}", h_calib_get},
+	{"GET", "/api/v1/groups/{id}", h_group},
+	{"GET", "/api/v1/compare", h_compare},
+	{"GET", "/api/v1/series", h_series},
+	{"GET", "/api/v1/baselines", h_baseline_list},
+	{"GET", "/api/v1/baselines/{name}", h_baseline_get},
+	{"PUT", "/api/v1/baselines/{name}", h_baseline_put},
+	{"DELETE", "/api/v1/baselines/{name}", h_baseline_delete},
 	{"POST", "/api/v1/datasets", h_dataset_create},
 	{"GET", "/api/v1/datasets", h_dataset_list},
 	{"GET", "/api/v1/datasets/{id}", h_dataset_get},
@@ -824,9 +795,31 @@ void api_list_routes(FILE *out)
 
 /* Matches url against a pattern; on "{id}" parses a run id (a non-numeric
  * segment still matches, with id 0, so the handler answers 404). */
-static int match(const char *pat, const char *url, int64_t *id)
+static int match(const char *pat, const char *url, int64_t *id, char *name)
 {
 	while (*pat && *url) {
+		if (strncmp(pat, "{name}", 6) == 0) {
+			/* a baseline's name: 1..HR_MAX_LABEL_LEN of [A-Za-z0-9._-] (a
+			 * segment with anything else still matches, empty: the
+			 * handler answers 400) */
+			const char *seg = url;
+			while (*url && *url != '/')
+				url++;
+			size_t n = (size_t)(url - seg);
+			int ok = n >= 1 && n <= HR_MAX_LABEL_LEN;
+			for (size_t i = 0; ok && i < n; i++)
+				ok = (seg[i] >= 'a' && seg[i] <= 'z') || (seg[i] >= 'A' && seg[i] <= 'Z') ||
+				     (seg[i] >= '0' && seg[i] <= '9') || strchr("._-", seg[i]);
+			if (n == 0)
+				return 0;
+			if (name) {
+				if (ok)
+					memcpy(name, seg, n);
+				name[ok ? n : 0] = '\0';
+			}
+			pat += 6;
+			continue;
+		}
 		if (strncmp(pat, "{id}", 4) == 0) {
 			const char *seg = url;
 			while (*url && *url != '/')
@@ -887,7 +880,7 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 	int path_known = 0;
 	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {
 		int64_t id = 0;
-		if (!match(routes[i].path, url, &id))
+		if (!match(routes[i].path, url, &id, k.name))
 			continue;
 		path_known = 1;
 		if (strcmp(routes[i].method, method) != 0)
@@ -929,7 +922,8 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		*con_cls = rq;
 		/* a dataset upload has its own, larger bound and goes to a file */
 		int64_t unused;
-		int dataset = strcmp(method, "POST") == 0 && match("/api/v1/datasets", url, &unused);
+		int dataset = strcmp(method, "POST") == 0 &&
+			      match("/api/v1/datasets", url, &unused, NULL);
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		long long n;

@@ -38,6 +38,11 @@ static void usage(FILE *f)
 	      "                       (default: number of CPU cores)\n"
 	      "  --nvml-lib PATH      NVML library for GPU telemetry (default: $HEADROOM_NVML_LIB,\n"
 	      "                       else libnvidia-ml.so.1); runs go on without it\n"
+	      "  --retain-days N      delete finished, unpinned runs older than N days\n"
+	      "                       (no baseline's runs; default 0: keep all)\n"
+	      "  --retain-per-fingerprint N\n"
+	      "                       keep only the newest N runs of each spec fingerprint\n"
+	      "                       (same exceptions; default 0: no limit)\n"
 	      "  --list-routes        print the API routes and exit\n"
 	      "  --version, --help\n",
 	      f);
@@ -63,6 +68,7 @@ int main(int argc, char **argv)
 	char *worker_bin = NULL, *mock_bin = NULL, *data_abs = NULL, *secrets = NULL;
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
+	int retain_days = 0, retain_per_fp = 0;
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -100,6 +106,18 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			transport = v;
+		} else if (strcmp(a, "--retain-days") == 0 ||
+			   strcmp(a, "--retain-per-fingerprint") == 0) {
+			char *end;
+			long n = strtol(v, &end, 10);
+			if (*end || n < 0 || n > 1000000) {
+				fprintf(stderr, "headroomd: %s must be 0..1000000\n", a);
+				return 2;
+			}
+			if (strcmp(a, "--retain-days") == 0)
+				retain_days = (int)n;
+			else
+				retain_per_fp = (int)n;
 		} else if (strcmp(a, "--default-workers") == 0) {
 			char *end;
 			long n = strtol(v, &end, 10);
@@ -167,7 +185,9 @@ int main(int argc, char **argv)
 				 .default_workers = default_workers,
 				 .nvml_lib = nvml_lib,
 				 .mock_bin = mock_bin,
-				 .secrets_dir = secrets};
+				 .secrets_dir = secrets,
+				 .retain_days = retain_days,
+				 .retain_per_fp = retain_per_fp};
 	if (runner_start(store, &ro, &runner, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;

@@ -21,6 +21,8 @@
 #include "client.h"
 #include "csample.h"
 #include "datasets.h"
+#include "history.h"
+#include "judge.h"
 #include "limits.h"
 #include "mockproc.h"
 #include "proto.h"
@@ -894,6 +896,14 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		json_object_set_new(json_object_get(summary, "load"), "unsent",
 				    json_integer((json_int_t)unsent));
 	}
+	if (summary) {
+		/* validity and gates: the run's own figures first (a regression
+		 * gate against a group reads them), then the judgement */
+		if (history_index_summary(r->store, id, summary, err) < 0)
+			fprintf(stderr, "headroomd: run %lld: cannot index the summary: %s\n",
+				(long long)id, err);
+		judge_run(r->store, id, &c.spec, summary);
+	}
 	const char *state = RUN_SUCCEEDED;
 	char reason[600] = "";
 	if (c.interrupted) {
@@ -916,14 +926,55 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if (runs_finish(r->store, id, state, reason[0] ? reason : NULL, summary, err) < 0)
 		fprintf(stderr, "headroomd: run %lld: cannot store the result: %s\n",
 			(long long)id, err);
+	else if (summary && history_index_summary(r->store, id, summary, err) < 0)
+		fprintf(stderr, "headroomd: run %lld: cannot index the summary: %s\n",
+			(long long)id, err);
 	fprintf(stderr, "headroomd: run %lld %s%s%s%s%s\n", (long long)id, state,
 		reason[0] ? ": " : "", reason, summary ? ", client verdict " : "",
 		summary ? verdict_of(summary) : "");
 	calib_run_finished(r->store, id, spec_json);
+	/* a cancel request for this run is spent: ids are never reused, but
+	 * the next run must not see a stale one either */
+	long long want = id;
+	atomic_compare_exchange_strong(&r->cancel_id, &want, 0);
 	json_decref(summary);
 	free(c.fail_reason);
 	free(c.w);
 	spec_release(&c.spec);
+}
+
+/* Retention after a run (runner_opts.retain_*). */
+static void retain(struct runner *r)
+{
+	char err[HR_ERRLEN];
+	int n = history_retain(r->store, r->o.retain_days, r->o.retain_per_fp, err);
+	if (n < 0)
+		fprintf(stderr, "headroomd: retention failed: %s\n", err);
+	else if (n > 0)
+		fprintf(stderr, "headroomd: retention removed %d run(s)\n", n);
+}
+
+/* A repeat group's pause between runs (repeat.cooldown_s), when another
+ * run is queued; the daemon stopping cuts it short. */
+static void cooldown(struct runner *r, double seconds)
+{
+	int q = 0, running = 0;
+	if (runs_counts(r->store, &q, &running) < 0 || q == 0)
+		return;
+	struct timespec ts;
+	clock_gettime(CLOCK_REALTIME, &ts);
+	int64_t ns = ns_of_s(seconds);
+	ts.tv_sec += (time_t)(ns / 1000000000LL);
+	ts.tv_nsec += (long)(ns % 1000000000LL);
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	pthread_mutex_lock(&r->mu);
+	while (!atomic_load(&r->stopping) &&
+	       pthread_cond_timedwait(&r->cv, &r->mu, &ts) != ETIMEDOUT)
+		;
+	pthread_mutex_unlock(&r->mu);
 }
 
 static void *runner_main(void *arg)
@@ -938,7 +989,12 @@ static void *runner_main(void *arg)
 			fprintf(stderr, "headroomd: cannot take the next run: %s\n", err);
 		if (rc == 1) {
 			execute(r, id, spec);
+			double cool = json_number_value(
+				json_object_get(json_object_get(spec, "repeat"), "cooldown_s"));
 			json_decref(spec);
+			retain(r);
+			if (cool > 0)
+				cooldown(r, cool);
 			continue;
 		}
 		pthread_mutex_lock(&r->mu);

@@ -23,6 +23,8 @@ struct runner_opts {
 	const char *nvml_lib;    /* borrowed; NULL: HEADROOM_NVML_LIB or the system's */
 	const char *mock_bin;    /* borrowed; headroom-mock for specs with target.mock */
 	const char *secrets_dir; /* borrowed; target.api_key_secret NAME is the file DIR/NAME */
+	int retain_days;         /* retention after each run (history.h); 0: keep all */
+	int retain_per_fp;       /* newest runs kept per fingerprint; 0: no limit */
 };
 
 struct runner;

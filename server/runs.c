@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "dynbuf.h"
+#include "history.h"
 #include "limits.h"
 #include "reccodec.h"
 #include "util.h"
@@ -46,9 +47,13 @@ struct create_args {
 static int create_job(struct store_tx *tx, void *arg, char *err)
 {
 	struct create_args *a = arg;
-	static const char sql[] = "INSERT INTO runs (name, state, spec, labels, created_at) "
-				  "VALUES (?, 'queued', ?, ?, ?)";
+	static const char sql[] = "INSERT INTO runs (name, state, spec, labels, created_at, id) "
+				  "VALUES (?, 'queued', ?, ?, ?, ?)";
+	int64_t id = history_tx_next_run_id(tx, err);
+	if (id < 0)
+		return -1;
 	sqlite3_stmt *st = store_tx_stmt(tx, sql);
+	sqlite3_bind_int64(st, 5, id);
 	char *spec = json_dumps(a->spec, JSON_COMPACT);
 	char *labels = json_dumps(json_object_get(a->spec, "labels"), JSON_COMPACT);
 	const char *name = json_string_value(json_object_get(a->spec, "name"));
@@ -61,8 +66,8 @@ static int create_job(struct store_tx *tx, void *arg, char *err)
 	free(labels);
 	if (rc != SQLITE_DONE)
 		return sql_fail(tx, err);
-	a->id = sqlite3_last_insert_rowid(tx->db);
-	return 0;
+	a->id = id;
+	return history_tx_index_run(tx, a->id, a->spec, err);
 }
 
 int runs_create(struct store *s, json_t *spec, int64_t *id, char *err)
@@ -536,6 +541,22 @@ static json_t *run_row(sqlite3_stmt *st, int with_spec)
 	if (with_spec) {
 		json_object_set_new(o, "spec", col_json(st, 9));
 		json_object_set_new(o, "summary", col_json(st, 10));
+		/* the history's members (schema/008) */
+		json_object_set_new(o, "fingerprint", col_text(st, 11));
+		json_object_set_new(o, "note", col_text(st, 12));
+		json_object_set_new(o, "pinned", json_boolean(sqlite3_column_int(st, 13)));
+		json_object_set_new(o, "group_id", sqlite3_column_type(st, 14) == SQLITE_NULL
+							   ? json_null()
+							   : json_integer(sqlite3_column_int64(st, 14)));
+		json_object_set_new(o, "verdict", col_text(st, 15));
+		json_object_set_new(o, "valid", sqlite3_column_type(st, 16) == SQLITE_NULL
+							? json_null()
+							: json_boolean(sqlite3_column_int(st, 16)));
+		json_object_set_new(o, "gates", sqlite3_column_type(st, 17) == SQLITE_NULL
+							? json_null()
+							: json_string(sqlite3_column_int(st, 17)
+									      ? "passed"
+									      : "failed"));
 	}
 	return o;
 }
@@ -545,7 +566,8 @@ int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
-	if (sqlite3_prepare_v2(db, "SELECT " RUN_COLS ", spec, summary FROM runs WHERE id = ?", -1,
+	if (sqlite3_prepare_v2(db, "SELECT " RUN_COLS ", spec, summary, fingerprint, note, pinned, "
+			       "group_id, verdict, valid, gates_passed FROM runs WHERE id = ?", -1,
 			       &st, NULL) != SQLITE_OK) {
 		errf(err, "sqlite: %s", sqlite3_errmsg(db));
 		goto out;

@@ -10,6 +10,7 @@
 
 #include "limits.h"
 #include "migrations.h"
+#include "history.h"
 #include "runs.h"
 #include "util.h"
 
@@ -23,7 +24,7 @@ struct job {
 	struct job *next;
 };
 
-#define STMT_CACHE 32
+#define STMT_CACHE 128 /* distinct static statements of all writer jobs (about 60 today) */
 
 struct store {
 	char *path;
@@ -295,7 +296,7 @@ int store_open(const char *dir, struct store **out, char *err)
 		goto err;
 	if (db_exec(s->wdb, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", err) < 0)
 		goto err;
-	if (runs_sql_functions(s->wdb) < 0) {
+	if (runs_sql_functions(s->wdb) < 0 || history_sql_functions(s->wdb) < 0) {
 		errf(err, "sqlite: cannot register functions: %s", sqlite3_errmsg(s->wdb));
 		goto err;
 	}

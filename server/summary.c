@@ -7,13 +7,35 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "infer.h"
 #include "metrics.h"
 #include "runs.h"
 #include "stats.h"
 #include "telesum.h"
 #include "util.h"
 
-static json_t *stats_json(const char *unit, const double *vals, size_t n)
+/* 95% intervals of the mean (Student t) and of each percentile (order
+ * statistics, distribution-free) as {"avg": [lo, hi], "p50": ...}; sorts
+ * vals in place. Members without an interval are left out. */
+#define SUMMARY_CI_CONF 0.95
+static json_t *ci_json(double *vals, size_t n)
+{
+	json_t *o = json_object();
+	if (n < 2)
+		return o;
+	stats_sort(vals, n);
+	struct infer_moments m;
+	struct infer_ci ci;
+	infer_moments_of(vals, n, &m);
+	if (infer_t_mean(&m, SUMMARY_CI_CONF, &ci) == 0 && ci.ok)
+		json_object_set_new(o, "avg", json_pack("[f, f]", ci.lo, ci.hi));
+	for (int i = 0; i < STATS_NPCT; i++)
+		if (infer_pct_ci(vals, n, stats_pcts[i], SUMMARY_CI_CONF, &ci) == 0 && ci.ok)
+			json_object_set_new(o, stats_pct_names[i], json_pack("[f, f]", ci.lo, ci.hi));
+	return o;
+}
+
+static json_t *stats_json(const char *unit, double *vals, size_t n)
 {
 	struct stats st;
 	stats_compute_select(vals, n, &st); /* as stats_compute, without sorting */
@@ -28,6 +50,7 @@ static json_t *stats_json(const char *unit, const double *vals, size_t n)
 	json_object_set_new(o, "std", json_real(st.std));
 	for (int i = 0; i < STATS_NPCT; i++)
 		json_object_set_new(o, stats_pct_names[i], json_real(st.p[i]));
+	json_object_set_new(o, "ci", ci_json(vals, n));
 	return o;
 }
 
@@ -168,7 +191,7 @@ static json_t *tokacc_json(const struct tokacc *a, double threshold)
 }
 
 /* goodput: a valid request meets every objective of the spec */
-static int meets_slos(const struct spec *spec, const struct hr_record *r)
+int summary_meets_slos(const struct spec *spec, const struct hr_record *r)
 {
 	for (int i = 0; i < spec->n_slo; i++) {
 		const struct spec_slo *o = &spec->slo[i];
@@ -227,7 +250,7 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 			continue;
 		}
 		valid++;
-		if (spec->n_slo && meets_slos(spec, r))
+		if (spec->n_slo && summary_meets_slos(spec, r))
 			good++;
 		for (size_t i = 0; i < nm; i++) {
 			if (metric_defs[i].scope != METRIC_VALID)

@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "record.h"
 #include "spec.h"
 #include "store.h"
 
@@ -23,6 +24,9 @@
  * NULL) receives the number of valid profiling records. */
 json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec,
 			int64_t t0_wall, long long *valid_out, char *err);
+
+/* Goodput: whether a valid record meets every objective of spec. */
+int summary_meets_slos(const struct spec *spec, const struct hr_record *r);
 
 /* Summary JSON -> CSV text (caller frees). */
 char *summary_to_csv(json_t *summary);

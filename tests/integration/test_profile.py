@@ -62,6 +62,10 @@ class FlagsTest(unittest.TestCase):
                                        "endpoint": "chat", "stream": False})
         self.assertEqual(s["load"], {"mode": "concurrency", "concurrency": 1, "requests": 10})
         self.assertEqual(s["labels"], {"from": "aiperf-flags"})
+        # AIPerf judges no validity: neither does a profile run unless asked
+        self.assertEqual(s["validity"], {"percentile": "none"})
+        s = spec_of("-m", "llama", "--validity-percentile", "p95")
+        self.assertEqual(s["validity"], {"percentile": "p95"})
 
     def test_rate_with_ceiling_and_inputs(self):
         s = spec_of("--model", "m", "--url", "https://srv:9000", "--endpoint-type",

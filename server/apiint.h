@@ -1,0 +1,65 @@
+/* apiint.h - what the REST API's files share (api.c: routing, runs,
+ * exports, datasets; api_history.c: lists, edits, comparisons, baselines,
+ * series): the per-request call, and the reply helpers. Not an interface
+ * for the rest of the daemon (that is api.h).
+ */
+#ifndef HR_APIINT_H
+#define HR_APIINT_H
+
+#include <microhttpd.h>
+#include <stdint.h>
+
+#include "api.h"
+#include "datasets.h"
+#include "limits.h"
+
+#define HEADROOM_VERSION "0.1.0"
+
+struct api {
+	struct MHD_Daemon *mhd;
+	struct store *store;
+	struct runner *runner;
+	struct api_opts o;
+	char address[300];
+};
+
+struct call {
+	struct api *a;
+	struct MHD_Connection *conn;
+	int64_t id; /* the {id} path parameter, when the route has one */
+	char name[HR_MAX_LABEL_LEN + 1]; /* the {name} path parameter (baselines) */
+	const char *body;
+	size_t body_len;
+	struct ds_upload *upload;        /* POST /datasets: the uploaded file */
+	const struct ds_create *create; /* and its query (dataset_query) */
+};
+
+enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
+			   char *text /* taken */, size_t len);
+/* Steals body. */
+enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *body);
+/* {"error": {code, message, field}} with status. field may be NULL. */
+enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
+			    const char *field, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
+enum MHD_Result reply_internal(struct MHD_Connection *c, const char *err);
+/* 404 for the {id} of a run route. */
+enum MHD_Result not_found(struct call *k);
+/* A query argument, or NULL. */
+const char *arg(struct MHD_Connection *c, const char *name);
+/* Strict decimal integer in [lo, hi]: 0, or -1. */
+int parse_int(const char *s, long long lo, long long hi, long long *out);
+
+/* The history routes (api_history.c). */
+enum MHD_Result h_list(struct call *k);
+enum MHD_Result h_patch(struct call *k);
+enum MHD_Result h_delete(struct call *k);
+enum MHD_Result h_group(struct call *k);
+enum MHD_Result h_compare(struct call *k);
+enum MHD_Result h_series(struct call *k);
+enum MHD_Result h_baseline_put(struct call *k);
+enum MHD_Result h_baseline_get(struct call *k);
+enum MHD_Result h_baseline_list(struct call *k);
+enum MHD_Result h_baseline_delete(struct call *k);
+
+#endif
