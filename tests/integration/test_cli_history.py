@@ -243,7 +243,12 @@ class CliHistory(hrtest.ServiceCase):
     # --- submit --wait: gates, validity, reports ----------------------------------
 
     def junit(self, path):
-        """The parsed JUnit file, its counts checked against its testcases."""
+        """The parsed JUnit file: valid against the JUnit schema
+        (data/junit.xsd), its counts checked against its testcases."""
+        import xmlschema
+        schema = xmlschema.XMLSchema(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  "data", "junit.xsd"))
+        schema.validate(path)
         root = ET.parse(path).getroot()
         self.assertEqual(root.tag, "testsuites")
         total = 0
@@ -263,6 +268,21 @@ class CliHistory(hrtest.ServiceCase):
             total += len(cases)
         self.assertEqual(int(root.get("tests")), total)
         return root
+
+    def test_junit_schema_refuses_what_readers_would(self):
+        # the schema the reports are checked against is not vacuous
+        import xmlschema
+        schema = xmlschema.XMLSchema(os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                                  "data", "junit.xsd"))
+        good = ('<testsuites><testsuite name="s" tests="1" failures="1" errors="0" time="0.5">'
+                '<testcase name="c" classname="k" time="0.1"><failure message="m" type="t">x'
+                '</failure></testcase></testsuite></testsuites>')
+        self.assertTrue(schema.is_valid(good))
+        for bad in (good.replace(' tests="1"', ''), good.replace('failures="1"', 'failures="-1"'),
+                    good.replace('time="0.5"', 'time="soon"'),
+                    good.replace('<testcase name="c"', '<testcase'),
+                    good.replace('<failure', '<oops').replace('</failure>', '</oops>')):
+            self.assertFalse(schema.is_valid(bad), bad)
 
     def cases(self, suite):
         return {c.get("name"): c for c in suite.findall("testcase")}
