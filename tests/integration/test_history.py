@@ -371,5 +371,41 @@ class History(hrtest.ServiceCase):
                          "stat")
 
 
+class Retention(unittest.TestCase):
+    def test_keeps_the_newest_per_fingerprint_and_spares_pins_and_baselines(self):
+        tmp = hrtest.tempdir()
+        self.addCleanup(tmp.cleanup)
+        mock = hrtest.start_mock("--quiet")
+        self.addCleanup(lambda: self.assertEqual(mock.stop(), 0))
+        d = hrtest.start_daemon(tmp.name, "--retain-per-fingerprint", "2")
+        self.addCleanup(lambda: self.assertEqual(d.stop(), 0))
+        api = hrtest.Api(d.addr)
+        spec = small_spec(mock.addr, "kept", requests=10)
+        # the first is pinned, the second a baseline: after three more runs
+        # of the same fingerprint, only what is neither and not among the
+        # newest two goes
+        ids = [api.submit(spec)]
+        api.wait(ids[0])
+        st, _, _ = api.call("PATCH", "/runs/%d" % ids[0], {"pinned": True})
+        self.assertEqual(st, 200)
+        ids.append(api.submit(spec))
+        api.wait(ids[1])
+        st, _, _ = api.call("PUT", "/baselines/keep", {"run": ids[1]})
+        self.assertEqual(st, 201)
+        for i in range(3):
+            ids.append(api.submit(spec))
+            api.wait(ids[-1])
+        other = api.submit(small_spec(mock.addr, "other", requests=11))
+        api.wait(other)
+        st, ans, _ = api.call("GET", "/runs?limit=100")
+        left = sorted(r["id"] for r in ans["runs"])
+        # ids[2] was beyond the newest two (ids[3], ids[4]): removed
+        self.assertEqual(left, sorted([ids[0], ids[1], ids[3], ids[4], other]))
+        # ids are never reused
+        nxt = api.submit(spec)
+        self.assertGreater(nxt, other)
+        api.wait(nxt)
+
+
 if __name__ == "__main__":
     unittest.main()
