@@ -247,7 +247,7 @@ static int poll_run(struct http_client *c, long long id, long poll_ms, json_t **
 }
 
 /* --junit and --markdown of submit --wait (and the Markdown appended to
- * $GITHUB_STEP_SUMMARY): EXIT_OK, or EXIT_RUN_FAILED when one could not be
+ * $GITHUB_STEP_SUMMARY whenever it is set): EXIT_OK, or EXIT_RUN_FAILED when one could not be
  * written (printed). */
 static int write_reports(const struct cli_opts *o, json_t *const *runs, size_t n, json_t *group)
 {
@@ -270,18 +270,17 @@ static int write_reports(const struct cli_opts *o, json_t *const *runs, size_t n
 			if (cli_sink_close(&s, o->markdown, 1) < 0)
 				ex = EXIT_RUN_FAILED;
 		}
-		const char *gh = getenv("GITHUB_STEP_SUMMARY");
-		if (gh && *gh) {
-			FILE *f = fopen(gh, "a");
-			if (f)
-				report_markdown(f, runs, n, group);
-			if (!f || fclose(f) != 0) {
-				fprintf(
-				    stderr,
-				    "headroom: cannot append to $GITHUB_STEP_SUMMARY (%s): %s\n",
-				    gh, strerror(errno));
-				ex = EXIT_RUN_FAILED;
-			}
+	}
+	/* a GitHub Actions step shows the summary of every waited-for run */
+	const char *gh = getenv("GITHUB_STEP_SUMMARY");
+	if (gh && *gh) {
+		FILE *f = fopen(gh, "a");
+		if (f)
+			report_markdown(f, runs, n, group);
+		if (!f || fclose(f) != 0) {
+			fprintf(stderr, "headroom: cannot append to $GITHUB_STEP_SUMMARY (%s): %s\n",
+				gh, strerror(errno));
+			ex = EXIT_RUN_FAILED;
 		}
 	}
 	return ex;

@@ -326,6 +326,13 @@ class CliHistory(hrtest.ServiceCase):
         self.assertIn("Request Throughput (requests/sec)", text)
         with open(summary) as f:
             self.assertEqual(f.read(), "earlier step\n" + text)
+        # the step summary is written for every waited-for run, --markdown or not
+        r = self.cli("submit", self.spec_file(self.spec("plain")), "--wait",
+                     env={"GITHUB_STEP_SUMMARY": summary})
+        rid2 = int(r.stdout.split()[1])
+        with open(summary) as f:
+            appended = f.read()[len("earlier step\n" + text):]
+        self.assertRegex(appended, r"^### .* headroom run %d: plain" % rid2)
 
         # invalid (too few requests for validity.min_requests) beats a failed gate: 7
         r = self.cli("submit", self.spec_file(self.spec(
