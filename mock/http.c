@@ -273,6 +273,8 @@ enum http_parse_result http_parse(const char *buf, size_t len, struct http_reque
 	if (!end) {
 		if (avail >= MOCK_MAX_HEADER_BYTES)
 			return bad(status, msg, 431, "request header section too large");
+		if (avail == 1 && start[0] == '\r')
+			return HTTP_NEED_MORE; /* perhaps an empty line, split after its CR */
 		if (!plausible_start(start, avail))
 			return bad(status, msg, 400, "malformed request line");
 		if (memchr(start, '\0', avail))
