@@ -19,18 +19,23 @@ int csample_late_bucket(int64_t late_ns)
 	return b;
 }
 
+int64_t csample_add(int64_t a, int64_t b)
+{
+	return a > INT64_MAX - b ? INT64_MAX : a + b;
+}
+
 int64_t csample_late_quantile(const int64_t h[CSAMPLE_LATE_BUCKETS], double q)
 {
 	int64_t total = 0;
 	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
-		total += h[b];
+		total = csample_add(total, h[b]);
 	if (total == 0)
 		return 0;
 	/* the smallest bucket whose cumulative count reaches q of the total */
 	double want = q * (double)total;
 	int64_t cum = 0;
 	for (int b = 0; b < CSAMPLE_LATE_BUCKETS - 1; b++) {
-		cum += h[b];
+		cum = csample_add(cum, h[b]);
 		if ((double)cum >= want)
 			return csample_late_edges_ns[b];
 	}

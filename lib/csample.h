@@ -47,6 +47,10 @@ json_t *csample_to_json(const struct csample *s);
  * present, integers in range. Returns 0, or -1 with a message naming the
  * field in err (HR_ERRLEN). */
 int csample_from_json(json_t *o, struct csample *s, char *err);
+/* a + b for counts of samples (both >= 0), saturating at INT64_MAX: a
+ * sample's fields are hostile input, each up to 2^62, and sums of them
+ * (over buckets, samples, workers) must not overflow. */
+int64_t csample_add(int64_t a, int64_t b);
 /* Bucket of a lateness. */
 int csample_late_bucket(int64_t late_ns);
 /* Lateness (ns) below which a fraction q of the observations in h lie:

@@ -234,7 +234,7 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 				w->cpu_max = r.cpu;
 		}
 		for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
-			w->late[b] += r.late[b];
+			w->late[b] = csample_add(w->late[b], r.late[b]);
 		if (r.late_max_ns > w->late_max_ns)
 			w->late_max_ns = r.late_max_ns;
 #define MAXOF(field, v) \
@@ -271,10 +271,10 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		double share = w->busy_time_s / w->time_s;
 		int64_t wk = 0;
 		for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++) {
-			late_all[b] += w->late[b];
-			wk += w->late[b];
+			late_all[b] = csample_add(late_all[b], w->late[b]);
+			wk = csample_add(wk, w->late[b]);
 		}
-		wakeups += wk;
+		wakeups = csample_add(wakeups, wk);
 		int64_t q = wk ? csample_late_quantile(w->late, 0.99) : 0;
 		double lp99 = !wk || q == INT64_MAX ? NAN : (double)q / 1e6;
 		if (w->late_max_ns > late_max)
@@ -287,14 +287,15 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 			cpu_avg_max = cpu_avg;
 		if (!(cpu_max >= w->cpu_max))
 			cpu_max = w->cpu_max;
-		in_flight_max += w->in_flight_max > 0 ? w->in_flight_max : 0;
-		queued_max += w->queued_max > 0 ? w->queued_max : 0;
+		in_flight_max =
+		    csample_add(in_flight_max, w->in_flight_max > 0 ? w->in_flight_max : 0);
+		queued_max = csample_add(queued_max, w->queued_max > 0 ? w->queued_max : 0);
 		if (w->queued_age_max > queued_age_max)
 			queued_age_max = w->queued_age_max;
 		if (w->backlog_max > backlog_max)
 			backlog_max = w->backlog_max;
-		conn_errors += w->conn_errors > 0 ? w->conn_errors : 0;
-		port_errors += w->port_errors > 0 ? w->port_errors : 0;
+		conn_errors = csample_add(conn_errors, w->conn_errors > 0 ? w->conn_errors : 0);
+		port_errors = csample_add(port_errors, w->port_errors > 0 ? w->port_errors : 0);
 		json_t *o = json_pack("{s:i, s:i, s:f}", "worker", i, "samples", w->samples,
 				      "window_s", w->time_s);
 		json_object_set_new(o, "loop_busy_avg", json_real(busy_avg));
