@@ -5,12 +5,14 @@
 #   make check    install what is missing, build with -Werror, run every test,
 #                 then again under AddressSanitizer + UndefinedBehaviorSanitizer
 #   make fuzz     build the libFuzzer targets with clang into build-fuzz/
+#   make fuzz-long  ... and run each for FUZZ_RUNS (10 million) executions
+#                 (not part of make check; tests/fuzz/fuzz-long.sh says more)
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 CTEST ?= ctest
 
-.PHONY: all build deps demo check check-plain check-sanitize fuzz bench clean
+.PHONY: all build deps demo check check-plain check-sanitize fuzz fuzz-long bench clean
 
 all: build
 
@@ -41,6 +43,10 @@ check-sanitize:
 fuzz:
 	CC=clang $(CMAKE) -S . -B build-fuzz -DHEADROOM_FUZZ=ON -DCMAKE_BUILD_TYPE=Debug >/dev/null
 	$(CMAKE) --build build-fuzz -j $(JOBS)
+
+FUZZ_RUNS ?= 10000000
+fuzz-long: fuzz
+	FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/fuzz-long.sh build-fuzz
 
 clean:
 	rm -rf build build-check build-asan build-fuzz
