@@ -35,6 +35,10 @@ struct store {
 	pthread_cond_t cv_done; /* sync callers wait for results, producers for room */
 	struct job *head, *tail;
 	int queued, stopping;
+	/* outcome of the batch commits, for store_commit_status (under mu) */
+	long long commit_failures;
+	int last_commit_failed;
+	char commit_err[160];
 	struct {
 		const char *sql;
 		sqlite3_stmt *stmt;
@@ -173,7 +177,28 @@ static void run_batch(struct store *s, struct job *batch)
 				if (j->sync && j->err)
 					snprintf(j->err, HR_ERRLEN, "commit failed: %.200s", err);
 			}
+		pthread_mutex_lock(&s->mu);
+		s->commit_failures++;
+		s->last_commit_failed = 1;
+		snprintf(s->commit_err, sizeof s->commit_err, "%s", err);
+		pthread_mutex_unlock(&s->mu);
+	} else if (in_tx) {
+		pthread_mutex_lock(&s->mu);
+		s->last_commit_failed = 0;
+		pthread_mutex_unlock(&s->mu);
 	}
+}
+
+int store_commit_status(struct store *s, long long *failures, char *msg, size_t n)
+{
+	pthread_mutex_lock(&s->mu);
+	int last = s->last_commit_failed;
+	if (failures)
+		*failures = s->commit_failures;
+	if (msg && n)
+		snprintf(msg, n, "%s", s->commit_err);
+	pthread_mutex_unlock(&s->mu);
+	return last;
 }
 
 static void *writer_main(void *arg)

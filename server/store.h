@@ -13,6 +13,7 @@
 #define HR_STORE_H
 
 #include <sqlite3.h>
+#include <stddef.h>
 
 struct store;
 
@@ -45,6 +46,13 @@ sqlite3_stmt *store_tx_stmt(struct store_tx *tx, const char *sql);
 /* Borrow / return a read-only connection (blocks while all are lent). */
 sqlite3 *store_reader(struct store *s);
 void store_reader_put(struct store *s, sqlite3 *db);
+
+/* Read-only view of the batch commits (a failed COMMIT rolls the whole
+ * batch back, and asynchronous jobs cannot see that): *failures, the
+ * number of commits that failed so far; msg (n bytes, may be NULL), the
+ * last failure's error text ("" if none). Returns 1 when the most recent
+ * commit failed, 0 when it succeeded (or none was made). Any thread. */
+int store_commit_status(struct store *s, long long *failures, char *msg, size_t n);
 
 /* Path of the database file (borrowed). */
 const char *store_path(const struct store *s);
