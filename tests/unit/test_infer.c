@@ -16,6 +16,7 @@
 #include "rng.h"
 #include "stats.h"
 #include "tap.h"
+#include "util.h"
 
 /* |a - b| <= tol |b| */
 #define CHECK_REL(a, b, tol)                                                                       \
@@ -340,7 +341,7 @@ static void test_mannwhitney(void)
 	CHECK_EQ_INT(infer_mannwhitney(x1, 8, withnan, 2, &r), -1);
 	/* large samples: a shift of a fifth of a standard deviation */
 	enum { N = 20000 };
-	double *big = malloc(2 * N * sizeof(double));
+	double *big = xmalloc(2 * N * sizeof(double));
 	for (int i = 0; i < 2 * N; i++)
 		big[i] = infer_norm_ppf((i % N + 0.5) / N) + (i >= N ? 0.2 : 0);
 	CHECK_EQ_INT(infer_mannwhitney(big, N, big + N, N, &r), 0);
@@ -599,7 +600,7 @@ static void test_boot_edges(void)
 #define PAIRS 1000
 static void test_boot_coverage(void)
 {
-	double *a = malloc(2000 * sizeof(double)), *b = malloc(2000 * sizeof(double));
+	double *a = xmalloc(2000 * sizeof(double)), *b = xmalloc(2000 * sizeof(double));
 	const double z90 = 1.2815515655446004;
 	const double truth[2] = {80 - 100 * log(2), 80 * exp(0.5 * z90) - 100 * log(10)};
 	const double pcts[2] = {50, 90};
