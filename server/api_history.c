@@ -181,18 +181,18 @@ enum MHD_Result h_list(struct call *k)
 {
 	struct run_query q;
 	struct qctx c = {0};
-	if (parse_filters(k->conn, &q, &c) < 0)
-		return bad_query(k, &c);
 	long long limit = HR_DEFAULT_PAGE_LIMIT, before = 0;
 	const char *s = arg(k->conn, "limit");
 	if (s && parse_int(s, 1, HR_MAX_PAGE_LIMIT, &limit) < 0)
 		return reply_error(k->conn, 400, "out_of_range", "limit",
 				   "'limit' must be an integer from 1 to %d", HR_MAX_PAGE_LIMIT);
-	q.limit = (int)limit;
 	s = arg(k->conn, "before");
 	if (s && parse_int(s, 1, INT64_MAX, &before) < 0)
 		return reply_error(k->conn, 400, "invalid_value", "before",
 				   "'before' must be a positive run id");
+	if (parse_filters(k->conn, &q, &c) < 0)
+		return bad_query(k, &c);
+	q.limit = (int)limit;
 	q.before = before;
 	char mbuf[128];
 	if ((s = arg(k->conn, "sort"))) {

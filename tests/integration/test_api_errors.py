@@ -1108,7 +1108,8 @@ class ApiErrorsTest(unittest.TestCase):
                 ("/api/v1/runs/%C3", "GET", 404, "id"),
                 ("/api/v1/runs/%C3%28/summary", "GET", 404, "id"),
                 ("/api/v1/runs/%ED%A0%80", "GET", 404, "id"),
-                ("/api/v1/runs/%FF", "DELETE", 405, None),
+                ("/api/v1/runs/%FF", "DELETE", 404, "id"),
+                ("/api/v1/runs/%FF", "PUT", 405, None),
                 ("/api/v1/%FF%FE", "GET", 404, None)):
             with self.subTest(path=path, method=method):
                 st, body, _ = self.request(method, path)
@@ -1125,7 +1126,7 @@ class ApiErrorsTest(unittest.TestCase):
                 ("GET", "/api/v1/runs//summary", 404, "not_found", None),
                 ("GET", "/api/v1/runs/1/summary/x", 404, "not_found", None),
                 ("GET", "/api/v1/runs/1//", 404, "not_found", None),
-                ("DELETE", "/api/v1/runs/1", 405, "method_not_allowed", None),
+                ("PUT", "/api/v1/runs/1", 405, "method_not_allowed", None),
                 ("PATCH", "/api/v1/runs", 405, "method_not_allowed", None),
                 ("PUT", "/api/v1/healthz", 405, "method_not_allowed", None),
                 ("GET", "/api/v1/runs/1/cancel", 405, "method_not_allowed", None),
