@@ -16,7 +16,9 @@ import unittest
 import hrtest
 
 # mock timing: TTFT 30 ms and 4 ms between tokens; the "slow" mock's TTFT
-# is 10% longer
+# is 10% longer. The comparison of identical runs uses its own, slower
+# mock (TTFT 100 ms, ITL 10 ms) so that a busy machine's few milliseconds
+# of client overhead stay inside the 5% noise band.
 TTFT_MS, ITL_MS = 30, 4
 
 
@@ -180,23 +182,31 @@ class History(hrtest.ServiceCase):
         self.get("/groups/999999", want=404)
 
     def test_compare_identical_and_slower(self):
-        spec = small_spec(self.mock.addr, "cmp", requests=400)
+        calm = hrtest.start_mock("--quiet", "--ttft-ms", "100", "--itl-ms", "10")
+        self.addCleanup(calm.stop)
+        spec = small_spec(calm.addr, "cmp", requests=300, warmup={"requests": 10})
+        spec["load"]["concurrency"] = 10
+        same = [self.run_spec(spec) for _ in range(3)]
+        spec = small_spec(self.mock.addr, "cmp", requests=400, warmup={"requests": 10})
         spec["load"]["concurrency"] = 8
         base = self.run_spec(spec)
-        same = self.run_spec(spec)
         slow_spec = json.loads(json.dumps(spec))
         slow_spec["target"]["url"] = "http://" + self.slow.addr
         slow = self.run_spec(slow_spec)
-        # identical runs: nothing better or worse on the figures the mock
-        # fixes (latencies well above the client's own overhead)
-        c = self.get("/compare?base=%d&head=%d" % (base["id"], same["id"]))
-        self.assertEqual(c["level"], "requests")
-        firm = [e for e in c["metrics"]
-                if e["metric"] in ("time_to_first_token", "request_latency")
-                and e["stat"] in ("avg", "p50")]
-        self.assertEqual(len(firm), 4)
-        alarms = [e for e in firm if e["verdict"] in ("better", "worse")]
-        self.assertEqual(alarms, [], alarms)
+        # identical runs: the false-alarm rate over every pair, on the
+        # figures the mock fixes (latencies far above the client's own
+        # overhead): at most one better/worse in 18 verdicts (the rate of
+        # the method itself is measured by simulation in test_cmprule.c)
+        verdicts = []
+        for i, j in ((0, 1), (0, 2), (1, 2)):
+            c = self.get("/compare?base=%d&head=%d" % (same[i]["id"], same[j]["id"]))
+            self.assertEqual(c["level"], "requests")
+            verdicts += [e for e in c["metrics"]
+                         if e["metric"] in ("time_to_first_token", "request_latency")
+                         and e["stat"] in ("avg", "p50", "p90")]
+        self.assertEqual(len(verdicts), 18)
+        alarms = [e for e in verdicts if e["verdict"] in ("better", "worse")]
+        self.assertLessEqual(len(alarms), 1, alarms)
         # the 10% slower mock: worse on TTFT, by about 10%
         c = self.get("/compare?base=%d&head=%d" % (base["id"], slow["id"]))
         e = [e for e in c["metrics"] if e["metric"] == "time_to_first_token" and e["stat"] == "p50"][0]
