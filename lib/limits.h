@@ -90,7 +90,14 @@
 
 /* daemon */
 #define HR_STORE_QUEUE_MAX 1024           /* writer commands waiting; producers block beyond */
-#define HR_READ_POOL_SIZE 8               /* SQLite read connections */
+#define HR_READ_POOL_SIZE 8               /* SQLite read connections: API handlers, daemon threads */
+#define HR_EXPORT_POOL_SIZE 8             /* SQLite read connections of streamed exports -> 503 */
+#define HR_READER_WAIT_MS 1000            /* default --reader-wait-ms: a request's wait for a reader -> 503 */
+#define HR_RETRY_AFTER_S 1                /* Retry-After of a 503 busy */
+#define HR_MAX_CONNECTIONS 256            /* default --max-connections: HTTP connections in total */
+#define HR_MAX_CONNECTIONS_PER_CLIENT 32  /* default --max-connections-per-client: per client address */
+#define HR_MAX_QUEUED_RUNS 1000           /* default --max-queued-runs: queued runs -> 503 queue_full */
+#define HR_QUEUE_RETRY_AFTER_S 60         /* Retry-After of a 503 queue_full */
 
 /* mock server */
 #define HR_MOCK_MAX_CONNS 65536

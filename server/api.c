@@ -83,6 +83,32 @@ enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const cha
 	return reply_json(c, status, e);
 }
 
+enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const char *code,
+			    unsigned retry_after_s, const char *fmt, ...)
+{
+	char msg[512], ra[16];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	utf8_sanitize(msg);
+	json_t *e = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", msg,
+			      "field", json_null());
+	char *text = json_dumps(e, JSON_COMPACT);
+	json_decref(e);
+	if (!text)
+		return reply_internal(c, "the answer could not be encoded");
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	snprintf(ra, sizeof ra, "%u", retry_after_s);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	enum MHD_Result ret = MHD_queue_response(c, status, r);
+	MHD_destroy_response(r);
+	return ret;
+}
+
 enum MHD_Result reply_internal(struct MHD_Connection *c, const char *err)
 {
 	fprintf(stderr, "headroomd: internal error: %s\n", err);
@@ -182,9 +208,16 @@ static enum MHD_Result h_create(struct call *k)
 	}
 	int64_t ids[HR_MAX_REPEAT], group = 0;
 	int count = spec.repeat.count > 1 ? spec.repeat.count : 1;
-	int rc = history_create_runs(k->a->store, spec.json, count, spec.repeat.cooldown_s, ids,
-				     &group, err);
+	int queued = 0;
+	int rc = history_create_runs(k->a->store, spec.json, count, spec.repeat.cooldown_s,
+				     k->a->o.max_queued_runs, &queued, ids, &group, err);
 	spec_release(&spec);
+	if (rc == -503)
+		return reply_retry(k->conn, 503, "queue_full", HR_QUEUE_RETRY_AFTER_S,
+				   "%d run(s) are queued and at most %d may be: this submission "
+				   "of %d is refused; retry when runs have ended, or cancel queued "
+				   "ones",
+				   queued, k->a->o.max_queued_runs, count);
 	if (rc < 0)
 		return reply_internal(k->conn, err);
 	runner_kick(k->a->runner);
@@ -390,6 +423,36 @@ static enum MHD_Result reply_stream(struct MHD_Connection *c, struct row_stream 
 	return ret;
 }
 
+/* A streamed export's cursor outlives its handler, so it reads through a
+ * reader of the export pool, never the API's (store.h): export_begin takes
+ * one without waiting and binds it to this thread, so that the cursor's
+ * store_reader() gets it; export_end binds the API's reader again and, if
+ * no cursor kept the export reader, returns it. -1 when none is free: the
+ * request is answered 503 busy (export_busy). */
+static int export_begin(struct call *k, sqlite3 **api_db, sqlite3 **ex)
+{
+	*ex = store_export_reader(k->a->store);
+	if (!*ex)
+		return -1;
+	*api_db = store_reader_bind(k->a->store, *ex);
+	return 0;
+}
+
+static void export_end(struct call *k, sqlite3 *api_db, sqlite3 *ex, int kept)
+{
+	store_reader_bind(k->a->store, api_db);
+	if (!kept)
+		store_reader_put(k->a->store, ex);
+}
+
+static enum MHD_Result export_busy(struct call *k)
+{
+	return reply_retry(k->conn, 503, "busy", HR_RETRY_AFTER_S,
+			   "all %d export readers are taken by downloads in progress: retry "
+			   "in a moment",
+			   store_export_readers(k->a->store));
+}
+
 static enum MHD_Result h_records(struct call *k)
 {
 	static const char *const fmts[] = {"jsonl", "csv", NULL};
@@ -408,7 +471,13 @@ static enum MHD_Result h_records(struct call *k)
 	struct row_stream *rs = xcalloc(1, sizeof *rs);
 	rs->fmt = strcmp(fmt, "csv") == 0 ? EXPORT_CSV : EXPORT_JSONL;
 	dynbuf_init(&rs->buf, (size_t)HR_MAX_CHUNKS_PER_REQUEST * 24 + EXPORT_BLOCK * 2);
+	sqlite3 *api_db, *ex;
+	if (export_begin(k, &api_db, &ex) < 0) {
+		row_stream_free(rs);
+		return export_busy(k);
+	}
 	rs->rec = rec_cursor_open(k->a->store, k->id);
+	export_end(k, api_db, ex, rs->rec != NULL);
 	if (!rs->rec) {
 		row_stream_free(rs);
 		return reply_internal(k->conn, "cannot open the records");
@@ -482,7 +551,13 @@ static enum MHD_Result reply_series(struct call *k, const struct series *ser)
 	struct row_stream *rs = xcalloc(1, sizeof *rs);
 	rs->csv = strcmp(fmt, "csv") == 0;
 	dynbuf_init(&rs->buf, ser->buf_bound);
+	sqlite3 *api_db, *ex;
+	if (export_begin(k, &api_db, &ex) < 0) {
+		row_stream_free(rs);
+		return export_busy(k);
+	}
 	rs->cur = ser->open(k->a->store, k->id, t0);
+	export_end(k, api_db, ex, rs->cur != NULL);
 	if (!rs->cur) {
 		row_stream_free(rs);
 		char msg[64];
@@ -893,7 +968,18 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 		k.body_len = rq->body.len;
 		k.upload = rq->upload;
 		k.create = rq->upload ? &rq->create : NULL;
-		return routes[i].fn(&k);
+		/* admission: one reader for the whole request, waited for within
+		 * a bound; a handler never waits on the pool itself (store.h) */
+		sqlite3 *db = store_reader_timed(a->store, a->o.reader_wait_ms);
+		if (!db)
+			return reply_retry(conn, 503, "busy", HR_RETRY_AFTER_S,
+					   "no database reader came free within %d ms: the daemon "
+					   "is busy; retry in a moment",
+					   a->o.reader_wait_ms);
+		store_reader_bind(a->store, db);
+		ret = routes[i].fn(&k);
+		store_reader_unbind(a->store);
+		return ret;
 	}
 	if (path_known)
 		return reply_error(conn, 405, "method_not_allowed", NULL,
@@ -998,6 +1084,14 @@ int api_start(struct store *s, struct runner *r, const struct api_opts *o, struc
 	a->store = s;
 	a->runner = r;
 	a->o = *o;
+	if (a->o.reader_wait_ms <= 0)
+		a->o.reader_wait_ms = HR_READER_WAIT_MS;
+	if (a->o.max_connections <= 0)
+		a->o.max_connections = HR_MAX_CONNECTIONS;
+	if (a->o.max_connections_per_client <= 0)
+		a->o.max_connections_per_client = HR_MAX_CONNECTIONS_PER_CLIENT;
+	if (a->o.max_queued_runs <= 0)
+		a->o.max_queued_runs = HR_MAX_QUEUED_RUNS;
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
@@ -1006,7 +1100,9 @@ int api_start(struct store *s, struct runner *r, const struct api_opts *o, struc
 				  (unsigned)4, MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
 				  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned)120,
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
-				  MHD_OPTION_END);
+				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)a->o.max_connections,
+				  MHD_OPTION_PER_IP_CONNECTION_LIMIT,
+				  (unsigned)a->o.max_connections_per_client, MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!a->mhd) {
 		free(a);

@@ -43,6 +43,10 @@ enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const cha
 			    const char *field, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));
 enum MHD_Result reply_internal(struct MHD_Connection *c, const char *err);
+/* An error (field null) with a Retry-After header: 503 busy / queue_full. */
+enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const char *code,
+			    unsigned retry_after_s, const char *fmt, ...)
+	__attribute__((format(printf, 5, 6)));
 /* 404 for the {id} of a run route. */
 enum MHD_Result not_found(struct call *k);
 /* A query argument, or NULL. */

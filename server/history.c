@@ -123,7 +123,7 @@ int history_tx_index_run(struct store_tx *tx, int64_t id, json_t *spec, char *er
 
 struct create_many {
 	json_t *spec;
-	int count;
+	int count, max_queued, queued, full;
 	double cooldown_s;
 	int64_t *ids, group;
 };
@@ -135,9 +135,21 @@ static int create_many_job(struct store_tx *tx, void *arg, char *err)
 				"VALUES (?, ?, ?, ?)";
 	static const char r[] = "INSERT INTO runs (id, name, state, spec, labels, created_at, "
 				"group_id) VALUES (?6, ?1, 'queued', ?2, ?3, ?4, ?5)";
+	static const char q[] = "SELECT count(*) FROM runs WHERE state = 'queued'";
 	const char *name = json_string_value(json_object_get(a->spec, "name"));
 	int64_t now = now_ms();
 	a->group = 0;
+	if (a->max_queued > 0) {
+		sqlite3_stmt *st = store_tx_stmt(tx, q);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			return sql_fail(tx->db, err);
+		a->queued = sqlite3_column_int(st, 0);
+		sqlite3_reset(st);
+		if (a->queued + a->count > a->max_queued) {
+			a->full = 1;
+			return errf(err, "the run queue is full");
+		}
+	}
 	if (a->count > 1) {
 		sqlite3_stmt *st = store_tx_stmt(tx, g);
 		sqlite3_bind_text(st, 1, name ? name : "", -1, SQLITE_STATIC);
@@ -178,11 +190,16 @@ static int create_many_job(struct store_tx *tx, void *arg, char *err)
 }
 
 int history_create_runs(struct store *s, json_t *spec, int count, double cooldown_s,
-			int64_t *ids, int64_t *group, char *err)
+			int max_queued, int *queued, int64_t *ids, int64_t *group, char *err)
 {
 	struct create_many a = {.spec = spec, .count = count < 1 ? 1 : count,
-				.cooldown_s = cooldown_s, .ids = ids};
-	if (store_exec(s, create_many_job, &a, err) < 0)
+				.max_queued = max_queued, .cooldown_s = cooldown_s, .ids = ids};
+	int rc = store_exec(s, create_many_job, &a, err);
+	if (queued)
+		*queued = a.queued;
+	if (a.full)
+		return -503;
+	if (rc < 0)
 		return -1;
 	*group = a.group;
 	return 0;

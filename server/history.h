@@ -87,9 +87,13 @@ int history_delete(struct store *s, int64_t id, char *err);
 int history_retain(struct store *s, int days, int per_fp, char *err);
 
 /* Creates the queued runs of one submission: count runs (1: no group) of
- * spec (borrowed). ids: count entries. *group: the new group or 0. */
+ * spec (borrowed). ids: count entries. *group: the new group or 0. With
+ * max_queued > 0, refuses (-503, *queued: the runs queued already) when
+ * the queued runs would then number more than max_queued; checked in the
+ * same transaction as the insert, so concurrent submissions cannot pass
+ * it together. */
 int history_create_runs(struct store *s, json_t *spec, int count, double cooldown_s,
-			int64_t *ids, int64_t *group, char *err);
+			int max_queued, int *queued, int64_t *ids, int64_t *group, char *err);
 
 /* After a run ends: its headline figures (run_metrics), client verdict,
  * validity and gate outcome, from its summary (borrowed, may be NULL). */

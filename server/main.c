@@ -43,6 +43,18 @@ static void usage(FILE *f)
 	      "  --retain-per-fingerprint N\n"
 	      "                       keep only the newest N runs of each spec fingerprint\n"
 	      "                       (same exceptions; default 0: no limit)\n"
+	      "  --max-connections N  HTTP connections at once, in total (default 256)\n"
+	      "  --max-connections-per-client N\n"
+	      "                       HTTP connections at once from one client address\n"
+	      "                       (default 32); more are closed unanswered\n"
+	      "  --max-queued-runs N  POST /runs answers 503 queue_full past N queued runs\n"
+	      "                       (default 1000)\n"
+	      "  --reader-wait-ms N   longest wait of a request for a database reader before\n"
+	      "                       it is answered 503 busy (default 1000)\n"
+	      "  --readers N          SQLite readers for API requests and the daemon's threads\n"
+	      "                       (default 8)\n"
+	      "  --export-readers N   SQLite readers for streamed exports (default 8); an\n"
+	      "                       export that finds none free is answered 503 busy\n"
 	      "  --list-routes        print the API routes and exit\n"
 	      "  --version, --help\n",
 	      f);
@@ -69,6 +81,8 @@ int main(int argc, char **argv)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
 	int retain_days = 0, retain_per_fp = 0;
+	struct api_opts ao = {.listen = NULL}; /* the bounds: 0 takes limits.h's default */
+	struct store_opts so = {0};
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -118,6 +132,22 @@ int main(int argc, char **argv)
 				retain_days = (int)n;
 			else
 				retain_per_fp = (int)n;
+		} else if (strcmp(a, "--max-connections") == 0 ||
+			   strcmp(a, "--max-connections-per-client") == 0 ||
+			   strcmp(a, "--max-queued-runs") == 0 || strcmp(a, "--reader-wait-ms") == 0 ||
+			   strcmp(a, "--readers") == 0 || strcmp(a, "--export-readers") == 0) {
+			char *end;
+			long n = strtol(v, &end, 10), max = strstr(a, "readers") ? 64 : 1000000;
+			if (*end || n < 1 || n > max) {
+				fprintf(stderr, "headroomd: %s must be 1..%ld\n", a, max);
+				return 2;
+			}
+			*(strcmp(a, "--max-connections") == 0	       ? &ao.max_connections
+			  : strcmp(a, "--max-queued-runs") == 0	       ? &ao.max_queued_runs
+			  : strcmp(a, "--reader-wait-ms") == 0	       ? &ao.reader_wait_ms
+			  : strcmp(a, "--readers") == 0		       ? &so.readers
+			  : strcmp(a, "--export-readers") == 0	       ? &so.exports
+								       : &ao.max_connections_per_client) = (int)n;
 		} else if (strcmp(a, "--default-workers") == 0) {
 			char *end;
 			long n = strtol(v, &end, 10);
@@ -160,7 +190,7 @@ int main(int argc, char **argv)
 	struct runner *runner = NULL;
 	struct api *api = NULL;
 	int status = 1;
-	if (store_open(data, &store, err) < 0) {
+	if (store_open(data, &so, &store, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
 	}
@@ -192,7 +222,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
 	}
-	struct api_opts ao = {.listen = listen, .default_workers = default_workers};
+	ao.listen = listen;
+	ao.default_workers = default_workers;
 	if (api_start(store, runner, &ao, &api, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;

@@ -1,4 +1,4 @@
-/* store.c - SQLite writer thread, job queue, reader pool, migrations. */
+/* store.c - SQLite writer thread, job queue, reader pools (API and exports), migrations. */
 #include "store.h"
 
 #include <errno.h>
@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include "limits.h"
 #include "migrations.h"
@@ -46,9 +47,20 @@ struct store {
 
 	pthread_mutex_t rmu;
 	pthread_cond_t rcv;
-	sqlite3 *readers[HR_READ_POOL_SIZE];
+	sqlite3 **readers; /* the free ones, readers[0..nfree) */
 	int nfree;
+	/* the export pool (store_export_reader), under rmu: free ones first
+	 * in exports[0..nexp_free), every one in all_exports[0..nexp) */
+	sqlite3 **exports, **all_exports;
+	int nexp, nexp_free;
 };
+
+/* The reader a thread holds for a whole call (store_reader_bind): nested
+ * store_reader() calls on that thread share it. */
+static _Thread_local struct {
+	struct store *s;
+	sqlite3 *db;
+} bound;
 
 static int db_exec(sqlite3 *db, const char *sql, char *err)
 {
@@ -272,8 +284,37 @@ void store_post(struct store *s, store_fn fn, void *arg, void (*free_arg)(void *
 	enqueue(s, j);
 }
 
+static struct timespec deadline_in(int ms)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	ts.tv_sec += ms / 1000;
+	ts.tv_nsec += (long)(ms % 1000) * 1000000L;
+	if (ts.tv_nsec >= 1000000000L) {
+		ts.tv_sec++;
+		ts.tv_nsec -= 1000000000L;
+	}
+	return ts;
+}
+
+sqlite3 *store_reader_timed(struct store *s, int ms)
+{
+	if (bound.s == s && bound.db)
+		return bound.db;
+	struct timespec until = deadline_in(ms < 0 ? 0 : ms);
+	pthread_mutex_lock(&s->rmu);
+	while (s->nfree == 0)
+		if (pthread_cond_timedwait(&s->rcv, &s->rmu, &until) == ETIMEDOUT)
+			break;
+	sqlite3 *db = s->nfree ? s->readers[--s->nfree] : NULL;
+	pthread_mutex_unlock(&s->rmu);
+	return db;
+}
+
 sqlite3 *store_reader(struct store *s)
 {
+	if (bound.s == s && bound.db)
+		return bound.db;
 	pthread_mutex_lock(&s->rmu);
 	while (s->nfree == 0)
 		pthread_cond_wait(&s->rcv, &s->rmu);
@@ -282,12 +323,55 @@ sqlite3 *store_reader(struct store *s)
 	return db;
 }
 
+static int is_export(const struct store *s, const sqlite3 *db)
+{
+	for (int i = 0; i < s->nexp; i++)
+		if (s->all_exports[i] == db)
+			return 1;
+	return 0;
+}
+
 void store_reader_put(struct store *s, sqlite3 *db)
 {
+	if (!db || (bound.s == s && bound.db == db))
+		return; /* the bound reader goes back at store_reader_unbind */
 	pthread_mutex_lock(&s->rmu);
-	s->readers[s->nfree++] = db;
-	pthread_cond_signal(&s->rcv);
+	if (is_export(s, db)) {
+		s->exports[s->nexp_free++] = db;
+	} else {
+		s->readers[s->nfree++] = db;
+		pthread_cond_signal(&s->rcv);
+	}
 	pthread_mutex_unlock(&s->rmu);
+}
+
+int store_export_readers(const struct store *s)
+{
+	return s->nexp;
+}
+
+sqlite3 *store_export_reader(struct store *s)
+{
+	pthread_mutex_lock(&s->rmu);
+	sqlite3 *db = s->nexp_free ? s->exports[--s->nexp_free] : NULL;
+	pthread_mutex_unlock(&s->rmu);
+	return db;
+}
+
+sqlite3 *store_reader_bind(struct store *s, sqlite3 *db)
+{
+	sqlite3 *prev = bound.s == s ? bound.db : NULL;
+	bound.s = s;
+	bound.db = db;
+	return prev;
+}
+
+void store_reader_unbind(struct store *s)
+{
+	sqlite3 *db = bound.s == s ? bound.db : NULL;
+	bound.s = NULL;
+	bound.db = NULL;
+	store_reader_put(s, db);
 }
 
 const char *store_path(const struct store *s)
@@ -295,8 +379,10 @@ const char *store_path(const struct store *s)
 	return s->path;
 }
 
-int store_open(const char *dir, struct store **out, char *err)
+int store_open(const char *dir, const struct store_opts *o, struct store **out, char *err)
 {
+	int nreaders = o && o->readers > 0 ? o->readers : HR_READ_POOL_SIZE;
+	int nexports = o && o->exports > 0 ? o->exports : HR_EXPORT_POOL_SIZE;
 	struct stat stt;
 	if (stat(dir, &stt) < 0) {
 		if (mkdir(dir, 0700) < 0 && errno != EEXIST)
@@ -312,11 +398,18 @@ int store_open(const char *dir, struct store **out, char *err)
 	sqlite3_config(SQLITE_CONFIG_MEMSTATUS, 0);
 	struct store *s = xcalloc(1, sizeof *s);
 	s->path = xasprintf("%s/headroom.db", dir);
+	s->readers = xcalloc((size_t)nreaders, sizeof *s->readers);
+	s->exports = xcalloc((size_t)nexports, sizeof *s->exports);
+	s->all_exports = xcalloc((size_t)nexports, sizeof *s->all_exports);
 	pthread_mutex_init(&s->mu, NULL);
 	pthread_cond_init(&s->cv_work, NULL);
 	pthread_cond_init(&s->cv_done, NULL);
 	pthread_mutex_init(&s->rmu, NULL);
-	pthread_cond_init(&s->rcv, NULL);
+	pthread_condattr_t ca;
+	pthread_condattr_init(&ca);
+	pthread_condattr_setclock(&ca, CLOCK_MONOTONIC); /* store_reader_timed's deadline */
+	pthread_cond_init(&s->rcv, &ca);
+	pthread_condattr_destroy(&ca);
 	if (open_conn(s->path, 0, &s->wdb, err) < 0)
 		goto err;
 	if (db_exec(s->wdb, "PRAGMA journal_mode = WAL; PRAGMA synchronous = NORMAL;", err) < 0)
@@ -327,10 +420,16 @@ int store_open(const char *dir, struct store **out, char *err)
 	}
 	if (migrate(s->wdb, err) < 0)
 		goto err;
-	for (int i = 0; i < HR_READ_POOL_SIZE; i++) {
+	for (int i = 0; i < nreaders; i++) {
 		if (open_conn(s->path, 1, &s->readers[i], err) < 0)
 			goto err;
 		s->nfree++;
+	}
+	for (int i = 0; i < nexports; i++) {
+		if (open_conn(s->path, 1, &s->all_exports[i], err) < 0)
+			goto err;
+		s->exports[s->nexp_free++] = s->all_exports[i];
+		s->nexp++;
 	}
 	if (pthread_create(&s->thread, NULL, writer_main, s) != 0) {
 		errf(err, "cannot start the store thread");
@@ -341,7 +440,12 @@ int store_open(const char *dir, struct store **out, char *err)
 err:
 	for (int i = 0; i < s->nfree; i++)
 		sqlite3_close(s->readers[i]);
+	for (int i = 0; i < s->nexp; i++)
+		sqlite3_close(s->all_exports[i]);
 	sqlite3_close(s->wdb);
+	free(s->readers);
+	free(s->exports);
+	free(s->all_exports);
 	free(s->path);
 	free(s);
 	return -1;
@@ -360,12 +464,17 @@ void store_free(struct store *s)
 		sqlite3_finalize(s->cache[i].stmt);
 	for (int i = 0; i < s->nfree; i++)
 		sqlite3_close(s->readers[i]);
+	for (int i = 0; i < s->nexp; i++)
+		sqlite3_close(s->all_exports[i]);
 	sqlite3_close(s->wdb);
 	pthread_mutex_destroy(&s->mu);
 	pthread_cond_destroy(&s->cv_work);
 	pthread_cond_destroy(&s->cv_done);
 	pthread_mutex_destroy(&s->rmu);
 	pthread_cond_destroy(&s->rcv);
+	free(s->readers);
+	free(s->exports);
+	free(s->all_exports);
 	free(s->path);
 	free(s);
 }
