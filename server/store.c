@@ -192,7 +192,7 @@ static void run_batch(struct store *s, struct job *batch)
 		pthread_mutex_lock(&s->mu);
 		s->commit_failures++;
 		s->last_commit_failed = 1;
-		snprintf(s->commit_err, sizeof s->commit_err, "%s", err);
+		snprintf(s->commit_err, sizeof s->commit_err, "%.150s", err);
 		pthread_mutex_unlock(&s->mu);
 	} else if (in_tx) {
 		pthread_mutex_lock(&s->mu);
