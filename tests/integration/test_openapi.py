@@ -31,15 +31,25 @@ The response tests are split by what they need:
   its starting phase until cancelled, however long the test takes, and the
   runs after it stay `queued`. It exercises every
   route and every error without depending on headroom-worker.
+- HistorySurfaceTest does the same for the run history (docs/compare.md):
+  with one run kept `running` by the stand-in worker and the others
+  queued behind it, GET /runs with every filter, label selector, sort and
+  page (cursor and before), PATCH and DELETE of runs, repeat groups
+  (POST with `repeat`, GET /groups/{id}), the spec's `validity` and
+  `gates` as normalised and refused, baselines (PUT, GET, list, DELETE),
+  and every 4xx of GET /compare and GET /series.
 - FinishedRunTest runs headroomd with the real headroom-worker against the
   zero-delay mock: a run that succeeds (summary with real numbers, records
   JSONL/CSV), a long run that is cancelled while running with a second
   one queued behind it, a rate-mode run (constant arrivals: requested
-  versus achieved load, schedule lag) and a run with a warm-up (progress
-  phases, warm-up records apart from the profiling ones). It needs a
-  functional headroom-worker, with rate mode and warm-up. Its daemon is
-  pointed at an NVML library that does not exist, so NVML is always
-  `unavailable` there.
+  versus achieved load, schedule lag), a run with a warm-up (progress
+  phases, warm-up records apart from the profiling ones), and the history
+  over finished runs (a mock with some delay of its own): validity, gates
+  and intervals in summaries, a group's spread, baselines of each kind and
+  regression gates against them, comparisons at the request and the run
+  level, series, metric sorts, deletion. It needs a functional
+  headroom-worker, with rate mode and warm-up. Its daemon is pointed at an
+  NVML library that does not exist, so NVML is always `unavailable` there.
 - TelemetryRunTest runs headroomd with the fake NVML library
   (build/tests/fake_nvml, two GPUs) against the mock with its DCGM-like
   page: a concurrency run whose summary has non-empty telemetry series of
@@ -194,9 +204,16 @@ class Doc:
             # every query parameter used must be documented for the operation
             query = urllib.parse.parse_qs(urllib.parse.urlsplit(path).query,
                                           keep_blank_values=True)
-            documented = {p["name"] for p in self.parameters(tpl, op) if p["in"] == "query"}
+            params = [p for p in self.parameters(tpl, op) if p["in"] == "query"]
+            documented = {p["name"] for p in params}
+            # free-form parameters (style form, explode, an object: the label
+            # selectors `label.KEY=VALUE`) document every name their
+            # propertyNames pattern matches
+            patterns = [p["schema"]["propertyNames"]["pattern"] for p in params
+                        if p.get("style") == "form" and p.get("explode")
+                        and p["schema"].get("type") == "object"]
             for q in query:
-                if q not in documented:
+                if q not in documented and not any(re.search(pt, q) for pt in patterns):
                     raise AssertionError("%s %s: query parameter %r is not documented"
                                          % (method, tpl, q))
             responses = op["responses"]
@@ -456,7 +473,8 @@ class DocumentTest(unittest.TestCase):
         for got, want in pairs:
             self.assertEqual(got, want)
         self.assertIn(str(lim["HR_WORKER_MAX_IN_FLIGHT"]), load["max_concurrency"]["description"])
-        list_params = {p["name"]: p for p in self.raw["paths"]["/api/v1/runs"]["get"]["parameters"]}
+        list_params = {p["name"]: p for p in self.doc.parameters(
+            "/api/v1/runs", self.raw["paths"]["/api/v1/runs"]["get"])}
         self.assertEqual(list_params["limit"]["schema"]["maximum"], lim["HR_MAX_PAGE_LIMIT"])
         self.assertEqual(list_params["limit"]["schema"]["default"], lim["HR_DEFAULT_PAGE_LIMIT"])
         self.assertIn(str(lim["HR_MAX_BODY_BYTES"]),
@@ -494,6 +512,33 @@ class DocumentTest(unittest.TestCase):
                 (ent["delay_ms"]["maximum"], lim["HR_MAX_DATASET_TIME_MS"]),
                 (opts["max_reply"]["maximum"], lim["HR_MAX_DATASET_TEXT"])):
             self.assertEqual(got, want)
+        # the run history (docs/compare.md)
+        patch = sch["RunPatch"]["properties"]
+        run = sch["Run"]["properties"]
+        comps = self.raw["components"]["parameters"]
+        sel = comps["LabelSelectors"]["schema"]
+        for got, want in (
+                (spec["repeat"]["properties"]["count"]["maximum"], lim["HR_MAX_REPEAT"]),
+                (sch["RunCreated"]["properties"]["run_ids"]["maxItems"], lim["HR_MAX_REPEAT"]),
+                (sch["Group"]["properties"]["count"]["maximum"], lim["HR_MAX_REPEAT"]),
+                (sch["Group"]["properties"]["runs"]["maxItems"], lim["HR_MAX_REPEAT"]),
+                (sch["CompareSide"]["properties"]["runs"]["maxItems"], lim["HR_MAX_REPEAT"]),
+                (sch["Baseline"]["properties"]["resolves_to"]["maxItems"], lim["HR_MAX_REPEAT"]),
+                (spec["gates"]["maxItems"], lim["HR_MAX_GATES"]),
+                (sch["GateReport"]["properties"]["results"]["maxItems"], lim["HR_MAX_GATES"]),
+                (sch["Gate"]["properties"]["name"]["maxLength"], lim["HR_MAX_NAME_LEN"]),
+                (patch["note"]["maxLength"], lim["HR_MAX_NOTE_LEN"]),
+                (run["note"]["maxLength"], lim["HR_MAX_NOTE_LEN"]),
+                (patch["labels"]["propertyNames"]["maxLength"], lim["HR_MAX_LABEL_LEN"]),
+                (patch["labels"]["additionalProperties"]["maxLength"],
+                 lim["HR_MAX_LABEL_LEN"] * 16),
+                (sel["additionalProperties"]["maxLength"], lim["HR_MAX_LABEL_LEN"] * 16),
+                (comps["BaselineName"]["schema"]["maxLength"], lim["HR_MAX_LABEL_LEN"]),
+                (sch["Baseline"]["properties"]["name"]["maxLength"], lim["HR_MAX_LABEL_LEN"]),
+                (comps["NameFilter"]["schema"]["maxLength"], lim["HR_MAX_NAME_LEN"])):
+            self.assertEqual(got, want)
+        self.assertIn(str(lim["HR_MAX_REPEAT"]), sch["CompareRef"]["description"])
+        self.assertIn(str(lim["HR_MAX_LABELS"]), patch["labels"]["description"])
 
     def test_spec_schema_examples(self):
         """The RunSpec schema accepts the documented examples and expresses
@@ -812,6 +857,171 @@ class DocumentTest(unittest.TestCase):
         self.assertEqual(cols[-1], "chunk_offsets_ns")
         self.assertEqual(cols[cols.index("n_chunks") + 1:-1], [t for t, _ in tags])
 
+    def test_history_constants_match_the_code(self):
+        """ComparableMetric (its order, run-level figures and directions) and
+        StatName follow lib/metrics.c's catalog; the history's own bounds
+        follow server/history.h and server/api_history.c."""
+        with open(os.path.join(hrtest.SRC, "lib", "metrics.c"), encoding="utf-8") as f:
+            src = f.read()
+        table = src.split("metric_catalog[] = {", 1)[1].split("};", 1)[0]
+        rows = re.findall(r'\{"(\w+)",\s*"[^"]*",\s*METRIC_(\w+),\s*([01])\}', table)
+        self.assertGreater(len(rows), 10)
+        sch = self.raw["components"]["schemas"]
+        cm = sch["ComparableMetric"]
+        self.assertEqual(cm["enum"], [r[0] for r in rows])
+        self.assertEqual(cm["x-run-level"], [r[0] for r in rows if r[2] == "1"])
+        words = {"LOWER_BETTER": "lower", "HIGHER_BETTER": "higher", "NO_DIRECTION": "none"}
+        self.assertEqual(cm["x-directions"], {r[0]: words[r[1]] for r in rows})
+        stats = re.search(r"metric_stat_names\[METRIC_NSTATS\] = \{([^}]*)\}", src).group(1)
+        self.assertEqual(sch["StatName"]["enum"], re.findall(r'"(\w+)"', stats) + ["value"])
+        run_level = cm["x-run-level"]
+        gate_if = sch["Gate"]["allOf"][0]["if"]["properties"]["metric"]["enum"]
+        self.assertEqual(gate_if, run_level)
+        # every per-request metric of the summary can be compared
+        self.assertEqual(sch["MetricName"]["enum"], [m for m in cm["enum"] if m != "error_rate"])
+
+        def define(path, name):
+            with open(os.path.join(hrtest.SRC, path), encoding="utf-8") as f:
+                return int(re.search(r"#define %s (\d+)" % name, f.read()).group(1))
+        selectors = define("server/history.h", "HISTORY_MAX_SELECTORS")
+        comps = self.raw["components"]["parameters"]
+        self.assertEqual(comps["LabelSelectors"]["schema"]["maxProperties"], selectors)
+        self.assertIn(str(selectors), comps["LabelSelectors"]["description"])
+        self.assertEqual(sch["BaselineRule"]["properties"]["labels"]["maxProperties"], selectors)
+        fp = define("server/history.h", "HISTORY_FP_LEN")
+        self.assertEqual(sch["Run"]["properties"]["fingerprint"]["pattern"],
+                         "^[0-9a-f]{%d}$" % fp)
+        self.assertEqual(sch["BaselineRule"]["properties"]["fingerprint"]["maxLength"], fp)
+
+        def params(path, method="get"):
+            op = self.raw["paths"][path][method]
+            return {p["name"]: p for p in self.doc.parameters(path, op)}
+        cmp, ser = params("/api/v1/compare"), params("/api/v1/series")
+        self.assertEqual(cmp["resamples"]["schema"]["maximum"],
+                         define("server/api_history.c", "COMPARE_MAX_RESAMPLES"))
+        self.assertEqual(ser["limit"]["schema"]["maximum"],
+                         define("server/api_history.c", "SERIES_MAX_POINTS"))
+
+    def test_history_schemas(self):
+        """The spec's repeat, validity and gates, and the history's answers, as
+        far as JSON Schema states them (the server's side is exercised in
+        HistorySurfaceTest and FinishedRunTest below)."""
+        def validator(name):
+            return Draft202012Validator(self.doc.schema(name), resolver=self.doc.resolver)
+        spec = validator("RunSpec")
+        base = hrtest.spec("127.0.0.1:1")
+
+        def with_(**kw):
+            return dict(json.loads(json.dumps(base)), **kw)
+        thr = {"metric": "time_to_first_token", "stat": "p99", "op": "<", "value": 200}
+        reg = {"metric": "time_to_first_token", "stat": "p99",
+               "regression": {"baseline": "main", "max_pct": 5, "confidence": 0.9}}
+        good = [with_(repeat=None), with_(repeat={"count": 2}),
+                with_(repeat={"count": 100, "cooldown_s": 3600}),
+                with_(repeat={"count": 3.0, "cooldown_s": None}),
+                with_(validity=None), with_(validity={}),
+                with_(validity={"min_requests": 0, "min_duration_s": 1e7, "max_error_rate": 1,
+                                "percentile": "none", "confidence": 0.9999}),
+                with_(validity={"percentile": "p25"}), with_(gates=None), with_(gates=[]),
+                with_(gates=[thr, reg, {"metric": "error_rate", "op": "<", "value": 0.01},
+                             {"metric": "request_throughput", "stat": "value",
+                              "regression": {"baseline": 7}},
+                             dict(thr, name=None, stat=None),
+                             {"metric": "goodput", "op": ">=", "value": 1, "name": "g"}]),
+                with_(gates=[thr] * 32)]
+        for s in good:
+            self.assertEqual([e.message for e in spec.iter_errors(s)], [], json.dumps(s)[-300:])
+        bad = [with_(repeat={}), with_(repeat={"count": 1}), with_(repeat={"count": 101}),
+               with_(repeat={"count": 2.5}), with_(repeat={"count": None}),
+               with_(repeat={"count": 2, "cooldown_s": 3601}), with_(repeat={"count": 2, "x": 1}),
+               with_(repeat=3), with_(validity=[]), with_(validity={"percentile": "p42"}),
+               with_(validity={"percentile": "p10"}), with_(validity={"max_error_rate": 1.5}),
+               with_(validity={"confidence": 0.4}), with_(validity={"min_requests": -1}),
+               with_(validity={"min_requests": 1.5}), with_(validity={"colour": 1}),
+               with_(gates={}), with_(gates=[thr] * 33), with_(gates=[{"metric": "nope"}]),
+               with_(gates=[{"metric": "time_to_first_token"}]),
+               with_(gates=[dict(thr, regression=reg["regression"])]),
+               with_(gates=[dict(thr, op="~")]), with_(gates=[dict(thr, stat="p42")]),
+               with_(gates=[dict(thr, stat="value")]),
+               with_(gates=[dict(thr, metric="request_throughput")]),
+               with_(gates=[dict(thr, op=None)]), with_(gates=[dict(thr, value=1e16)]),
+               with_(gates=[{k: v for k, v in thr.items() if k != "value"}]),
+               with_(gates=[dict(reg, regression={"baseline": 0})]),
+               with_(gates=[dict(reg, regression={"max_pct": 5})]),
+               with_(gates=[dict(reg, regression={"baseline": "a", "max_pct": 1001})]),
+               with_(gates=[dict(reg, regression={"baseline": ""})]),
+               with_(gates=[dict(reg, regression=None)]),
+               with_(gates=[dict(thr, name="x" * 257)])]
+        for s in bad:
+            self.assertFalse(spec.is_valid(s), json.dumps(s)[-300:])
+
+        val = validator("Validity")
+        v = {"valid": True, "reasons": [], "claims": [],
+             "checks": {"valid_requests": 400, "window_s": 2.5, "error_rate": 0.0,
+                        "percentile": 90.0, "percentile_needs": 29}}
+        val.validate(v)
+        few = {"code": "too_few_requests", "message": "p99 needs at least 299 ..."}
+        val.validate(dict(v, valid=False, reasons=[few]))
+        claim = {"metric": "time_to_first_token", "stat": "p99", "limit": 200.0, "n": 40,
+                 "over": 0, "holds": False, "confidence": 0.95, "max_over": -1, "min_n": 299}
+        val.validate(dict(v, claims=[claim]))
+        for bad in (dict(v, valid=False), dict(v, reasons=[few]),
+                    dict(v, reasons=[dict(few, code="slow")]),
+                    dict(v, checks=dict(v["checks"], percentile=42)),
+                    dict(v, claims=[dict(claim, stat="avg")]),
+                    {k: x for k, x in v.items() if k != "checks"}):
+            self.assertFalse(val.is_valid(bad), bad)
+
+        res = validator("GateResult")
+        t = {"name": "n", "kind": "threshold", "metric": "error_rate", "stat": "value", "op": "<",
+             "value": 0.01, "actual": None, "passed": False, "message": "the run has no ..."}
+        r = {"name": "n", "kind": "regression", "metric": "time_to_first_token", "stat": "p99",
+             "max_pct": 5.0, "confidence": 0.95, "baseline": {"name": "main", "runs": [3]},
+             "base": 20.0, "actual": 22.0, "diff_pct": 10.0, "ci_pct": [8.0, 12.0],
+             "verdict": "worse", "passed": False, "message": "worse than ..."}
+        missing = {k: x for k, x in r.items()
+                   if k not in ("base", "actual", "diff_pct", "ci_pct", "verdict")}
+        for ok in (t, r, dict(missing, baseline={"name": "nope", "runs": []}),
+                   dict(r, ci_pct=None, diff_pct=None, verdict="inconclusive", passed=True)):
+            self.assertEqual([e.message for e in res.iter_errors(ok)], [], ok)
+        for bad in (dict(t, max_pct=5.0), {k: x for k, x in t.items() if k != "actual"},
+                    dict(r, op="<"), {k: x for k, x in r.items() if k != "verdict"},
+                    dict(r, kind="limit"), dict(missing, baseline=None)):
+            self.assertFalse(res.is_valid(bad), bad)
+
+        entry = validator("CompareEntry")
+        e = {"metric": "time_to_first_token", "stat": "p50", "unit": "ms", "direction": "lower",
+             "base": 20.0, "head": 22.0, "diff": 2.0, "diff_pct": 10.0, "ci": [1.0, 3.0],
+             "ci_pct": [5.0, 15.0], "verdict": "worse", "method": "bootstrap"}
+        entry.validate(e)
+        entry.validate(dict(e, metric="input_sequence_length", direction="none",
+                            verdict="changed"))
+        entry.validate(dict(e, ci=None, ci_pct=None, verdict="inconclusive"))
+        entry.validate(dict(e, base=0.0, diff_pct=None, ci_pct=None, verdict="worse"))
+        for bad in (dict(e, ci=None, ci_pct=None), dict(e, direction="none"),
+                    dict(e, verdict="changed"), dict(e, method="ttest"), dict(e, stat="p1")):
+            self.assertFalse(entry.is_valid(bad), bad)
+
+        bl = validator("Baseline")
+        b = {"name": "main", "kind": "rule", "run": None, "group": None,
+             "rule": {"labels": {"branch": "main"}, "valid_only": True},
+             "created_at": "2026-12-01T10:00:00.000Z", "updated_at": "2026-12-01T10:00:00.000Z",
+             "resolves_to": []}
+        bl.validate(b)
+        bl.validate(dict(b, kind="run", run=3, rule=None, resolves_to=[3]))
+        bl.validate(dict(b, kind="group", group=2, rule=None, resolves_to=[4, 5, 6]))
+        for bad in (dict(b, kind="run", run=3), dict(b, kind="run", run=3, rule=None),
+                    dict(b, rule={"labels": {}}), dict(b, resolves_to=[1, 2]),
+                    dict(b, name="a/b")):
+            self.assertFalse(bl.is_valid(bad), bad)
+        req = validator("BaselineRequest")
+        for ok in ({"run": 1}, {"group": 2}, {"rule": {}},
+                   {"rule": {"labels": {"a": "b"}, "fingerprint": "0123456789abcdef",
+                             "valid_only": False}}):
+            self.assertEqual([e.message for e in req.iter_errors(ok)], [], ok)
+        for bad in ({}, {"run": 1, "group": 2}, {"run": 0}, {"rule": {"x": 1}},
+                    {"rule": {"labels": {"a": 1}}}, {"run": "1"}, []):
+            self.assertFalse(req.is_valid(bad), bad)
 
 class _ApiBase(unittest.TestCase):
     """Shared: a daemon, the document, and a checked request helper."""
@@ -1564,6 +1774,466 @@ class ApiSurfaceTest(_ApiBase):
             self.assertIsNone(run["summary"])
 
 
+class HistorySurfaceTest(_ApiBase):
+    """The history routes (docs/compare.md) against headroomd with the stand-in
+    worker: runs that never finish (the first stays `running`, the next ones
+    `queued`), so every list filter, sort and page, PATCH, DELETE, repeat
+    groups, baselines, and every 4xx of GET /compare and GET /series, are
+    exercised without depending on headroom-worker. What needs finished
+    runs is in FinishedRunTest.test_history."""
+
+    worker_bin = "stub"
+
+    @classmethod
+    def setUpClass(cls):
+        super().setUpClass()
+        # one run that stays running for the whole class; every other run
+        # stays queued behind it
+        st, _, data = http_call(cls.daemon.addr, "POST", "/api/v1/runs",
+                                json.dumps(hrtest.spec(cls.mock.addr)).encode())
+        assert st == 201, data
+        cls.busy = json.loads(data)["id"]
+        deadline = time.time() + 30 * hrtest.time_scale()
+        while json.loads(http_call(cls.daemon.addr, "GET", "/api/v1/runs/%d" % cls.busy)[2])[
+                "state"] != "running":
+            assert time.time() < deadline, "run %d did not start" % cls.busy
+            time.sleep(0.05)
+
+    @classmethod
+    def tearDownClass(cls):
+        try:
+            http_call(cls.daemon.addr, "POST", "/api/v1/runs/%d/cancel" % cls.busy, b"")
+            deadline = time.time() + 20 * hrtest.time_scale()
+            while json.loads(http_call(cls.daemon.addr, "GET", "/api/v1/runs/%d" % cls.busy)[2])[
+                    "state"] == "running" and time.time() < deadline:
+                time.sleep(0.05)
+        finally:
+            super().tearDownClass()
+
+    def setUp(self):
+        self.addCleanup(self.cancel_queued)
+
+    def cancel_queued(self):
+        """Each test starts with nothing queued."""
+        st, _, data = http_call(self.daemon.addr, "GET", "/api/v1/runs?limit=1000&state=queued")
+        self.assertEqual(st, 200)
+        for r in json.loads(data)["runs"]:
+            st, _, _ = http_call(self.daemon.addr, "POST", "/api/v1/runs/%d/cancel" % r["id"],
+                                 b"")
+            self.assertEqual(st, 202)
+
+    def spec(self, name="hist", labels=None, **load):
+        s = hrtest.spec(self.mock.addr, **load)
+        s["name"] = name
+        s["labels"] = labels or {}
+        return s
+
+    def ids(self, query, among=None):
+        page, _ = self.req("GET", "/runs?" + query, 200)
+        got = [r["id"] for r in page["runs"]]
+        return [i for i in got if among is None or i in among]
+
+    def pages(self, query, limit):
+        """Every run of query, a page of `limit` at a time by next_cursor."""
+        out, cursor, n = [], None, 0
+        while True:
+            q = "%s&limit=%d%s" % (query, limit, "&cursor=" + urllib.parse.quote(cursor)
+                                   if cursor else "")
+            page, _ = self.req("GET", "/runs?" + q, 200)
+            self.assertLessEqual(len(page["runs"]), limit)
+            out += page["runs"]
+            cursor = page["next_cursor"]
+            n += 1
+            self.assertLess(n, 100)
+            if cursor is None:
+                return out
+
+    def test_list_filters_sorting_and_paging(self):
+        a = self.create(self.spec("alpha one", {"model": "m1", "branch": "main",
+                                                "git sha": "a/1"}))
+        b = self.create(self.spec("Beta", {"model": "m2", "branch": "main"}))
+        c = self.create(self.spec("gamma", {"model": "m1"}, requests=7))
+        mine = (a, b, c)
+        page, _ = self.req("GET", "/runs?limit=1000", 200)
+        rows = {r["id"]: r for r in page["runs"]}
+        for i in mine:
+            r = rows[i]
+            self.assertEqual((r["note"], r["pinned"], r["group_id"], r["verdict"], r["valid"],
+                              r["gates"]), (None, False, None, None, None, None), r)
+            self.assertNotIn("sort_value", r)
+        self.assertEqual(rows[a]["labels"]["git sha"], "a/1")
+        # the same target, workload and load share a fingerprint; name and labels aside
+        self.assertEqual(rows[a]["fingerprint"], rows[b]["fingerprint"])
+        self.assertNotEqual(rows[a]["fingerprint"], rows[c]["fingerprint"])
+        self.assertEqual((page["next_before"], page["next_cursor"]), (None, None))
+        # label selectors, alone and together (AND), percent-encoded
+        self.assertEqual(self.ids("label.model=m1", mine), [c, a])
+        self.assertEqual(self.ids("label.model!=m1&label.branch", mine), [b])
+        self.assertEqual(self.ids("label.branch!&label.model=m1", mine), [c])
+        self.assertEqual(self.ids("label.branch", mine), [b, a])
+        self.assertEqual(self.ids("label.git%20sha=a%2F1", mine), [a])
+        self.assertEqual(self.ids("label.model=", mine), [])  # the empty value, not presence
+        self.assertEqual(self.ids("label.nothere!&label.model!=m2", mine), [c, a])
+        # name, fingerprint, state, time
+        self.assertEqual(self.ids("name=ALPHA", mine), [a])
+        self.assertEqual(self.ids("name=a", mine), [c, b, a])
+        self.assertEqual(self.ids("fingerprint=%s" % rows[a]["fingerprint"], mine), [b, a])
+        self.assertEqual(self.ids("state=queued&label.model=m1", mine), [c, a])
+        self.assertEqual(self.ids("state=running", mine + (self.busy,)), [self.busy])
+        created = rows[a]["created_at"]
+        self.assertEqual(self.ids("since=2000-01-01&until=2999-12-31T23:59:59.999Z", mine),
+                         [c, b, a])
+        self.assertEqual(self.ids("since=%s" % created[:19] + "Z", mine), [c, b, a])
+        self.assertEqual(self.ids("until=2000-01-01T00:00:00.5Z", mine), [])
+        self.assertEqual(self.ids("since=253402300799", mine), [])
+        self.assertEqual(self.ids("until=946684800", mine), [])  # 2000-01-01 in Unix seconds
+        # sorting
+        asc = self.ids("sort=id&limit=1000", mine)
+        self.assertEqual(asc, [a, b, c])
+        self.assertEqual(self.ids("sort=created_at&limit=1000", mine), asc)
+        self.assertEqual(self.ids("sort=-created_at&limit=1000", mine), [c, b, a])
+        # names compare as bytes: "Beta" < "alpha one" < "gamma"
+        self.assertEqual(self.ids("sort=name&limit=1000", mine), [b, a, c])
+        self.assertEqual(self.ids("sort=-name&limit=1000", mine), [c, a, b])
+        page, _ = self.req("GET", "/runs?sort=-time_to_first_token.p99&limit=1000", 200)
+        self.assertTrue(all(r["sort_value"] is None for r in page["runs"]), page)
+        page, _ = self.req("GET", "/runs?sort=request_throughput.value&label.model=m1", 200)
+        self.assertEqual([r["id"] for r in page["runs"]], [a, c])  # nulls last, by id
+        # paging: next_cursor in every order, next_before in the default one
+        page, _ = self.req("GET", "/runs?limit=1&label.model=m1", 200)
+        self.assertEqual((page["runs"][0]["id"], page["next_before"]), (c, c))
+        self.assertIsNotNone(page["next_cursor"])
+        page, _ = self.req("GET", "/runs?limit=1&label.model=m1&before=%d" % c, 200)
+        self.assertEqual(([r["id"] for r in page["runs"]], page["next_before"]), ([a], None))
+        for sort in ("-id", "id", "name", "-name", "-time_to_first_token.p99",
+                     "request_throughput.value"):
+            whole, _ = self.req("GET", "/runs?limit=1000&sort=" + sort, 200)
+            paged = self.pages("sort=" + sort, 2)
+            self.assertEqual([r["id"] for r in paged], [r["id"] for r in whole["runs"]], sort)
+            page, _ = self.req("GET", "/runs?limit=1&sort=" + sort, 200)
+            if sort != "-id":
+                self.assertIsNone(page["next_before"], sort)
+        # bad queries: the parameter (a selector's key) in `field`
+        for q, code, field in (
+                ("name=" + "x" * 257, "invalid_value", "name"),
+                ("since=yesterday", "invalid_value", "since"),
+                ("since=2026-12-01T10:00:00+01:00", "invalid_value", "since"),
+                ("until=2026-13-01", "invalid_value", "until"),
+                ("fingerprint=XYZ", "invalid_value", "fingerprint"),
+                ("fingerprint=%s" % rows[a]["fingerprint"].upper(), "invalid_value",
+                 "fingerprint"),
+                ("group=0", "invalid_value", "group"), ("group=x", "invalid_value", "group"),
+                ("label.=x", "invalid_value", "label."),
+                ("label.%s=x" % ("k" * 257), "invalid_value", ("label." + "k" * 257)[:200]),
+                ("label.k=" + "v" * 4097, "invalid_value", "label.k"),
+                ("&".join("label.k%d=v" % i for i in range(17)), "invalid_value", "label.k16"),
+                ("sort=nope", "invalid_value", "sort"),
+                ("sort=time_to_first_token.p42", "invalid_value", "sort"),
+                ("sort=time_to_first_token.value", "invalid_value", "sort"),
+                ("sort=request_throughput.p99", "invalid_value", "sort"),
+                ("sort=name&before=3", "invalid_value", "before"),
+                ("cursor=zz", "invalid_value", "cursor"),
+                ("cursor=v:x:1", "invalid_value", "cursor"),
+                ("cursor=i:0", "invalid_value", "cursor"),
+                ("limit=0", "out_of_range", "limit"), ("state=done", "invalid_value", "state")):
+            self.error("GET", "/runs?" + q, 400, code, field)
+
+    def test_patch_and_delete(self):
+        first = self.busy
+        rid = self.create(self.spec("to edit", {"a": "1", "b": "2"}))
+        run, _ = self.req("PATCH", "/runs/%d" % rid, 200,
+                          body={"labels": {"b": None, "c": "3"}, "note": "flaky host",
+                                "pinned": True})
+        self.assertEqual((run["labels"], run["note"], run["pinned"]),
+                         ({"a": "1", "c": "3"}, "flaky host", True))
+        self.assertEqual(run["spec"]["labels"], {"a": "1", "b": "2"})  # as submitted
+        self.assertEqual(run, self.get(rid))
+        self.assertIn(rid, self.ids("label.c=3"))
+        self.assertNotIn(rid, self.ids("label.b"))
+        run, _ = self.req("PATCH", "/runs/%d" % rid, 200, body={})
+        self.assertEqual((run["note"], run["pinned"]), ("flaky host", True))
+        run, _ = self.req("PATCH", "/runs/%d/" % rid, 200,
+                          body={"note": None, "pinned": False, "labels": {}})
+        self.assertEqual((run["labels"], run["note"], run["pinned"]), ({"a": "1", "c": "3"},
+                                                                       None, False))
+        run, _ = self.req("PATCH", "/runs/%d" % first, 200, body={"note": "x" * 4096})
+        self.assertEqual(run["state"], "running")  # a running run can be edited too
+        too_many = {"labels": {"k%d" % i: "v" for i in range(63)}}
+        for body, raw, code, field in (
+                (None, b"{not json", "invalid_json", None),
+                (None, b'{"note": "a", "note": "b"}', "invalid_json", None),
+                (None, b"", "invalid_json", None),
+                ([], None, "invalid_value", None),
+                ({"colour": "red"}, None, "invalid_value", "colour"),
+                ({"labels": ["a"]}, None, "invalid_value", "labels"),
+                ({"labels": {"x": 5}}, None, "invalid_value", "labels.x"),
+                ({"labels": {"": "v"}}, None, "invalid_value", "labels."),
+                ({"labels": {"x": "v" * 4097}}, None, "invalid_value", "labels.x"),
+                ({"note": 5}, None, "invalid_value", "note"),
+                ({"note": "x" * 4097}, None, "invalid_value", "note"),
+                ({"pinned": "yes"}, None, "invalid_value", "pinned"),
+                (too_many, None, "invalid_value", "labels")):
+            self.error("PATCH", "/runs/%d" % rid, 400, code, field, body=body, raw=raw)
+        self.assertEqual(self.get(rid)["labels"], {"a": "1", "c": "3"})  # nothing written
+        self.error("PATCH", "/runs/999999", 404, "not_found", "id", body={"note": "x"})
+        self.error("PATCH", "/runs/abc", 404, "not_found", "id", body={"note": "x"})
+        # delete: a queued run goes (its id is never given again); a running one stays
+        self.assertIsNone(self.req("DELETE", "/runs/%d" % rid, 204)[0])
+        self.error("GET", "/runs/%d" % rid, 404, "not_found", "id")
+        self.error("GET", "/runs/%d/records" % rid, 404, "not_found", "id")
+        self.error("DELETE", "/runs/%d" % rid, 404, "not_found", "id")
+        self.error("PATCH", "/runs/%d" % rid, 404, "not_found", "id", body={})
+        self.assertGreater(self.create(self.spec("after")), rid)
+        self.error("DELETE", "/runs/%d" % first, 409, "conflict", "id")
+        self.error("DELETE", "/runs/0", 404, "not_found", "id")
+        self.error("POST", "/runs/%d" % first, 405, "method_not_allowed", None, raw=b"")
+        # bodies over 1 MiB, as for every route
+        for method, path in (("PATCH", "/api/v1/runs/%d" % first),
+                             ("PUT", "/api/v1/baselines/big")):
+            head = (b"%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+                    b"Content-Length: %d\r\n\r\n" % (method.encode(), path.encode(),
+                                                       MAX_BODY + 1))
+            st, hdrs, body = upload(self.daemon.addr, head, [b" " * 65536] * 17)
+            self.assertEqual(st, 413, body)
+            parsed = self.doc.check(method, path, st, hdrs, body)
+            self.assertEqual(parsed["error"]["code"], "body_too_large")
+
+    def test_repeat_groups(self):
+        s = self.spec("repeated", {"kind": "repeat"})
+        s["repeat"] = {"count": 3}
+        body, hdrs = self.req("POST", "/runs", 201, body=s)
+        first, group = body["id"], body["group_id"]
+        self.assertEqual(body["run_ids"], [first, first + 1, first + 2])
+        self.assertEqual(hdrs.get("Location"), body["url"])
+        self.assertEqual(body["url"], "/api/v1/runs/%d" % first)
+        for i in body["run_ids"]:
+            run = self.get(i)
+            self.assertEqual(run["group_id"], group)
+            self.assertEqual(run["spec"]["repeat"], {"count": 3, "cooldown_s": 0})
+        self.assertEqual(self.ids("group=%d&sort=id" % group), body["run_ids"])
+        g, _ = self.req("GET", "/groups/%d" % group, 200)
+        self.assertEqual((g["id"], g["name"], g["count"], g["cooldown_s"]),
+                         (group, "repeated", 3, 0))
+        self.assertEqual([r["id"] for r in g["runs"]], body["run_ids"])
+        self.assertIn(g["state"], ("queued", "running"))
+        self.assertEqual(g["summary"], {"repeats": 0, "confidence": 0.95, "metrics": {}})
+        g, _ = self.req("GET", "/groups/%d/?confidence=0.9" % group, 200)
+        self.assertEqual(g["summary"]["confidence"], 0.9)
+        # a run without `repeat` has no group; its spec none
+        single = self.create(self.spec("single"))
+        run = self.get(single)
+        self.assertIsNone(run["group_id"])
+        self.assertNotIn("repeat", run["spec"])
+        # cancelled runs end the group: `finished` once none is left to run
+        for i in body["run_ids"]:
+            self.req("POST", "/runs/%d/cancel" % i, 202)
+        for i in body["run_ids"]:
+            self.wait(i, hrtest.TERMINAL)
+        g, _ = self.req("GET", "/groups/%d" % group, 200)
+        self.assertEqual((g["state"], [r["state"] for r in g["runs"]]),
+                         ("finished", ["cancelled"] * 3))
+        # errors
+        self.error("GET", "/groups/999999", 404, "not_found", "id")
+        self.error("GET", "/groups/abc", 404, "not_found", "id")
+        self.error("GET", "/groups/%d?confidence=1" % group, 400, "out_of_range", "confidence")
+        self.error("GET", "/groups/%d?confidence=x" % group, 400, "out_of_range", "confidence")
+        self.error("DELETE", "/groups/%d" % group, 405, "method_not_allowed", None)
+        self.error("GET", "/groups", 404, "not_found", None)
+        for rep, code, field in (({"count": 1}, "out_of_range", "repeat.count"),
+                                 ({"count": 101}, "out_of_range", "repeat.count"),
+                                 ({"count": 2.5}, "wrong_type", "repeat.count"),
+                                 ({}, "missing_field", "repeat.count"),
+                                 ({"count": 2, "cooldown_s": -1}, "out_of_range",
+                                  "repeat.cooldown_s"),
+                                 ({"count": 2, "x": 1}, "unknown_field", "repeat.x"),
+                                 (2, "wrong_type", "repeat")):
+            self.error("POST", "/runs", 400, code, field, body=dict(s, repeat=rep))
+
+    def test_spec_validity_and_gates(self):
+        """The normalised spec's validity and gates, and their 400s."""
+        s = self.spec("judged")
+        s["gates"] = [{"metric": "time_to_first_token", "stat": "p99", "op": "<", "value": 200},
+                      {"metric": "error_rate", "op": "<", "value": 0.01},
+                      {"name": "vs main", "metric": "request_throughput",
+                       "regression": {"baseline": "main"}},
+                      {"metric": "time_to_first_token", "regression": {"baseline": 3}}]
+        rid = self.create(s)
+        n = self.get(rid)["spec"]
+        self.assertEqual(n["validity"], {"min_requests": 0, "min_duration_s": 0,
+                                         "max_error_rate": 0.05, "percentile": "p99",
+                                         "confidence": 0.95})
+        self.assertEqual(n["gates"], [
+            dict(s["gates"][0], name="time_to_first_token.p99 < 200"),
+            dict(s["gates"][1], stat="value", name="error_rate.value < 0.01"),
+            {"name": "vs main", "metric": "request_throughput", "stat": "value",
+             "regression": {"baseline": "main", "max_pct": 5, "confidence": 0.95}},
+            {"name": "time_to_first_token.avg regression", "metric": "time_to_first_token",
+             "stat": "avg", "regression": {"baseline": 3, "max_pct": 5, "confidence": 0.95}}])
+        n = self.get(self.create(dict(self.spec("plain"), validity=None, gates=None)))["spec"]
+        self.assertNotIn("gates", n)
+        self.assertEqual(n["validity"]["percentile"], "p99")
+        thr = {"metric": "time_to_first_token", "op": "<", "value": 1}
+        for extra, code, field in (
+                ({"validity": {"percentile": "p42"}}, "invalid_value", "validity.percentile"),
+                ({"validity": {"percentile": "p10"}}, "invalid_value", "validity.percentile"),
+                ({"validity": {"max_error_rate": 1.5}}, "out_of_range",
+                 "validity.max_error_rate"),
+                ({"validity": {"confidence": 0.4}}, "out_of_range", "validity.confidence"),
+                ({"validity": {"min_requests": 1.5}}, "wrong_type", "validity.min_requests"),
+                ({"validity": {"colour": 1}}, "unknown_field", "validity.colour"),
+                ({"validity": []}, "wrong_type", "validity"),
+                ({"gates": {}}, "wrong_type", "gates"),
+                ({"gates": [thr] * 33}, "out_of_range", "gates"),
+                ({"gates": [5]}, "wrong_type", "gates[0]"),
+                ({"gates": [dict(thr, metric="nope")]}, "invalid_value", "gates[0].metric"),
+                ({"gates": [thr, dict(thr, stat="p42")]}, "invalid_value", "gates[1].stat"),
+                ({"gates": [dict(thr, stat="value")]}, "invalid_value", "gates[0].stat"),
+                ({"gates": [dict(thr, metric="goodput", stat="p99")]}, "invalid_value",
+                 "gates[0].stat"),
+                ({"gates": [dict(thr, op="~")]}, "invalid_value", "gates[0].op"),
+                ({"gates": [{"metric": "error_rate", "value": 1}]}, "missing_field",
+                 "gates[0].op"),
+                ({"gates": [{"metric": "error_rate"}]}, "invalid_value", "gates[0]"),
+                ({"gates": [dict(thr, regression={"baseline": "m"})]}, "invalid_value",
+                 "gates[0]"),
+                ({"gates": [dict(thr, colour=1)]}, "unknown_field", "gates[0].colour"),
+                ({"gates": [{"metric": "error_rate", "regression": {"baseline": 0}}]},
+                 "invalid_value", "gates[0].regression.baseline"),
+                ({"gates": [{"metric": "error_rate", "regression": {}}]}, "missing_field",
+                 "gates[0].regression.baseline"),
+                ({"gates": [{"metric": "error_rate", "regression": {"baseline": "m",
+                                                                     "max_pct": -1}}]},
+                 "out_of_range", "gates[0].regression.max_pct"),
+                ({"gates": [{"metric": "error_rate", "regression": 5}]}, "wrong_type",
+                 "gates[0].regression")):
+            self.error("POST", "/runs", 400, code, field, body=dict(self.spec(), **extra))
+
+    def test_compare_and_series_errors(self):
+        busy = self.busy
+        queued = self.create(self.spec("queued"))
+        for q, status, code, field in (
+                ("head=1", 400, "missing_field", "base"),
+                ("base=abc&head=1", 400, "invalid_value", "base"),
+                ("base=1,,2&head=1", 400, "invalid_value", "base"),
+                ("base=0&head=1", 400, "invalid_value", "base"),
+                ("base=%s&head=1" % ",".join(["1"] * 101), 400, "invalid_value", "base"),
+                ("base=group:x&head=1", 400, "invalid_value", "base"),
+                ("base=999999&head=1", 404, "not_found", "base"),
+                ("base=group:999999&head=1", 404, "not_found", "base"),
+                ("base=baseline:nope&head=1", 404, "not_found", "base"),
+                ("base=%d&head=%d" % (queued, busy), 409, "not_ready", "base"),
+                ("base=%d,%d&head=1" % (busy, queued), 409, "not_ready", "base"),
+                ("confidence=2", 400, "out_of_range", "confidence"),
+                ("base=1&head=1&confidence=0.4", 400, "out_of_range", "confidence"),
+                ("base=1&head=1&noise_pct=-1", 400, "out_of_range", "noise_pct"),
+                ("base=1&head=1&noise_pct=x", 400, "out_of_range", "noise_pct"),
+                ("base=1&head=1&resamples=99", 400, "out_of_range", "resamples"),
+                ("base=1&head=1&resamples=100001", 400, "out_of_range", "resamples"),
+                ("base=1&head=1&seed=-1", 400, "invalid_value", "seed")):
+            self.error("GET", "/compare?" + q, status, code, field)
+        self.error("POST", "/compare", 405, "method_not_allowed", None, raw=b"")
+        # a series of no succeeded runs is empty, whatever its parameters
+        s, _ = self.req("GET", "/series?metric=time_to_first_token", 200)
+        self.assertEqual(s, {"metric": "time_to_first_token", "stat": "avg", "unit": "ms",
+                             "direction": "lower", "group_by": None,
+                             "rule": {"lookback": 10, "z": 3, "noise_pct": 5}, "points": []})
+        s, _ = self.req("GET", "/series?metric=error_rate&group_by=label.branch&state=succeeded"
+                        "&name=x&since=2026-01-01&until=2999-01-01&label.a=b&label.c!"
+                        "&fingerprint=0123456789abcdef&group=1&limit=5&lookback=2&z=0.5"
+                        "&noise_pct=0&confidence=0.9", 200)
+        self.assertEqual((s["stat"], s["unit"], s["direction"], s["group_by"], s["rule"]),
+                         ("value", "fraction", "lower", "label.branch",
+                          {"lookback": 2, "z": 0.5, "noise_pct": 0}))
+        for q, code, field in (
+                ("", "missing_field", "metric"), ("metric=nope", "invalid_value", "metric"),
+                ("metric=time_to_first_token&stat=value", "invalid_value", "stat"),
+                ("metric=time_to_first_token&stat=p42", "invalid_value", "stat"),
+                ("metric=request_throughput&stat=p99", "invalid_value", "stat"),
+                ("metric=error_rate&group_by=branch", "invalid_value", "group_by"),
+                ("metric=error_rate&group_by=label.", "invalid_value", "group_by"),
+                ("metric=error_rate&limit=0", "out_of_range", "limit"),
+                ("metric=error_rate&limit=100001", "out_of_range", "limit"),
+                ("metric=error_rate&lookback=1", "out_of_range", "lookback"),
+                ("metric=error_rate&z=0.1", "out_of_range", "z"),
+                ("metric=error_rate&noise_pct=1001", "out_of_range", "noise_pct"),
+                ("metric=error_rate&confidence=1", "out_of_range", "confidence"),
+                ("metric=error_rate&state=queued", "invalid_value", "state"),
+                ("metric=error_rate&state=done", "invalid_value", "state"),
+                ("metric=error_rate&since=yesterday", "invalid_value", "since"),
+                ("metric=error_rate&fingerprint=x", "invalid_value", "fingerprint"),
+                ("metric=error_rate&label.=x", "invalid_value", "label.")):
+            self.error("GET", "/series?" + q, 400, code, field)
+
+    def test_baselines(self):
+        busy = self.create(self.spec("queued", {"branch": "main"}))
+        s = self.spec("grouped", {"branch": "main"})
+        s["repeat"] = {"count": 2}
+        grp, _ = self.req("POST", "/runs", 201, body=s)
+        self.assertEqual(self.req("GET", "/baselines", 200)[0], {"baselines": []})
+        one, _ = self.req("PUT", "/baselines/one", 201, body={"run": busy})
+        self.assertEqual((one["name"], one["kind"], one["run"], one["group"], one["rule"],
+                          one["resolves_to"]), ("one", "run", busy, None, None, [busy]))
+        again, _ = self.req("PUT", "/baselines/one", 200, body={"run": grp["id"]})
+        self.assertEqual((again["run"], again["created_at"]), (grp["id"], one["created_at"]))
+        self.assertGreaterEqual(again["updated_at"], one["updated_at"])
+        g, _ = self.req("PUT", "/baselines/Main_2.x-y", 201, body={"group": grp["group_id"]})
+        self.assertEqual((g["kind"], g["group"], g["resolves_to"]),
+                         ("group", grp["group_id"], []))  # no succeeded run yet
+        r, _ = self.req("PUT", "/baselines/rule", 201,
+                        body={"rule": {"labels": {"branch": "main"}}})
+        self.assertEqual((r["kind"], r["rule"], r["resolves_to"]),
+                         ("rule", {"labels": {"branch": "main"}, "valid_only": True}, []))
+        r, _ = self.req("PUT", "/baselines/rule", 200,
+                        body={"rule": {"fingerprint": "0123456789abcdef", "valid_only": False}})
+        self.assertEqual(r["rule"], {"fingerprint": "0123456789abcdef", "valid_only": False})
+        lst, _ = self.req("GET", "/baselines/", 200)
+        self.assertEqual([b["name"] for b in lst["baselines"]], ["Main_2.x-y", "one", "rule"])
+        self.assertEqual(self.req("GET", "/baselines/one", 200)[0], again)
+        # a baseline's runs stay; compared before they end, not ready
+        self.error("DELETE", "/runs/%d" % grp["id"], 409, "conflict", "id")
+        self.error("DELETE", "/runs/%d" % grp["run_ids"][1], 409, "conflict", "id")
+        self.error("GET", "/compare?base=baseline:one&head=%d" % busy, 409, "not_ready", "base")
+        self.error("GET", "/compare?base=%d&head=baseline:Main_2.x-y" % busy, 409, "not_ready",
+                   "base")
+        self.error("GET", "/compare?base=baseline:rule&head=1", 404, "not_found", "base")
+        self.error("GET", "/compare?base=group:%d&head=1" % grp["group_id"], 409, "not_ready",
+                   "base")
+        for body, raw, status, code, field in (
+                (None, b"{run", 400, "invalid_json", None),
+                (None, b'{"run": 1, "run": 2}', 400, "invalid_json", None),
+                ({}, None, 400, "invalid_value", None),
+                ([], None, 400, "invalid_value", None),
+                ({"run": 1, "group": 2}, None, 400, "invalid_value", None),
+                ({"colour": 1}, None, 400, "invalid_value", None),
+                ({"run": "1"}, None, 400, "invalid_value", "run"),
+                ({"run": 0}, None, 400, "invalid_value", "run"),
+                ({"group": 1.5}, None, 400, "invalid_value", "group"),
+                ({"rule": []}, None, 400, "invalid_value", "rule"),
+                ({"rule": {"labels": []}}, None, 400, "invalid_value", "rule.labels"),
+                ({"rule": {"labels": {"a": 1}}}, None, 400, "invalid_value", "rule.labels.a"),
+                ({"rule": {"labels": {"k%d" % i: "v" for i in range(17)}}}, None, 400,
+                 "invalid_value", "rule.labels"),
+                ({"rule": {"fingerprint": "abc"}}, None, 400, "invalid_value",
+                 "rule.fingerprint"),
+                ({"rule": {"valid_only": 1}}, None, 400, "invalid_value", "rule.valid_only"),
+                ({"rule": {"colour": 1}}, None, 400, "invalid_value", "rule.colour"),
+                ({"run": 999999}, None, 404, "not_found", "run"),
+                ({"group": 999999}, None, 404, "not_found", "group")):
+            self.error("PUT", "/baselines/x", status, code, field, body=body, raw=raw)
+        self.error("GET", "/baselines/x", 404, "not_found", "name")
+        for bad in ("bad!name", "a" * 257, "%C3%A9t%C3%A9"):
+            self.error("GET", "/baselines/" + bad, 400, "invalid_value", "name")
+            self.error("PUT", "/baselines/" + bad, 400, "invalid_value", "name", body={"run": 1})
+            self.error("DELETE", "/baselines/" + bad, 400, "invalid_value", "name")
+        self.error("GET", "/baselines/a/b", 404, "not_found", None)
+        self.error("POST", "/baselines", 405, "method_not_allowed", None, raw=b"")
+        self.error("PATCH", "/baselines/one", 405, "method_not_allowed", None, body={})
+        for name in ("one", "Main_2.x-y", "rule"):
+            self.assertIsNone(self.req("DELETE", "/baselines/" + name, 204)[0])
+        self.error("DELETE", "/baselines/one", 404, "not_found", "name")
+        self.assertEqual(self.req("GET", "/baselines", 200)[0], {"baselines": []})
+        self.assertIsNone(self.req("DELETE", "/runs/%d" % grp["run_ids"][1], 204)[0])
+
 class FinishedRunTest(_ApiBase):
     """Runs that really send requests: needs a functional headroom-worker."""
 
@@ -1632,6 +2302,155 @@ class FinishedRunTest(_ApiBase):
         self.assertTrue({"w0", "daemon"} <= {x["source"] for x in c["samples"]})
         self.assertEqual(max(x["sent"] for x in c["samples"] if x["source"] == "w0"), 20)
         self.error("POST", "/runs/%d/cancel" % run_id, 409, "conflict", None)
+    def test_history(self):
+        """The history over runs that finished: a run's validity, gates and
+        intervals, a group of repeats and its spread, baselines of each kind,
+        regression gates against them, comparisons at the request and the
+        run level, series, metric sorts with cursors, and deletion."""
+        # a mock with some delay: the client stays far from its limit, so
+        # no run is client_bound (and the valid ones are valid)
+        slow = hrtest.start_mock("--quiet", "--ttft-ms", "4", "--itl-ms", "1")
+        try:
+            self.check_history(slow.addr)
+        finally:
+            slow.stop()
+
+    def check_history(self, addr):
+        labels = {"suite": "history", "branch": "main"}
+        s = hrtest.spec(addr, requests=40, concurrency=4)
+        s.update(name="history", labels=labels, validity={"percentile": "p50"})
+        s["telemetry"] = {"nvml": False, "dcgm_urls": [], "server_metrics": False}
+        s["gates"] = [{"metric": "error_rate", "op": "<", "value": 0.5},
+                      {"metric": "request_throughput", "op": ">", "value": 1e12},
+                      {"metric": "request_latency", "stat": "p50", "op": "<=", "value": 60000}]
+        a = self.wait(self.create(s), hrtest.TERMINAL, timeout=30)
+        self.assertEqual(a["state"], "succeeded", a["reason"])
+        summ = a["summary"]
+        self.assertEqual((a["valid"], a["gates"], a["verdict"]),
+                         (True, "failed", summ["client"]["verdict"]))
+        self.assertEqual(summ["validity"]["checks"]["percentile_needs"], 5)
+        self.assertEqual([c["stat"] for c in summ["validity"]["claims"]], ["p50"])
+        self.assertTrue(summ["validity"]["claims"][0]["holds"])
+        self.assertEqual([r["passed"] for r in summ["gates"]["results"]], [True, False, True])
+        self.assertIn("avg", summ["metrics"]["request_latency"]["ci"])
+        text, _ = self.req("GET", "/runs/%d/summary?format=csv" % a["id"], 200)
+        self.check_summary_csv(text, summ)
+        # a group of repeats, invalid by default (p99 needs 299 valid requests)
+        rep = dict(s, name="history repeats", repeat={"count": 2})
+        del rep["validity"], rep["gates"]
+        made, _ = self.req("POST", "/runs", 201, body=rep)
+        group = made["group_id"]
+        for i in made["run_ids"]:
+            run = self.wait(i, hrtest.TERMINAL, timeout=30)
+            self.assertEqual((run["state"], run["valid"], run["gates"], run["group_id"]),
+                             ("succeeded", False, None, group))
+            self.assertEqual([r["code"] for r in run["summary"]["validity"]["reasons"]],
+                             ["too_few_requests"])
+        g, _ = self.req("GET", "/groups/%d" % group, 200)
+        self.assertEqual((g["state"], g["summary"]["repeats"]), ("finished", 2))
+        p50 = g["summary"]["metrics"]["request_latency"]["p50"]
+        self.assertEqual(p50["n"], 2)
+        self.assertTrue(p50["min"] <= p50["mean"] <= p50["max"])
+        self.assertEqual(list(g["summary"]["metrics"]["error_rate"]), ["unit", "value"])
+        # baselines: the rule skips the invalid repeats
+        rule, _ = self.req("PUT", "/baselines/history-main", 201,
+                           body={"rule": {"labels": {"suite": "history", "branch": "main"}}})
+        self.assertEqual(rule["resolves_to"], [a["id"]])
+        anyrun, _ = self.req("PUT", "/baselines/history-any", 201,
+                             body={"rule": {"labels": labels, "valid_only": False,
+                                            "fingerprint": a["fingerprint"]}})
+        self.assertEqual(anyrun["resolves_to"], [made["run_ids"][-1]])
+        grp, _ = self.req("PUT", "/baselines/history-group", 201, body={"group": group})
+        self.assertEqual(grp["resolves_to"], made["run_ids"])
+        one, _ = self.req("PUT", "/baselines/history-one", 201, body={"run": a["id"]})
+        # regression gates against them
+        c_spec = dict(s, labels=dict(labels, branch="feature"))
+        c_spec["gates"] = [
+            {"metric": "request_latency", "stat": "p50",
+             "regression": {"baseline": "history-main", "max_pct": 1000}},
+            {"metric": "request_throughput", "regression": {"baseline": a["id"]}},
+            {"metric": "time_to_first_token", "regression": {"baseline": "history-group"}},
+            {"metric": "error_rate", "regression": {"baseline": "nope"}}]
+        c = self.wait(self.create(c_spec), hrtest.TERMINAL, timeout=30)
+        self.assertEqual(c["state"], "succeeded", c["reason"])
+        res = c["summary"]["gates"]["results"]
+        self.assertEqual([r["kind"] for r in res], ["regression"] * 4)
+        self.assertEqual([r["baseline"]["runs"] for r in res],
+                         [[a["id"]], [a["id"]], made["run_ids"], []])
+        self.assertIn("verdict", res[0])  # compared
+        self.assertEqual((res[3]["passed"], res[3]["message"]),
+                         (False, "no baseline named 'nope'"))
+        self.assertEqual(c["gates"], "failed")
+        # comparisons: request level (one run a side), run level (a group)
+        cmp, _ = self.req("GET", "/compare?base=%d&head=%d" % (a["id"], c["id"]), 200)
+        self.assertEqual((cmp["level"], cmp["base"]["ref"], cmp["base"]["records"]),
+                         ("requests", str(a["id"]), 40))
+        self.assertEqual(sum(cmp["counts"].values()), len(cmp["metrics"]))
+        self.assertIn({"label": "branch", "base": "main", "head": "feature"},
+                      cmp["label_differences"])
+        diffs = {d["field"]: d for d in cmp["spec_differences"]}
+        self.assertEqual(sorted(diffs), ["gates"])  # an array is one leaf (labels aside)
+        self.assertRegex(diffs["gates"]["base"], r"^<[0-9]+ bytes of JSON>$")
+        self.assertTrue(cmp["shifts"])
+        stats = {(e["metric"], e["stat"]) for e in cmp["metrics"]}
+        self.assertIn(("time_to_first_token", "p99"), stats)
+        self.assertIn(("error_rate", "value"), stats)
+        cmp, _ = self.req("GET", "/compare?base=group:%d&head=%d&confidence=0.9&noise_pct=10"
+                          "&resamples=500&seed=7" % (group, c["id"]), 200)
+        self.assertEqual((cmp["level"], cmp["base"]["runs"], cmp["shifts"], cmp["confidence"],
+                          cmp["noise_pct"], cmp["resamples"], cmp["seed"]),
+                         ("runs", made["run_ids"], [], 0.9, 10, 500, 7))
+        self.assertIn(("base", "invalid"), {(w["side"], w["code"]) for w in cmp["warnings"]})
+        self.assertEqual(cmp["base"]["valid"], [False, False])
+        cmp, _ = self.req("GET", "/compare?base=baseline:history-one&head=%d,%d"
+                          % (made["run_ids"][0], c["id"]), 200)
+        self.assertEqual((cmp["level"], cmp["head"]["n_runs"]), ("runs", 2))
+        cmp, _ = self.req("GET", "/compare?base=baseline:history-main&head=%d" % a["id"], 200)
+        self.assertEqual(cmp["level"], "requests")
+        self.error("GET", "/compare?base=%d" % a["id"], 400, "missing_field", "head")
+        self.error("GET", "/compare?base=%d&head=x" % a["id"], 400, "invalid_value", "head")
+        self.error("GET", "/compare?base=%d&head=999999" % a["id"], 404, "not_found", "head")
+        # series of the suite: one point per run, or per branch
+        ser, _ = self.req("GET", "/series?metric=request_latency&stat=p50&label.suite=history",
+                          200)
+        runs = [a["id"]] + made["run_ids"] + [c["id"]]
+        self.assertEqual([p["runs"] for p in ser["points"]], [[i] for i in runs])
+        self.assertEqual([p["key"] for p in ser["points"]], [str(i) for i in runs])
+        ser, _ = self.req("GET", "/series?metric=request_latency&stat=p50&label.suite=history"
+                          "&group_by=label.branch&lookback=2&z=0.5&noise_pct=0", 200)
+        self.assertEqual([(p["key"], p["runs"]) for p in ser["points"]],
+                         [("main", runs[:3]), ("feature", [c["id"]])])
+        self.assertEqual(ser["points"][0]["n_runs"], 3)
+        ser, _ = self.req("GET", "/series?metric=request_throughput&label.suite=history"
+                          "&fingerprint=%s&limit=2" % a["fingerprint"], 200)
+        self.assertEqual([p["runs"] for p in ser["points"]], [[i] for i in runs[2:]])
+        self.req("GET", "/series?metric=error_rate&group=%d&state=succeeded" % group, 200)
+        # sorting by a figure, paged by cursor
+        for sort in ("request_latency.p50", "-request_throughput.value", "-error_rate.value"):
+            whole, _ = self.req("GET", "/runs?label.suite=history&limit=1000&sort=" + sort, 200)
+            vals = [r["sort_value"] for r in whole["runs"]]
+            self.assertEqual(len(vals), 4)
+            self.assertEqual(vals, sorted(vals, reverse=sort.startswith("-")), sort)
+            got, cursor = [], None
+            while True:
+                page, _ = self.req("GET", "/runs?label.suite=history&limit=3&sort=%s%s"
+                                   % (sort, "&cursor=" + urllib.parse.quote(cursor)
+                                      if cursor else ""), 200)
+                got += page["runs"]
+                cursor = page["next_cursor"]
+                if cursor is None:
+                    break
+            self.assertEqual(got, whole["runs"], sort)
+        # deletion: a baseline's runs stay until it goes
+        self.error("DELETE", "/runs/%d" % a["id"], 409, "conflict", "id")
+        self.error("DELETE", "/runs/%d" % made["run_ids"][0], 409, "conflict", "id")
+        self.assertIsNone(self.req("DELETE", "/runs/%d" % c["id"], 204)[0])
+        self.error("GET", "/runs/%d/summary" % c["id"], 404, "not_found", "id")
+        for name in ("history-main", "history-any", "history-group", "history-one"):
+            self.req("DELETE", "/baselines/" + name, 204)
+        self.assertIsNone(self.req("DELETE", "/runs/%d" % made["run_ids"][0], 204)[0])
+        g, _ = self.req("GET", "/groups/%d" % group, 200)
+        self.assertEqual([r["id"] for r in g["runs"]], made["run_ids"][1:])
 
     def test_rate_run(self):
         """Open loop: 20 requests at a constant 100/s from two workers."""
