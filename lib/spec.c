@@ -923,7 +923,7 @@ static int parse_gates(struct vctx *v, json_t *root, struct spec *s)
 		const struct metric_info *mi = metric_info(out->metric);
 		if (!mi)
 			return fail(v, "invalid_value", fp,
-				    "'%s': no metric '%.100s' (docs/metrics.md lists them)", fp,
+				    "'%s': no metric '%.100s' (docs/compare.md lists them)", fp,
 				    out->metric);
 		snprintf(fp, sizeof fp, "%s.stat", path);
 		const char *stat = get_str(v, g, "stat", fp, mi->run_level ? "value" : "avg", 8);
@@ -980,6 +980,8 @@ static int parse_gates(struct vctx *v, json_t *root, struct spec *s)
 		out->name = get_str(v, g, "name", fp, NULL, HR_MAX_NAME_LEN);
 		if (!out->name)
 			return -1;
+		if (!*out->name)
+			return fail(v, "invalid_value", fp, "'%s' must not be empty", fp);
 		s->n_gates++;
 	}
 	return 0;

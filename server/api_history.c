@@ -43,7 +43,9 @@ static int parse_time(const char *s, int64_t *ms)
 			for (p++; *p >= '0' && *p <= '9'; p++, digits++)
 				if (digits < 3)
 					frac = frac * 10 + (*p - '0');
-			for (; digits < 3 && digits > 0; digits++)
+			if (digits == 0)
+				return -1; /* "00.Z" */
+			for (; digits < 3; digits++)
 				frac *= 10;
 		}
 		if (strcmp(p, "Z") != 0)
@@ -56,8 +58,10 @@ static int parse_time(const char *s, int64_t *ms)
 		return -1;
 	tm.tm_year -= 1900;
 	tm.tm_mon -= 1;
+	struct tm want = tm;
 	time_t t = timegm(&tm);
-	if (t == (time_t)-1)
+	/* timegm normalises 2026-02-31 into March: refuse what moved */
+	if (t == (time_t)-1 || tm.tm_mday != want.tm_mday || tm.tm_mon != want.tm_mon)
 		return -1;
 	*ms = (int64_t)t * 1000 + frac;
 	return 0;
@@ -104,6 +108,7 @@ static int parse_filters(struct MHD_Connection *conn, struct run_query *q, struc
 	c->q = q;
 	q->limit = HR_DEFAULT_PAGE_LIMIT;
 	q->sort_desc = 1;
+	q->since_ms = q->until_ms = -1;
 #define BAD(f, ...)                                                                          \
 	do {                                                                                 \
 		snprintf(c->field, sizeof c->field, "%s", f);                                \
@@ -379,7 +384,9 @@ static int resolve_ref(struct call *k, const char *field, int64_t *ids, enum MHD
 		*ret = reply_internal(k->conn, err);
 		return 0;
 	}
-	/* every run must exist and be finished, with a summary */
+	/* every run must exist and be finished, with a summary; a group stands
+	 * for its succeeded runs (as a group baseline does) */
+	int group = strncmp(s, "group:", 6) == 0, kept = 0;
 	for (int i = 0; i < n; i++) {
 		json_t *run;
 		int rc = runs_get(k->a->store, ids[i], 1, &run, err);
@@ -397,14 +404,21 @@ static int resolve_ref(struct call *k, const char *field, int64_t *ids, enum MHD
 		snprintf(state, sizeof state, "%s", st ? st : "?");
 		int has = json_is_object(json_object_get(run, "summary"));
 		json_decref(run);
+		if (group && run_state_is_terminal(state) && strcmp(state, RUN_SUCCEEDED) != 0)
+			continue;
 		if (!run_state_is_terminal(state) || !has) {
 			*ret = reply_error(k->conn, 409, "not_ready", field,
 					   "run %lld has not finished with a summary (it is %s)",
 					   (long long)ids[i], state);
 			return 0;
 		}
+		ids[kept++] = ids[i];
 	}
-	return n;
+	if (kept == 0) {
+		*ret = reply_error(k->conn, 404, "not_found", field, "%s has no succeeded run", s);
+		return 0;
+	}
+	return kept;
 }
 
 enum MHD_Result h_compare(struct call *k)

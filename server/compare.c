@@ -512,15 +512,17 @@ json_t *compare_runs(struct store *s, const int64_t *base, int nb, const int64_t
 		}
 		json_object_set_new(sa, "records", json_integer(la.requests));
 		json_object_set_new(sb, "records", json_integer(lb.requests));
-		if (la.valid < FEW_RECORDS || lb.valid < FEW_RECORDS)
-			json_array_append_new(
-				warnings,
-				json_pack("{s:s, s:s, s:o}", "side", la.valid < FEW_RECORDS ? "base"
-											   : "head",
-					  "code", "few_records", "message",
-					  json_sprintf("fewer than %d valid requests: intervals are "
-						       "wide and tails unsupported",
-						       FEW_RECORDS)));
+		const struct cmp_run *sides[2] = {&la, &lb};
+		for (int k = 0; k < 2; k++)
+			if (sides[k]->valid < FEW_RECORDS)
+				json_array_append_new(
+					warnings,
+					json_pack("{s:s, s:s, s:o}", "side", k ? "head" : "base",
+						  "code", "few_records", "message",
+						  json_sprintf("%lld valid requests (fewer than %d): "
+							       "intervals are wide and tails "
+							       "unsupported",
+							       sides[k]->valid, FEW_RECORDS)));
 		requests_level(arr, shifts, &la, &lb, json_object_get(ra, "summary"),
 			       o->head_summary ? o->head_summary : json_object_get(rb, "summary"),
 			       o, counts);

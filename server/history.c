@@ -240,9 +240,9 @@ static void where_clause(const struct run_query *q, struct dynbuf *b)
 		dynbuf_addstr(b, " AND r.state = ?100");
 	if (q->name)
 		dynbuf_addstr(b, " AND instr(lower(r.name), lower(?101)) > 0");
-	if (q->since_ms)
+	if (q->since_ms >= 0)
 		dynbuf_addstr(b, " AND r.created_at >= ?102");
-	if (q->until_ms)
+	if (q->until_ms >= 0)
 		dynbuf_addstr(b, " AND r.created_at <= ?103");
 	if (q->fingerprint)
 		dynbuf_addstr(b, " AND r.fingerprint = ?104");
@@ -276,9 +276,9 @@ static void bind_query(sqlite3_stmt *st, const struct run_query *q)
 		sqlite3_bind_text(st, 100, q->state, -1, SQLITE_STATIC);
 	if (q->name)
 		sqlite3_bind_text(st, 101, q->name, -1, SQLITE_STATIC);
-	if (q->since_ms)
+	if (q->since_ms >= 0)
 		sqlite3_bind_int64(st, 102, q->since_ms);
-	if (q->until_ms)
+	if (q->until_ms >= 0)
 		sqlite3_bind_int64(st, 103, q->until_ms);
 	if (q->fingerprint)
 		sqlite3_bind_text(st, 104, q->fingerprint, -1, SQLITE_STATIC);

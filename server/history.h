@@ -50,7 +50,7 @@ struct run_query {
 	int limit;
 	int64_t before;           /* id keyset (sort by -id only), 0: none */
 	const char *state, *name; /* NULL: any */
-	int64_t since_ms, until_ms; /* created_at bounds, 0: none */
+	int64_t since_ms, until_ms; /* created_at bounds, -1: none */
 	const char *fingerprint;
 	int64_t group_id;
 	struct label_sel sel[HISTORY_MAX_SELECTORS];

@@ -10,6 +10,7 @@
 #include "history.h"
 #include "infer.h"
 #include "metrics.h"
+#include "runs.h"
 #include "util.h"
 
 double judge_figure(json_t *summary, const char *metric, const char *stat)
@@ -184,6 +185,25 @@ static void regression(struct store *s, int64_t id, const struct spec_gate *g, j
 	json_t *runs = json_object_get(json_object_get(res, "baseline"), "runs");
 	for (int i = 0; i < n; i++)
 		json_array_append_new(runs, json_integer(ids[i]));
+	/* a baseline is a finished run with a summary, and not this run */
+	for (int i = 0; i < n; i++) {
+		json_t *b = NULL;
+		int rc = ids[i] == id ? -409 : runs_get(s, ids[i], 1, &b, err);
+		const char *st = b ? json_string_value(json_object_get(b, "state")) : NULL;
+		int ready = rc == 0 && st && run_state_is_terminal(st) &&
+			    json_is_object(json_object_get(b, "summary"));
+		json_decref(b);
+		if (!ready) {
+			json_object_set_new(res, "passed", json_false());
+			json_object_set_new(res, "message",
+					    json_sprintf(rc == -404 ? "baseline run %lld does not exist"
+							 : ids[i] == id
+							     ? "run %lld cannot be its own baseline"
+							     : "baseline run %lld has not finished",
+							 (long long)ids[i]));
+			return;
+		}
+	}
 	struct cmp_opts o;
 	cmp_opts_default(&o);
 	o.conf = g->confidence;
