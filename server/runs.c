@@ -1,6 +1,7 @@
 /* runs.c - SQL for runs, workers and records (see runs.h). */
 #include "runs.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -373,6 +374,14 @@ static const char insert_record_sql[] =
 static const char replace_record_sql[] =
 	"INSERT OR REPLACE INTO records (run_id, worker, seq, data) VALUES (?, ?, ?, ?)";
 
+/* Record batches whose insertion failed (their savepoint rolled back),
+ * and the last error: runs_record_failures. */
+static struct {
+	pthread_mutex_t mu;
+	long long batches;
+	char msg[160];
+} write_fail = {.mu = PTHREAD_MUTEX_INITIALIZER};
+
 static int records_job(struct store_tx *tx, void *arg, char *err)
 {
 	struct records_args *a = arg;
@@ -416,7 +425,23 @@ static int records_job(struct store_tx *tx, void *arg, char *err)
 	}
 	sqlite3_reset(st);
 	free(buf);
+	if (rc < 0) {
+		pthread_mutex_lock(&write_fail.mu);
+		write_fail.batches++;
+		snprintf(write_fail.msg, sizeof write_fail.msg, "%s", err);
+		pthread_mutex_unlock(&write_fail.mu);
+	}
 	return rc;
+}
+
+long long runs_record_failures(char *msg, size_t n)
+{
+	pthread_mutex_lock(&write_fail.mu);
+	long long k = write_fail.batches;
+	if (msg && n)
+		snprintf(msg, n, "%s", write_fail.msg);
+	pthread_mutex_unlock(&write_fail.mu);
+	return k;
 }
 
 /* hr_record_pack(req_id, phase, session, turn, flags, http_status, error,
@@ -673,6 +698,57 @@ int runs_counts(struct store *s, int *queued, int *running)
 	}
 	sqlite3_finalize(st);
 	store_reader_put(s, db);
+	return rc;
+}
+
+long long runs_count_records(struct store *s, int64_t id)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	long long n = -1;
+	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM records WHERE run_id = ?", -1, &st,
+			       NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return n;
+}
+
+int runs_list_running(struct store *s, json_t **out, char *err)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+	json_t *arr = json_array();
+	if (sqlite3_prepare_v2(db,
+			       "SELECT id, spec FROM runs WHERE state = 'running' ORDER BY id",
+			       -1, &st, NULL) != SQLITE_OK) {
+		errf(err, "sqlite: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	int step;
+	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+		const char *text = (const char *)sqlite3_column_text(st, 1);
+		json_t *spec = text ? json_loads(text, 0, NULL) : NULL;
+		json_array_append_new(arr, json_pack("{s:I, s:o}", "id",
+						     (json_int_t)sqlite3_column_int64(st, 0), "spec",
+						     spec ? spec : json_null()));
+	}
+	if (step != SQLITE_DONE) {
+		errf(err, "sqlite: %s", sqlite3_errmsg(db));
+		goto out;
+	}
+	rc = 0;
+out:
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	if (rc == 0)
+		*out = arr;
+	else
+		json_decref(arr);
 	return rc;
 }
 

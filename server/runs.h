@@ -57,6 +57,16 @@ void runs_add_records(struct store *s, int64_t id, struct hr_record *recs, size_
 /* Waits until everything queued so far is written. */
 int runs_sync(struct store *s);
 
+/* Record batches whose insertion failed so far (their savepoint rolled
+ * back; all runs), and the last such error into msg (n bytes, may be
+ * NULL). A failed commit of the whole batch is store_commit_status's. */
+long long runs_record_failures(char *msg, size_t n);
+/* How many records of the run the store holds (committed), or -1. */
+long long runs_count_records(struct store *s, int64_t id);
+/* The runs still marked 'running': a new array of {"id", "spec"} (spec
+ * null if unreadable). 0 or -1. */
+int runs_list_running(struct store *s, json_t **out, char *err);
+
 /* Reads. Return 0 and *out, -404 unknown id, -1 on error. */
 int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err);
 int runs_list(struct store *s, int limit, int64_t before, const char *state, json_t **out,
