@@ -14,6 +14,7 @@
 #include "calibrate.h"
 #include "client.h"
 #include "datasets.h"
+#include "disk.h"
 #include "dynbuf.h"
 #include "export.h"
 #include "history.h"
@@ -141,9 +142,13 @@ static enum MHD_Result h_healthz(struct call *k)
 	int q, r;
 	if (runs_counts(k->a->store, &q, &r) < 0)
 		return reply_internal(k->conn, "cannot read the run queue");
-	return reply_json(k->conn, 200,
-			  json_pack("{s:s, s:s, s:i, s:i}", "status", "ok", "version",
-				    HEADROOM_VERSION, "queued", q, "running", r));
+	/* still 200 (liveness): a degraded store is said, with why (disk.h) */
+	json_t *store = disk_store_health(k->a->store);
+	json_t *h = json_pack("{s:s, s:s, s:i, s:i}", "status", store ? "degraded" : "ok",
+			      "version", HEADROOM_VERSION, "queued", q, "running", r);
+	if (store)
+		json_object_set_new(h, "store", store);
+	return reply_json(k->conn, 200, h);
 }
 
 static enum MHD_Result h_create(struct call *k)
