@@ -1,13 +1,16 @@
 /* main.c - headroomd: options, start-up order, signals, shutdown order.
  *
- * Start: store (migrations, recovery of interrupted runs) -> runner thread
- * -> HTTP API. Stop (SIGINT/SIGTERM): API first (no new work), then the
- * runner (a run in progress ends 'interrupted' with its records kept),
- * then the store (every queued write is committed).
+ * Start: store (migrations, recovery of interrupted runs with their
+ * summaries) -> runner thread (stale sockets removed) -> HTTP API. Stop
+ * (SIGINT/SIGTERM): API first (no new work), then the runner (a run in
+ * progress ends 'interrupted' with its records kept), then the store
+ * (every queued write is committed). The stop is bounded: a second signal,
+ * or SHUTDOWN_LIMIT_S without finishing, exits at once (docs/operations.md).
  */
 #include <curl/curl.h>
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -18,6 +21,7 @@
 #include "runner.h"
 #include "runs.h"
 #include "calibrate.h"
+#include "disk.h"
 #include "store.h"
 #include "util.h"
 
@@ -55,9 +59,43 @@ static void usage(FILE *f)
 	      "                       (default 8)\n"
 	      "  --export-readers N   SQLite readers for streamed exports (default 8); an\n"
 	      "                       export that finds none free is answered 503 busy\n"
+	      "  --min-free-mb N      a run starts only with at least N MiB free on the\n"
+	      "                       data directory; below it /healthz says degraded\n"
+	      "                       (default 256; 0: no floor)\n"
 	      "  --list-routes        print the API routes and exit\n"
 	      "  --version, --help\n",
 	      f);
+}
+
+/* After the first SIGINT/SIGTERM, how long the orderly stop may take
+ * before the daemon exits anyway (docs/operations.md). The run in progress
+ * needs at most its STOP grace (3 s), the wait for workers that finished
+ * (2 s), the mock's stop (2 s) and its summary. */
+#define SHUTDOWN_LIMIT_S 20
+#define EXIT_SECOND_SIGNAL_BASE 128 /* exit status 128 + the second signal */
+#define EXIT_SHUTDOWN_TIMEOUT 3
+
+/* Watches the orderly stop: a second signal or the time limit ends the
+ * process at once (_exit: no more writes; committed data is safe in the
+ * WAL, and the next start recovers a run left 'running'). */
+static void *shutdown_watch(void *arg)
+{
+	const sigset_t *set = arg;
+	struct timespec limit = {SHUTDOWN_LIMIT_S, 0};
+	siginfo_t si;
+	for (;;) {
+		int sig = sigtimedwait(set, &si, &limit);
+		if (sig > 0) {
+			fprintf(stderr, "headroomd: second signal %d, exiting at once\n", sig);
+			_exit(EXIT_SECOND_SIGNAL_BASE + sig);
+		}
+		if (errno == EINTR)
+			continue; /* limit is not updated: at worst a little late */
+		fprintf(stderr, "headroomd: shutdown took over %d s, exiting at once\n",
+			SHUTDOWN_LIMIT_S);
+		_exit(EXIT_SHUTDOWN_TIMEOUT);
+	}
+	return NULL;
 }
 
 static char *beside_self(const char *name)
@@ -81,6 +119,7 @@ int main(int argc, char **argv)
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
 	int retain_days = 0, retain_per_fp = 0;
+	long long min_free_mb = HR_MIN_FREE_MB_DEFAULT;
 	struct api_opts ao = {.listen = NULL}; /* the bounds: 0 takes limits.h's default */
 	struct store_opts so = {0};
 	for (int i = 1; i < argc; i++) {
@@ -148,6 +187,14 @@ int main(int argc, char **argv)
 			  : strcmp(a, "--readers") == 0		       ? &so.readers
 			  : strcmp(a, "--export-readers") == 0	       ? &so.exports
 								       : &ao.max_connections_per_client) = (int)n;
+		} else if (strcmp(a, "--min-free-mb") == 0) {
+			char *end;
+			long long n = strtoll(v, &end, 10);
+			if (*end || end == v || n < 0 || n > 1000000000LL) {
+				fprintf(stderr, "headroomd: --min-free-mb must be 0..1000000000\n");
+				return 2;
+			}
+			min_free_mb = n;
 		} else if (strcmp(a, "--default-workers") == 0) {
 			char *end;
 			long n = strtol(v, &end, 10);
@@ -194,19 +241,27 @@ int main(int argc, char **argv)
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
 	}
-	int n = runs_recover(store, err);
-	if (n < 0) {
+	/* runs a crashed daemon left 'running' end 'interrupted' with a
+	 * summary of what was stored; runs_recover takes any left after that */
+	int n = runner_recover(store, default_workers, err);
+	if (n < 0)
+		fprintf(stderr, "headroomd: cannot recover interrupted runs: %s\n", err);
+	int n2 = runs_recover(store, err);
+	if (n2 < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
 	}
-	if (n > 0)
+	if (n > 0 || n2 > 0)
 		fprintf(stderr, "headroomd: %d run(s) were running when the daemon last stopped; "
 				"marked interrupted\n",
-			n);
+			(n > 0 ? n : 0) + n2);
 	calib_settle_all(store); /* calibrations whose last run was interrupted */
 	/* workers connect to an ipc socket in the data directory: use its
 	 * absolute path so the endpoint does not depend on anyone's cwd */
 	data_abs = realpath(data, NULL);
+	disk_configure(data_abs ? data_abs : data, min_free_mb);
+	if (disk_reserve_make(err) < 0) /* made again before each run */
+		fprintf(stderr, "headroomd: %s\n", err);
 	if (!secrets)
 		secrets = xasprintf("%s/secrets", data_abs ? data_abs : data);
 	struct runner_opts ro = {.data_dir = data_abs ? data_abs : data,
@@ -233,7 +288,13 @@ int main(int argc, char **argv)
 
 	int sig = 0;
 	sigwait(&set, &sig);
-	fprintf(stderr, "headroomd: signal %d, shutting down\n", sig);
+	fprintf(stderr, "headroomd: signal %d, shutting down (a second one exits at once)\n",
+		sig);
+	static sigset_t watch_set;
+	watch_set = set;
+	pthread_t watch;
+	if (pthread_create(&watch, NULL, shutdown_watch, &watch_set) == 0)
+		pthread_detach(watch);
 	status = 0;
 out:
 	api_free(api);

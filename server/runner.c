@@ -1,6 +1,7 @@
 /* runner.c - executes runs one at a time with a pool of worker processes. */
 #include "runner.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <sys/stat.h>
@@ -21,6 +22,7 @@
 #include "client.h"
 #include "csample.h"
 #include "datasets.h"
+#include "disk.h"
 #include "history.h"
 #include "judge.h"
 #include "limits.h"
@@ -52,6 +54,11 @@ struct runner {
 	atomic_int stopping;
 	atomic_llong cancel_id;
 	atomic_llong stored; /* records written by the store (all runs) */
+	/* a run whose final state the store could not take: retried until it
+	 * does (runner_main), so that it does not stay 'running' */
+	int64_t unfinished_id;
+	char unfinished_state[16];
+	char *unfinished_reason;
 };
 
 enum wstate { W_SPAWNED, W_HELLO, W_READY, W_DONE };
@@ -87,8 +94,13 @@ struct run_ctx {
 	long long stored_base; /* runner.stored when the run began */
 	struct dataset_ref ds; /* workload.kind dataset: the file the workers load */
 	int have_ds;
-	char **envp;           /* workers' environment with the API key, or NULL: environ */
-	char *key_var;         /* the entry of envp holding it (wiped at the end) */
+	char **envp;           /* workers' environment: the daemon's pid, any API key */
+	char *key_var;         /* the entry of envp holding the key (wiped at the end) */
+	char parent_var[48];   /* PARENT_ENV=<the daemon's pid> */
+	/* store failures seen when the run began (store_commit_status,
+	 * runs_record_failures): more at the end means lost writes */
+	long long commit_fails0, record_fails0;
+	char *store_error;     /* the first store failure during the run */
 	/* the daemon's own sample (client.h) */
 	int64_t next_sample, last_sample, last_cpu;
 };
@@ -254,8 +266,7 @@ static int spawn_worker(struct run_ctx *c, int i)
 	char *argv[] = {(char *)"headroom-worker", (char *)"--connect", c->endpoint,
 			(char *)"--index", idx, NULL};
 	pid_t pid;
-	int rc = posix_spawn(&pid, c->r->o.worker_bin, NULL, NULL, argv,
-			     c->envp ? c->envp : environ);
+	int rc = posix_spawn(&pid, c->r->o.worker_bin, NULL, NULL, argv, c->envp);
 	if (rc != 0) {
 		fail_run(c, "cannot start %s: %s", c->r->o.worker_bin, strerror(rc));
 		return -1;
@@ -269,6 +280,27 @@ static int spawn_worker(struct run_ctx *c, int i)
 
 #define SECRET_MAX_BYTES 4096
 #define SECRET_ENV "HEADROOM_TARGET_API_KEY"
+#define PARENT_ENV "HEADROOM_PARENT_PID" /* worker/main.c: die with this process */
+
+/* The workers' environment: the daemon's, with PARENT_ENV (a worker sets
+ * PR_SET_PDEATHSIG and checks its parent is still this process) and the
+ * API key when there is one. */
+static void build_env(struct run_ctx *c)
+{
+	size_t ne = 0;
+	while (environ[ne])
+		ne++;
+	c->envp = xcalloc(ne + 3, sizeof *c->envp);
+	size_t k = 0;
+	for (size_t i = 0; i < ne; i++)
+		if (strncmp(environ[i], SECRET_ENV "=", sizeof SECRET_ENV) != 0 &&
+		    strncmp(environ[i], PARENT_ENV "=", sizeof PARENT_ENV) != 0)
+			c->envp[k++] = environ[i];
+	snprintf(c->parent_var, sizeof c->parent_var, "%s=%d", PARENT_ENV, (int)getpid());
+	c->envp[k++] = c->parent_var;
+	if (c->key_var)
+		c->envp[k++] = c->key_var;
+}
 
 /* target.api_key_secret: reads DIR/NAME (a regular file, not readable by
  * group or others, at most SECRET_MAX_BYTES, one line) and hands it to the
@@ -313,17 +345,11 @@ static int resolve_secret(struct run_ctx *c, char *err)
 		explicit_bzero(buf, sizeof buf);
 		return errf(err, "target.api_key_secret: %s must hold one line of text", path);
 	}
-	size_t ne = 0;
-	while (environ[ne])
-		ne++;
-	c->envp = xcalloc(ne + 2, sizeof *c->envp);
-	size_t k = 0;
-	for (size_t i = 0; i < ne; i++)
-		if (strncmp(environ[i], SECRET_ENV "=", sizeof SECRET_ENV) != 0)
-			c->envp[k++] = environ[i];
+	free(c->envp);
+	c->envp = NULL;
 	c->key_var = xasprintf("%s=%s", SECRET_ENV, buf);
 	explicit_bzero(buf, sizeof buf);
-	c->envp[k] = c->key_var;
+	build_env(c);
 	json_t *t = json_object_get(c->spec.json, "target");
 	json_object_del(t, "api_key_secret");
 	json_object_set_new(t, "api_key_env", json_string(SECRET_ENV));
@@ -731,22 +757,89 @@ err:
 	return -1;
 }
 
+/* Stores a run's final state. The store may be failing (a full disk):
+ * a few tries, then one without the summary (the smaller write); if none
+ * is taken the runner keeps retrying the state alone (runner_main) and
+ * takes no other run meanwhile, and a daemon stopped before that
+ * recovers the run at its next start (runner_recover). */
+static int finish_run(struct runner *r, int64_t id, const char *state, const char *reason,
+		      json_t *summary)
+{
+	char err[HR_ERRLEN];
+	for (int attempt = 0; attempt < 4; attempt++) {
+		if (runs_finish(r->store, id, state, reason, attempt < 3 ? summary : NULL, err) ==
+		    0)
+			return 0;
+		fprintf(stderr, "headroomd: run %lld: cannot store its end (%s): %s\n",
+			(long long)id, state, err);
+		struct timespec ts = {0, 200000000};
+		nanosleep(&ts, NULL);
+	}
+	r->unfinished_id = id;
+	snprintf(r->unfinished_state, sizeof r->unfinished_state, "%s", state);
+	free(r->unfinished_reason);
+	r->unfinished_reason = reason ? xstrdup(reason) : NULL;
+	return -1;
+}
+
+/* Retries a final state the store did not take. Returns 1 while one is
+ * still pending. */
+static int retry_unfinished(struct runner *r)
+{
+	if (!r->unfinished_id)
+		return 0;
+	char err[HR_ERRLEN];
+	if (runs_finish(r->store, r->unfinished_id, r->unfinished_state, r->unfinished_reason,
+			NULL, err) < 0)
+		return 1;
+	fprintf(stderr, "headroomd: run %lld %s (stored late, without its summary)\n",
+		(long long)r->unfinished_id, r->unfinished_state);
+	r->unfinished_id = 0;
+	free(r->unfinished_reason);
+	r->unfinished_reason = NULL;
+	return 0;
+}
+
+/* A store failure since the run began (a failed commit, a record batch
+ * that could not be inserted): noted once, and the run is stopped, since
+ * what it measures from then on is not kept. */
+static void check_store(struct run_ctx *c)
+{
+	if (c->store_error)
+		return;
+	char msg[160];
+	long long cf = 0;
+	store_commit_status(c->r->store, &cf, msg, sizeof msg);
+	if (cf > c->commit_fails0 || runs_record_failures(msg, sizeof msg) > c->record_fails0) {
+		c->store_error = xstrdup(msg[0] ? msg : "unknown error");
+		fprintf(stderr, "headroomd: run %lld: the store failed: %s; stopping the run\n",
+			(long long)c->id, c->store_error);
+		send_stop(c, "the store failed");
+	}
+}
+
 static void execute(struct runner *r, int64_t id, json_t *spec_json)
 {
 	struct run_ctx c = {.r = r, .id = id};
 	struct spec_error serr;
 	char err[HR_ERRLEN];
 	struct mockproc mock = {.pid = -1, .out = -1};
+	char why[HR_ERRLEN];
+	if (disk_check_floor(why) < 0 || disk_reserve_make(why) < 0) {
+		fprintf(stderr, "headroomd: run %lld failed: %s\n", (long long)id, why);
+		finish_run(r, id, RUN_FAILED, why, NULL);
+		calib_run_finished(r->store, id, spec_json);
+		return;
+	}
 	json_t *run_json = json_incref(spec_json);
 	json_t *tgt = json_object_get(spec_json, "target");
 	if (json_is_true(json_object_get(tgt, "mock"))) {
 		/* a headroom-mock of our own for this run: the workers get its
 		 * address as target.url */
 		if (!r->o.mock_bin || mockproc_start(&mock, r->o.mock_bin, err) < 0) {
-			char why[HR_ERRLEN];
 			snprintf(why, sizeof why, "%s",
 				 r->o.mock_bin ? err : "no headroom-mock to start (--mock-bin)");
-			runs_finish(r->store, id, RUN_FAILED, why, NULL, err);
+			finish_run(r, id, RUN_FAILED, why, NULL);
 			calib_run_finished(r->store, id, spec_json);
 			json_decref(run_json);
 			return;
@@ -762,20 +855,19 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 			(int)mock.pid, mock.addr);
 	}
 	if (spec_from_json(run_json, r->o.default_workers, &c.spec, &serr) < 0) {
-		runs_finish(r->store, id, RUN_FAILED, serr.message, NULL, err);
+		finish_run(r, id, RUN_FAILED, serr.message, NULL);
 		calib_run_finished(r->store, id, spec_json);
 		mockproc_stop(&mock);
 		json_decref(run_json);
 		return;
 	}
 	json_decref(run_json);
-	char why[HR_ERRLEN];
 	if (c.spec.workload.kind == SPEC_WL_DATASET) {
 		int dr = datasets_ref(r->store, c.spec.workload.dataset_id, &c.ds, err);
 		if (dr < 0) {
 			snprintf(why, sizeof why, "workload.dataset: %.200s",
 				 dr == -404 ? "the dataset is gone" : err);
-			runs_finish(r->store, id, RUN_FAILED, why, NULL, err);
+			finish_run(r, id, RUN_FAILED, why, NULL);
 			calib_run_finished(r->store, id, spec_json);
 			mockproc_stop(&mock);
 			spec_release(&c.spec);
@@ -784,7 +876,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		c.have_ds = 1;
 	}
 	if (c.spec.target.api_key_secret && resolve_secret(&c, why) < 0) {
-		runs_finish(r->store, id, RUN_FAILED, why, NULL, err);
+		finish_run(r, id, RUN_FAILED, why, NULL);
 		calib_run_finished(r->store, id, spec_json);
 		mockproc_stop(&mock);
 		if (c.have_ds)
@@ -792,7 +884,11 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		spec_release(&c.spec);
 		return;
 	}
+	if (!c.envp)
+		build_env(&c);
 	c.stored_base = atomic_load(&r->stored);
+	store_commit_status(r->store, &c.commit_fails0, NULL, 0);
+	c.record_fails0 = runs_record_failures(NULL, 0);
 	c.n = c.spec.workers;
 	if (c.spec.load.mode == SPEC_LOAD_CONCURRENCY && c.spec.load.requests > 0 &&
 	    c.spec.load.requests < c.n)
@@ -845,6 +941,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		if (drained)
 			check_silence(&c, now);
 		daemon_sample(&c, now, 0);
+		check_store(&c);
 		if (atomic_load(&r->cancel_id) == id && !c.cancelled) {
 			c.cancelled = 1;
 			send_stop(&c, "cancelled");
@@ -883,6 +980,21 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		unlink(c.sockpath);
 
 	runs_sync(r->store);
+	/* every record received must be in the store: count what it holds */
+	check_store(&c);
+	char store_why[400] = "";
+	long long have = runs_count_records(r->store, id);
+	if (c.store_error && disk_reserve_release())
+		fprintf(stderr, "headroomd: run %lld: released the store's %d MiB reserve for the "
+				"run's end\n",
+			(long long)id, HR_STORE_RESERVE_MB);
+	if (have >= 0 && have < c.records)
+		snprintf(store_why, sizeof store_why,
+			 "the store could not write %lld of the %lld records received: %s",
+			 c.records - have, c.records, c.store_error ? c.store_error : "unknown error");
+	else if (c.store_error)
+		snprintf(store_why, sizeof store_why, "the store failed during the run: %s",
+			 c.store_error);
 	long long valid = 0;
 	json_t *summary = summary_compute(r->store, id, &c.spec, c.t0_wall, &valid, err);
 	if (!summary)
@@ -908,10 +1020,15 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	char reason[600] = "";
 	if (c.interrupted) {
 		state = RUN_INTERRUPTED;
-		snprintf(reason, sizeof reason, "the daemon was stopped during the run");
+		snprintf(reason, sizeof reason, "the daemon was stopped during the run%s%s",
+			 store_why[0] ? "; " : "", store_why);
 	} else if (c.cancelled) {
 		state = RUN_CANCELLED;
-		snprintf(reason, sizeof reason, "cancelled by request");
+		snprintf(reason, sizeof reason, "cancelled by request%s%s", store_why[0] ? "; " : "",
+			 store_why);
+	} else if (store_why[0]) {
+		state = RUN_FAILED;
+		snprintf(reason, sizeof reason, "%s", store_why);
 	} else if (c.fail_reason) {
 		state = RUN_FAILED;
 		snprintf(reason, sizeof reason, "%s", c.fail_reason);
@@ -923,9 +1040,9 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 			 e ? e : "unknown");
 		free(e);
 	}
-	if (runs_finish(r->store, id, state, reason[0] ? reason : NULL, summary, err) < 0)
-		fprintf(stderr, "headroomd: run %lld: cannot store the result: %s\n",
-			(long long)id, err);
+	if (finish_run(r, id, state, reason[0] ? reason : NULL, summary) < 0)
+		fprintf(stderr, "headroomd: run %lld: cannot store the result; retrying\n",
+			(long long)id);
 	else if (summary && history_index_summary(r->store, id, summary, err) < 0)
 		fprintf(stderr, "headroomd: run %lld: cannot index the summary: %s\n",
 			(long long)id, err);
@@ -939,6 +1056,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	atomic_compare_exchange_strong(&r->cancel_id, &want, 0);
 	json_decref(summary);
 	free(c.fail_reason);
+	free(c.store_error);
 	free(c.w);
 	spec_release(&c.spec);
 }
@@ -984,7 +1102,7 @@ static void *runner_main(void *arg)
 		int64_t id;
 		json_t *spec = NULL;
 		char err[HR_ERRLEN];
-		int rc = runs_claim_next(r->store, &id, &spec, err);
+		int rc = retry_unfinished(r) ? 0 : runs_claim_next(r->store, &id, &spec, err);
 		if (rc < 0)
 			fprintf(stderr, "headroomd: cannot take the next run: %s\n", err);
 		if (rc == 1) {
@@ -1007,7 +1125,98 @@ static void *runner_main(void *arg)
 		r->kicked = 0;
 		pthread_mutex_unlock(&r->mu);
 	}
+	retry_unfinished(r); /* else the next start recovers it */
 	return NULL;
+}
+
+/* The workers a run of this spec gets (execute). */
+static int run_workers(const struct spec *sp)
+{
+	int n = sp->workers;
+	if (sp->load.mode == SPEC_LOAD_CONCURRENCY && sp->load.requests > 0 &&
+	    sp->load.requests < n)
+		n = (int)sp->load.requests;
+	return n;
+}
+
+int runner_recover(struct store *s, int default_workers, char *err)
+{
+	json_t *list;
+	if (runs_list_running(s, &list, err) < 0)
+		return -1;
+	static const char reason[] = "the daemon stopped while the run was running";
+	size_t i;
+	json_t *it;
+	int n = 0;
+	json_array_foreach(list, i, it) {
+		int64_t id = json_integer_value(json_object_get(it, "id"));
+		json_t *spec_json = json_object_get(it, "spec");
+		struct spec sp;
+		struct spec_error se;
+		char why[HR_ERRLEN];
+		json_t *summary = NULL;
+		/* the summary from the records that were committed, as at the
+		 * end of a run (execute), less what only the runner knew (the
+		 * workers' unsent arrivals) */
+		if (json_is_object(spec_json) &&
+		    spec_from_json(spec_json, default_workers, &sp, &se) == 0) {
+			int64_t t0 = runs_t0_wall(s, id);
+			long long valid = 0;
+			summary = summary_compute(s, id, &sp, t0 > 0 ? t0 : 0, &valid, why);
+			if (!summary) {
+				fprintf(stderr, "headroomd: run %lld: summary failed: %s\n",
+					(long long)id, why);
+			} else {
+				json_object_set_new(summary, "client",
+						    verdict_compute(s, id, &sp, run_workers(&sp),
+								    summary));
+				if (history_index_summary(s, id, summary, why) < 0)
+					fprintf(stderr, "headroomd: run %lld: cannot index the "
+							"summary: %s\n",
+						(long long)id, why);
+				judge_run(s, id, &sp, summary);
+			}
+			spec_release(&sp);
+		} else {
+			fprintf(stderr, "headroomd: run %lld: its stored spec does not parse%s%s\n",
+				(long long)id, json_is_object(spec_json) ? ": " : "",
+				json_is_object(spec_json) ? se.message : "");
+		}
+		if (runs_finish(s, id, RUN_INTERRUPTED, reason, summary, why) < 0) {
+			fprintf(stderr, "headroomd: run %lld: cannot store its end: %s\n",
+				(long long)id, why);
+		} else {
+			if (summary && history_index_summary(s, id, summary, why) < 0)
+				fprintf(stderr, "headroomd: run %lld: cannot index the summary: %s\n",
+					(long long)id, why);
+			n++;
+		}
+		json_decref(summary);
+	}
+	json_decref(list);
+	return n;
+}
+
+/* ipc sockets a daemon that crashed left in the data directory (the ones
+ * of a run that ended are unlinked then) */
+static void remove_stale_sockets(const char *dir)
+{
+	DIR *d = opendir(dir);
+	if (!d)
+		return;
+	struct dirent *e;
+	while ((e = readdir(d))) {
+		size_t len = strlen(e->d_name);
+		if (strncmp(e->d_name, "run-", 4) != 0 || len < 9 ||
+		    strcmp(e->d_name + len - 5, ".sock") != 0)
+			continue;
+		char path[4200];
+		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
+		struct stat st;
+		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && unlink(path) == 0)
+			fprintf(stderr, "headroomd: removed the stale socket %s\n", path);
+	}
+	closedir(d);
 }
 
 int runner_start(struct store *s, const struct runner_opts *o, struct runner **out, char *err)
@@ -1017,6 +1226,8 @@ int runner_start(struct store *s, const struct runner_opts *o, struct runner **o
 	r->o = *o;
 	if (!r->o.transport)
 		r->o.transport = "ipc";
+	if (r->o.data_dir)
+		remove_stale_sockets(r->o.data_dir);
 	r->zctx = zmq_ctx_new();
 	pthread_mutex_init(&r->mu, NULL);
 	pthread_cond_init(&r->cv, NULL);
@@ -1054,5 +1265,6 @@ void runner_free(struct runner *r)
 	zmq_ctx_term(r->zctx);
 	pthread_mutex_destroy(&r->mu);
 	pthread_cond_destroy(&r->cv);
+	free(r->unfinished_reason);
 	free(r);
 }

@@ -29,6 +29,12 @@ struct runner_opts {
 
 struct runner;
 
+/* At start-up, before runner_start: each run still marked 'running' (the
+ * last daemon crashed or was killed) ends 'interrupted' with a summary
+ * computed from the records the store holds. Returns how many, or -1. */
+int runner_recover(struct store *s, int default_workers, char *err);
+/* Starts the runner thread (first removing run-*.sock files a crashed
+ * daemon left in data_dir). */
 int runner_start(struct store *s, const struct runner_opts *o, struct runner **out, char *err);
 /* A run was queued: wake the runner. Any thread. */
 void runner_kick(struct runner *r);
