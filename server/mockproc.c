@@ -1,11 +1,12 @@
-/* mockproc.c - starting and stopping a headroom-mock child (mockproc.h). */
+/* mockproc.c - starting and stopping a headroom-mock child (mockproc.h);
+ * the child dies with the daemon (PR_SET_PDEATHSIG). */
 #include "mockproc.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
-#include <spawn.h>
+#include <sys/prctl.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/wait.h>
@@ -27,14 +28,26 @@ int mockproc_start(struct mockproc *m, const char *bin, char *err)
 	/* only the mock gets the write end; no one else inherits either */
 	fcntl(fds[0], F_SETFD, FD_CLOEXEC);
 	fcntl(fds[1], F_SETFD, FD_CLOEXEC);
-	posix_spawn_file_actions_t fa;
-	posix_spawn_file_actions_init(&fa);
-	posix_spawn_file_actions_adddup2(&fa, fds[1], STDOUT_FILENO);
 	char *argv[] = {(char *)"headroom-mock", (char *)"--listen", (char *)"127.0.0.1:0",
 			(char *)"--quiet", NULL};
-	pid_t pid;
-	int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
-	posix_spawn_file_actions_destroy(&fa);
+	/* fork and exec rather than posix_spawn: the child must ask, before
+	 * exec, to be killed when its parent dies (PR_SET_PDEATHSIG: when the
+	 * forking thread ends, here the runner, which lasts as long as the
+	 * daemon), and check that it has not already (the parent is then
+	 * someone else). Between fork and exec only async-signal-safe calls;
+	 * an exec that fails ends the child with 127, and the start with
+	 * "did not say where it listens". */
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid == 0) {
+		if (prctl(PR_SET_PDEATHSIG, SIGKILL) < 0 || getppid() != parent)
+			_exit(127);
+		if (dup2(fds[1], STDOUT_FILENO) < 0)
+			_exit(127);
+		execve(bin, argv, environ);
+		_exit(127);
+	}
+	int rc = pid < 0 ? errno : 0;
 	close(fds[1]);
 	if (rc != 0) {
 		close(fds[0]);

@@ -580,7 +580,23 @@ int main(int argc, char **argv)
 	sigaddset(&sigs, SIGINT);
 	sigprocmask(SIG_BLOCK, &sigs, NULL);
 	signal(SIGPIPE, SIG_IGN);
-	prctl(PR_SET_PDEATHSIG, SIGTERM);
+	/* die with the daemon: its records would have nowhere to go. The
+	 * signal follows the parent from here on; a daemon that died before
+	 * this line is caught by comparing the parent with the pid headroomd
+	 * gives its workers (HEADROOM_PARENT_PID). Started by anything else,
+	 * or through a wrapper (bench/client_instr.py runs the worker under
+	 * valgrind from a shell) while the daemon lives, the signal stays
+	 * SIGTERM, an orderly end that lets such a wrapper keep its output. */
+	const char *ppid_env = getenv("HEADROOM_PARENT_PID");
+	long daemon_pid = ppid_env ? atol(ppid_env) : 0;
+	prctl(PR_SET_PDEATHSIG, daemon_pid > 0 ? SIGKILL : SIGTERM);
+	if (daemon_pid > 0 && daemon_pid != (long)getppid()) {
+		if (kill((pid_t)daemon_pid, 0) < 0 && errno == ESRCH) {
+			wlog("the daemon (pid %ld) is gone; exiting", daemon_pid);
+			return 1;
+		}
+		prctl(PR_SET_PDEATHSIG, SIGTERM); /* a wrapper's child */
+	}
 	/* the pacer's timerfd is exact; keep the kernel from batching the
 	 * other wake-ups (epoll timeouts) 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL);
