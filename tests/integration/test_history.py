@@ -91,6 +91,7 @@ class History(hrtest.ServiceCase):
         got = ids(self.get("/runs?since=2000-01-01&until=2999-01-01T00:00:00Z&limit=1000"))
         self.assertIn(a["id"], got)
         self.assertEqual(ids(self.get("/runs?until=2000-01-01")), [])
+        self.assertEqual(ids(self.get("/runs?until=0")), [])
         # sort by a metric, paged with the cursor: the concatenated pages
         # are the whole sorted list
         whole = self.get("/runs?sort=time_to_first_token.p50&limit=1000")
@@ -115,7 +116,8 @@ class History(hrtest.ServiceCase):
         for q, field in (("label.=x", "label."), ("sort=nope", "sort"),
                          ("sort=time_to_first_token.p42", "sort"), ("since=yesterday", "since"),
                          ("fingerprint=XYZ", "fingerprint"), ("cursor=zz", "cursor"),
-                         ("state=done", "state"), ("sort=name&before=3", "before")):
+                         ("state=done", "state"), ("sort=name&before=3", "before"),
+                         ("since=2026-02-31", "since"), ("until=2026-01-01T00:00:00.Z", "until")):
             st, ans, _ = self.api.call("GET", "/runs?" + q)
             self.assertEqual(st, 400, q)
             self.assertEqual(ans["error"]["field"], field, q)
@@ -366,6 +368,7 @@ class History(hrtest.ServiceCase):
                  "gates[0].stat"),
                 ([{"metric": "time_to_first_token", "regression": {"baseline": 0}}],
                  "gates[0].regression.baseline"),
+                ([{"name": "", "metric": "error_rate", "op": "<", "value": 1}], "gates[0].name"),
                 ("x", "gates")):
             spec = dict(base, gates=gates)
             self.error_field("POST", "/runs", spec, 400, field)
