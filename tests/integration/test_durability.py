@@ -1,0 +1,287 @@
+"""test_durability.py - no lost data (docs/operations.md, "Durability").
+
+Proves, with the real programs:
+- a crash matrix: headroomd killed with SIGKILL while a run is queued
+  behind another, just after the workers started, in the middle of
+  ingestion (with the daemon's own headroom-mock), and near the summary;
+  no worker or mock outlives it (/proc), a restart marks the run
+  `interrupted` with a summary built from exactly the records the store
+  holds, removes its stale socket, leaves nothing `running`, and runs
+  what was queued;
+- a full disk: the data directory on a 6 MiB tmpfs in a private mount
+  namespace (`unshare -m`; if one cannot be made the test FAILS with the
+  reason): the run fails with the store's reason, the daemon stays up
+  and /healthz answers 200 `degraded` with why; a run below the free
+  space floor (--min-free-mb) fails at once;
+- SIGTERM with a run in progress and a frozen worker ends within the
+  documented bound, exit 0, the run `interrupted` with its summary; a
+  second signal during that stop exits at once with 128 + the signal.
+
+Run: HEADROOM_BIN=build/bin /usr/bin/python3 tests/integration/test_durability.py -v
+"""
+
+import json
+import os
+import signal
+import subprocess
+import time
+import unittest
+
+import hrtest
+
+SHUTDOWN_LIMIT_S = 20  # server/main.c SHUTDOWN_LIMIT_S
+
+
+def children(pid, name):
+    out = subprocess.run(["pgrep", "-P", str(pid), "-f", name], capture_output=True,
+                         text=True).stdout
+    return [int(p) for p in out.split()]
+
+
+def alive(pid):
+    """True while pid exists and is not a zombie."""
+    try:
+        with open("/proc/%d/stat" % pid) as f:
+            return f.read().rsplit(")", 1)[1].split()[0] != "Z"
+    except FileNotFoundError:
+        return False
+
+
+def wait_for(pred, timeout, what):
+    deadline = time.time() + timeout * hrtest.time_scale()
+    while time.time() < deadline:
+        v = pred()
+        if v:
+            return v
+        time.sleep(0.05)
+    raise AssertionError("timed out waiting for " + what)
+
+
+def long_spec(target, duration=60.0, workers=1, concurrency=4, osl=8):
+    s = hrtest.spec("x", concurrency=concurrency)
+    del s["load"]["requests"]
+    s["load"]["duration_s"] = duration
+    s["workers"] = workers
+    s["workload"]["osl"]["mean"] = osl
+    if target is None:
+        s["target"] = {"mock": True, "model": "mock-model", "endpoint": "chat", "stream": True}
+    else:
+        s["target"]["url"] = "http://" + target
+    return s
+
+
+class Durability(unittest.TestCase):
+    def setUp(self):
+        self.tmp = hrtest.tempdir()
+        self.addCleanup(self.tmp.cleanup)
+        # every request takes ~0.1 + 8 * 0.05 = 0.5 s
+        self.mock = hrtest.start_mock("--quiet", "--ttft-ms", "100", "--itl-ms", "50")
+        self.addCleanup(self.mock.stop)
+        self.daemon = None
+
+    def tearDown(self):
+        if self.daemon:
+            self.daemon.stop(signal.SIGKILL)
+
+    def start(self, *extra):
+        self.daemon = hrtest.start_daemon(self.tmp.name, *extra)
+        self.api = hrtest.Api(self.daemon.addr)
+
+    def run_of(self, run_id):
+        st, run, _ = self.api.call("GET", "/runs/%d" % run_id)
+        self.assertEqual(st, 200)
+        return run
+
+    def records(self, run_id):
+        st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl" % run_id)
+        self.assertEqual(st, 200)
+        return [json.loads(line) for line in text.splitlines()]
+
+    def progress(self, run_id, key):
+        run = self.run_of(run_id)
+        return run["state"] == "running" and (run.get("progress") or {}).get(key, 0)
+
+    # --- crash matrix ---------------------------------------------------------
+
+    def crash_and_recover(self, run_id, stage, queued=()):
+        pid = self.daemon.p.pid
+        kids = children(pid, "headroom-worker") + children(pid, "headroom-mock")
+        self.daemon.stop(signal.SIGKILL)
+        self.daemon = None
+        for k in kids:
+            wait_for(lambda: not alive(k), 5, "child %d of the killed daemon to die (%s)"
+                     % (k, stage))
+        self.start()
+        run = self.run_of(run_id)
+        self.assertIn(run["state"], ("interrupted", "succeeded"), stage)
+        if run["state"] == "interrupted":
+            self.assertIn("daemon stopped", run["reason"], stage)
+        st, summary, _ = self.api.call("GET", "/runs/%d/summary" % run_id)
+        self.assertEqual(st, 200, "%s: an interrupted run has a summary: %s" % (stage, summary))
+        stored = self.records(run_id)
+        self.assertEqual(summary["counts"]["requests"] + summary["counts"]["warmup"],
+                         len(stored), "%s: the summary is built from what was stored" % stage)
+        self.assertFalse(os.path.exists(os.path.join(self.tmp.name, "run-%d.sock" % run_id)),
+                         "%s: the stale socket is removed" % stage)
+        st, running, _ = self.api.call("GET", "/runs?state=running")
+        self.assertNotIn(run_id, [r["id"] for r in running["runs"]], stage)
+        for q in queued:
+            self.assertEqual(self.api.wait(q)["state"], "succeeded", stage)
+        wait_for(lambda: not self.api.call("GET", "/runs?state=running")[1]["runs"], 30,
+                 "nothing running")
+        return run, stored
+
+    def test_crash_while_a_run_is_queued_and_mid_ingest(self):
+        """Mid-ingest with the daemon's own mock (it must die too) and a run
+        queued behind (it runs after the restart)."""
+        self.start()
+        run_id = self.api.submit(long_spec(None, workers=2))
+        queued = self.api.submit(hrtest.spec(self.mock.addr, requests=8))
+        wait_for(lambda: self.progress(run_id, "records") >= 200, 30, "records")
+        mocks = children(self.daemon.p.pid, "headroom-mock")
+        self.assertEqual(len(mocks), 1, "the run's own headroom-mock")
+        self.assertEqual(self.run_of(queued)["state"], "queued")
+        run, stored = self.crash_and_recover(run_id, "mid-ingest", queued=(queued,))
+        self.assertEqual(run["state"], "interrupted")
+        self.assertGreater(len(stored), 0)
+        self.assertEqual(self.run_of(queued)["summary"]["counts"]["valid"], 8)
+
+    def test_crash_just_after_workers_start(self):
+        self.start()
+        run_id = self.api.submit(long_spec(self.mock.addr, workers=2))
+        wait_for(lambda: len(children(self.daemon.p.pid, "headroom-worker")) == 2, 30,
+                 "two workers")
+        run, _ = self.crash_and_recover(run_id, "workers started")
+        self.assertEqual(run["state"], "interrupted")
+
+    def test_crash_near_the_summary(self):
+        """Killed as the last requests complete: the summary may be under way
+        (or done); either way the run ends with a summary of what is stored."""
+        self.start()
+        n = 3000
+        s = long_spec(None, workers=2, concurrency=8)
+        del s["load"]["duration_s"]
+        s["load"]["requests"] = n
+        run_id = self.api.submit(s)
+        wait_for(lambda: self.progress(run_id, "completed") >= n * 0.95
+                 or self.run_of(run_id)["state"] != "running", 120, "the end of the run")
+        self.crash_and_recover(run_id, "near the summary")
+
+    # --- a full disk ------------------------------------------------------------
+
+    def start_on_tmpfs(self, size, *extra):
+        data = os.path.join(self.tmp.name, "small")
+        os.mkdir(data)
+        probe = subprocess.run(["unshare", "-m", "--propagation", "private", "sh", "-c",
+                                'mount -t tmpfs -o size=%s tmpfs "$0"' % size, data],
+                               capture_output=True, text=True)
+        if probe.returncode != 0:
+            self.fail("cannot make a private mount namespace with a small tmpfs "
+                      "(run as root, or where 'unshare -m' and mount work): %s"
+                      % (probe.stderr.strip() or probe.returncode))
+        argv = ["unshare", "-m", "--propagation", "private", "sh", "-c",
+                'mount -t tmpfs -o size=%s tmpfs "$0" && exec "$@"' % size, data,
+                os.path.join(hrtest.BIN, "headroomd"), "--listen", "127.0.0.1:0",
+                "--data", data, *extra]
+        self.daemon = hrtest.Proc(argv, "listening on")
+        self.api = hrtest.Api(self.daemon.addr)
+
+    def health(self):
+        st, h, _ = self.api.call("GET", "/healthz")
+        self.assertEqual(st, 200, "healthz stays 200 (liveness)")
+        return h
+
+    def test_disk_full_fails_the_run_with_the_reason(self):
+        self.start_on_tmpfs("6m", "--min-free-mb", "0")
+        self.assertEqual(self.health()["status"], "ok")
+        # big records (256 chunk arrivals each) from a zero-delay mock fill 6 MiB fast
+        run_id = self.api.submit(long_spec(None, duration=120, workers=2, concurrency=8,
+                                           osl=256))
+        try:
+            run = self.api.wait(run_id, timeout=120)
+        except AssertionError as e:  # say where it stands
+            self.fail("%s: run %s, healthz %s" % (e, self.run_of(run_id), self.health()))
+        self.assertEqual(run["state"], "failed", run)
+        self.assertRegex(run["reason"], r"^the store could not write \d+ of the \d+ records "
+                         r"received: .*database or disk is full")
+        self.assertIsNotNone(run["summary"], "the run's end fits in the released reserve")
+        h = self.health()
+        self.assertEqual(h["status"], "degraded", h)
+        self.assertIn("full", h["store"]["reason"])
+        self.assertGreater(h["store"]["commit_failures"], 0)
+        self.assertFalse(h["store"]["reserve_held"], "released for the run's end")
+        # the next run cannot make its reserve again: it fails at once
+        nxt = self.api.wait(self.api.submit(hrtest.spec(self.mock.addr, requests=4)), 30)
+        self.assertEqual(nxt["state"], "failed")
+        self.assertIn("cannot reserve", nxt["reason"])
+        self.assertEqual(self.daemon.p.poll(), None, "the daemon stays up")
+        st, running, _ = self.api.call("GET", "/runs?state=running")
+        self.assertEqual(running["runs"], [])
+        self.assertEqual(self.daemon.stop(), 0)
+        self.daemon = None
+
+    def test_free_space_floor(self):
+        self.start_on_tmpfs("6m", "--min-free-mb", "100")
+        h = self.health()
+        self.assertEqual(h["status"], "degraded", h)
+        self.assertIn("below the floor", h["store"]["reason"])
+        self.assertEqual(h["store"]["min_free_mb"], 100)
+        self.assertLess(h["store"]["free_mb"], 100)
+        self.assertFalse(h["store"]["last_commit_failed"])
+        run = self.api.wait(self.api.submit(hrtest.spec(self.mock.addr, requests=4)), 30)
+        self.assertEqual(run["state"], "failed")
+        self.assertIn("--min-free-mb", run["reason"])
+        self.assertEqual(self.daemon.stop(), 0)
+        self.daemon = None
+
+    # --- SIGTERM ----------------------------------------------------------------
+
+    def frozen_run(self):
+        """A run in progress whose worker is frozen (SIGSTOP): the worst case
+        for an orderly stop (STOP is never answered)."""
+        self.start()
+        run_id = self.api.submit(long_spec(self.mock.addr))
+        wait_for(lambda: self.progress(run_id, "records") >= 4, 30, "records")
+        workers = children(self.daemon.p.pid, "headroom-worker")
+        self.assertTrue(workers)
+        for w in workers:
+            os.kill(w, signal.SIGSTOP)
+        return run_id, workers
+
+    def test_sigterm_during_a_run_ends_within_the_bound(self):
+        run_id, workers = self.frozen_run()
+        t = time.monotonic()
+        self.daemon.p.send_signal(signal.SIGTERM)
+        rc = self.daemon.p.wait(SHUTDOWN_LIMIT_S + 5)
+        took = time.monotonic() - t
+        self.assertEqual(rc, 0, "an orderly stop within the bound exits 0")
+        self.assertLessEqual(took, SHUTDOWN_LIMIT_S + 1)
+        for w in workers:
+            wait_for(lambda: not alive(w), 5, "the frozen worker to be killed")
+        self.daemon.stop()
+        self.start()
+        run = self.run_of(run_id)
+        self.assertEqual(run["state"], "interrupted")
+        self.assertIsNotNone(run["summary"])
+
+    def test_second_signal_exits_at_once(self):
+        run_id, workers = self.frozen_run()
+        self.daemon.p.send_signal(signal.SIGTERM)
+        time.sleep(0.5)  # in its STOP grace (3 s): the frozen worker never answers
+        self.assertIsNone(self.daemon.p.poll(), "still stopping")
+        t = time.monotonic()
+        self.daemon.p.send_signal(signal.SIGINT)
+        rc = self.daemon.p.wait(10)
+        self.assertLess(time.monotonic() - t, 1.0 * hrtest.time_scale())
+        self.assertEqual(rc, 128 + signal.SIGINT)
+        for w in workers:  # PR_SET_PDEATHSIG: gone with the daemon, frozen or not
+            wait_for(lambda: not alive(w), 5, "the worker to die with the daemon")
+        self.daemon.stop()
+        self.start()
+        run = self.run_of(run_id)
+        self.assertEqual(run["state"], "interrupted")
+        self.assertIsNotNone(run["summary"], "recovered with a summary of what was stored")
+
+
+if __name__ == "__main__":
+    unittest.main()
