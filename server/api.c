@@ -11,6 +11,7 @@
 #include <string.h>
 #include <sys/socket.h>
 
+#include "auth.h"
 #include "calibrate.h"
 #include "client.h"
 #include "datasets.h"
@@ -34,6 +35,7 @@ struct req {
 	int too_large;
 	struct ds_upload *upload; /* POST /datasets: the body streams to a file instead */
 	struct ds_create create;  /* POST /datasets: its query, checked as it arrived */
+	struct auth_req auth;     /* who asks (auth_admit on the first call) */
 };
 
 /* --- responses --------------------------------------------------------------- */
@@ -225,6 +227,7 @@ static enum MHD_Result h_create(struct call *k)
 				   queued, k->a->o.max_queued_runs, count);
 	if (rc < 0)
 		return reply_internal(k->conn, err);
+	auth_set_submitted_by(k->a->store, ids, count, k->auth->who);
 	runner_kick(k->a->runner);
 	int64_t id = ids[0];
 	char url[64];
@@ -266,6 +269,7 @@ static enum MHD_Result h_get(struct call *k)
 		return not_found(k);
 	if (rc < 0)
 		return reply_internal(k->conn, err);
+	auth_run_members(k->a->store, k->id, out);
 	return reply_json(k->conn, 200, out);
 }
 
@@ -281,6 +285,7 @@ static enum MHD_Result h_cancel(struct call *k)
 				   "run %lld has already finished (%s)", (long long)k->id, state);
 	if (rc < 0)
 		return reply_internal(k->conn, err);
+	auth_set_cancelled_by(k->a->store, k->id, k->auth->who);
 	if (strcmp(state, RUN_RUNNING) == 0)
 		runner_cancel(k->a->runner, k->id);
 	return reply_json(k->conn, 202,
@@ -865,6 +870,33 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/datasets/{id}", h_dataset_get},
 	{"DELETE", "/api/v1/datasets/{id}", h_dataset_delete},
 	{"GET", "/api/v1/datasets/{id}/entries", h_dataset_entries},
+	{"POST", "/api/v1/tokens", auth_h_token_create},
+	{"GET", "/api/v1/tokens", auth_h_token_list},
+	{"DELETE", "/api/v1/tokens/{id}", auth_h_token_revoke},
+	{"GET", "/api/v1/audit", auth_h_audit},
+};
+
+/* The role each route needs (auth.h, docs/security.md): every GET not
+ * listed needs read, any other method not listed needs admin; the
+ * dashboard's files, outside /api/, need none. */
+static const struct {
+	const char *method, *path;
+	int role;
+} route_roles[] = {
+	{"GET", "/api/v1/healthz", AUTH_NONE},
+	{"POST", "/api/v1/runs", AUTH_SUBMIT},
+	{"POST", "/api/v1/runs/{id}/cancel", AUTH_SUBMIT},
+	{"PATCH", "/api/v1/runs/{id}", AUTH_SUBMIT},
+	{"POST", "/api/v1/datasets", AUTH_SUBMIT},
+	{"POST", "/api/v1/calibrations", AUTH_SUBMIT},
+	{"PUT", "/api/v1/baselines/{name}", AUTH_SUBMIT},
+	{"DELETE", "/api/v1/runs/{id}", AUTH_ADMIN},
+	{"DELETE", "/api/v1/datasets/{id}", AUTH_ADMIN},
+	{"DELETE", "/api/v1/baselines/{name}", AUTH_ADMIN},
+	{"GET", "/api/v1/tokens", AUTH_ADMIN},
+	{"POST", "/api/v1/tokens", AUTH_ADMIN},
+	{"DELETE", "/api/v1/tokens/{id}", AUTH_ADMIN},
+	{"GET", "/api/v1/audit", AUTH_ADMIN},
 };
 
 void api_list_routes(FILE *out)
@@ -929,6 +961,19 @@ static int match(const char *pat, const char *url, int64_t *id, char *name)
 	return *pat == '\0' && *url == '\0';
 }
 
+static int route_role(const char *method, const char *url)
+{
+	if (strncmp(url, "/api/", 5) != 0)
+		return AUTH_NONE;
+	for (size_t i = 0; i < HR_ARRAY_LEN(route_roles); i++) {
+		int64_t id;
+		if (strcmp(route_roles[i].method, method) == 0 &&
+		    match(route_roles[i].path, url, &id, NULL))
+			return route_roles[i].role;
+	}
+	return strcmp(method, "GET") == 0 ? AUTH_READ : AUTH_ADMIN;
+}
+
 /* The dashboard: static files compiled in from web/, outside /api/v1. */
 static int serve_asset(struct MHD_Connection *conn, const char *url, const char *method,
 		       enum MHD_Result *ret)
@@ -956,7 +1001,7 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 	enum MHD_Result ret;
 	if (strncmp(url, "/api/", 5) != 0 && serve_asset(conn, url, method, &ret))
 		return ret;
-	struct call k = {.a = a, .conn = conn};
+	struct call k = {.a = a, .conn = conn, .auth = &rq->auth};
 	int path_known = 0;
 	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {
 		int64_t id = 0;
@@ -1015,6 +1060,15 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		int64_t unused;
 		int dataset = strcmp(method, "POST") == 0 &&
 			      match("/api/v1/datasets", url, &unused, NULL);
+		/* Host, Origin, token, role and Content-Type, before a byte of
+		 * the body is read (auth.h) */
+		enum MHD_Result aret;
+		int json_body = !dataset && strncmp(url, "/api/", 5) == 0 &&
+				(strcmp(method, "POST") == 0 || strcmp(method, "PUT") == 0 ||
+				 strcmp(method, "PATCH") == 0);
+		if (auth_admit(__atomic_load_n(&a->auth, __ATOMIC_ACQUIRE), a->store, a->o.reader_wait_ms, conn, method, url,
+			       route_role(method, url), json_body, &rq->auth, &aret) < 0)
+			return aret;
 		const char *cl = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		long long n;
@@ -1062,6 +1116,7 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct req *rq = *con_cls;
 	if (!rq)
 		return;
+	auth_done(((struct api *)cls)->store, conn, &rq->auth);
 	dynbuf_release(&rq->body);
 	ds_upload_free(rq->upload);
 	free(rq);
@@ -1100,6 +1155,21 @@ int api_start(struct store *s, struct runner *r, const struct api_opts *o, struc
 	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
+	/* beyond loopback: TLS or the explicit opt-out, checked before binding */
+	int loopback = 0;
+	struct MHD_OptionItem tls[] = {{MHD_OPTION_END, 0, NULL}, {MHD_OPTION_END, 0, NULL},
+				       {MHD_OPTION_END, 0, NULL}};
+	if (auth_check_listen(ai->ai_addr, &o->auth, &loopback, err) < 0 ||
+	    auth_read_tls(&o->auth, &a->tls_cert, &a->tls_key, err) < 0) {
+		freeaddrinfo(ai);
+		free(a);
+		return -1;
+	}
+	if (a->tls_cert) {
+		flags |= MHD_USE_TLS;
+		tls[0] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_CERT, 0, a->tls_cert};
+		tls[1] = (struct MHD_OptionItem){MHD_OPTION_HTTPS_MEM_KEY, 0, a->tls_key};
+	}
 	a->mhd = MHD_start_daemon(flags, (uint16_t)port, NULL, NULL, on_request, a,
 				  MHD_OPTION_SOCK_ADDR, ai->ai_addr, MHD_OPTION_THREAD_POOL_SIZE,
 				  (unsigned)4, MHD_OPTION_NOTIFY_COMPLETED, on_completed, a,
@@ -1107,11 +1177,15 @@ int api_start(struct store *s, struct runner *r, const struct api_opts *o, struc
 				  MHD_OPTION_CONNECTION_MEMORY_LIMIT, (size_t)(256 * 1024),
 				  MHD_OPTION_CONNECTION_LIMIT, (unsigned)a->o.max_connections,
 				  MHD_OPTION_PER_IP_CONNECTION_LIMIT,
-				  (unsigned)a->o.max_connections_per_client, MHD_OPTION_END);
+				  (unsigned)a->o.max_connections_per_client, MHD_OPTION_ARRAY, tls,
+				  MHD_OPTION_END);
 	freeaddrinfo(ai);
 	if (!a->mhd) {
+		free(a->tls_cert);
+		free(a->tls_key);
 		free(a);
-		return errf(err, "cannot listen on %s (address in use?)", o->listen);
+		return errf(err, "cannot listen on %s (address in use%s?)", o->listen,
+			    o->auth.tls_cert ? ", or a TLS certificate and key that do not load" : "");
 	}
 	const union MHD_DaemonInfo *info = MHD_get_daemon_info(a->mhd, MHD_DAEMON_INFO_LISTEN_FD);
 	struct sockaddr_storage ss;
@@ -1122,6 +1196,10 @@ int api_start(struct store *s, struct runner *r, const struct api_opts *o, struc
 						       : ((struct sockaddr_in *)&ss)->sin_port);
 	snprintf(a->address, sizeof a->address, strchr(host, ':') ? "[%s]:%d" : "%s:%d", host,
 		 bound);
+	/* requests that come before this are refused (503): the allowed
+	 * names need the port bound */
+	__atomic_store_n(&a->auth, auth_new(&o->auth, host, bound, loopback, a->tls_cert != NULL),
+			 __ATOMIC_RELEASE);
 	*out = a;
 	return 0;
 }
@@ -1136,5 +1214,8 @@ void api_free(struct api *a)
 	if (!a)
 		return;
 	MHD_stop_daemon(a->mhd);
+	auth_free(a->auth);
+	free(a->tls_cert);
+	free(a->tls_key);
 	free(a);
 }

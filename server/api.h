@@ -18,6 +18,7 @@
 
 #include <stdio.h>
 
+#include "auth.h"
 #include "runner.h"
 #include "store.h"
 
@@ -32,6 +33,7 @@ struct api_opts {
 	int max_connections;           /* HR_MAX_CONNECTIONS */
 	int max_connections_per_client; /* HR_MAX_CONNECTIONS_PER_CLIENT */
 	int max_queued_runs;           /* HR_MAX_QUEUED_RUNS */
+	struct auth_opts auth;         /* tokens, TLS, allowed hosts (auth.h) */
 };
 
 int api_start(struct store *s, struct runner *r, const struct api_opts *o, struct api **out,

@@ -9,6 +9,7 @@
 #include <time.h>
 
 #include "apiint.h"
+#include "auth.h"
 #include "compare.h"
 #include "history.h"
 #include "metrics.h"
@@ -258,6 +259,7 @@ enum MHD_Result h_patch(struct call *k)
 	json_t *run;
 	if (runs_get(k->a->store, k->id, 1, &run, err) < 0)
 		return reply_internal(k->conn, err);
+	auth_run_members(k->a->store, k->id, run); /* as GET /runs/{id} */
 	return reply_json(k->conn, 200, run);
 }
 

@@ -21,6 +21,8 @@ struct api {
 	struct runner *runner;
 	struct api_opts o;
 	char address[300];
+	struct auth *auth; /* the request gate (auth.h) */
+	char *tls_cert, *tls_key; /* PEM, kept for MHD while it runs */
 };
 
 struct call {
@@ -32,6 +34,7 @@ struct call {
 	size_t body_len;
 	struct ds_upload *upload;        /* POST /datasets: the uploaded file */
 	const struct ds_create *create; /* and its query (dataset_query) */
+	struct auth_req *auth;          /* who asks, with which role (auth.h) */
 };
 
 enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *type,

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "api.h"
+#include "auth.h"
 #include "runner.h"
 #include "runs.h"
 #include "calibrate.h"
@@ -28,6 +29,7 @@
 static void usage(FILE *f)
 {
 	fputs("usage: headroomd [--listen HOST:PORT] [--data DIR] [options]\n"
+	      "       headroomd token create|list|revoke ... (API tokens; token --help)\n"
 	      "\n"
 	      "  --listen HOST:PORT   address of the REST API (default 127.0.0.1:8080;\n"
 	      "                       port 0 picks a free port)\n"
@@ -62,6 +64,17 @@ static void usage(FILE *f)
 	      "  --min-free-mb N      a run starts only with at least N MiB free on the\n"
 	      "                       data directory; below it /healthz says degraded\n"
 	      "                       (default 256; 0: no floor)\n"
+	      "  --require-tokens     every /api/v1 route but GET /healthz needs a token\n"
+	      "                       (implied once a token was ever made, and beyond\n"
+	      "                       loopback; otherwise a loopback daemon is open)\n"
+	      "  --tls-cert FILE, --tls-key FILE\n"
+	      "                       serve HTTPS with this PEM certificate and key;\n"
+	      "                       required to listen beyond loopback\n"
+	      "  --insecure-plaintext listen beyond loopback WITHOUT TLS: tokens and data\n"
+	      "                       cross the network in the clear (docs/security.md)\n"
+	      "  --allowed-host NAME  a Host the API answers (repeatable; NAME or NAME:PORT;\n"
+	      "                       default the --listen host, and on loopback also\n"
+	      "                       localhost, 127.0.0.1 and [::1]; NAME: at any port)\n"
 	      "  --list-routes        print the API routes and exit\n"
 	      "  --version, --help\n",
 	      f);
@@ -122,6 +135,8 @@ int main(int argc, char **argv)
 	long long min_free_mb = HR_MIN_FREE_MB_DEFAULT;
 	struct api_opts ao = {.listen = NULL}; /* the bounds: 0 takes limits.h's default */
 	struct store_opts so = {0};
+	if (argc > 1 && strcmp(argv[1], "token") == 0)
+		return auth_token_command(argc - 2, argv + 2);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -134,12 +149,25 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--list-routes") == 0) {
 			api_list_routes(stdout);
 			return 0;
+		} else if (strcmp(a, "--require-tokens") == 0 ||
+			   strcmp(a, "--insecure-plaintext") == 0) {
+			*(a[2] == 'r' ? &ao.auth.require_tokens : &ao.auth.insecure_plaintext) = 1;
+			continue;
 		} else if (!v) {
 			fprintf(stderr, "headroomd: %s needs a value (or is unknown)\n", a);
 			usage(stderr);
 			return 2;
 		} else if (strcmp(a, "--listen") == 0) {
 			listen = v;
+		} else if (strcmp(a, "--tls-cert") == 0 || strcmp(a, "--tls-key") == 0) {
+			*(a[6] == 'c' ? &ao.auth.tls_cert : &ao.auth.tls_key) = v;
+		} else if (strcmp(a, "--allowed-host") == 0) {
+			if (ao.auth.n_allowed_hosts == AUTH_MAX_HOSTS || !*v || strlen(v) > 255) {
+				fprintf(stderr, "headroomd: at most %d --allowed-host, each 1 to 255 "
+						"characters\n", AUTH_MAX_HOSTS);
+				return 2;
+			}
+			ao.auth.allowed_hosts[ao.auth.n_allowed_hosts++] = v;
 		} else if (strcmp(a, "--nvml-lib") == 0) {
 			nvml_lib = v;
 		} else if (strcmp(a, "--data") == 0) {
@@ -283,7 +311,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
 	}
-	printf("headroomd listening on http://%s (data %s)\n", api_address(api), store_path(store));
+	printf("headroomd listening on %s://%s (data %s)\n", ao.auth.tls_cert ? "https" : "http",
+	       api_address(api), store_path(store));
 	fflush(stdout);
 
 	int sig = 0;
