@@ -18,6 +18,15 @@
 #define HTTP_STREAM_STALL_S 120L /* streaming: abort after this long below 1 byte/s */
 #define HTTP_UPLOAD_STALL_S 300L /* uploads: the same (the daemon parses at the end) */
 
+/* --token / $HEADROOM_TOKEN and --cacert / $HEADROOM_CA_FILE (http.h) */
+static const char *cred_token, *cred_cafile;
+
+void http_set_credentials(const char *token, const char *cafile)
+{
+	cred_token = token;
+	cred_cafile = cafile;
+}
+
 struct xfer {
 	struct http_client *c;
 	struct http_resp *r;
@@ -149,6 +158,15 @@ static int perform(struct xfer *x, const char *path, struct curl_slist *hdrs, ch
 	curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf);
 	curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, HTTP_CONNECT_TIMEOUT_MS);
 	curl_easy_setopt(h, CURLOPT_USERAGENT, "headroom/" HEADROOM_VERSION);
+	const char *tok = cred_token ? cred_token : getenv("HEADROOM_TOKEN");
+	const char *ca = cred_cafile ? cred_cafile : getenv("HEADROOM_CA_FILE");
+	if (tok && *tok) {
+		char *h_auth = xasprintf("Authorization: Bearer %s", tok);
+		hdrs = hdr_add(hdrs, h_auth);
+		free(h_auth);
+	}
+	if (ca && *ca)
+		curl_easy_setopt(h, CURLOPT_CAINFO, ca);
 	curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
 	curl_easy_setopt(h, CURLOPT_NOPROGRESS, 0L);
 	curl_easy_setopt(h, CURLOPT_XFERINFOFUNCTION, progress_cb);

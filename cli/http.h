@@ -42,6 +42,11 @@ struct http_resp {
 	struct dynbuf body; /* the answer (or, for a streamed 2xx, nothing) */
 };
 
+/* The bearer token sent as "Authorization: Bearer" and the CA bundle an
+ * https daemon is checked against, for every client (borrowed, may be
+ * NULL): NULL takes $HEADROOM_TOKEN and $HEADROOM_CA_FILE. */
+void http_set_credentials(const char *token, const char *cafile);
+
 /* base_url: http:// or https:// URL of the daemon; a trailing '/' is
  * ignored. Returns 0, or -1 with a message in err. */
 int http_client_init(struct http_client *c, const char *base_url, char *err);

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "cli.h"
+#include "http.h"
 #include "limits.h"
 #include "util.h"
 
@@ -58,6 +59,9 @@ static const char general_help[] =
     "\n"
     "options (anywhere on the line):\n"
     "  --url URL      daemon address; default $HEADROOM_URL, else " HEADROOM_DEFAULT_URL "\n"
+    "  --token TOKEN  API token sent as Authorization: Bearer; default $HEADROOM_TOKEN\n"
+    "                 (the variable keeps it out of `ps`)\n"
+    "  --cacert FILE  CA certificate(s) of an https daemon; default $HEADROOM_CA_FILE\n"
     "  -h, --help     show help (of COMMAND when one is given)\n"
     "  -V, --version  print the version\n"
     "\n"
@@ -793,8 +797,40 @@ static void hoist_command(int argc, char **argv)
 		}
 }
 
+/* --token TOKEN and --cacert FILE (also --opt=VALUE) anywhere on the line,
+ * for every command: taken out of argv (argc updated). Returns 0, or -1
+ * for one without its value. */
+static int take_credentials(int *argc, char **argv)
+{
+	const char *token = NULL, *ca = NULL;
+	int n = 1;
+	for (int i = 1; i < *argc; i++) {
+		const char *a = argv[i];
+		int is_tok = strcmp(a, "--token") == 0, is_ca = strcmp(a, "--cacert") == 0;
+		if (is_tok || is_ca) {
+			if (i + 1 >= *argc) {
+				fprintf(stderr, "headroom: %s needs a value\n", a);
+				return -1;
+			}
+			*(is_tok ? &token : &ca) = argv[++i];
+		} else if (strncmp(a, "--token=", 8) == 0) {
+			token = a + 8;
+		} else if (strncmp(a, "--cacert=", 9) == 0) {
+			ca = a + 9;
+		} else {
+			argv[n++] = argv[i];
+		}
+	}
+	argv[n] = NULL;
+	*argc = n;
+	http_set_credentials(token, ca);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	if (take_credentials(&argc, argv) < 0)
+		return EXIT_USAGE;
 	hoist_command(argc, argv);
 	/* commands with their own flag sets: tokenize (local), profile (AIPerf's),
 	 * dataset (subcommands) */
