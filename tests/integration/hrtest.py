@@ -88,8 +88,12 @@ class Api:
     def call(self, method, path, body=None, raw=None, headers=None):
         """Returns (status, parsed JSON or text, headers)."""
         data = raw if raw is not None else (json.dumps(body).encode() if body is not None else None)
+        headers = dict(headers or {})
+        if data is not None and not any(k.lower() == "content-type" for k in headers):
+            # urllib would say application/x-www-form-urlencoded: answered 415
+            headers["Content-Type"] = "application/json"
         req = urllib.request.Request(self.base + path, data=data, method=method,
-                                     headers=headers or {})
+                                     headers=headers)
         try:
             with urllib.request.urlopen(req, timeout=60) as r:
                 status, text, hdrs = r.status, r.read().decode(), r.headers

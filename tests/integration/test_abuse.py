@@ -239,7 +239,7 @@ class ConnectionLimitTest(hrtest.ServiceCase):
         """Whether a request on connected socket s gets an answer."""
         s.settimeout(10 * SCALE)
         try:
-            s.sendall(b"GET /api/v1/healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+            s.sendall(b"GET /api/v1/healthz HTTP/1.1\r\nHost: localhost\r\n\r\n")
             return read_response(s)[0] == 200
         except (ConnectionResetError, BrokenPipeError):
             return False

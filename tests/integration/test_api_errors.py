@@ -979,13 +979,19 @@ class ApiErrorsTest(unittest.TestCase):
         self.alive()
 
     def test_bad_specs_other_content_types(self):
-        """The body is parsed whatever the Content-Type says."""
+        """A body that is not said to be application/json is refused (415)
+        before it is read (a browser form can send the others cross-site);
+        application/json with parameters is JSON."""
         for ctype in ("text/plain", "application/x-www-form-urlencoded", "multipart/form-data",
-                      None):
+                      "application/jsonx", None):
             headers = {"Content-Type": ctype} if ctype else {}
             st, resp, _ = self.request("POST", "/api/v1/runs", body=b"name=x", headers=headers)
-            self.assertEqual(st, 400)
-            self.expect_error(st, resp, "invalid_json", None, str(ctype))
+            self.assertEqual(st, 415, str(ctype))
+            self.expect_error(st, resp, "unsupported_media_type", None, str(ctype))
+        st, resp, _ = self.request("POST", "/api/v1/runs", body=b"name=x",
+                                   headers={"Content-Type": "Application/JSON; charset=utf-8"})
+        self.assertEqual(st, 400)
+        self.expect_error(st, resp, "invalid_json", None, "json with charset")
 
     def test_valid_boundaries(self):
         expect = normalised_expectations()
@@ -1042,7 +1048,7 @@ class ApiErrorsTest(unittest.TestCase):
                 self.assertIn(st, (202, 409))
 
     def test_too_large_content_length(self):
-        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n")
         st, body = self.upload(head % (MAX_BODY + 1), [b" " * 65536] * 16 + [b" "])
         self.assertEqual(st, 413, body)
@@ -1052,7 +1058,7 @@ class ApiErrorsTest(unittest.TestCase):
         self.assertEqual(st, 413, body)
         self.expect_error(st, body, "body_too_large", None, "1 TiB announced")
         # any route
-        st, body = self.upload(b"GET /api/v1/healthz HTTP/1.1\r\nHost: t\r\n"
+        st, body = self.upload(b"GET /api/v1/healthz HTTP/1.1\r\nHost: localhost\r\n"
                                b"Content-Length: %d\r\n\r\n" % (2 * MAX_BODY), [])
         self.assertEqual(st, 413, body)
         # exactly 1 MiB is accepted as a body (and is not JSON)
@@ -1062,7 +1068,7 @@ class ApiErrorsTest(unittest.TestCase):
         self.alive()
 
     def test_too_large_chunked(self):
-        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: t\r\nContent-Type: application/json\r\n"
+        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 b"Transfer-Encoding: chunked\r\n\r\n")
 
         def chunks(total, size=65536):

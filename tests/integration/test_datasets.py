@@ -335,7 +335,7 @@ class DatasetTest(unittest.TestCase):
                              ("format=sharegpt&min_prompt=0", "min_prompt")):
             s = socket.create_connection((host, int(port)), timeout=10)
             try:
-                s.sendall(("POST /api/v1/datasets?%s HTTP/1.1\r\nHost: x\r\n"
+                s.sendall(("POST /api/v1/datasets?%s HTTP/1.1\r\nHost: localhost\r\n"
                            "Content-Length: 100000000\r\n\r\n" % query).encode())
                 r = http.client.HTTPResponse(s, method="POST")
                 r.begin()
@@ -416,7 +416,7 @@ class DatasetTest(unittest.TestCase):
                 s.close()
 
         path = b"/api/v1/datasets?format=single_turn"
-        head = (b"POST " + path + b" HTTP/1.1\r\nHost: x\r\n"
+        head = (b"POST " + path + b" HTTP/1.1\r\nHost: localhost\r\n"
                 b"Content-Length: %d\r\n\r\n" % (MAX_DATASET + 1))
         st, body = send(head, [b" " * 65536] * 4)
         self.assertEqual((st, body["error"]["code"]), (413, "body_too_large"))
@@ -428,7 +428,7 @@ class DatasetTest(unittest.TestCase):
             for _ in range(MAX_DATASET // len(block)):
                 yield b"%x\r\n" % len(block) + block + b"\r\n"
             yield b"2\r\n  \r\n0\r\n\r\n"
-        head = b"POST " + path + b" HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\n"
+        head = b"POST " + path + b" HTTP/1.1\r\nHost: localhost\r\nTransfer-Encoding: chunked\r\n\r\n"
         st, body = send(head, chunks())
         self.assertEqual((st, body["error"]["code"]), (413, "body_too_large"))
         self.assertIn(str(MAX_DATASET), body["error"]["message"])
@@ -436,7 +436,8 @@ class DatasetTest(unittest.TestCase):
         self.assertEqual(status, 200)
         self.no_temporary_files()
         # the other routes keep their 1 MiB bound
-        st, body = send(b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n"
+        st, body = send(b"POST /api/v1/runs HTTP/1.1\r\nHost: localhost\r\n"
+                        b"Content-Type: application/json\r\nContent-Length: %d\r\n\r\n"
                         % ((1 << 20) + 1), [b" " * 65536])
         self.assertEqual(st, 413)
 

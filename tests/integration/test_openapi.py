@@ -1545,7 +1545,7 @@ class ApiSurfaceTest(_ApiBase):
         self.error("DELETE", "/datasets", 405, "method_not_allowed", None)
         self.error("POST", "/datasets/%d/entries" % ds["id"], 405, "method_not_allowed", None,
                    raw=b"")
-        head = (b"POST /api/v1/datasets?format=single_turn HTTP/1.1\r\nHost: x\r\n"
+        head = (b"POST /api/v1/datasets?format=single_turn HTTP/1.1\r\nHost: localhost\r\n"
                 b"Content-Length: %d\r\n\r\n" % ((256 << 20) + 1))
         st, hdrs, body = upload(self.daemon.addr, head, [b" " * 65536])
         self.assertEqual(st, 413)
@@ -1559,13 +1559,13 @@ class ApiSurfaceTest(_ApiBase):
 
     def test_too_large(self):
         addr = self.daemon.addr
-        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 b"Content-Length: %d\r\n\r\n" % (MAX_BODY + 1))
         st, hdrs, body = upload(addr, head, [b" " * 65536] * 16 + [b" "])
         self.assertEqual(st, 413)
         parsed = self.doc.check("POST", "/api/v1/runs", st, hdrs, body)
         self.assertEqual(parsed["error"]["code"], "body_too_large")
-        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+        head = (b"POST /api/v1/runs HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                 b"Transfer-Encoding: chunked\r\n\r\n")
         st, hdrs, body = upload(addr, head, chunked(MAX_BODY + 4096))
         self.assertEqual(st, 413, body)
@@ -1990,7 +1990,7 @@ class HistorySurfaceTest(_ApiBase):
         # bodies over 1 MiB, as for every route
         for method, path in (("PATCH", "/api/v1/runs/%d" % first),
                              ("PUT", "/api/v1/baselines/big")):
-            head = (b"%s %s HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+            head = (b"%s %s HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
                     b"Content-Length: %d\r\n\r\n" % (method.encode(), path.encode(),
                                                        MAX_BODY + 1))
             st, hdrs, body = upload(self.daemon.addr, head, [b" " * 65536] * 17)
