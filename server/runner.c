@@ -1072,12 +1072,12 @@ static void retain(struct runner *r)
 		fprintf(stderr, "headroomd: retention removed %d run(s)\n", n);
 }
 
-/* A repeat group's pause between runs (repeat.cooldown_s), when another
- * run is queued; the daemon stopping cuts it short. */
-static void cooldown(struct runner *r, double seconds)
+/* A repeat group's pause between its runs (repeat.cooldown_s) after run
+ * id, when another run of the group is queued (never after its last); the
+ * daemon stopping cuts it short. */
+static void cooldown(struct runner *r, int64_t id, double seconds)
 {
-	int q = 0, running = 0;
-	if (runs_counts(r->store, &q, &running) < 0 || q == 0)
+	if (runs_group_queued(r->store, id) <= 0)
 		return;
 	struct timespec ts;
 	clock_gettime(CLOCK_REALTIME, &ts);
@@ -1112,7 +1112,7 @@ static void *runner_main(void *arg)
 			json_decref(spec);
 			retain(r);
 			if (cool > 0)
-				cooldown(r, cool);
+				cooldown(r, id, cool);
 			continue;
 		}
 		pthread_mutex_lock(&r->mu);

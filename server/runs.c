@@ -701,6 +701,24 @@ int runs_counts(struct store *s, int *queued, int *running)
 	return rc;
 }
 
+int runs_group_queued(struct store *s, int64_t id)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	int n = -1;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT count(*) FROM runs WHERE state = 'queued' AND group_id = "
+			       "(SELECT group_id FROM runs WHERE id = ?)",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_int64(st, 1, id);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int(st, 0);
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return n;
+}
+
 long long runs_count_records(struct store *s, int64_t id)
 {
 	sqlite3 *db = store_reader(s);

@@ -74,6 +74,9 @@ int runs_list(struct store *s, int limit, int64_t before, const char *state, jso
 /* The stored summary JSON text (caller frees) or NULL with *rc = -404 / -409 (none yet). */
 char *runs_summary_text(struct store *s, int64_t id, int *rc);
 int runs_counts(struct store *s, int *queued, int *running);
+/* How many runs of run id's repeat group are still queued (0 when it has
+ * no group), or -1. */
+int runs_group_queued(struct store *s, int64_t id);
 /* The run's time zero as wall-clock ns: 0 when it never started, -404
  * unknown id, -1 on error. */
 int64_t runs_t0_wall(struct store *s, int64_t id);

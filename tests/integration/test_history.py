@@ -183,6 +183,18 @@ class History(hrtest.ServiceCase):
         self.assertEqual(cmp["counts"]["worse"] + cmp["counts"]["better"], 0)
         self.get("/groups/999999", want=404)
 
+    def test_cooldown_between_repeats_only(self):
+        # the pause comes between the group's runs, not after its last one
+        import datetime
+        spec = small_spec(self.mock.addr, "cool", requests=10, repeat={"count": 2, "cooldown_s": 5})
+        st, ans, _ = self.api.call("POST", "/runs", spec)
+        self.assertEqual(st, 201, ans)
+        after = self.api.submit(small_spec(self.mock.addr, "after", requests=10))
+        runs = [self.api.wait(i, timeout=60) for i in ans["run_ids"] + [after]]
+        t = lambda s: datetime.datetime.strptime(s, "%Y-%m-%dT%H:%M:%S.%fZ").timestamp()
+        self.assertGreaterEqual(t(runs[1]["started_at"]) - t(runs[0]["finished_at"]), 5)
+        self.assertLess(t(runs[2]["started_at"]) - t(runs[1]["finished_at"]), 5)
+
     def test_compare_identical_and_slower(self):
         calm = hrtest.start_mock("--quiet", "--ttft-ms", "100", "--itl-ms", "10")
         self.addCleanup(calm.stop)
