@@ -224,6 +224,13 @@ class Durability(unittest.TestCase):
         self.start_on_tmpfs("6m", "--min-free-mb", "100")
         h = self.health()
         self.assertEqual(h["status"], "degraded", h)
+        # the degraded answer is the one the API document describes
+        import jsonschema
+        import yaml
+        with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "api",
+                               "openapi.yaml")) as f:
+            doc = yaml.safe_load(f)
+        jsonschema.validate(h, doc["components"]["schemas"]["Health"])
         self.assertIn("below the floor", h["store"]["reason"])
         self.assertEqual(h["store"]["min_free_mb"], 100)
         self.assertLess(h["store"]["free_mb"], 100)
