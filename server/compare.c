@@ -302,6 +302,11 @@ static void requests_level(json_t *arr, json_t *shifts, const struct cmp_run *a,
 				infer_moments_of(vb->v, vb->n, &mb);
 				if (va->n >= 2 && vb->n >= 2)
 					infer_welch_diff(&ma, &mb, o->conf, &ci);
+				/* the means just computed (stat_of_sorted would make
+				 * the same passes over every value again) */
+				json_array_append_new(arr, entry(mi, stat, ma.mean, mb.mean, &ci,
+								 method, o, counts));
+				continue;
 			} else {
 				method = "bootstrap";
 				double pct = atof(stat + 1);

@@ -239,7 +239,10 @@ static void where_clause(const struct run_query *q, struct dynbuf *b)
 	if (q->state)
 		dynbuf_addstr(b, " AND r.state = ?100");
 	if (q->name)
-		dynbuf_addstr(b, " AND instr(lower(r.name), lower(?101)) > 0");
+		/* a subquery: SQLite scans the small index runs_name (010) for
+		 * it, not the runs rows with their spec and summary */
+		dynbuf_addstr(b, " AND r.id IN (SELECT id FROM runs WHERE instr(lower(name), "
+				 "lower(?101)) > 0)");
 	if (q->since_ms >= 0)
 		dynbuf_addstr(b, " AND r.created_at >= ?102");
 	if (q->until_ms >= 0)
@@ -401,12 +404,18 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 	struct dynbuf b;
 	dynbuf_init(&b, 64 * 1024);
 	const char *stat = q->sort_by == SORT_METRIC ? metric_stat_names[q->sort_stat] : NULL;
+	/* The page's ids are chosen first (subquery k), reading only what the
+	 * filters and the order need; only those rows are then read whole. A
+	 * run's row holds its spec and summary, and the columns added after
+	 * them (fingerprint ... gates_passed) lie behind the summary's overflow
+	 * pages: reading every matching row whole before sorting cost several
+	 * µs per match (docs/performance.md, "History"). */
 	dynbuf_addstr(&b, "SELECT " LIST_COLS);
 	if (stat)
-		dynbuf_printf(&b, ", m.%s FROM runs r LEFT JOIN run_metrics m ON m.run_id = r.id "
-				  "AND m.metric = ?90 WHERE 1", stat);
+		dynbuf_printf(&b, ", k.v FROM (SELECT r.id AS id, m.%s AS v FROM runs r LEFT JOIN "
+				  "run_metrics m ON m.run_id = r.id AND m.metric = ?90 WHERE 1", stat);
 	else
-		dynbuf_addstr(&b, " FROM runs r WHERE 1");
+		dynbuf_addstr(&b, " FROM (SELECT r.id AS id FROM runs r WHERE 1");
 	where_clause(q, &b);
 	const char *lt = q->sort_desc ? "<" : ">", *dir = q->sort_desc ? "DESC" : "ASC";
 	if (q->before)
@@ -430,7 +439,14 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 		dynbuf_printf(&b, " ORDER BY r.name %s, r.id %s", dir, dir);
 	else
 		dynbuf_printf(&b, " ORDER BY m.%s IS NULL, m.%s %s, r.id %s", stat, stat, dir, dir);
-	dynbuf_addstr(&b, " LIMIT ?94");
+	/* the page in the same order (CROSS JOIN: k drives, runs by id) */
+	dynbuf_addstr(&b, " LIMIT ?94) k CROSS JOIN runs r ON r.id = k.id");
+	if (q->sort_by == SORT_ID)
+		dynbuf_printf(&b, " ORDER BY r.id %s", dir);
+	else if (q->sort_by == SORT_NAME)
+		dynbuf_printf(&b, " ORDER BY r.name %s, r.id %s", dir, dir);
+	else
+		dynbuf_printf(&b, " ORDER BY k.v IS NULL, k.v %s, r.id %s", dir, dir);
 
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
@@ -1323,7 +1339,7 @@ int history_baseline_delete(struct store *s, const char *name, char *err)
 /* --- series ------------------------------------------------------------------ */
 
 struct point {
-	char key[HR_MAX_LABEL_LEN * 16 + 1];
+	char *key; /* the run id, or the group_by label's value */
 	int64_t time_ms;
 	json_t *runs;
 	struct dvec vals;
@@ -1372,6 +1388,7 @@ int history_series(struct store *s, const struct run_query *q, const struct seri
 	int rc = -1;
 	struct point *pts = NULL;
 	size_t np = 0, cap = 0;
+	json_t *by_key = json_object();
 	if (!b.data || sqlite3_prepare_v2(db, b.data, -1, &st, NULL) != SQLITE_OK) {
 		sql_fail(db, err);
 		goto out;
@@ -1385,23 +1402,28 @@ int history_series(struct store *s, const struct run_query *q, const struct seri
 	 * in that order and reversed at the end */
 	while (sqlite3_step(st) == SQLITE_ROW) {
 		int64_t id = sqlite3_column_int64(st, 0);
-		char key[sizeof pts->key];
+		char key[HR_MAX_LABEL_LEN * 16 + 1];
 		if (o->group_by)
 			snprintf(key, sizeof key, "%s", (const char *)sqlite3_column_text(st, 5));
 		else
 			snprintf(key, sizeof key, "%lld", (long long)id);
 		struct point *p = NULL;
-		for (size_t i = 0; o->group_by && i < np; i++)
-			if (strcmp(pts[i].key, key) == 0)
-				p = &pts[i];
+		if (o->group_by) {
+			/* the point of this label value: key -> index in pts */
+			json_t *at = json_object_get(by_key, key);
+			if (at)
+				p = &pts[json_integer_value(at)];
+		}
 		if (!p) {
 			if (np == cap) {
 				cap = cap ? cap * 2 : 256;
 				pts = xrealloc(pts, cap * sizeof *pts);
 			}
+			if (o->group_by)
+				json_object_set_new_nocheck(by_key, key, json_integer((json_int_t)np));
 			p = &pts[np++];
 			memset(p, 0, sizeof *p);
-			snprintf(p->key, sizeof p->key, "%s", key);
+			p->key = xstrdup(key);
 			p->runs = json_array();
 			dvec_init(&p->vals);
 			p->time_ms = sqlite3_column_int64(st, 1);
@@ -1410,13 +1432,18 @@ int history_series(struct store *s, const struct run_query *q, const struct seri
 			p->lo = sqlite3_column_double(st, 3);
 			p->hi = sqlite3_column_double(st, 4);
 		}
-		json_array_insert_new(p->runs, 0, json_integer(id));
+		json_array_append_new(p->runs, json_integer(id)); /* newest first: reversed below */
 		dvec_push(&p->vals, sqlite3_column_double(st, 2));
 	}
 	json_t *arr = json_array();
 	double *vals = np ? xmalloc(np * sizeof *vals) : NULL;
 	for (size_t k = 0; k < np; k++) {
 		struct point *p = &pts[np - 1 - k];
+		json_t *oldest_first = json_array();
+		for (size_t i = json_array_size(p->runs); i-- > 0;)
+			json_array_append(oldest_first, json_array_get(p->runs, i));
+		json_decref(p->runs);
+		p->runs = oldest_first;
 		json_t *pj = point_json(p, o, &vals[k]);
 		/* the lookback rule: z of this point against the previous ones */
 		json_t *shift = json_null(), *zj = json_null();
@@ -1455,10 +1482,12 @@ int history_series(struct store *s, const struct run_query *q, const struct seri
 	rc = 0;
 out:
 	for (size_t i = 0; i < np; i++) {
+		free(pts[i].key);
 		json_decref(pts[i].runs);
 		dvec_release(&pts[i].vals);
 	}
 	free(pts);
+	json_decref(by_key);
 	sqlite3_finalize(st);
 	store_reader_put(s, db);
 	dynbuf_release(&b);
