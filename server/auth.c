@@ -121,29 +121,14 @@ static int new_token(char *out)
 	return (p - out) == AUTH_TOKEN_LEN ? 0 : -1;
 }
 
-static json_t *col_time(sqlite3_stmt *st, int col)
-{
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return json_null();
-	char buf[32];
-	fmt_time_ms(buf, sqlite3_column_int64(st, col));
-	return json_string(buf);
-}
-
-static json_t *col_text(sqlite3_stmt *st, int col)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-	return t ? json_string((const char *)t) : json_null();
-}
-
 #define TOKEN_COLS "id, name, role, created_at, revoked_at, last_used_at"
 
 static json_t *token_row(sqlite3_stmt *st)
 {
 	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "id",
-			 (json_int_t)sqlite3_column_int64(st, 0), "name", col_text(st, 1), "role",
-			 col_text(st, 2), "created_at", col_time(st, 3), "revoked_at",
-			 col_time(st, 4), "last_used_at", col_time(st, 5));
+			 (json_int_t)sqlite3_column_int64(st, 0), "name", runs_col_text(st, 1), "role",
+			 runs_col_text(st, 2), "created_at", runs_col_time(st, 3), "revoked_at",
+			 runs_col_time(st, 4), "last_used_at", runs_col_time(st, 5));
 }
 
 struct create_args {
@@ -345,11 +330,11 @@ int auth_audit_list(struct store *s, int limit, int64_t before, json_t **out, ch
 		}
 		last = sqlite3_column_int64(st, 0);
 		json_array_append_new(arr, json_pack("{s:I, s:o, s:o, s:o, s:o, s:i, s:o}", "id",
-						     (json_int_t)last, "at", col_time(st, 1), "who",
-						     col_text(st, 2), "method", col_text(st, 3),
-						     "path", col_text(st, 4), "status",
+						     (json_int_t)last, "at", runs_col_time(st, 1), "who",
+						     runs_col_text(st, 2), "method", runs_col_text(st, 3),
+						     "path", runs_col_text(st, 4), "status",
 						     sqlite3_column_int(st, 5), "detail",
-						     col_text(st, 6)));
+						     runs_col_text(st, 6)));
 		n++;
 	}
 	if (r != SQLITE_ROW && r != SQLITE_DONE) {
@@ -413,8 +398,8 @@ void auth_run_members(struct store *s, int64_t id, json_t *run)
 		if (sqlite3_step(st) == SQLITE_ROW) {
 			json_decref(sub);
 			json_decref(can);
-			sub = col_text(st, 0);
-			can = col_text(st, 1);
+			sub = runs_col_text(st, 0);
+			can = runs_col_text(st, 1);
 		}
 	}
 	sqlite3_finalize(st);

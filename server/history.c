@@ -294,77 +294,6 @@ static void bind_query(sqlite3_stmt *st, const struct run_query *q)
 	}
 }
 
-#define LIST_COLS                                                                           \
-	"r.id, r.name, r.state, r.labels, r.created_at, r.started_at, r.finished_at, r.reason, " \
-	"r.progress, r.fingerprint, r.note, r.pinned, r.group_id, r.verdict, r.valid, "         \
-	"r.gates_passed"
-
-static json_t *col_time(sqlite3_stmt *st, int col)
-{
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return json_null();
-	char buf[32];
-	fmt_time_ms(buf, sqlite3_column_int64(st, col));
-	return json_string(buf);
-}
-
-static json_t *col_text(sqlite3_stmt *st, int col)
-{
-	const unsigned char *t = sqlite3_column_text(st, col);
-	return t ? json_string((const char *)t) : json_null();
-}
-
-static json_t *col_json(sqlite3_stmt *st, int col)
-{
-	const char *t = (const char *)sqlite3_column_text(st, col);
-	json_t *j = t ? json_loads(t, 0, NULL) : NULL;
-	return j ? j : json_null();
-}
-
-static json_t *col_int_or_null(sqlite3_stmt *st, int col)
-{
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return json_null();
-	return json_integer(sqlite3_column_int64(st, col));
-}
-
-static json_t *col_bool_or_null(sqlite3_stmt *st, int col)
-{
-	if (sqlite3_column_type(st, col) == SQLITE_NULL)
-		return json_null();
-	return json_boolean(sqlite3_column_int(st, col));
-}
-
-static json_t *list_row(sqlite3_stmt *st)
-{
-	json_t *o = json_object();
-	json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 0)));
-	json_object_set_new(o, "name", col_text(st, 1));
-	json_object_set_new(o, "state", col_text(st, 2));
-	json_t *labels = col_json(st, 3);
-	if (!json_is_object(labels)) {
-		json_decref(labels);
-		labels = json_object();
-	}
-	json_object_set_new(o, "labels", labels);
-	json_object_set_new(o, "created_at", col_time(st, 4));
-	json_object_set_new(o, "started_at", col_time(st, 5));
-	json_object_set_new(o, "finished_at", col_time(st, 6));
-	json_object_set_new(o, "reason", col_text(st, 7));
-	json_object_set_new(o, "progress", col_json(st, 8));
-	json_object_set_new(o, "fingerprint", col_text(st, 9));
-	json_object_set_new(o, "note", col_text(st, 10));
-	json_object_set_new(o, "pinned", json_boolean(sqlite3_column_int(st, 11)));
-	json_object_set_new(o, "group_id", col_int_or_null(st, 12));
-	json_object_set_new(o, "verdict", col_text(st, 13));
-	json_object_set_new(o, "valid", col_bool_or_null(st, 14));
-	json_t *g = json_null();
-	if (sqlite3_column_type(st, 15) != SQLITE_NULL)
-		g = json_string(sqlite3_column_int(st, 15) ? "passed" : "failed");
-	json_object_set_new(o, "gates", g);
-	return o;
-}
-
 /* Cursor text: "i:<id>" (id or name order: the name is looked up again),
  * "v:<value>:<id>" (a metric, in its non-null section), "n:<id>" (the
  * runs without the figure, last). */
@@ -410,7 +339,7 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 	 * them (fingerprint ... gates_passed) lie behind the summary's overflow
 	 * pages: reading every matching row whole before sorting cost several
 	 * µs per match (docs/performance.md, "History"). */
-	dynbuf_addstr(&b, "SELECT " LIST_COLS);
+	dynbuf_addstr(&b, "SELECT " RUNS_ROW_COLS);
 	if (stat)
 		dynbuf_printf(&b, ", k.v FROM (SELECT r.id AS id, m.%s AS v FROM runs r LEFT JOIN "
 				  "run_metrics m ON m.run_id = r.id AND m.metric = ?90 WHERE 1", stat);
@@ -473,11 +402,11 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 			more = 1;
 			break;
 		}
-		json_t *row = list_row(st);
+		json_t *row = runs_row(st);
 		int64_t id = sqlite3_column_int64(st, 0);
 		if (stat) {
-			int null = sqlite3_column_type(st, 16) == SQLITE_NULL;
-			double v = sqlite3_column_double(st, 16);
+			int null = sqlite3_column_type(st, RUNS_ROW_NCOLS) == SQLITE_NULL;
+			double v = sqlite3_column_double(st, RUNS_ROW_NCOLS);
 			json_object_set_new(row, "sort_value", null ? json_null() : json_real(v));
 			if (null) {
 				snprintf(next, sizeof next, "n:%lld", (long long)id);
@@ -537,7 +466,7 @@ static int patch_job(struct store_tx *tx, void *arg, char *err)
 	}
 	if (step != SQLITE_ROW)
 		return sql_fail(tx->db, err);
-	json_t *labels = col_json(st, 0);
+	json_t *labels = runs_col_json(st, 0);
 	sqlite3_reset(st);
 	if (!json_is_object(labels)) {
 		json_decref(labels);
@@ -942,9 +871,9 @@ int history_group(struct store *s, int64_t id, double conf, json_t **out, char *
 		rc = -404;
 		goto out;
 	}
-	g = json_pack("{s:I, s:o, s:i, s:f, s:o}", "id", (json_int_t)id, "name", col_text(st, 1),
+	g = json_pack("{s:I, s:o, s:i, s:f, s:o}", "id", (json_int_t)id, "name", runs_col_text(st, 1),
 		      "count", sqlite3_column_int(st, 2), "cooldown_s", sqlite3_column_double(st, 3),
-		      "created_at", col_time(st, 4));
+		      "created_at", runs_col_time(st, 4));
 	sqlite3_finalize(st);
 	st = NULL;
 	sqlite3_prepare_v2(db, "SELECT id, state FROM runs WHERE group_id = ? ORDER BY id", -1, &st,
@@ -1226,7 +1155,7 @@ static int baseline_read(sqlite3 *db, const char *name, int64_t before_id, json_
 		goto out;
 	}
 	const char *kind = (const char *)sqlite3_column_text(st, 1);
-	json_t *rule = col_json(st, 4);
+	json_t *rule = runs_col_json(st, 4);
 	json_t *res = json_array();
 	if (strcmp(kind, "run") == 0) {
 		ids[(*n)++] = sqlite3_column_int64(st, 2);
@@ -1247,10 +1176,10 @@ static int baseline_read(sqlite3 *db, const char *name, int64_t before_id, json_
 	for (int i = 0; i < *n; i++)
 		json_array_append_new(res, json_integer(ids[i]));
 	if (out)
-		*out = json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "name", col_text(st, 0),
-				 "kind", kind, "run", col_int_or_null(st, 2), "group",
-				 col_int_or_null(st, 3), "rule", rule, "created_at",
-				 col_time(st, 5), "updated_at", col_time(st, 6), "resolves_to", res);
+		*out = json_pack("{s:o, s:s, s:o, s:o, s:o, s:o, s:o, s:o}", "name", runs_col_text(st, 0),
+				 "kind", kind, "run", runs_col_int(st, 2), "group",
+				 runs_col_int(st, 3), "rule", rule, "created_at",
+				 runs_col_time(st, 5), "updated_at", runs_col_time(st, 6), "resolves_to", res);
 	else {
 		json_decref(rule);
 		json_decref(res);

@@ -523,7 +523,7 @@ int runs_sync(struct store *s)
 
 /* --- reads ------------------------------------------------------------------------ */
 
-static json_t *col_time(sqlite3_stmt *st, int col)
+json_t *runs_col_time(sqlite3_stmt *st, int col)
 {
 	if (sqlite3_column_type(st, col) == SQLITE_NULL)
 		return json_null();
@@ -532,57 +532,60 @@ static json_t *col_time(sqlite3_stmt *st, int col)
 	return json_string(buf);
 }
 
-static json_t *col_text(sqlite3_stmt *st, int col)
+json_t *runs_col_text(sqlite3_stmt *st, int col)
 {
 	const unsigned char *t = sqlite3_column_text(st, col);
 	return t ? json_string((const char *)t) : json_null();
 }
 
-static json_t *col_json(sqlite3_stmt *st, int col)
+json_t *runs_col_json(sqlite3_stmt *st, int col)
 {
 	const char *t = (const char *)sqlite3_column_text(st, col);
 	json_t *j = t ? json_loads(t, 0, NULL) : NULL;
 	return j ? j : json_null();
 }
 
-#define RUN_COLS "id, name, state, labels, created_at, started_at, finished_at, reason, progress"
+json_t *runs_col_int(sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		return json_null();
+	return json_integer(sqlite3_column_int64(st, col));
+}
 
-/* Builds the run object from a row selected with RUN_COLS (+ spec, summary). */
-static json_t *run_row(sqlite3_stmt *st, int with_spec)
+json_t *runs_col_bool(sqlite3_stmt *st, int col)
+{
+	if (sqlite3_column_type(st, col) == SQLITE_NULL)
+		return json_null();
+	return json_boolean(sqlite3_column_int(st, col));
+}
+
+json_t *runs_row(sqlite3_stmt *st)
 {
 	json_t *o = json_object();
 	json_object_set_new(o, "id", json_integer(sqlite3_column_int64(st, 0)));
-	json_object_set_new(o, "name", col_text(st, 1));
-	json_object_set_new(o, "state", col_text(st, 2));
-	json_t *labels = col_json(st, 3);
-	json_object_set_new(o, "labels", json_is_object(labels) ? labels : json_object());
-	if (!json_is_object(labels))
+	json_object_set_new(o, "name", runs_col_text(st, 1));
+	json_object_set_new(o, "state", runs_col_text(st, 2));
+	json_t *labels = runs_col_json(st, 3);
+	if (!json_is_object(labels)) {
 		json_decref(labels);
-	json_object_set_new(o, "created_at", col_time(st, 4));
-	json_object_set_new(o, "started_at", col_time(st, 5));
-	json_object_set_new(o, "finished_at", col_time(st, 6));
-	json_object_set_new(o, "reason", col_text(st, 7));
-	json_object_set_new(o, "progress", col_json(st, 8));
-	if (with_spec) {
-		json_object_set_new(o, "spec", col_json(st, 9));
-		json_object_set_new(o, "summary", col_json(st, 10));
-		/* the history's members (schema/008) */
-		json_object_set_new(o, "fingerprint", col_text(st, 11));
-		json_object_set_new(o, "note", col_text(st, 12));
-		json_object_set_new(o, "pinned", json_boolean(sqlite3_column_int(st, 13)));
-		json_object_set_new(o, "group_id", sqlite3_column_type(st, 14) == SQLITE_NULL
-							   ? json_null()
-							   : json_integer(sqlite3_column_int64(st, 14)));
-		json_object_set_new(o, "verdict", col_text(st, 15));
-		json_object_set_new(o, "valid", sqlite3_column_type(st, 16) == SQLITE_NULL
-							? json_null()
-							: json_boolean(sqlite3_column_int(st, 16)));
-		json_object_set_new(o, "gates", sqlite3_column_type(st, 17) == SQLITE_NULL
-							? json_null()
-							: json_string(sqlite3_column_int(st, 17)
-									      ? "passed"
-									      : "failed"));
+		labels = json_object();
 	}
+	json_object_set_new(o, "labels", labels);
+	json_object_set_new(o, "created_at", runs_col_time(st, 4));
+	json_object_set_new(o, "started_at", runs_col_time(st, 5));
+	json_object_set_new(o, "finished_at", runs_col_time(st, 6));
+	json_object_set_new(o, "reason", runs_col_text(st, 7));
+	json_object_set_new(o, "progress", runs_col_json(st, 8));
+	json_object_set_new(o, "fingerprint", runs_col_text(st, 9));
+	json_object_set_new(o, "note", runs_col_text(st, 10));
+	json_object_set_new(o, "pinned", json_boolean(sqlite3_column_int(st, 11)));
+	json_object_set_new(o, "group_id", runs_col_int(st, 12));
+	json_object_set_new(o, "verdict", runs_col_text(st, 13));
+	json_object_set_new(o, "valid", runs_col_bool(st, 14));
+	json_t *g = json_null();
+	if (sqlite3_column_type(st, 15) != SQLITE_NULL)
+		g = json_string(sqlite3_column_int(st, 15) ? "passed" : "failed");
+	json_object_set_new(o, "gates", g);
 	return o;
 }
 
@@ -591,66 +594,25 @@ int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
-	if (sqlite3_prepare_v2(db, "SELECT " RUN_COLS ", spec, summary, fingerprint, note, pinned, "
-			       "group_id, verdict, valid, gates_passed FROM runs WHERE id = ?", -1,
-			       &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT " RUNS_ROW_COLS ", r.spec, r.summary FROM runs r "
+			       "WHERE r.id = ?", -1, &st, NULL) != SQLITE_OK) {
 		errf(err, "sqlite: %s", sqlite3_errmsg(db));
 		goto out;
 	}
 	sqlite3_bind_int64(st, 1, id);
 	int step = sqlite3_step(st);
 	if (step == SQLITE_ROW) {
-		*out = run_row(st, with_spec);
+		*out = runs_row(st);
+		if (with_spec) {
+			json_object_set_new(*out, "spec", runs_col_json(st, RUNS_ROW_NCOLS));
+			json_object_set_new(*out, "summary", runs_col_json(st, RUNS_ROW_NCOLS + 1));
+		}
 		rc = 0;
 	} else if (step == SQLITE_DONE) {
 		rc = -404;
 	} else {
 		errf(err, "sqlite: %s", sqlite3_errmsg(db));
 	}
-out:
-	sqlite3_finalize(st);
-	store_reader_put(s, db);
-	return rc;
-}
-
-int runs_list(struct store *s, int limit, int64_t before, const char *state, json_t **out,
-	      char *err)
-{
-	sqlite3 *db = store_reader(s);
-	sqlite3_stmt *st = NULL;
-	int rc = -1;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT " RUN_COLS " FROM runs WHERE id < ?1 AND (?2 IS NULL OR "
-			       "state = ?2) ORDER BY id DESC LIMIT ?3",
-			       -1, &st, NULL) != SQLITE_OK) {
-		errf(err, "sqlite: %s", sqlite3_errmsg(db));
-		goto out;
-	}
-	sqlite3_bind_int64(st, 1, before > 0 ? before : INT64_MAX);
-	if (state)
-		sqlite3_bind_text(st, 2, state, -1, SQLITE_STATIC);
-	sqlite3_bind_int(st, 3, limit + 1);
-	json_t *runs = json_array();
-	int n = 0, step;
-	int64_t last = 0;
-	int more = 0;
-	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
-		if (n == limit) {
-			more = 1;
-			break;
-		}
-		last = sqlite3_column_int64(st, 0);
-		json_array_append_new(runs, run_row(st, 0));
-		n++;
-	}
-	if (step != SQLITE_ROW && step != SQLITE_DONE) {
-		json_decref(runs);
-		errf(err, "sqlite: %s", sqlite3_errmsg(db));
-		goto out;
-	}
-	*out = json_pack("{s:o, s:o}", "runs", runs, "next_before",
-			 more ? json_integer(last) : json_null());
-	rc = 0;
 out:
 	sqlite3_finalize(st);
 	store_reader_put(s, db);

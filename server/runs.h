@@ -67,10 +67,25 @@ long long runs_count_records(struct store *s, int64_t id);
  * null if unreadable). 0 or -1. */
 int runs_list_running(struct store *s, json_t **out, char *err);
 
+/* The columns of a run as the API shows it (runs r), in the order
+ * runs_row reads them; a query may select more after them. */
+#define RUNS_ROW_COLS                                                                       \
+	"r.id, r.name, r.state, r.labels, r.created_at, r.started_at, r.finished_at, r.reason, " \
+	"r.progress, r.fingerprint, r.note, r.pinned, r.group_id, r.verdict, r.valid, "         \
+	"r.gates_passed"
+#define RUNS_ROW_NCOLS 16
+/* The run object of a row selected with RUNS_ROW_COLS first (new reference). */
+json_t *runs_row(sqlite3_stmt *st);
+/* One column as JSON, null when SQL NULL: a wall time in ms as RFC 3339,
+ * text, a JSON text parsed (null when unparseable), an integer, a boolean. */
+json_t *runs_col_time(sqlite3_stmt *st, int col);
+json_t *runs_col_text(sqlite3_stmt *st, int col);
+json_t *runs_col_json(sqlite3_stmt *st, int col);
+json_t *runs_col_int(sqlite3_stmt *st, int col);
+json_t *runs_col_bool(sqlite3_stmt *st, int col);
+
 /* Reads. Return 0 and *out, -404 unknown id, -1 on error. */
 int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err);
-int runs_list(struct store *s, int limit, int64_t before, const char *state, json_t **out,
-	      char *err);
 /* The stored summary JSON text (caller frees) or NULL with *rc = -404 / -409 (none yet). */
 char *runs_summary_text(struct store *s, int64_t id, int *rc);
 int runs_counts(struct store *s, int *queued, int *running);
