@@ -662,33 +662,6 @@ int infer_mannwhitney(const double *x, size_t nx, const double *y, size_t ny, st
 
 /* --- bootstrap ---------------------------------------------------------------- */
 
-/* numpy's percentile position, as stats.c's pct_pos: the two neighbour
- * ranks (0-based) and the weight of the upper one. n > 0. */
-static void pct_pos(size_t n, double pct, size_t *lo, size_t *hi, double *g)
-{
-	double h = (double)(n - 1) * (pct / 100.0);
-	if (h >= (double)(n - 1)) {
-		*lo = *hi = n - 1;
-		*g = h + 1;
-	} else if (h < 0 || isnan(h)) {
-		*lo = *hi = 0;
-		*g = h;
-	} else {
-		double fl = floor(h);
-		*lo = (size_t)fl;
-		*hi = *lo + 1;
-		*g = h - fl;
-	}
-}
-
-/* numpy's two-sided lerp, as stats.c's pct_lerp */
-static double pct_lerp(double a, double b, double g)
-{
-	double diff = b - a;
-	if (g >= 0.5)
-		return b - diff * (1 - g);
-	return a + diff * g;
-}
 
 /* Every random number of the bootstrap is rng_uniform(seed,
  * INFER_STREAM_BOOT, index) with index = replicate << 32 | side << 31 |
@@ -767,7 +740,7 @@ static double boot_pct(const double *x, size_t n, double pct, uint64_t seed, uin
 	size_t lo, hi;
 	double g, u1, c1; /* U_(k) and 1 - U_(k) */
 
-	pct_pos(n, pct, &lo, &hi, &g);
+	stats_pct_pos(n, pct, &lo, &hi, &g);
 	if (lo == 0) {
 		double e = log(unif_pos(seed, base + VAR_BETA1 * VAR_BLOCK + 1)) / (double)n;
 		u1 = -expm1(e);
@@ -784,7 +757,7 @@ static double boot_pct(const double *x, size_t n, double pct, uint64_t seed, uin
 	double m = (double)(n - lo - 1); /* >= 1: hi = lo + 1 <= n - 1 */
 	double b = -expm1(log(unif_pos(seed, base + VAR_BETA1 * VAR_BLOCK)) / m);
 	size_t i2 = pick(n, u1 + c1 * b);
-	return pct_lerp(x[i1], x[i2 < i1 ? i1 : i2], g);
+	return stats_pct_lerp(x[i1], x[i2 < i1 ? i1 : i2], g);
 }
 
 /* Replicate r is boot_pct(b) - boot_pct(a) with the numbers of replicate

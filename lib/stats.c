@@ -212,7 +212,7 @@ void stats_sort_i64(int64_t *vals, size_t n)
 
 /* numpy _get_indexes / _get_gamma, including its out-of-range cases:
  * the two neighbours (ranks) and the weight of the upper one. n > 0. */
-static void pct_pos(size_t n, double pct, size_t *lo, size_t *hi, double *g)
+void stats_pct_pos(size_t n, double pct, size_t *lo, size_t *hi, double *g)
 {
 	double q = pct / 100.0;
 	double h = (double)(n - 1) * q;
@@ -231,7 +231,7 @@ static void pct_pos(size_t n, double pct, size_t *lo, size_t *hi, double *g)
 }
 
 /* numpy's two-sided lerp */
-static double pct_lerp(double a, double b, double g)
+double stats_pct_lerp(double a, double b, double g)
 {
 	double diff = b - a;
 	if (g >= 0.5)
@@ -246,8 +246,8 @@ double stats_percentile_sorted(const double *sorted, size_t n, double pct)
 
 	if (n == 0)
 		return NAN;
-	pct_pos(n, pct, &lo, &hi, &g);
-	return pct_lerp(sorted[lo], sorted[hi], g);
+	stats_pct_pos(n, pct, &lo, &hi, &g);
+	return stats_pct_lerp(sorted[lo], sorted[hi], g);
 }
 
 static void stats_empty(struct stats *out)
@@ -403,7 +403,7 @@ void stats_compute_select(const double *vals, size_t n, struct stats *out)
 	size_t nw = 0;
 	want[nw++] = 0;
 	for (int i = 0; i < STATS_NPCT; i++) {
-		pct_pos(n, stats_pcts[i], &lo[i], &hi[i], &gam[i]);
+		stats_pct_pos(n, stats_pcts[i], &lo[i], &hi[i], &gam[i]);
 		want[nw++] = lo[i];
 		want[nw++] = hi[i];
 	}
@@ -425,6 +425,6 @@ void stats_compute_select(const double *vals, size_t n, struct stats *out)
 	out->min = got[0];
 	out->max = got[nd - 1];
 	for (int i = 0; i < STATS_NPCT; i++)
-		out->p[i] = pct_lerp(got[rank_index(want, nd, lo[i])], got[rank_index(want, nd, hi[i])],
+		out->p[i] = stats_pct_lerp(got[rank_index(want, nd, lo[i])], got[rank_index(want, nd, hi[i])],
 				     gam[i]);
 }

@@ -43,6 +43,11 @@ void stats_compute_select(const double *vals, size_t n, struct stats *out);
  * comparing (a > b) - (a < b) leaves them (-0.0 and 0.0 keep their order). */
 void stats_sort(double *vals, size_t n);
 void stats_sort_i64(int64_t *vals, size_t n);
+/* The numpy 'linear' position of percentile pct (0..100) among n > 0
+ * sorted values: the neighbour ranks lo, hi (0-based) and the weight g of
+ * the upper one; and numpy's two-branch interpolation between them. */
+void stats_pct_pos(size_t n, double pct, size_t *lo, size_t *hi, double *g);
+double stats_pct_lerp(double a, double b, double g);
 /* Percentile (0..100) of an ascending array of n > 0 values, numpy 'linear'. */
 double stats_percentile_sorted(const double *sorted, size_t n, double pct);
 
