@@ -425,6 +425,6 @@ void stats_compute_select(const double *vals, size_t n, struct stats *out)
 	out->min = got[0];
 	out->max = got[nd - 1];
 	for (int i = 0; i < STATS_NPCT; i++)
-		out->p[i] = stats_pct_lerp(got[rank_index(want, nd, lo[i])], got[rank_index(want, nd, hi[i])],
-				     gam[i]);
+		out->p[i] = stats_pct_lerp(got[rank_index(want, nd, lo[i])],
+					   got[rank_index(want, nd, hi[i])], gam[i]);
 }
