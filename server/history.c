@@ -294,16 +294,23 @@ static void bind_query(sqlite3_stmt *st, const struct run_query *q)
 	}
 }
 
-/* Cursor text: "i:<id>" (id or name order: the name is looked up again),
- * "v:<value>:<id>" (a metric, in its non-null section), "n:<id>" (the
- * runs without the figure, last). */
+/* Cursor text, tied to its sort: "i:<id>" (id order), "a:<name in
+ * hex>:<id>" (name order: the name itself, so a deleted run does not
+ * break the paging), "v:<value>:<id>" (a metric, in its non-null
+ * section), "n:<id>" (the runs without the figure, last). */
 struct cursor {
 	char kind;
 	double v;
+	char name[HR_MAX_NAME_LEN + 1];
 	int64_t id;
 };
 
-static int parse_cursor(const char *c, struct cursor *out)
+static int unhex(int c)
+{
+	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+}
+
+static int parse_cursor(const char *c, int sort_by, struct cursor *out)
 {
 	char *end;
 	if (!c || strlen(c) < 3 || c[1] != ':')
@@ -315,11 +322,25 @@ static int parse_cursor(const char *c, struct cursor *out)
 		if (end == p || *end != ':' || !isfinite(out->v))
 			return -1;
 		p = end + 1;
+	} else if (out->kind == 'a') {
+		size_t n = 0;
+		for (; *p && *p != ':'; p += 2) {
+			int hi = unhex(p[0]), lo = hi < 0 ? -1 : unhex(p[1]);
+			if (lo < 0 || n == HR_MAX_NAME_LEN)
+				return -1;
+			out->name[n++] = (char)(hi * 16 + lo);
+		}
+		out->name[n] = '\0';
+		if (*p++ != ':' || strlen(out->name) != n)
+			return -1;
 	} else if (out->kind != 'i' && out->kind != 'n') {
 		return -1;
 	}
+	int want = sort_by == SORT_ID ? out->kind == 'i'
+		   : sort_by == SORT_NAME ? out->kind == 'a'
+					  : out->kind == 'v' || out->kind == 'n';
 	long long id = strtoll(p, &end, 10);
-	if (end == p || *end || id <= 0)
+	if (!want || end == p || *end || id <= 0)
 		return -1;
 	out->id = id;
 	return 0;
@@ -328,8 +349,8 @@ static int parse_cursor(const char *c, struct cursor *out)
 int history_list(struct store *s, const struct run_query *q, json_t **out, char *err)
 {
 	struct cursor cur = {0};
-	if (q->cursor && parse_cursor(q->cursor, &cur) < 0)
-		return -400 + 0 * errf(err, "'cursor' is not one this API gave out");
+	if (q->cursor && parse_cursor(q->cursor, q->sort_by, &cur) < 0)
+		return -400 + 0 * errf(err, "'cursor' is not one this API gave out for this sort");
 	struct dynbuf b;
 	dynbuf_init(&b, 64 * 1024);
 	const char *stat = q->sort_by == SORT_METRIC ? metric_stat_names[q->sort_stat] : NULL;
@@ -353,9 +374,8 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 		if (q->sort_by == SORT_ID)
 			dynbuf_printf(&b, " AND r.id %s ?92", lt);
 		else if (q->sort_by == SORT_NAME)
-			dynbuf_printf(&b, " AND (r.name %s (SELECT name FROM runs WHERE id = ?92) OR "
-					  "(r.name = (SELECT name FROM runs WHERE id = ?92) AND "
-					  "r.id %s ?92))", lt, lt);
+			dynbuf_printf(&b, " AND (r.name %s ?95 OR (r.name = ?95 AND r.id %s ?92))", lt,
+				      lt);
 		else if (cur.kind == 'v')
 			dynbuf_printf(&b, " AND (m.%s IS NULL OR m.%s %s ?93 OR (m.%s = ?93 AND "
 					  "r.id %s ?92))", stat, stat, lt, stat, lt);
@@ -392,11 +412,13 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 	if (q->cursor) {
 		sqlite3_bind_int64(st, 92, cur.id);
 		sqlite3_bind_double(st, 93, cur.v);
+		if (q->sort_by == SORT_NAME)
+			sqlite3_bind_text(st, 95, cur.name, -1, SQLITE_STATIC);
 	}
 	sqlite3_bind_int(st, 94, q->limit + 1);
 	json_t *runs = json_array();
 	int n = 0, step, more = 0;
-	char next[64] = "";
+	char next[2 * HR_MAX_NAME_LEN + 64] = "";
 	while ((step = sqlite3_step(st)) == SQLITE_ROW) {
 		if (n == q->limit) {
 			more = 1;
@@ -415,6 +437,14 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 				fmt_double(num, v);
 				snprintf(next, sizeof next, "v:%s:%lld", num, (long long)id);
 			}
+		} else if (q->sort_by == SORT_NAME) {
+			const char *nm = (const char *)sqlite3_column_text(st, 1);
+			size_t k = 0;
+			next[k++] = 'a';
+			next[k++] = ':';
+			for (; nm && *nm && k + 2 < sizeof next - 24; nm++, k += 2)
+				snprintf(next + k, 3, "%02x", (unsigned char)*nm);
+			snprintf(next + k, sizeof next - k, ":%lld", (long long)id);
 		} else {
 			snprintf(next, sizeof next, "i:%lld", (long long)id);
 		}

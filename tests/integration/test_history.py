@@ -108,6 +108,18 @@ class History(hrtest.ServiceCase):
         self.assertEqual(pages, ids(whole))
         by_name = [r["name"] for r in self.get("/runs?sort=name&limit=1000")["runs"]]
         self.assertEqual(by_name, sorted(by_name))
+        # name order pages too, and a cursor belongs to its sort
+        pages, cursor = [], None
+        while True:
+            ans = self.get("/runs?sort=-name&limit=2" + ("&cursor=" + cursor if cursor else ""))
+            pages += [r["name"] for r in ans["runs"]]
+            cursor = ans["next_cursor"]
+            if not cursor:
+                break
+        self.assertEqual(pages, sorted(by_name, reverse=True))
+        id_cursor = self.get("/runs?limit=1")["next_cursor"]
+        self.error_field("GET", "/runs?sort=time_to_first_token.p50&cursor=" + id_cursor, None,
+                         400, "cursor")
         row = [r for r in whole["runs"] if r["id"] == a["id"]][0]
         self.assertEqual(row["verdict"], a["summary"]["client"]["verdict"])
         self.assertTrue(row["valid"])
