@@ -837,16 +837,15 @@ int history_group_runs(struct store *s, int64_t group, int64_t *ids, int max, ch
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
 	int n = -1;
-	if (sqlite3_prepare_v2(db, "SELECT (SELECT count(*) FROM run_groups WHERE id = ?1), id "
-				   "FROM runs WHERE group_id = ?1 ORDER BY id",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, "SELECT id FROM runs WHERE group_id = ? ORDER BY id", -1, &st,
+			       NULL) != SQLITE_OK) {
 		sql_fail(db, err);
 		goto out;
 	}
 	sqlite3_bind_int64(st, 1, group);
 	n = 0;
 	while (sqlite3_step(st) == SQLITE_ROW && n < max)
-		ids[n++] = sqlite3_column_int64(st, 1);
+		ids[n++] = sqlite3_column_int64(st, 0);
 	if (n == 0) {
 		/* a group whose runs were all deleted still exists */
 		sqlite3_finalize(st);
