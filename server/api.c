@@ -153,6 +153,39 @@ static enum MHD_Result h_healthz(struct call *k)
 	return reply_json(k->conn, 200, h);
 }
 
+/* A URL whose host is a literal address the allow-list refuses (or whose
+ * port it does not list) is refused at submission, naming field; names are
+ * judged when connecting (docs/security.md, "Targets"). 0 or -1. */
+static int url_refused(const struct netallow *allow, const char *url, char *field,
+		       size_t field_len, const char *name, char *why)
+{
+	if (!allow || !url || netallow_check_url(allow, url, why, 200) != 0)
+		return 0;
+	snprintf(field, field_len, "%s", name);
+	return -1;
+}
+
+static int spec_targets_refused(const struct netallow *allow, const struct spec *sp,
+				char *field, size_t field_len, char *why)
+{
+	if (!sp->target.mock &&
+	    url_refused(allow, sp->target.url, field, field_len, "target.url", why) < 0)
+		return -1;
+	json_t *lists[] = {sp->telemetry.dcgm_urls, sp->telemetry.metrics_urls};
+	const char *names[] = {"telemetry.dcgm_urls", "telemetry.metrics_urls"};
+	for (int l = 0; l < 2; l++) {
+		size_t i;
+		json_t *u;
+		json_array_foreach(lists[l], i, u) {
+			char name[64];
+			snprintf(name, sizeof name, "%s[%zu]", names[l], i);
+			if (url_refused(allow, json_string_value(u), field, field_len, name, why) < 0)
+				return -1;
+		}
+	}
+	return 0;
+}
+
 static enum MHD_Result h_create(struct call *k)
 {
 	struct spec spec;
@@ -160,6 +193,12 @@ static enum MHD_Result h_create(struct call *k)
 	char err[HR_ERRLEN];
 	if (spec_parse(k->body, k->body_len, k->a->o.default_workers, &spec, &se) < 0)
 		return reply_error(k->conn, 400, se.code, se.field, "%s", se.message);
+	char tfield[64], twhy[200];
+	if (spec_targets_refused(k->a->o.allow, &spec, tfield, sizeof tfield, twhy) < 0) {
+		spec_release(&spec);
+		return reply_error(k->conn, 400, "target_not_allowed", tfield,
+				   "address not allowed: %s", twhy);
+	}
 	if (spec.workload.kind == SPEC_WL_DATASET) {
 		/* the dataset must exist and suit the load; the stored spec names
 		 * it by content too (sha256, format), for the run's history */

@@ -19,6 +19,7 @@
 #include <stdio.h>
 
 #include "auth.h"
+#include "netallow.h"
 #include "runner.h"
 #include "store.h"
 
@@ -34,6 +35,9 @@ struct api_opts {
 	int max_connections_per_client; /* HR_MAX_CONNECTIONS_PER_CLIENT */
 	int max_queued_runs;           /* HR_MAX_QUEUED_RUNS */
 	struct auth_opts auth;         /* tokens, TLS, allowed hosts (auth.h) */
+	/* borrowed: the targets allowed (netallow.h), or NULL; a literal
+	 * address that it refuses is answered 400 at submission */
+	const struct netallow *allow;
 };
 
 int api_start(struct store *s, struct runner *r, const struct api_opts *o, struct api **out,

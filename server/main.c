@@ -15,11 +15,16 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include "api.h"
 #include "auth.h"
 #include "runner.h"
+#include "netallow.h"
 #include "runs.h"
 #include "calibrate.h"
 #include "disk.h"
@@ -75,6 +80,13 @@ static void usage(FILE *f)
 	      "  --allowed-host NAME  a Host the API answers (repeatable; NAME or NAME:PORT;\n"
 	      "                       default the --listen host, and on loopback also\n"
 	      "                       localhost, 127.0.0.1 and [::1]; NAME: at any port)\n"
+	      "  --allow-target ENTRY the targets and telemetry URLs runs may connect to\n"
+	      "                       (repeatable): ADDR, ADDR/LEN, NAME or [IPv6], each with\n"
+	      "                       an optional :PORT or :LOW-HIGH; checked on the resolved\n"
+	      "                       address at connect time. Without it a loopback daemon\n"
+	      "                       allows all but link-local and metadata addresses and\n"
+	      "                       its own API, one beyond loopback allows nothing\n"
+	      "                       (docs/security.md, \"Targets\")\n"
 	      "  --list-routes        print the API routes and exit\n"
 	      "  --version, --help\n",
 	      f);
@@ -124,8 +136,48 @@ static char *beside_self(const char *name)
 	return xasprintf("%s/%s", self, name);
 }
 
+/* The daemon's own API address (HOST:PORT or [HOST]:PORT, as bound) goes
+ * into the allow-list as refused; a daemon beyond loopback with no
+ * --allow-target allows no target at all. */
+static int allow_self(struct netallow *allow, const char *address)
+{
+	char host[300];
+	const char *colon = strrchr(address, ':');
+	if (!colon || (size_t)(colon - address) >= sizeof host)
+		return -1;
+	size_t n = (size_t)(colon - address);
+	memcpy(host, address, n);
+	host[n] = '\0';
+	char *h = host;
+	if (h[0] == '[' && n >= 2 && h[n - 1] == ']') {
+		h[n - 1] = '\0';
+		h++;
+	}
+	int port = atoi(colon + 1);
+	struct addrinfo hints = {.ai_socktype = SOCK_STREAM}, *ai = NULL;
+	if (getaddrinfo(h, NULL, &hints, &ai) != 0)
+		return -1;
+	int loopback = 1;
+	for (struct addrinfo *p = ai; p; p = p->ai_next) {
+		netallow_add_self(allow, p->ai_addr, port);
+		const struct sockaddr_in *s4 = (const struct sockaddr_in *)p->ai_addr;
+		const struct sockaddr_in6 *s6 = (const struct sockaddr_in6 *)p->ai_addr;
+		if (p->ai_family == AF_INET ? (ntohl(s4->sin_addr.s_addr) >> 24) != 127
+					    : !IN6_IS_ADDR_LOOPBACK(&s6->sin6_addr))
+			loopback = 0;
+	}
+	freeaddrinfo(ai);
+	if (!loopback && allow->n == 0) {
+		allow->closed = true;
+		fprintf(stderr, "headroomd: WARNING: listening beyond loopback without "
+				"--allow-target: every target is refused (docs/security.md)\n");
+	}
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
+	static struct netallow allow; /* --allow-target, the daemon's own address */
 	const char *listen = "127.0.0.1:8080", *data = "headroom-data", *transport = "ipc";
 	const char *nvml_lib = NULL;
 	char *worker_bin = NULL, *mock_bin = NULL, *data_abs = NULL, *secrets = NULL;
@@ -168,6 +220,12 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			ao.auth.allowed_hosts[ao.auth.n_allowed_hosts++] = v;
+		} else if (strcmp(a, "--allow-target") == 0) {
+			char aerr[HR_ERRLEN];
+			if (netallow_add(&allow, v, aerr) < 0) {
+				fprintf(stderr, "headroomd: --allow-target: %s\n", aerr);
+				return 2;
+			}
 		} else if (strcmp(a, "--nvml-lib") == 0) {
 			nvml_lib = v;
 		} else if (strcmp(a, "--data") == 0) {
@@ -300,17 +358,24 @@ int main(int argc, char **argv)
 				 .mock_bin = mock_bin,
 				 .secrets_dir = secrets,
 				 .retain_days = retain_days,
-				 .retain_per_fp = retain_per_fp};
+				 .retain_per_fp = retain_per_fp,
+				 .allow = &allow};
 	if (runner_start(store, &ro, &runner, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
 	}
 	ao.listen = listen;
 	ao.default_workers = default_workers;
+	ao.allow = &allow;
 	if (api_start(store, runner, &ao, &api, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
 	}
+	if (allow_self(&allow, api_address(api)) < 0) {
+		fprintf(stderr, "headroomd: cannot resolve my own address %s\n", api_address(api));
+		goto out;
+	}
+	runner_allow_ready(runner);
 	printf("headroomd listening on %s://%s (data %s)\n", ao.auth.tls_cert ? "https" : "http",
 	       api_address(api), store_path(store));
 	fflush(stdout);

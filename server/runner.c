@@ -1,6 +1,7 @@
 /* runner.c - executes runs one at a time with a pool of worker processes. */
 #include "runner.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
@@ -51,6 +52,7 @@ struct runner {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	int kicked;
+	int allow_ready; /* runner_allow_ready was called (or o.allow is NULL) */
 	atomic_int stopping;
 	atomic_llong cancel_id;
 	atomic_llong stored; /* records written by the store (all runs) */
@@ -103,6 +105,9 @@ struct run_ctx {
 	char *store_error;     /* the first store failure during the run */
 	/* the daemon's own sample (client.h) */
 	int64_t next_sample, last_sample, last_cpu;
+	/* the targets allowed: the operator's list, plus target.mock's own
+	 * mock (docs/security.md, "Targets") */
+	struct netallow net;
 };
 
 /* --- helpers ------------------------------------------------------------------ */
@@ -220,6 +225,23 @@ static json_t *phase_share(const struct spec_load *ld, int i, int n, int stream,
 }
 
 /* The SCHEDULE message for worker i. */
+/* share.net (api/protocol.md): the allow-list as given, and the daemon's
+ * own addresses. */
+static json_t *net_share(const struct netallow *a)
+{
+	json_t *allow = json_array(), *self = json_array();
+	for (int k = 0; k < a->n; k++)
+		json_array_append_new(allow, json_string(a->e[k].text));
+	for (int k = 0; k < a->n_self; k++) {
+		char txt[INET6_ADDRSTRLEN], buf[INET6_ADDRSTRLEN + 10];
+		inet_ntop(a->self[k].family, a->self[k].addr, txt, sizeof txt);
+		snprintf(buf, sizeof buf, a->self[k].family == AF_INET6 ? "[%s]:%d" : "%s:%d", txt,
+			 a->self[k].port);
+		json_array_append_new(self, json_string(buf));
+	}
+	return json_pack("{s:o, s:o, s:b}", "allow", allow, "self", self, "closed", a->closed);
+}
+
 static json_t *make_share(const struct run_ctx *c, int i)
 {
 	const struct spec *sp = &c->spec;
@@ -255,6 +277,7 @@ static json_t *make_share(const struct run_ctx *c, int i)
 		json_object_set_new(share, "warmup",
 				    phase_share(&sp->warmup, i, c->n, RNG_STREAM_WARMUP_ARRIVAL,
 						WARMUP_REQ_OFFSET));
+	json_object_set_new(share, "net", net_share(&c->net));
 	return json_pack("{s:I, s:i, s:i, s:O, s:o}", "run_id", (json_int_t)c->id, "worker", i,
 			 "workers", c->n, "spec", sp->json, "share", share);
 }
@@ -831,6 +854,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		calib_run_finished(r->store, id, spec_json);
 		return;
 	}
+	if (r->o.allow)
+		c.net = *r->o.allow;
 	json_t *run_json = json_incref(spec_json);
 	json_t *tgt = json_object_get(spec_json, "target");
 	if (json_is_true(json_object_get(tgt, "mock"))) {
@@ -851,6 +876,10 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		snprintf(url, sizeof url, "http://%s", mock.addr);
 		json_object_set_new(t, "url", json_string(url));
 		json_object_del(t, "mock");
+		/* the mock the daemon started is allowed, whatever the list says
+		 * (a full list leaves it to the open default: no list at all) */
+		if ((c.net.n > 0 || c.net.closed) && netallow_add(&c.net, mock.addr, err) < 0)
+			fprintf(stderr, "headroomd: run %lld: %s\n", (long long)id, err);
 		fprintf(stderr, "headroomd: run %lld: headroom-mock (pid %d) on %s\n", (long long)id,
 			(int)mock.pid, mock.addr);
 	}
@@ -898,7 +927,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	fprintf(stderr, "headroomd: run %lld started with %d worker(s)\n", (long long)id, c.n);
 
 	/* telemetry from before the first request (the baseline) to after the last */
-	struct collector *tele = collector_start(r->store, id, &c.spec, r->o.nvml_lib);
+	struct collector *tele = collector_start(r->store, id, &c.spec, r->o.nvml_lib,
+						  &c.net);
 	if (open_socket(&c) == 0) {
 		for (int i = 0; i < c.n; i++)
 			if (spawn_worker(&c, i) < 0) {
@@ -1098,6 +1128,10 @@ static void cooldown(struct runner *r, int64_t id, double seconds)
 static void *runner_main(void *arg)
 {
 	struct runner *r = arg;
+	pthread_mutex_lock(&r->mu); /* no run before the allow-list is complete */
+	while (!r->allow_ready && !atomic_load(&r->stopping))
+		pthread_cond_wait(&r->cv, &r->mu);
+	pthread_mutex_unlock(&r->mu);
 	while (!atomic_load(&r->stopping)) {
 		int64_t id;
 		json_t *spec = NULL;
@@ -1224,6 +1258,7 @@ int runner_start(struct store *s, const struct runner_opts *o, struct runner **o
 	struct runner *r = xcalloc(1, sizeof *r);
 	r->store = s;
 	r->o = *o;
+	r->allow_ready = !o->allow;
 	if (!r->o.transport)
 		r->o.transport = "ipc";
 	if (r->o.data_dir)
@@ -1240,6 +1275,14 @@ int runner_start(struct store *s, const struct runner_opts *o, struct runner **o
 	}
 	*out = r;
 	return 0;
+}
+
+void runner_allow_ready(struct runner *r)
+{
+	pthread_mutex_lock(&r->mu);
+	r->allow_ready = 1;
+	pthread_cond_broadcast(&r->cv);
+	pthread_mutex_unlock(&r->mu);
 }
 
 void runner_kick(struct runner *r)

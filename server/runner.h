@@ -13,6 +13,7 @@
 
 #include <stdint.h>
 
+#include "netallow.h"
 #include "store.h"
 
 struct runner_opts {
@@ -25,6 +26,11 @@ struct runner_opts {
 	const char *secrets_dir; /* borrowed; target.api_key_secret NAME is the file DIR/NAME */
 	int retain_days;         /* retention after each run (history.h); 0: keep all */
 	int retain_per_fp;       /* newest runs kept per fingerprint; 0: no limit */
+	/* borrowed: the targets allowed (--allow-target, the daemon's own
+	 * address); NULL: all. Read at each run's start; when set, no run
+	 * starts before runner_allow_ready (the daemon's address is known only
+	 * once the API is bound) */
+	const struct netallow *allow;
 };
 
 struct runner;
@@ -36,6 +42,8 @@ int runner_recover(struct store *s, int default_workers, char *err);
 /* Starts the runner thread (first removing run-*.sock files a crashed
  * daemon left in data_dir). */
 int runner_start(struct store *s, const struct runner_opts *o, struct runner **out, char *err);
+/* opts.allow is complete: runs may start. */
+void runner_allow_ready(struct runner *r);
 /* A run was queued: wake the runner. Any thread. */
 void runner_kick(struct runner *r);
 /* Stop run id if it is the one running (the store already has the request). */

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "dynbuf.h"
@@ -32,6 +33,9 @@ struct source {
 	int passes;        /* passes completed, failed ones included */
 	int64_t due;       /* monotonic ns of its next pass */
 	char cerr[CURL_ERROR_SIZE];
+	const struct netallow *allow; /* borrowed; NULL: all allowed */
+	char *host;                   /* the URL's host, for the allow-list's names */
+	char refused[200];            /* why the allow-list refused an address, or "" */
 };
 
 /* What a source said about one GPU; strings owned, NULL when unknown. */
@@ -399,6 +403,7 @@ static void scrape_start(struct collector *c, struct source *src)
 {
 	dynbuf_reset(&src->body);
 	src->cerr[0] = '\0';
+	src->refused[0] = '\0';
 	if (curl_multi_add_handle(c->multi, src->easy) != CURLM_OK) {
 		snprintf(src->detail, sizeof src->detail, "%.200s: cannot start the transfer",
 			 src->target);
@@ -415,6 +420,12 @@ static void scrape_done(struct collector *c, struct source *src, CURLcode rc, st
 	int64_t t = wall_ns();
 	long status = 0;
 	curl_easy_getinfo(src->easy, CURLINFO_RESPONSE_CODE, &status);
+	if (rc != CURLE_OK && src->refused[0]) {
+		snprintf(src->detail, sizeof src->detail, "%.120s: address not allowed: %.100s",
+			 src->target, src->refused);
+		src->ok = 0;
+		return;
+	}
 	if (rc != CURLE_OK) {
 		snprintf(src->detail, sizeof src->detail, "%.120s: %.120s", src->target,
 			 src->cerr[0] ? src->cerr : curl_easy_strerror(rc));
@@ -637,11 +648,36 @@ static void add_source(struct collector *c, int kind, const char *target)
 	dynbuf_init(&s->body, HR_MAX_SCRAPE_BYTES);
 }
 
+/* The scraper connects only where the allow-list says (docs/security.md,
+ * "Targets"): a refused address gets no socket, so nothing is sent. */
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct source *s = ud;
+	char why[sizeof s->refused];
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKET_BAD;
+	if (s->allow && !netallow_check(s->allow, &a->addr, s->host, why, sizeof why)) {
+		if (!s->refused[0])
+			memcpy(s->refused, why, sizeof why);
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype, a->protocol);
+}
+
 static CURL *page_handle(const struct spec *spec, struct source *s)
 {
 	CURL *e = curl_easy_init();
 	if (!e)
 		xalloc_die();
+	CURLU *u = curl_url();
+	char *host = NULL;
+	if (u && curl_url_set(u, CURLUPART_URL, s->target, 0) == CURLUE_OK &&
+	    curl_url_get(u, CURLUPART_HOST, &host, 0) == CURLUE_OK && host)
+		s->host = xstrdup(host);
+	curl_free(host);
+	curl_url_cleanup(u);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, s);
 	curl_easy_setopt(e, CURLOPT_URL, s->target);
 	curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, on_body);
 	curl_easy_setopt(e, CURLOPT_WRITEDATA, &s->body);
@@ -667,6 +703,7 @@ static void collector_free(struct collector *c)
 		}
 		dynbuf_release(&c->src[k].body);
 		free(c->src[k].target);
+		free(c->src[k].host);
 	}
 	free(c->src);
 	curl_multi_cleanup(c->multi);
@@ -683,7 +720,7 @@ static void collector_free(struct collector *c)
 }
 
 struct collector *collector_start(struct store *s, int64_t run_id, const struct spec *spec,
-				  const char *nvml_lib)
+				  const char *nvml_lib, const struct netallow *allow)
 {
 	struct collector *c = xcalloc(1, sizeof *c);
 	c->store = s;
@@ -724,8 +761,10 @@ struct collector *collector_start(struct store *s, int64_t run_id, const struct 
 	if (!c->multi)
 		xalloc_die();
 	for (int k = 0; k < c->nsrc; k++) /* the array no longer moves */
-		if (c->src[k].kind != SRC_NVML)
+		if (c->src[k].kind != SRC_NVML) {
+			c->src[k].allow = allow;
 			c->src[k].easy = page_handle(spec, &c->src[k]);
+		}
 	pthread_condattr_t cattr;
 	pthread_condattr_init(&cattr);
 	pthread_condattr_setclock(&cattr, CLOCK_MONOTONIC);

@@ -23,6 +23,7 @@
 
 #include <stdint.h>
 
+#include "netallow.h"
 #include "spec.h"
 #include "store.h"
 
@@ -31,9 +32,10 @@ struct collector;
 /* The baseline wait's allowance beyond the scrape timeout (NVML's reads). */
 #define BASELINE_MARGIN_NS 2000000000LL
 
-/* spec is borrowed for the collector's lifetime; nvml_lib may be NULL. */
+/* spec and allow (the targets allowed, docs/security.md "Targets"; NULL:
+ * all) are borrowed for the collector's lifetime; nvml_lib may be NULL. */
 struct collector *collector_start(struct store *s, int64_t run_id, const struct spec *spec,
-				  const char *nvml_lib);
+				  const char *nvml_lib, const struct netallow *allow);
 /* Blocks until every source has completed its first pass (the baseline),
  * at most telemetry.scrape_timeout_ms plus BASELINE_MARGIN_NS, or until
  * give_up(ud) (asked every 100 ms; may be NULL) says to stop waiting.

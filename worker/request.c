@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 
 #include "chunkscan.h"
 #include "jsonesc.h"
@@ -231,6 +232,10 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 		curl_url_cleanup(c->curlu);
 		c->curlu = NULL;
 	}
+	char *host = NULL; /* for the allow-list's name entries */
+	if (c->curlu && curl_url_get(c->curlu, CURLUPART_HOST, &host, 0) == CURLUE_OK && host)
+		c->host = xstrdup(host);
+	curl_free(host);
 	c->endpoint = s->target.endpoint;
 	c->stream = s->target.stream;
 	double ms = s->target.timeout_s * 1000.0;
@@ -267,6 +272,7 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 void req_cfg_release(struct req_cfg *c)
 {
 	free(c->url);
+	free(c->host);
 	curl_url_cleanup(c->curlu);
 	curl_slist_free_all(c->headers);
 	free(c->body_tail);
@@ -646,6 +652,25 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
 
 /* --- life of a request ------------------------------------------------- */
 
+/* Every socket libcurl opens for a request: the resolved address is checked
+ * against the operator's allow-list first, and a refused one gets no socket,
+ * so not a byte is sent (docs/security.md, "Targets"). libcurl may try
+ * other addresses of the name; the request fails only if none is allowed. */
+static curl_socket_t on_open_socket(void *ud, curlsocktype purpose, struct curl_sockaddr *a)
+{
+	struct req *r = ud;
+	char why[sizeof r->refused];
+	if (purpose != CURLSOCKTYPE_IPCXN)
+		return CURL_SOCKET_BAD;
+	if (r->cfg->allow && !netallow_check(r->cfg->allow, &a->addr, r->cfg->host, why,
+					     sizeof why)) {
+		if (!r->refused[0])
+			memcpy(r->refused, why, sizeof why);
+		return CURL_SOCKET_BAD;
+	}
+	return socket(a->family, a->socktype, a->protocol);
+}
+
 struct req *req_new(const struct req_cfg *cfg)
 {
 	CURL *e = curl_easy_init();
@@ -689,6 +714,8 @@ struct req *req_new(const struct req_cfg *cfg)
 	curl_easy_setopt(e, CURLOPT_HEADERDATA, r);
 	curl_easy_setopt(e, CURLOPT_ERRORBUFFER, r->errbuf);
 	curl_easy_setopt(e, CURLOPT_PRIVATE, r);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETFUNCTION, on_open_socket);
+	curl_easy_setopt(e, CURLOPT_OPENSOCKETDATA, r);
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 #endif
@@ -732,6 +759,7 @@ void req_reset(struct req *r)
 	r->err_body_len = 0;
 	r->err_body[0] = '\0';
 	r->errbuf[0] = '\0';
+	r->refused[0] = '\0';
 	dynbuf_reset(&r->resp);
 	dynbuf_reset(&r->answer);
 	dynbuf_reset(&r->output);
@@ -1333,6 +1361,9 @@ void req_complete(struct req *r, CURLcode result, int64_t done_ns)
 		char *body = clean_text(r->err_body, r->err_body_len);
 		msg = xasprintf("HTTP %ld%s%s", code, *body ? ": " : "", body);
 		free(body);
+	} else if (result != CURLE_OK && r->refused[0]) {
+		err = HR_ERR_CONNECT;
+		msg = xasprintf("address not allowed: %s", r->refused);
 	} else if (result != CURLE_OK) {
 		err = req_curl_error(result);
 		msg = xstrdup(r->errbuf[0] ? r->errbuf : curl_easy_strerror(result));

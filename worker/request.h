@@ -29,6 +29,7 @@
 #include "chunkscan.h"
 #include "dynbuf.h"
 #include "endpoint.h"
+#include "netallow.h"
 #include "record.h"
 #include "spec.h"
 #include "sse.h"
@@ -70,6 +71,11 @@ struct req_cfg {
 	int items;        /* passages (rankings) or inputs (embeddings) per request; 0: unknown */
 	struct ep_template tpl;            /* template: the body */
 	struct ep_path resp_path, ev_path; /* template: response_path, stream_path */
+	/* the operator's allow-list (borrowed; NULL: none), checked on each
+	 * address libcurl is about to connect to, and the URL's host for its
+	 * name entries (owned) */
+	const struct netallow *allow;
+	char *host;
 };
 
 /* Builds the shared request parts from a validated spec (borrowed; nothing
@@ -131,6 +137,7 @@ struct req {
 	struct sse_parser sse;
 	struct chunkscan_memo scan_memo; /* the stream's chunkscan memo */
 	char errbuf[CURL_ERROR_SIZE];
+	char refused[200]; /* why the allow-list refused an address ("": it did not) */
 
 	int mode;               /* enum req_body_mode */
 	bool chunked;           /* the response body is chunked (decoded here) */

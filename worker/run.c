@@ -419,6 +419,7 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 	memset(r, 0, sizeof *r);
 	if (req_cfg_init(&r->cfg, spec, worker, err) < 0)
 		return -1;
+	r->cfg.allow = &sh->net;
 	if (spec->workload.tokenizer) {
 		/* prompts of exact token lengths, sliced from the bundled corpus */
 		char terr[HR_ERRLEN];

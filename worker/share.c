@@ -1,8 +1,11 @@
 /* share.c - validation of the SCHEDULE payload (see share.h). */
 #include "share.h"
 
+#include <arpa/inet.h>
 #include <math.h>
+#include <netinet/in.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "limits.h"
@@ -222,6 +225,54 @@ static int parse_dataset(json_t *o, struct share *sh, char *err)
 	return 0;
 }
 
+/* share.net: {"allow": [ENTRY...], "closed": bool, "self": ["ADDR:PORT"...]}
+ * (api/protocol.md). */
+static int parse_net(json_t *o, struct netallow *a, char *err)
+{
+	json_t *allow = json_object_get(o, "allow"), *self = json_object_get(o, "self");
+	json_t *closed = json_object_get(o, "closed"), *v;
+	size_t i;
+	char e2[HR_ERRLEN];
+	if ((allow && !json_is_array(allow)) || (self && !json_is_array(self)) ||
+	    (closed && !json_is_boolean(closed)))
+		return errf(err, "SCHEDULE: share.net.allow and .self must be arrays, .closed a "
+				 "boolean");
+	a->closed = json_is_true(closed);
+	json_array_foreach(allow, i, v) {
+		if (!json_is_string(v) || netallow_add(a, json_string_value(v), e2) < 0)
+			return errf(err, "SCHEDULE: share.net.allow[%zu]: %s", i,
+				    json_is_string(v) ? e2 : "not a string");
+	}
+	json_array_foreach(self, i, v) {
+		/* "ADDR:PORT" or "[ADDR]:PORT" */
+		const char *s = json_is_string(v) ? json_string_value(v) : "";
+		const char *colon = strrchr(s, ':');
+		char host[INET6_ADDRSTRLEN + 2];
+		size_t n = colon ? (size_t)(colon - s) : 0;
+		if (n >= 2 && s[0] == '[' && s[n - 1] == ']') {
+			s++;
+			n -= 2;
+		}
+		char *end = NULL;
+		long port = colon ? strtol(colon + 1, &end, 10) : 0;
+		struct sockaddr_storage ss = {0};
+		struct sockaddr_in *s4 = (struct sockaddr_in *)&ss;
+		struct sockaddr_in6 *s6 = (struct sockaddr_in6 *)&ss;
+		if (n > 0 && n < sizeof host) {
+			memcpy(host, s, n);
+			host[n] = '\0';
+			if (inet_pton(AF_INET, host, &s4->sin_addr) == 1)
+				ss.ss_family = AF_INET;
+			else if (inet_pton(AF_INET6, host, &s6->sin6_addr) == 1)
+				ss.ss_family = AF_INET6;
+		}
+		if (!ss.ss_family || !end || *end || port < 1 || port > 65535 ||
+		    netallow_add_self(a, (struct sockaddr *)&ss, (int)port) < 0)
+			return errf(err, "SCHEDULE: share.net.self[%zu] is not ADDR:PORT", i);
+	}
+	return 0;
+}
+
 static int parse_share(json_t *msg, json_t *s, int index, struct share *sh, char *err)
 {
 	double v;
@@ -285,6 +336,10 @@ static int parse_share(json_t *msg, json_t *s, int index, struct share *sh, char
 	if ((rc = get_obj(s, "share", "dataset", &o, err)) < 0)
 		return -1;
 	if (rc && parse_dataset(o, sh, err) < 0)
+		return -1;
+	if ((rc = get_obj(s, "share", "net", &o, err)) < 0)
+		return -1;
+	if (rc && parse_net(o, &sh->net, err) < 0)
 		return -1;
 	if ((rc = get_obj(s, "share", "warmup", &o, err)) < 0)
 		return -1;

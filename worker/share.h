@@ -21,6 +21,7 @@
 
 #include "dataset.h"
 #include "limits.h"
+#include "netallow.h"
 #include "spec.h"
 
 /* One phase's load. */
@@ -58,6 +59,9 @@ struct share {
 	int ds_format;  /* enum ds_format */
 	struct ds_options ds_opts;
 	int ds_sampling; /* SPEC_SAMPLE_SEQUENTIAL / RANDOM / SHUFFLE */
+	/* share.net: the operator's allow-list of targets and the daemon's own
+	 * addresses (none: every address allowed) */
+	struct netallow net;
 };
 
 /* Reads msg (borrowed; the SCHEDULE payload) for the worker `index`. On
