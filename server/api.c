@@ -186,6 +186,47 @@ static int spec_targets_refused(const struct netallow *allow, const struct spec 
 	return 0;
 }
 
+/* The caller's quotas against the spec (docs/security.md, "Quotas"): 0, or
+ * -1 with the field and a message. */
+static int quota_refused(const struct auth_quota *q, const struct spec *sp, const char **field,
+			 char *msg, size_t len)
+{
+	const struct spec_load *ld = &sp->load;
+	if (q->max_rate > 0 && ld->mode == SPEC_LOAD_RATE && ld->rate > q->max_rate) {
+		*field = "load.rate";
+		snprintf(msg, len, "'load.rate' %g is above this token's max_rate %g", ld->rate,
+			 q->max_rate);
+		return -1;
+	}
+	if (q->max_concurrency > 0) {
+		long long c = ld->mode == SPEC_LOAD_CONCURRENCY ? ld->concurrency : ld->max_concurrency;
+		if (c <= 0 || c > q->max_concurrency) {
+			*field = ld->mode == SPEC_LOAD_CONCURRENCY ? "load.concurrency"
+								  : "load.max_concurrency";
+			snprintf(msg, len, "'%s' must be given and at most this token's "
+					   "max_concurrency %lld", *field, q->max_concurrency);
+			return -1;
+		}
+	}
+	/* a run is bounded by time or by a count: each bound within its
+	 * quota, and a token with only one of the two quotas must use that one */
+	if (q->max_duration_s > 0 && (ld->duration_s > q->max_duration_s ||
+				      (ld->duration_s <= 0 && q->max_requests <= 0))) {
+		*field = "load.duration_s";
+		snprintf(msg, len, "'load.duration_s' must be given and at most this token's "
+				   "max_duration_s %g", q->max_duration_s);
+		return -1;
+	}
+	if (q->max_requests > 0 && (ld->requests > q->max_requests ||
+				    (ld->requests <= 0 && q->max_duration_s <= 0))) {
+		*field = "load.requests";
+		snprintf(msg, len, "'load.requests' must be given and at most this token's "
+				   "max_requests %lld", q->max_requests);
+		return -1;
+	}
+	return 0;
+}
+
 static enum MHD_Result h_create(struct call *k)
 {
 	struct spec spec;
@@ -254,6 +295,23 @@ static enum MHD_Result h_create(struct call *k)
 	}
 	int64_t ids[HR_MAX_REPEAT], group = 0;
 	int count = spec.repeat.count > 1 ? spec.repeat.count : 1;
+	const char *qfield = NULL;
+	char qmsg[200];
+	if (k->auth && quota_refused(&k->auth->quota, &spec, &qfield, qmsg, sizeof qmsg) < 0) {
+		spec_release(&spec);
+		return reply_error(k->conn, 403, "quota_exceeded", qfield, "%s", qmsg);
+	}
+	if (k->auth && k->auth->quota.max_queued > 0) {
+		long long mine = auth_queued_by(k->a->store, k->auth->who);
+		if (mine < 0 || mine + count > k->auth->quota.max_queued) {
+			spec_release(&spec);
+			return reply_error(k->conn, 429, "quota_exceeded", "max_queued",
+					   "this token has %lld run(s) queued and its max_queued is "
+					   "%lld: this submission of %d is refused; retry when they "
+					   "have started",
+					   mine, k->auth->quota.max_queued, count);
+		}
+	}
 	int queued = 0;
 	int rc = history_create_runs(k->a->store, spec.json, count, spec.repeat.cooldown_s,
 				     k->a->o.max_queued_runs, &queued, ids, &group, err);
@@ -781,6 +839,12 @@ static enum MHD_Result h_dataset_create(struct call *k)
 {
 	if (!k->upload || !k->create)
 		return reply_internal(k->conn, "the upload was not kept");
+	if (k->auth && k->auth->quota.max_dataset_mb > 0 &&
+	    ds_upload_bytes(k->upload) > (uint64_t)k->auth->quota.max_dataset_mb << 20)
+		return reply_error(k->conn, 413, "quota_exceeded", "max_dataset_mb",
+				   "the upload is %llu bytes, above this token's max_dataset_mb %lld",
+				   (unsigned long long)ds_upload_bytes(k->upload),
+				   k->auth->quota.max_dataset_mb);
 	json_t *out;
 	struct ds_error de;
 	char err[HR_ERRLEN];

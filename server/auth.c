@@ -121,17 +121,93 @@ static int new_token(char *out)
 	return (p - out) == AUTH_TOKEN_LEN ? 0 : -1;
 }
 
-#define TOKEN_COLS "id, name, role, created_at, revoked_at, last_used_at"
+#define QUOTA_COLS "max_rate, max_concurrency, max_duration_s, max_requests, max_queued, max_dataset_mb"
+#define TOKEN_COLS "id, name, role, created_at, revoked_at, last_used_at, " QUOTA_COLS
+
+static const char *const quota_names[] = {"max_rate",	  "max_concurrency", "max_duration_s",
+					  "max_requests", "max_queued",	     "max_dataset_mb"};
+
+/* The quotas from six columns of st starting at col. */
+static void quota_cols(sqlite3_stmt *st, int col, struct auth_quota *q)
+{
+	memset(q, 0, sizeof *q);
+	q->max_rate = sqlite3_column_double(st, col);
+	q->max_concurrency = sqlite3_column_int64(st, col + 1);
+	q->max_duration_s = sqlite3_column_double(st, col + 2);
+	q->max_requests = sqlite3_column_int64(st, col + 3);
+	q->max_queued = sqlite3_column_int64(st, col + 4);
+	q->max_dataset_mb = sqlite3_column_int64(st, col + 5);
+}
+
+static json_t *num_or_null(double v, int integer)
+{
+	if (v <= 0)
+		return json_null();
+	return integer ? json_integer((json_int_t)v) : json_real(v);
+}
+
+json_t *auth_quota_json(const struct auth_quota *q)
+{
+	return json_pack("{s:o, s:o, s:o, s:o, s:o, s:o}", "max_rate", num_or_null(q->max_rate, 0),
+			 "max_concurrency", num_or_null((double)q->max_concurrency, 1),
+			 "max_duration_s", num_or_null(q->max_duration_s, 0), "max_requests",
+			 num_or_null((double)q->max_requests, 1), "max_queued",
+			 num_or_null((double)q->max_queued, 1), "max_dataset_mb",
+			 num_or_null((double)q->max_dataset_mb, 1));
+}
+
+int auth_quota_parse(json_t *obj, struct auth_quota *q, const char **field, char *err)
+{
+	static const double max[] = {HR_MAX_RATE,	HR_MAX_CONCURRENCY, HR_MAX_DURATION_S,
+				     HR_MAX_REQUESTS,	1000000,	    1000000};
+	memset(q, 0, sizeof *q);
+	for (int i = 0; i < 6; i++) {
+		json_t *v = json_object_get(obj, quota_names[i]);
+		if (!v || json_is_null(v))
+			continue;
+		int integer = i != 0 && i != 2;
+		double d = json_is_number(v) ? json_number_value(v) : -1;
+		if (!json_is_number(v) || (integer && !json_is_integer(v)) || !(d > 0) ||
+		    d > max[i]) {
+			*field = quota_names[i];
+			return errf(err, "'%s' must be %s above 0 and at most %g (or null: no limit)",
+				    quota_names[i], integer ? "an integer" : "a number", max[i]);
+		}
+		switch (i) {
+		case 0: q->max_rate = d; break;
+		case 1: q->max_concurrency = (long long)d; break;
+		case 2: q->max_duration_s = d; break;
+		case 3: q->max_requests = (long long)d; break;
+		case 4: q->max_queued = (long long)d; break;
+		default: q->max_dataset_mb = (long long)d; break;
+		}
+	}
+	return 0;
+}
 
 static json_t *token_row(sqlite3_stmt *st)
 {
-	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o}", "id",
+	struct auth_quota q;
+	quota_cols(st, 6, &q);
+	return json_pack("{s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "id",
 			 (json_int_t)sqlite3_column_int64(st, 0), "name", runs_col_text(st, 1), "role",
 			 runs_col_text(st, 2), "created_at", runs_col_time(st, 3), "revoked_at",
-			 runs_col_time(st, 4), "last_used_at", runs_col_time(st, 5));
+			 runs_col_time(st, 4), "last_used_at", runs_col_time(st, 5), "quotas",
+			 auth_quota_json(&q));
+}
+
+static void bind_pos(sqlite3_stmt *st, int i, double v, int integer)
+{
+	if (v <= 0)
+		sqlite3_bind_null(st, i);
+	else if (integer)
+		sqlite3_bind_int64(st, i, (sqlite3_int64)v);
+	else
+		sqlite3_bind_double(st, i, v);
 }
 
 struct create_args {
+	const struct auth_quota *q;
 	const char *name, *role, *hash;
 	int64_t id, at;
 	int taken;
@@ -141,8 +217,8 @@ static int create_job(struct store_tx *tx, void *arg, char *err)
 {
 	struct create_args *a = arg;
 	static const char q[] = "SELECT 1 FROM api_tokens WHERE name = ?";
-	static const char ins[] = "INSERT INTO api_tokens (name, role, hash, created_at) "
-				  "VALUES (?, ?, ?, ?)";
+	static const char ins[] = "INSERT INTO api_tokens (name, role, hash, created_at, "
+				  QUOTA_COLS ") VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)";
 	sqlite3_stmt *st = store_tx_stmt(tx, q);
 	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
@@ -156,15 +232,24 @@ static int create_job(struct store_tx *tx, void *arg, char *err)
 	sqlite3_bind_text(st, 2, a->role, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, a->hash, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(st, 4, a->at);
+	bind_pos(st, 5, a->q->max_rate, 0);
+	bind_pos(st, 6, (double)a->q->max_concurrency, 1);
+	bind_pos(st, 7, a->q->max_duration_s, 0);
+	bind_pos(st, 8, (double)a->q->max_requests, 1);
+	bind_pos(st, 9, (double)a->q->max_queued, 1);
+	bind_pos(st, 10, (double)a->q->max_dataset_mb, 1);
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return errf(err, "sqlite: %s", sqlite3_errmsg(tx->db));
 	a->id = sqlite3_last_insert_rowid(tx->db);
 	return 0;
 }
 
-int auth_token_create(struct store *s, const char *name, int role, char *token, json_t **out,
-		      char *err)
+int auth_token_create(struct store *s, const char *name, int role, const struct auth_quota *q,
+		      char *token, json_t **out, char *err)
 {
+	static const struct auth_quota none;
+	if (!q)
+		q = &none;
 	if (!name_ok(name)) {
 		errf(err, "a token's name is 1 to %d characters of A-Z a-z 0-9 . _ -, not all "
 			  "digits",
@@ -178,7 +263,7 @@ int auth_token_create(struct store *s, const char *name, int role, char *token, 
 	char hash[65];
 	if (new_token(token) < 0 || sha256_hex(token, strlen(token), hash) < 0)
 		return errf(err, "cannot make a random token");
-	struct create_args a = {.name = name, .role = auth_role_name(role), .hash = hash,
+	struct create_args a = {.q = q, .name = name, .role = auth_role_name(role), .hash = hash,
 				.at = now_ms()};
 	if (store_exec(s, create_job, &a, err) < 0)
 		return -1;
@@ -190,8 +275,9 @@ int auth_token_create(struct store *s, const char *name, int role, char *token, 
 	if (out) {
 		char at[32];
 		fmt_time_ms(at, a.at);
-		*out = json_pack("{s:I, s:s, s:s, s:s, s:n, s:n}", "id", (json_int_t)a.id, "name",
-				 name, "role", a.role, "created_at", at, "revoked_at", "last_used_at");
+		*out = json_pack("{s:I, s:s, s:s, s:s, s:n, s:n, s:o}", "id", (json_int_t)a.id,
+				 "name", name, "role", a.role, "created_at", at, "revoked_at",
+				 "last_used_at", "quotas", auth_quota_json(q));
 	}
 	return 0;
 }
@@ -385,6 +471,22 @@ int auth_set_cancelled_by(struct store *s, int64_t id, const char *who)
 	struct who_args a = {.ids = &id, .n = 1, .who = who && *who ? who : "local", .cancel = 1};
 	char err[HR_ERRLEN];
 	return store_exec(s, who_job, &a, err);
+}
+
+long long auth_queued_by(struct store *s, const char *who)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	long long n = -1;
+	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM runs WHERE state = 'queued' AND "
+				   "submitted_by = ?", -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, who, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW)
+			n = sqlite3_column_int64(st, 0);
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return n;
 }
 
 void auth_run_members(struct store *s, int64_t id, json_t *run)
@@ -598,6 +700,7 @@ static enum MHD_Result reply_unauthorized(struct MHD_Connection *c, const char *
 }
 
 struct found {
+	struct auth_quota quota;
 	int any, known, revoked, role;
 	int64_t id, last_used;
 	char name[AUTH_NAME_MAX + 1];
@@ -618,8 +721,8 @@ static int lookup(sqlite3 *db, const char *hash, struct found *f)
 	sqlite3_finalize(st);
 	if (!hash || !f->any)
 		return 0;
-	if (sqlite3_prepare_v2(db, "SELECT id, name, role, revoked_at, last_used_at FROM api_tokens "
-				   "WHERE hash = ?", -1, &st, NULL) != SQLITE_OK)
+	if (sqlite3_prepare_v2(db, "SELECT id, name, role, revoked_at, last_used_at, " QUOTA_COLS
+				   " FROM api_tokens WHERE hash = ?", -1, &st, NULL) != SQLITE_OK)
 		return -1;
 	sqlite3_bind_text(st, 1, hash, -1, SQLITE_STATIC);
 	int rc = sqlite3_step(st);
@@ -630,6 +733,7 @@ static int lookup(sqlite3 *db, const char *hash, struct found *f)
 		f->role = auth_role_parse((const char *)sqlite3_column_text(st, 2));
 		f->revoked = sqlite3_column_type(st, 3) != SQLITE_NULL;
 		f->last_used = sqlite3_column_int64(st, 4);
+		quota_cols(st, 5, &f->quota);
 	}
 	sqlite3_finalize(st);
 	return rc == SQLITE_ROW || rc == SQLITE_DONE ? 0 : -1;
@@ -777,6 +881,7 @@ int auth_admit(struct auth *g, struct store *s, int reader_wait_ms, struct MHD_C
 	} else {
 		snprintf(r->who, sizeof r->who, "%s", f.name);
 		r->role = f.role;
+		r->quota = f.quota;
 		int64_t now = now_ms();
 		if (now - f.last_used >= TOUCH_EVERY_MS) {
 			struct touch_args *ta = xmalloc(sizeof *ta);
@@ -845,7 +950,8 @@ enum MHD_Result auth_h_token_create(struct call *k)
 		goto out;
 	}
 	json_object_foreach(b, key, v) {
-		if (strcmp(key, "name") != 0 && strcmp(key, "role") != 0) {
+		if (strcmp(key, "name") != 0 && strcmp(key, "role") != 0 &&
+		    strncmp(key, "max_", 4) != 0) {
 			ret = reply_error(k->conn, 400, "unknown_field", key,
 					  "unknown member '%.64s'", key);
 			goto out;
@@ -868,8 +974,24 @@ enum MHD_Result auth_h_token_create(struct call *k)
 		goto out;
 	}
 	char token[AUTH_TOKEN_LEN + 1], err[HR_ERRLEN];
+	struct auth_quota q;
+	const char *qfield = NULL;
+	if (auth_quota_parse(b, &q, &qfield, err) < 0) {
+		ret = reply_error(k->conn, 400, "invalid_value", qfield, "%s", err);
+		goto out;
+	}
+	json_object_foreach(b, key, v) {
+		int known = strncmp(key, "max_", 4) != 0;
+		for (int i = 0; i < 6 && !known; i++)
+			known = strcmp(key, quota_names[i]) == 0;
+		if (!known) {
+			ret = reply_error(k->conn, 400, "unknown_field", key,
+					  "unknown member '%.64s'", key);
+			goto out;
+		}
+	}
 	json_t *out;
-	int rc = auth_token_create(k->a->store, json_string_value(name), r, token, &out, err);
+	int rc = auth_token_create(k->a->store, json_string_value(name), r, &q, token, &out, err);
 	if (rc == -400)
 		ret = reply_error(k->conn, 400, "invalid_value", "name", "%s", err);
 	else if (rc == -409)
@@ -941,6 +1063,8 @@ enum MHD_Result auth_h_audit(struct call *k)
 static void token_usage(FILE *f)
 {
 	fputs("usage: headroomd token create --name NAME --role read|submit|admin [--data DIR]\n"
+	      "         [--max-rate R] [--max-concurrency N] [--max-duration-s S]\n"
+	      "         [--max-requests N] [--max-queued N] [--max-dataset-mb M]\n"
 	      "       headroomd token list [--data DIR]\n"
 	      "       headroomd token revoke NAME|ID [--data DIR]\n"
 	      "\n"
@@ -952,9 +1076,45 @@ static void token_usage(FILE *f)
 	      f);
 }
 
+/* --max-rate R ... into q, checked by auth_quota_parse. -1 (said) or 0. */
+static int quota_args(const char *const *qargs, int nq, struct auth_quota *q)
+{
+	json_t *o = json_object();
+	char err[HR_ERRLEN];
+	const char *field = NULL;
+	for (int i = 0; i < nq; i += 2) {
+		char key[40], *end;
+		snprintf(key, sizeof key, "max_%s", qargs[i] + 6);
+		for (char *c = key; *c; c++)
+			if (*c == '-')
+				*c = '_';
+		int known = 0;
+		for (int k = 0; k < 6; k++)
+			known |= strcmp(key, quota_names[k]) == 0;
+		double d = strtod(qargs[i + 1], &end);
+		if (!known || *end || end == qargs[i + 1]) {
+			fprintf(stderr, "headroomd token create: %s %s\n", qargs[i],
+				known ? "needs a number" : "is unknown");
+			json_decref(o);
+			return -1;
+		}
+		int integer = strcmp(key, "max_rate") != 0 && strcmp(key, "max_duration_s") != 0;
+		json_object_set_new(o, key,
+				    integer && d == (double)(long long)d ? json_integer((json_int_t)d)
+									  : json_real(d));
+	}
+	int rc = auth_quota_parse(o, q, &field, err);
+	json_decref(o);
+	if (rc < 0)
+		fprintf(stderr, "headroomd token create: --%s: %s\n", field ? field : "max", err);
+	return rc;
+}
+
 int auth_token_command(int argc, char **argv)
 {
 	const char *data = "headroom-data", *name = NULL, *role = NULL, *target = NULL;
+	const char *qargs[12]; /* --max-* OPTION VALUE pairs, checked as the API checks them */
+	int nq = 0;
 	if (argc < 1 || strcmp(argv[0], "--help") == 0 || strcmp(argv[0], "-h") == 0) {
 		token_usage(argc < 1 ? stderr : stdout);
 		return argc < 1 ? 2 : 0;
@@ -982,6 +1142,9 @@ int auth_token_command(int argc, char **argv)
 			name = v;
 		} else if (strcmp(a, "--role") == 0 && strcmp(cmd, "create") == 0) {
 			role = v;
+		} else if (strncmp(a, "--max-", 6) == 0 && strcmp(cmd, "create") == 0 && nq < 12) {
+			qargs[nq++] = a;
+			qargs[nq++] = v;
 		} else {
 			fprintf(stderr, "headroomd token %s: unknown option %s\n", cmd, a);
 			token_usage(stderr);
@@ -1002,6 +1165,9 @@ int auth_token_command(int argc, char **argv)
 		fprintf(stderr, "headroomd token revoke: say which token (NAME or ID)\n");
 		return 2;
 	}
+	struct auth_quota quota;
+	if (quota_args(qargs, nq, &quota) < 0)
+		return 2;
 	if (strcmp(cmd, "create") != 0) {
 		char *db = xasprintf("%s/headroom.db", data);
 		struct stat st;
@@ -1022,7 +1188,7 @@ int auth_token_command(int argc, char **argv)
 	int status = 0;
 	if (strcmp(cmd, "create") == 0) {
 		char token[AUTH_TOKEN_LEN + 1];
-		int rc = auth_token_create(s, name, r, token, NULL, err);
+		int rc = auth_token_create(s, name, r, &quota, token, NULL, err);
 		if (rc < 0) {
 			fprintf(stderr, "headroomd token create: %s\n", err);
 			status = rc == -1 ? 1 : 2;

@@ -34,6 +34,23 @@ enum auth_role { AUTH_NONE = 0, AUTH_READ = 1, AUTH_SUBMIT = 2, AUTH_ADMIN = 3 }
 #define AUTH_AUDIT_MAX 1000  /* GET /audit?limit, at most */
 
 /* "read", "submit", "admin" ("none" for AUTH_NONE). */
+/* A token's quotas (docs/security.md, "Quotas"); 0: no limit. */
+struct auth_quota {
+	double max_rate;         /* load.rate */
+	long long max_concurrency; /* load.concurrency, load.max_concurrency */
+	double max_duration_s;   /* load.duration_s (a run must be bounded by time) */
+	long long max_requests;  /* load.requests (a run must be bounded by a count) */
+	long long max_queued;    /* the token's runs queued at once */
+	long long max_dataset_mb; /* one dataset upload */
+};
+
+/* Reads the quota members of obj (max_rate...; others ignored, each
+ * optional, null for none) into q. Returns 0, or -1 with the member's name
+ * in field and a message in err. */
+int auth_quota_parse(json_t *obj, struct auth_quota *q, const char **field, char *err);
+/* The quotas as an object (every member, null for none). */
+json_t *auth_quota_json(const struct auth_quota *q);
+
 const char *auth_role_name(int role);
 /* The role named s, or -1. */
 int auth_role_parse(const char *s);
@@ -44,8 +61,8 @@ int auth_role_parse(const char *s);
  * (AUTH_TOKEN_LEN + 1 bytes), shown once; *out (may be NULL) the token's
  * object as listed. Returns 0; -400 for a bad name, -409 when the name is
  * taken (err says which); -1 on a store failure. */
-int auth_token_create(struct store *s, const char *name, int role, char *token, json_t **out,
-		      char *err);
+int auth_token_create(struct store *s, const char *name, int role, const struct auth_quota *q,
+		      char *token, json_t **out, char *err);
 /* {"tokens": [{id, name, role, created_at, revoked_at, last_used_at}]}:
  * every token, oldest first, never a hash. */
 int auth_token_list(struct store *s, json_t **out, char *err);
@@ -63,6 +80,8 @@ int auth_set_cancelled_by(struct store *s, int64_t id, const char *who);
 /* Adds "submitted_by" and "cancelled_by" (string or null) to run, the
  * object of run id. */
 void auth_run_members(struct store *s, int64_t id, json_t *run);
+/* How many runs `who` submitted are queued now, or -1. */
+long long auth_queued_by(struct store *s, const char *who);
 
 /* --- the gate -------------------------------------------------------------- */
 
@@ -84,6 +103,7 @@ struct auth_req {
 	char method[16];
 	char path[AUTH_PATH_MAX + 1];
 	char detail[160];            /* set by a handler, may stay empty */
+	struct auth_quota quota;     /* the token's quotas (none for "local") */
 };
 
 /* Checks the listen address before anything binds: beyond loopback needs

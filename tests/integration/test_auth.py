@@ -181,7 +181,7 @@ class TokenModeTest(unittest.TestCase):
         self.assertEqual(names["t-read"]["role"], "read")
         for t in body["tokens"]:
             self.assertEqual(set(t), {"id", "name", "role", "created_at", "revoked_at",
-                                      "last_used_at"})
+                                      "last_used_at", "quotas"})
         text = json.dumps(body)
         for tok in self.tokens.values():
             self.assertTrue(TOKEN_RE.match(tok), tok)
