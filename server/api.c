@@ -20,6 +20,7 @@
 #include "export.h"
 #include "history.h"
 #include "limits.h"
+#include "redact.h"
 #include "runs.h"
 #include "spec.h"
 #include "summary.h"
@@ -234,6 +235,39 @@ static enum MHD_Result h_create(struct call *k)
 	char err[HR_ERRLEN];
 	if (spec_parse(k->body, k->body_len, k->a->o.default_workers, &spec, &se) < 0)
 		return reply_error(k->conn, 400, se.code, se.field, "%s", se.message);
+	/* credentials come from declared secrets only (docs/security.md#secrets):
+	 * never from the daemon's environment by a name the caller chooses,
+	 * and never as literal values, which would be stored and shown */
+	if (spec.target.api_key_env) {
+		spec_release(&spec);
+		return reply_error(k->conn, 400, "invalid_value", "target.api_key_env",
+				   "API keys come from secrets the daemon declares: name one as "
+				   "'target.api_key_secret' (headroomd --secret)");
+	}
+	if (spec.target.api_key_secret) {
+		const char *url = json_string_value(
+		    json_object_get(json_object_get(spec.json, "target"), "url"));
+		/* target.mock: no url yet (the host is checked when the run starts) */
+		if (secrets_allow(k->a->o.secrets, spec.target.api_key_secret, url, err,
+				  sizeof err) < 0) {
+			spec_release(&spec);
+			const char *colon = strchr(err, ':');
+			char fld[32];
+			snprintf(fld, sizeof fld, "%.*s", colon ? (int)(colon - err) : 0, err);
+			return reply_error(k->conn, 400, "invalid_value", fld, "%s",
+					   colon ? colon + 2 : err);
+		}
+	}
+	char cred[300];
+	if (redact_spec_find(spec.json, cred, sizeof cred)) {
+		spec_release(&spec);
+		return reply_error(k->conn, 400, "invalid_value", cred,
+				   "'%s' looks like a credential (a sensitive header, URL user-info "
+				   "or a token-like query parameter), which would be stored and shown "
+				   "with the run: send credentials through a declared secret "
+				   "('target.api_key_secret')",
+				   cred);
+	}
 	char tfield[64], twhy[200];
 	if (spec_targets_refused(k->a->o.allow, &spec, tfield, sizeof tfield, twhy) < 0) {
 		spec_release(&spec);

@@ -29,6 +29,7 @@ struct api_opts {
 	const char *listen;    /* HOST:PORT; port 0 picks a free one */
 	int default_workers;   /* for specs without "workers" */
 	const char *web_dir;   /* static dashboard files, may be NULL */
+	const struct secrets *secrets; /* declared secrets (secrets.h); may be NULL */
 	/* bounds; 0 takes the default from lib/limits.h */
 	int reader_wait_ms;            /* HR_READER_WAIT_MS */
 	int max_connections;           /* HR_MAX_CONNECTIONS */

@@ -40,8 +40,12 @@ static void usage(FILE *f)
 	      "                       port 0 picks a free port)\n"
 	      "  --data DIR           directory of the SQLite store (default ./headroom-data)\n"
 	      "  --worker-bin PATH    headroom-worker to launch (default: beside headroomd)\n"
-	      "  --secrets-dir DIR    secrets for target.api_key_secret: the file DIR/NAME\n"
-	      "                       (mode 600) holds secret NAME (default DATA/secrets)\n"
+	      "  --secret NAME=env:VAR@HOST[,HOST...]\n"
+	      "  --secret NAME=file:PATH@HOST[,HOST...]\n"
+	      "                       declares secret NAME for target.api_key_secret: its\n"
+	      "                       value is the daemon's variable VAR or the file PATH\n"
+	      "                       (mode 600, one line), sent only to the hosts listed\n"
+	      "                       (HOST: any port; HOST:PORT: that port). Repeatable\n"
 	      "  --mock-bin PATH      headroom-mock for runs with target.mock and for\n"
 	      "                       calibrations (default: beside headroomd)\n"
 	      "  --transport ipc|tcp  how workers connect (default ipc)\n"
@@ -180,7 +184,8 @@ int main(int argc, char **argv)
 	static struct netallow allow; /* --allow-target, the daemon's own address */
 	const char *listen = "127.0.0.1:8080", *data = "headroom-data", *transport = "ipc";
 	const char *nvml_lib = NULL;
-	char *worker_bin = NULL, *mock_bin = NULL, *data_abs = NULL, *secrets = NULL;
+	char *worker_bin = NULL, *mock_bin = NULL, *data_abs = NULL;
+	struct secrets secrets = {0};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
 	int retain_days = 0, retain_per_fp = 0;
@@ -233,9 +238,19 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--worker-bin") == 0) {
 			free(worker_bin);
 			worker_bin = xstrdup(v);
+		} else if (strcmp(a, "--secret") == 0) {
+			char serr[400];
+			if (secrets_add(&secrets, v, serr, sizeof serr) < 0) {
+				fprintf(stderr, "headroomd: %s\n", serr);
+				secrets_free(&secrets);
+				free(worker_bin);
+				free(mock_bin);
+				return 2;
+			}
 		} else if (strcmp(a, "--secrets-dir") == 0) {
-			free(secrets);
-			secrets = xstrdup(v);
+			fprintf(stderr, "headroomd: --secrets-dir is gone: declare each secret with its "
+					"hosts, --secret NAME=file:DIR/NAME@HOST (docs/security.md)\n");
+			return 2;
 		} else if (strcmp(a, "--mock-bin") == 0) {
 			free(mock_bin);
 			mock_bin = xstrdup(v);
@@ -305,7 +320,7 @@ int main(int argc, char **argv)
 			strerror(errno));
 		free(worker_bin);
 		free(mock_bin);
-		free(secrets);
+		secrets_free(&secrets);
 		return 1;
 	}
 
@@ -348,15 +363,13 @@ int main(int argc, char **argv)
 	disk_configure(data_abs ? data_abs : data, min_free_mb);
 	if (disk_reserve_make(err) < 0) /* made again before each run */
 		fprintf(stderr, "headroomd: %s\n", err);
-	if (!secrets)
-		secrets = xasprintf("%s/secrets", data_abs ? data_abs : data);
 	struct runner_opts ro = {.data_dir = data_abs ? data_abs : data,
 				 .worker_bin = worker_bin,
 				 .transport = transport,
 				 .default_workers = default_workers,
 				 .nvml_lib = nvml_lib,
 				 .mock_bin = mock_bin,
-				 .secrets_dir = secrets,
+				 .secrets = &secrets,
 				 .retain_days = retain_days,
 				 .retain_per_fp = retain_per_fp,
 				 .allow = &allow};
@@ -366,6 +379,7 @@ int main(int argc, char **argv)
 	}
 	ao.listen = listen;
 	ao.default_workers = default_workers;
+	ao.secrets = &secrets;
 	ao.allow = &allow;
 	if (api_start(store, runner, &ao, &api, err) < 0) {
 		fprintf(stderr, "headroomd: %s\n", err);
@@ -396,7 +410,7 @@ out:
 	store_free(store);
 	free(worker_bin);
 	free(mock_bin);
-	free(secrets);
+	secrets_free(&secrets);
 	free(data_abs);
 	curl_global_cleanup();
 	return status;

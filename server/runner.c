@@ -28,6 +28,7 @@
 #include "judge.h"
 #include "limits.h"
 #include "mockproc.h"
+#include "nvml.h"
 #include "proto.h"
 #include "rng.h"
 #include "runs.h"
@@ -305,9 +306,25 @@ static int spawn_worker(struct run_ctx *c, int i)
 #define SECRET_ENV "HEADROOM_TARGET_API_KEY"
 #define PARENT_ENV "HEADROOM_PARENT_PID" /* worker/main.c: die with this process */
 
-/* The workers' environment: the daemon's, with PARENT_ENV (a worker sets
- * PR_SET_PDEATHSIG and checks its parent is still this process) and the
- * API key when there is one. */
+/* The workers' environment (docs/security.md#secrets): never the
+ * daemon's whole one, which may hold anything; only the variables that
+ * say how to run (PATH, HOME, TMPDIR, TZ, LANG, LC_*), the HEADROOM_*
+ * ones a worker reads, the sanitizers' settings, PARENT_ENV (a worker
+ * sets PR_SET_PDEATHSIG and checks its parent is still this process) and
+ * the API key when there is one. */
+static int env_kept(const char *e)
+{
+	static const char *const exact[] = {"PATH=", "HOME=", "TMPDIR=", "TZ=", "LANG=",
+					    "LANGUAGE=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=",
+					    "LSAN_OPTIONS=", "HEADROOM_WORKER_JSON=",
+					    "HEADROOM_WORKER_BURN_US=", "HEADROOM_WORKER_SPIN_US=",
+					    HR_NVML_ENV_LIB "="};
+	for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
+		if (strncmp(e, exact[i], strlen(exact[i])) == 0)
+			return 1;
+	return strncmp(e, "LC_", 3) == 0;
+}
+
 static void build_env(struct run_ctx *c)
 {
 	size_t ne = 0;
@@ -316,8 +333,7 @@ static void build_env(struct run_ctx *c)
 	c->envp = xcalloc(ne + 3, sizeof *c->envp);
 	size_t k = 0;
 	for (size_t i = 0; i < ne; i++)
-		if (strncmp(environ[i], SECRET_ENV "=", sizeof SECRET_ENV) != 0 &&
-		    strncmp(environ[i], PARENT_ENV "=", sizeof PARENT_ENV) != 0)
+		if (env_kept(environ[i]))
 			c->envp[k++] = environ[i];
 	snprintf(c->parent_var, sizeof c->parent_var, "%s=%d", PARENT_ENV, (int)getpid());
 	c->envp[k++] = c->parent_var;
@@ -325,55 +341,33 @@ static void build_env(struct run_ctx *c)
 		c->envp[k++] = c->key_var;
 }
 
-/* target.api_key_secret: reads DIR/NAME (a regular file, not readable by
- * group or others, at most SECRET_MAX_BYTES, one line) and hands it to the
+/* target.api_key_secret: a secret the operator declared (secrets.h),
+ * whose hosts must include target.url's (checked at submission, and here
+ * again: the declarations may have changed since). Its value goes to the
  * workers in their environment, as SECRET_ENV, which the spec they get
  * names as target.api_key_env. The stored spec keeps only the name.
+ * A spec that names target.api_key_env itself (queued by an older
+ * daemon) fails: only declared secrets reach a target.
  * Returns 0 or -1 with err. */
 static int resolve_secret(struct run_ctx *c, char *err)
 {
+	json_t *t = json_object_get(c->spec.json, "target");
+	if (c->spec.target.api_key_env)
+		return errf(err, "target.api_key_env: API keys come from declared secrets only: "
+				 "name one as 'target.api_key_secret'");
 	const char *name = c->spec.target.api_key_secret;
-	const char *dir = c->r->o.secrets_dir;
-	if (!dir)
-		return errf(err, "target.api_key_secret: the daemon has no secrets directory");
-	char path[4200];
-	snprintf(path, sizeof path, "%s/%s", dir, name);
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	struct stat st;
-	if (fd < 0)
-		return errf(err, "target.api_key_secret: no secret '%s' in %s (%s)", name, dir,
-			    strerror(errno));
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_size > SECRET_MAX_BYTES) {
-		close(fd);
-		return errf(err, "target.api_key_secret: %s is not a file of at most %d bytes", path,
-			    SECRET_MAX_BYTES);
-	}
-	if (st.st_mode & 077) {
-		close(fd);
-		return errf(err, "target.api_key_secret: %s is readable by others (chmod 600 it)",
-			    path);
-	}
+	char msg[400];
+	if (secrets_allow(c->r->o.secrets, name,
+			  json_string_value(json_object_get(t, "url")), msg, sizeof msg) < 0)
+		return errf(err, "%s", msg);
 	char buf[SECRET_MAX_BYTES + 1];
-	ssize_t n = read(fd, buf, SECRET_MAX_BYTES);
-	close(fd);
-	if (n < 0)
-		return errf(err, "target.api_key_secret: cannot read %s: %s", path, strerror(errno));
-	while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r'))
-		n--;
-	buf[n] = '\0';
-	int bad = n == 0;
-	for (ssize_t i = 0; i < n; i++)
-		bad |= (unsigned char)buf[i] < 0x20 || buf[i] == 0x7f;
-	if (bad) {
-		explicit_bzero(buf, sizeof buf);
-		return errf(err, "target.api_key_secret: %s must hold one line of text", path);
-	}
+	if (secrets_read(c->r->o.secrets, name, buf, sizeof buf, msg, sizeof msg) < 0)
+		return errf(err, "%s", msg);
 	free(c->envp);
 	c->envp = NULL;
 	c->key_var = xasprintf("%s=%s", SECRET_ENV, buf);
 	explicit_bzero(buf, sizeof buf);
 	build_env(c);
-	json_t *t = json_object_get(c->spec.json, "target");
 	json_object_del(t, "api_key_secret");
 	json_object_set_new(t, "api_key_env", json_string(SECRET_ENV));
 	return 0;
@@ -904,7 +898,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		}
 		c.have_ds = 1;
 	}
-	if (c.spec.target.api_key_secret && resolve_secret(&c, why) < 0) {
+	if ((c.spec.target.api_key_secret || c.spec.target.api_key_env) &&
+	    resolve_secret(&c, why) < 0) {
 		finish_run(r, id, RUN_FAILED, why, NULL);
 		calib_run_finished(r->store, id, spec_json);
 		mockproc_stop(&mock);

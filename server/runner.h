@@ -14,6 +14,7 @@
 #include <stdint.h>
 
 #include "netallow.h"
+#include "secrets.h"
 #include "store.h"
 
 struct runner_opts {
@@ -23,7 +24,7 @@ struct runner_opts {
 	int default_workers;     /* used when a spec gives none */
 	const char *nvml_lib;    /* borrowed; NULL: HEADROOM_NVML_LIB or the system's */
 	const char *mock_bin;    /* borrowed; headroom-mock for specs with target.mock */
-	const char *secrets_dir; /* borrowed; target.api_key_secret NAME is the file DIR/NAME */
+	const struct secrets *secrets; /* borrowed; target.api_key_secret names one (secrets.h) */
 	int retain_days;         /* retention after each run (history.h); 0: keep all */
 	int retain_per_fp;       /* newest runs kept per fingerprint; 0: no limit */
 	/* borrowed: the targets allowed (--allow-target, the daemon's own
