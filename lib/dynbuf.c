@@ -2,6 +2,7 @@
 #include "dynbuf.h"
 
 #include <stdarg.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,7 +33,7 @@ static int dynbuf_reserve(struct dynbuf *b, size_t n)
 	size_t cap = b->cap ? b->cap : 64;
 	while (cap < need)
 		cap *= 2;
-	if (cap > b->max + 1)
+	if (b->max < SIZE_MAX && cap > b->max + 1) /* SIZE_MAX: no bound (max + 1 wraps) */
 		cap = b->max + 1;
 	b->data = xrealloc(b->data, cap);
 	b->cap = cap;

@@ -22,6 +22,7 @@
 #define HR_MAX_SLOS 16                    /* goodput objectives */
 #define HR_MAX_GATES 32                   /* gates of one spec */
 #define HR_MAX_REPEAT 100                 /* repeat.count */
+#define HR_MAX_SERIES_ANSWER (1u << 30)   /* bytes of one GET /series answer */
 #define HR_MAX_LABELS 64
 #define HR_MAX_LABEL_LEN 256
 #define HR_MAX_NOTE_LEN 4096               /* a run's free-text note */

@@ -544,11 +544,11 @@ enum MHD_Result h_series(struct call *k)
 	if (parse_conf(k->conn, &o.conf) < 0)
 		return reply_error(k->conn, 400, "out_of_range", "confidence",
 				   "'confidence' must be a number from 0.5 to 0.9999");
-	json_t *out;
-	char err[HR_ERRLEN];
-	if (history_series(k->a->store, &q, &o, &out, err) < 0)
+	char *out, err[HR_ERRLEN];
+	size_t len;
+	if (history_series(k->a->store, &q, &o, &out, &len, err) < 0)
 		return reply_internal(k->conn, err);
-	return reply_json(k->conn, 200, out);
+	return reply_text(k->conn, 200, "application/json", out, len);
 }
 
 /* --- baselines ------------------------------------------------------------------ */

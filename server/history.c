@@ -10,6 +10,7 @@
 
 #include "dynbuf.h"
 #include "infer.h"
+#include "jsonesc.h"
 #include "metrics.h"
 #include "runs.h"
 #include "stats.h"
@@ -1296,31 +1297,66 @@ int history_baseline_delete(struct store *s, const char *name, char *err)
 struct point {
 	char *key; /* the run id, or the group_by label's value */
 	int64_t time_ms;
-	json_t *runs;
+	int64_t *runs; /* newest first, as read */
+	size_t nruns, cap;
 	struct dvec vals;
 	double lo, hi; /* the run's own interval when the point is one run */
 	int have_ci;
 };
 
-static json_t *point_json(struct point *p, const struct series_opts *o, double *value)
+/* Appends ",\"NAME\":" and v as the shortest number that reads back
+ * (null when not finite). */
+static void put_num(struct dynbuf *b, const char *name, double v)
+{
+	char num[32];
+	if (name)
+		dynbuf_printf(b, ",\"%s\":", name);
+	if (isfinite(v)) {
+		fmt_double(num, v);
+		dynbuf_addstr(b, num);
+	} else {
+		dynbuf_addstr(b, "null");
+	}
+}
+
+/* One point as JSON text (the answer of a long series is written, not
+ * built as a jansson tree: that tree cost most of a 10,000-point answer).
+ * *value: the point's value for the lookback rule. */
+static void put_point(struct dynbuf *b, struct point *p, const struct series_opts *o,
+		      double *value)
 {
 	struct infer_moments mo;
 	infer_moments_of(p->vals.v, p->vals.n, &mo);
 	*value = mo.mean;
-	json_t *ci = json_null();
-	struct infer_ci c;
-	if (p->vals.n >= 2 && infer_t_mean(&mo, o->conf, &c) == 0 && c.ok)
-		ci = json_pack("[f, f]", c.lo, c.hi);
-	else if (p->vals.n == 1 && p->have_ci)
-		ci = json_pack("[f, f]", p->lo, p->hi);
+	dynbuf_addstr(b, "{\"key\":\"");
+	json_escape_append(b, p->key, strlen(p->key));
+	dynbuf_addstr(b, "\",\"runs\":[");
+	for (size_t i = p->nruns; i-- > 0;) /* oldest first */
+		dynbuf_printf(b, "%s%lld", i + 1 < p->nruns ? "," : "", (long long)p->runs[i]);
 	char t[32];
 	fmt_time_ms(t, p->time_ms);
-	return json_pack("{s:s, s:O, s:s, s:f, s:o, s:I}", "key", p->key, "runs", p->runs, "time",
-			 t, "value", mo.mean, "ci", ci, "n_runs", (json_int_t)p->vals.n);
+	dynbuf_printf(b, "],\"time\":\"%s\"", t);
+	put_num(b, "value", mo.mean);
+	struct infer_ci c;
+	int ok = 0;
+	if (p->vals.n >= 2 && infer_t_mean(&mo, o->conf, &c) == 0 && c.ok)
+		ok = 1;
+	else if (p->vals.n == 1 && p->have_ci)
+		ok = 1, c.lo = p->lo, c.hi = p->hi;
+	if (ok) {
+		dynbuf_addstr(b, ",\"ci\":[");
+		put_num(b, NULL, c.lo);
+		dynbuf_addstr(b, ",");
+		put_num(b, NULL, c.hi);
+		dynbuf_addstr(b, "]");
+	} else {
+		dynbuf_addstr(b, ",\"ci\":null");
+	}
+	dynbuf_printf(b, ",\"n_runs\":%zu", p->vals.n);
 }
 
 int history_series(struct store *s, const struct run_query *q, const struct series_opts *o,
-		   json_t **out, char *err)
+		   char **out, size_t *out_len, char *err)
 {
 	const char *stat = metric_stat_names[o->stat];
 	const struct metric_info *mi = metric_info(o->metric);
@@ -1379,7 +1415,6 @@ int history_series(struct store *s, const struct run_query *q, const struct seri
 			p = &pts[np++];
 			memset(p, 0, sizeof *p);
 			p->key = xstrdup(key);
-			p->runs = json_array();
 			dvec_init(&p->vals);
 			p->time_ms = sqlite3_column_int64(st, 1);
 			p->have_ci = sqlite3_column_type(st, 3) != SQLITE_NULL &&
@@ -1387,21 +1422,41 @@ int history_series(struct store *s, const struct run_query *q, const struct seri
 			p->lo = sqlite3_column_double(st, 3);
 			p->hi = sqlite3_column_double(st, 4);
 		}
-		json_array_append_new(p->runs, json_integer(id)); /* newest first: reversed below */
+		if (p->nruns == p->cap) {
+			p->cap = p->cap ? p->cap * 2 : 4;
+			p->runs = xrealloc(p->runs, p->cap * sizeof *p->runs);
+		}
+		p->runs[p->nruns++] = id; /* newest first: put_point reverses */
 		dvec_push(&p->vals, sqlite3_column_double(st, 2));
 	}
-	json_t *arr = json_array();
+	/* at most q->limit points (SERIES_MAX_POINTS), each a label value of
+	 * bounded length and numbers: well under the bound */
+	struct dynbuf ans;
+	dynbuf_init(&ans, HR_MAX_SERIES_ANSWER);
+	const char *dirs[] = {"lower", "none", "higher"};
+	dynbuf_printf(&ans, "{\"metric\":\"%s\",\"stat\":\"%s\",\"unit\":\"%s\",\"direction\":\"%s\","
+			    "\"group_by\":",
+		      o->metric, mi && mi->run_level ? "value" : stat, mi ? mi->unit : "",
+		      dirs[(mi ? mi->direction : 0) + 1]);
+	if (o->group_by) {
+		dynbuf_addstr(&ans, "\"label.");
+		json_escape_append(&ans, o->group_by, strlen(o->group_by));
+		dynbuf_addstr(&ans, "\"");
+	} else {
+		dynbuf_addstr(&ans, "null");
+	}
+	dynbuf_printf(&ans, ",\"rule\":{\"lookback\":%d", o->lookback);
+	put_num(&ans, "z", o->z);
+	put_num(&ans, "noise_pct", o->noise_pct);
+	dynbuf_addstr(&ans, "},\"points\":[");
 	double *vals = np ? xmalloc(np * sizeof *vals) : NULL;
 	for (size_t k = 0; k < np; k++) {
-		struct point *p = &pts[np - 1 - k];
-		json_t *oldest_first = json_array();
-		for (size_t i = json_array_size(p->runs); i-- > 0;)
-			json_array_append(oldest_first, json_array_get(p->runs, i));
-		json_decref(p->runs);
-		p->runs = oldest_first;
-		json_t *pj = point_json(p, o, &vals[k]);
+		if (k)
+			dynbuf_addstr(&ans, ",");
+		put_point(&ans, &pts[np - 1 - k], o, &vals[k]);
 		/* the lookback rule: z of this point against the previous ones */
-		json_t *shift = json_null(), *zj = json_null();
+		const char *shift = NULL;
+		double z = NAN;
 		size_t lb = (size_t)o->lookback;
 		if (k >= 2) {
 			size_t from = k > lb ? k - lb : 0;
@@ -1410,35 +1465,29 @@ int history_series(struct store *s, const struct run_query *q, const struct seri
 			double sd = sqrt(mo.var);
 			double rel = mo.mean != 0 ? (vals[k] - mo.mean) / fabs(mo.mean) * 100 : 0;
 			if (sd > 0) {
-				double z = (vals[k] - mo.mean) / sd;
-				zj = json_real(z);
+				z = (vals[k] - mo.mean) / sd;
 				if (fabs(z) > o->z && fabs(rel) > o->noise_pct) {
 					int up = vals[k] > mo.mean;
 					int dir = mi ? mi->direction : 0;
-					shift = json_string(dir == 0 ? "changed"
-							    : (up == (dir > 0)) ? "better"
-									       : "worse");
+					shift = dir == 0 ? "changed" : (up == (dir > 0)) ? "better" : "worse";
 				}
 			}
 		}
-		json_object_set_new(pj, "shift", shift);
-		json_object_set_new(pj, "z", zj);
-		json_array_append_new(arr, pj);
+		if (shift)
+			dynbuf_printf(&ans, ",\"shift\":\"%s\"", shift);
+		else
+			dynbuf_addstr(&ans, ",\"shift\":null");
+		put_num(&ans, "z", z);
+		dynbuf_addstr(&ans, "}");
 	}
 	free(vals);
-	const char *dirs[] = {"lower", "none", "higher"};
-	char gb[HR_MAX_LABEL_LEN + 8];
-	snprintf(gb, sizeof gb, "label.%s", o->group_by ? o->group_by : "");
-	*out = json_pack("{s:s, s:s, s:s, s:s, s:o, s:{s:i, s:f, s:f}, s:o}", "metric", o->metric,
-			 "stat", mi && mi->run_level ? "value" : stat, "unit", mi ? mi->unit : "",
-			 "direction", dirs[(mi ? mi->direction : 0) + 1], "group_by",
-			 o->group_by ? json_string(gb) : json_null(), "rule", "lookback",
-			 o->lookback, "z", o->z, "noise_pct", o->noise_pct, "points", arr);
+	dynbuf_addstr(&ans, "]}");
+	*out = dynbuf_take(&ans, out_len);
 	rc = 0;
 out:
 	for (size_t i = 0; i < np; i++) {
 		free(pts[i].key);
-		json_decref(pts[i].runs);
+		free(pts[i].runs);
 		dvec_release(&pts[i].vals);
 	}
 	free(pts);

@@ -127,7 +127,8 @@ struct series_opts {
 	int lookback;
 	double z, noise_pct, conf;
 };
+/* *out: the answer's JSON text (caller frees), *out_len its length. */
 int history_series(struct store *s, const struct run_query *q, const struct series_opts *o,
-		   json_t **out, char *err);
+		   char **out, size_t *out_len, char *err);
 
 #endif

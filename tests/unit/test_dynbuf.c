@@ -1,6 +1,7 @@
 /* test_dynbuf.c - unit tests of lib/dynbuf.c: the hard bound (a failed add
  * leaves the buffer unchanged), NUL termination, printf, take and reset. */
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "dynbuf.h"
@@ -191,9 +192,25 @@ static void test_take(void)
 	dynbuf_release(&b);
 }
 
+/* SIZE_MAX means no bound: max + 1 must not wrap the capacity to 0 */
+static void test_unbounded(void)
+{
+	struct dynbuf b;
+	dynbuf_init(&b, SIZE_MAX);
+	for (int i = 0; i < 1000; i++)
+		CHECK_EQ_INT(dynbuf_printf(&b, "%04d,", i), 0);
+	CHECK_EQ_INT(b.len, 5000);
+	CHECK(b.cap > b.len);
+	CHECK(strncmp(b.data + 4995, "0999,", 5) == 0);
+	CHECK_EQ_INT(dynbuf_addstr(&b, "end"), 0);
+	CHECK_STR(b.data + 5000, "end");
+	dynbuf_release(&b);
+}
+
 int main(void)
 {
 	test_init();
+	test_unbounded();
 	test_add();
 	test_empty_add();
 	test_bound();
