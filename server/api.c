@@ -69,14 +69,14 @@ enum MHD_Result reply_json(struct MHD_Connection *c, unsigned status, json_t *bo
 	return reply_text(c, status, "application/json", s, n);
 }
 
-enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
-				   const char *field, const char *fmt, ...)
+/* The error answer {"error": {code, message, field}}, with one more header
+ * when hname is not NULL (Retry-After, WWW-Authenticate). */
+static enum MHD_Result reply_error_v(struct MHD_Connection *c, unsigned status, const char *code,
+				     const char *field, const char *hname, const char *hvalue,
+				     const char *fmt, va_list ap)
 {
 	char msg[512], fld[256];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
 	/* messages quote client input (URLs, field names), possibly truncated
 	 * mid-character: JSON needs valid UTF-8 */
 	utf8_sanitize(msg);
@@ -84,20 +84,8 @@ enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const cha
 	utf8_sanitize(fld);
 	json_t *e = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", msg,
 			      "field", fld[0] ? json_string(fld) : json_null());
-	return reply_json(c, status, e);
-}
-
-enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const char *code,
-			    unsigned retry_after_s, const char *fmt, ...)
-{
-	char msg[512], ra[16];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	utf8_sanitize(msg);
-	json_t *e = json_pack("{s:{s:s, s:s, s:o}}", "error", "code", code, "message", msg,
-			      "field", json_null());
+	if (!hname)
+		return reply_json(c, status, e);
 	char *text = json_dumps(e, JSON_COMPACT);
 	json_decref(e);
 	if (!text)
@@ -106,10 +94,42 @@ enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const cha
 		MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	snprintf(ra, sizeof ra, "%u", retry_after_s);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
+	MHD_add_response_header(r, hname, hvalue);
 	enum MHD_Result ret = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
+	return ret;
+}
+
+enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const char *code,
+			    const char *field, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	enum MHD_Result ret = reply_error_v(c, status, code, field, NULL, NULL, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+enum MHD_Result reply_error_header(struct MHD_Connection *c, unsigned status, const char *code,
+				   const char *hname, const char *hvalue, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	enum MHD_Result ret = reply_error_v(c, status, code, NULL, hname, hvalue, fmt, ap);
+	va_end(ap);
+	return ret;
+}
+
+enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const char *code,
+			    unsigned retry_after_s, const char *fmt, ...)
+{
+	char ra[16];
+	snprintf(ra, sizeof ra, "%u", retry_after_s);
+	va_list ap;
+	va_start(ap, fmt);
+	enum MHD_Result ret =
+		reply_error_v(c, status, code, NULL, MHD_HTTP_HEADER_RETRY_AFTER, ra, fmt, ap);
+	va_end(ap);
 	return ret;
 }
 

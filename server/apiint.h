@@ -47,6 +47,10 @@ enum MHD_Result reply_error(struct MHD_Connection *c, unsigned status, const cha
 	__attribute__((format(printf, 5, 6)));
 enum MHD_Result reply_internal(struct MHD_Connection *c, const char *err);
 /* An error (field null) with a Retry-After header: 503 busy / queue_full. */
+/* The same with one more header, hname: hvalue (WWW-Authenticate...). */
+enum MHD_Result reply_error_header(struct MHD_Connection *c, unsigned status, const char *code,
+				   const char *hname, const char *hvalue, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
 enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const char *code,
 			    unsigned retry_after_s, const char *fmt, ...)
 	__attribute__((format(printf, 5, 6)));

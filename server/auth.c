@@ -29,6 +29,11 @@
 #include "runs.h"
 #include "util.h"
 
+/* 401 with the challenge a client needs to know a token is wanted. */
+#define reply_unauthorized(conn, ...)                                                      \
+	reply_error_header(conn, 401, "unauthorized", MHD_HTTP_HEADER_WWW_AUTHENTICATE,     \
+			   "Bearer realm=\"headroom\"", __VA_ARGS__)
+
 #define TOUCH_EVERY_MS 60000 /* last_used_at is written at most once a minute per token */
 #define TLS_FILE_MAX (1u << 20)
 
@@ -671,33 +676,6 @@ static int host_allowed(const struct auth *g, const char *h, size_t n)
 	return 0;
 }
 
-static enum MHD_Result reply_unauthorized(struct MHD_Connection *c, const char *fmt, ...)
-	__attribute__((format(printf, 2, 3)));
-
-static enum MHD_Result reply_unauthorized(struct MHD_Connection *c, const char *fmt, ...)
-{
-	char msg[400];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	utf8_sanitize(msg);
-	json_t *e = json_pack("{s:{s:s, s:s, s:n}}", "error", "code", "unauthorized", "message",
-			      msg, "field");
-	char *text = json_dumps(e, JSON_COMPACT);
-	json_decref(e);
-	if (!text)
-		return reply_internal(c, "the answer could not be encoded");
-	struct MHD_Response *r =
-		MHD_create_response_from_buffer(strlen(text), text, MHD_RESPMEM_MUST_FREE);
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "application/json");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	MHD_add_response_header(r, MHD_HTTP_HEADER_WWW_AUTHENTICATE,
-				"Bearer realm=\"headroom\"");
-	enum MHD_Result ret = MHD_queue_response(c, 401, r);
-	MHD_destroy_response(r);
-	return ret;
-}
 
 struct found {
 	struct auth_quota quota;
