@@ -30,8 +30,11 @@ int disk_check_floor(char *why);
  * allocated space that the runner gives back (deletes) when the store
  * fails for lack of room, so that the run's end (state, reason, summary)
  * can still be written to a full disk. Made at start-up and before each
- * run when missing. disk_reserve_make returns 0 (held) or -1 with err. */
-#define HR_STORE_RESERVE_MB 2
+ * run when missing. disk_reserve_make returns 0 (held) or -1 with err.
+ * 8 MiB: a run's end after a full disk (its summary with intervals, its
+ * run_metrics rows and the index updates, through the WAL) was measured
+ * to need between 2 and 4 MiB (test_durability); twice that for margin. */
+#define HR_STORE_RESERVE_MB 8
 int disk_reserve_make(char *err);
 /* Deletes the reserve; returns 1 if it was held. */
 int disk_reserve_release(void);

@@ -192,7 +192,7 @@ class Durability(unittest.TestCase):
         return h
 
     def test_disk_full_fails_the_run_with_the_reason(self):
-        self.start_on_tmpfs("6m", "--min-free-mb", "0")
+        self.start_on_tmpfs("16m", "--min-free-mb", "0")
         self.assertEqual(self.health()["status"], "ok")
         # big records (256 chunk arrivals each) from a zero-delay mock fill 6 MiB fast
         run_id = self.api.submit(long_spec(None, duration=120, workers=2, concurrency=8,
