@@ -562,6 +562,21 @@ static int finish(struct worker *w)
 	return rc;
 }
 
+/* Whether pid exists and is not a zombie (/proc/PID/stat's state). */
+static int process_alive(pid_t pid)
+{
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return 0;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	const char *rp = strrchr(buf, ')'); /* the name may hold spaces and parentheses */
+	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
+}
+
 int main(int argc, char **argv)
 {
 	struct worker w;
@@ -591,7 +606,10 @@ int main(int argc, char **argv)
 	long daemon_pid = ppid_env ? atol(ppid_env) : 0;
 	prctl(PR_SET_PDEATHSIG, daemon_pid > 0 ? SIGKILL : SIGTERM);
 	if (daemon_pid > 0 && daemon_pid != (long)getppid()) {
-		if (kill((pid_t)daemon_pid, 0) < 0 && errno == ESRCH) {
+		/* orphaned (adopted by init or a subreaper) or the daemon gone: a
+		 * killed daemon not yet reaped is a zombie, which kill(pid, 0)
+		 * still finds, so its state is read */
+		if (getppid() == 1 || !process_alive((pid_t)daemon_pid)) {
 			wlog("the daemon (pid %ld) is gone; exiting", daemon_pid);
 			return 1;
 		}
