@@ -663,31 +663,13 @@ int runs_counts(struct store *s, int *queued, int *running)
 	return rc;
 }
 
-int runs_group_queued(struct store *s, int64_t id)
-{
-	sqlite3 *db = store_reader(s);
-	sqlite3_stmt *st = NULL;
-	int n = -1;
-	if (sqlite3_prepare_v2(db,
-			       "SELECT count(*) FROM runs WHERE state = 'queued' AND group_id = "
-			       "(SELECT group_id FROM runs WHERE id = ?)",
-			       -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_int64(st, 1, id);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			n = sqlite3_column_int(st, 0);
-	}
-	sqlite3_finalize(st);
-	store_reader_put(s, db);
-	return n;
-}
-
-long long runs_count_records(struct store *s, int64_t id)
+/* The single count an SQL query with one id parameter gives, or -1. */
+static long long count_by_id(struct store *s, const char *sql, int64_t id)
 {
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
 	long long n = -1;
-	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM records WHERE run_id = ?", -1, &st,
-			       NULL) == SQLITE_OK) {
+	if (sqlite3_prepare_v2(db, sql, -1, &st, NULL) == SQLITE_OK) {
 		sqlite3_bind_int64(st, 1, id);
 		if (sqlite3_step(st) == SQLITE_ROW)
 			n = sqlite3_column_int64(st, 0);
@@ -695,6 +677,19 @@ long long runs_count_records(struct store *s, int64_t id)
 	sqlite3_finalize(st);
 	store_reader_put(s, db);
 	return n;
+}
+
+int runs_group_queued(struct store *s, int64_t id)
+{
+	return (int)count_by_id(s,
+				"SELECT count(*) FROM runs WHERE state = 'queued' AND group_id = "
+				"(SELECT group_id FROM runs WHERE id = ?)",
+				id);
+}
+
+long long runs_count_records(struct store *s, int64_t id)
+{
+	return count_by_id(s, "SELECT count(*) FROM records WHERE run_id = ?", id);
 }
 
 int runs_list_running(struct store *s, json_t **out, char *err)
