@@ -1012,6 +1012,7 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/runs/{id}/records", h_records},
 	{"GET", "/api/v1/runs/{id}/telemetry", h_telemetry},
 	{"GET", "/api/v1/runs/{id}/client", h_client},
+	{"GET", "/api/v1/runs/{id}/export", h_export},
 	{"POST", "/api/v1/calibrations", h_calib_create},
 	{"GET", "/api/v1/calibrations", h_calib_list},
 	{"GET", "/api/v1/calibrations/{id}", h_calib_get},

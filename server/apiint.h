@@ -61,6 +61,9 @@ const char *arg(struct MHD_Connection *c, const char *name);
 /* Strict decimal integer in [lo, hi]: 0, or -1. */
 int parse_int(const char *s, long long lo, long long hi, long long *out);
 
+/* GET /runs/{id}/export: AIPerf and vLLM result files (api_peers.c). */
+enum MHD_Result h_export(struct call *k);
+
 /* The history routes (api_history.c). */
 enum MHD_Result h_list(struct call *k);
 enum MHD_Result h_patch(struct call *k);
