@@ -520,18 +520,27 @@ double infer_t_ppf(double p, double df)
 /* --- means -------------------------------------------------------------------- */
 
 /* Neumaier's compensated sum of v[i] - shift, or of its square (sq). */
+void infer_csum_add(struct infer_csum *k, double x)
+{
+	double t = k->s + x;
+	if (fabs(k->s) >= fabs(x))
+		k->c += (k->s - t) + x;
+	else
+		k->c += (x - t) + k->s;
+	k->s = t;
+}
+
+double infer_csum_total(const struct infer_csum *k)
+{
+	return k->s + k->c;
+}
+
 static double csum(const double *v, size_t n, double shift, int sq)
 {
-	double s = 0, c = 0;
-	for (size_t i = 0; i < n; i++) {
-		double x = sq ? (v[i] - shift) * (v[i] - shift) : v[i] - shift, t = s + x;
-		if (fabs(s) >= fabs(x))
-			c += (s - t) + x;
-		else
-			c += (x - t) + s;
-		s = t;
-	}
-	return s + c;
+	struct infer_csum k = {0, 0};
+	for (size_t i = 0; i < n; i++)
+		infer_csum_add(&k, sq ? (v[i] - shift) * (v[i] - shift) : v[i] - shift);
+	return infer_csum_total(&k);
 }
 
 /* Two passes: the mean, then the squared deviations corrected by their
@@ -540,15 +549,20 @@ static double csum(const double *v, size_t n, double shift, int sq)
  * var(ddof=1) of one value). */
 void infer_moments_of(const double *v, size_t n, struct infer_moments *out)
 {
+	double mean = n ? csum(v, n, 0, 0) / (double)n : NAN;
+	double s1 = n > 1 ? csum(v, n, mean, 0) : 0, s2 = n > 1 ? csum(v, n, mean, 1) : 0;
+	infer_moments_set(out, n, mean, s1, s2);
+}
+
+void infer_moments_set(struct infer_moments *out, size_t n, double mean, double s1, double s2)
+{
 	out->n = n;
 	out->mean = out->var = NAN;
 	if (n == 0)
 		return;
-	double mean = csum(v, n, 0, 0) / (double)n;
 	out->mean = mean;
 	if (n < 2)
 		return;
-	double s1 = csum(v, n, mean, 0), s2 = csum(v, n, mean, 1);
 	double var = (s2 - s1 * s1 / (double)n) / (double)(n - 1);
 	out->var = var < 0 ? 0 : var;
 }
@@ -841,12 +855,9 @@ static double binom_ge(long long k, long long n, double p)
  * bound on that side: then ok = 0 and -1. At 95%, p50 needs n >= 6
  * (0.5^6 <= 0.025 < 0.5^5) and p99 n >= 368 (0.99^368 <= 0.025). Since
  * tail < 1/2, l < u always. */
-int infer_pct_ci(const double *sorted, size_t n, double pct, double conf, struct infer_ci *out)
+int infer_pct_ci_ranks(size_t n, double pct, double conf, size_t *lr, size_t *ur)
 {
-	int valid = pct >= 0 && pct <= 100;
-
-	ci_none(out, n >= 1 && valid ? stats_percentile_sorted(sorted, n, pct) : NAN);
-	if (n < 1 || !valid || !conf_ok(conf))
+	if (n < 1 || !(pct >= 0 && pct <= 100) || !conf_ok(conf))
 		return -1;
 	long long nn = (long long)n;
 	double q = pct / 100, tail = (1 - conf) / 2;
@@ -874,7 +885,20 @@ int infer_pct_ci(const double *sorted, size_t n, double pct, double conf, struct
 	long long u = hi;
 	if (l < 1 || u > nn)
 		return -1;
-	return ci_set(out, out->est, sorted[l - 1], sorted[u - 1]);
+	*lr = (size_t)(l - 1);
+	*ur = (size_t)(u - 1);
+	return 0;
+}
+
+int infer_pct_ci(const double *sorted, size_t n, double pct, double conf, struct infer_ci *out)
+{
+	int valid = pct >= 0 && pct <= 100;
+	size_t l, u;
+
+	ci_none(out, n >= 1 && valid ? stats_percentile_sorted(sorted, n, pct) : NAN);
+	if (infer_pct_ci_ranks(n, pct, conf, &l, &u) < 0)
+		return -1;
+	return ci_set(out, out->est, sorted[l], sorted[u]);
 }
 
 /* --- percentile claims -------------------------------------------------------- */

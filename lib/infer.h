@@ -40,6 +40,17 @@ struct infer_moments {
 	double mean, var;
 };
 void infer_moments_of(const double *v, size_t n, struct infer_moments *out);
+/* The same from streamed sums (lib/xstat.c): mean = the compensated sum
+ * of the values / n, s1 and s2 the compensated sums of (x - mean) and
+ * (x - mean)^2, each over the values in the order infer_moments_of takes
+ * them: the results are bit for bit those of infer_moments_of. */
+void infer_moments_set(struct infer_moments *out, size_t n, double mean, double s1, double s2);
+/* A compensated (Neumaier) running sum, the one infer_moments_of uses. */
+struct infer_csum {
+	double s, c;
+};
+void infer_csum_add(struct infer_csum *k, double x);
+double infer_csum_total(const struct infer_csum *k);
 
 /* Student-t interval of a mean (n >= 2). */
 int infer_t_mean(const struct infer_moments *m, double conf, struct infer_ci *out);
@@ -77,6 +88,9 @@ int infer_boot_pct_diff(const double *a, size_t na, const double *b, size_t nb, 
  * that P(x[l] <= true quantile <= x[u]) >= conf. est is the numpy-linear
  * percentile. ok = 0 when n is too small for either bound to exist. */
 int infer_pct_ci(const double *sorted, size_t n, double pct, double conf, struct infer_ci *out);
+/* The 0-based ranks of infer_pct_ci's bounds among n sorted values; -1
+ * when there is no interval (n too small, or pct or conf out of range). */
+int infer_pct_ci_ranks(size_t n, double pct, double conf, size_t *l, size_t *u);
 
 /* Binomial CDF P(X <= k), X ~ Binomial(n, p), stable for n up to 1e9. */
 double infer_binom_cdf(long long k, long long n, double p);

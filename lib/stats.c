@@ -54,7 +54,7 @@ void dvec_push(struct dvec *d, double x)
  * split in two at a multiple of eight. If sq, sums (x - mean)^2 instead. */
 #define PW_BLOCKSIZE 128
 
-static double pairwise_sum(const double *a, size_t n, int sq, double mean)
+double stats_pairwise_sum(const double *a, size_t n, int sq, double mean)
 {
 	if (n < 8) {
 		double res = 0.;
@@ -84,20 +84,18 @@ static double pairwise_sum(const double *a, size_t n, int sq, double mean)
 	}
 	size_t n2 = n / 2;
 	n2 -= n2 % 8;
-	return pairwise_sum(a, n2, sq, mean) + pairwise_sum(a + n2, n - n2, sq, mean);
+	return stats_pairwise_sum(a, n2, sq, mean) + stats_pairwise_sum(a + n2, n - n2, sq, mean);
 }
 
 /* np.add.reduce: its iterator hands the loop chunks of NPY_BUFSIZE (8192)
  * values, each summed pairwise and added to the running total. */
-#define NPY_BUFSIZE 8192
-
 static double np_sum(const double *a, size_t n, int sq, double mean)
 {
 	double acc = 0.;
 
-	for (size_t i = 0; i < n; i += NPY_BUFSIZE) {
-		size_t m = n - i < NPY_BUFSIZE ? n - i : NPY_BUFSIZE;
-		acc += pairwise_sum(a + i, m, sq, mean);
+	for (size_t i = 0; i < n; i += STATS_NP_BUFSIZE) {
+		size_t m = n - i < STATS_NP_BUFSIZE ? n - i : STATS_NP_BUFSIZE;
+		acc += stats_pairwise_sum(a + i, m, sq, mean);
 	}
 	return acc;
 }
@@ -136,6 +134,21 @@ static inline uint64_t load64(const unsigned char *base, size_t i)
 	uint64_t u;
 	memcpy(&u, base + i * 8, 8);
 	return u;
+}
+
+uint64_t stats_sort_key(double v)
+{
+	uint64_t u;
+	memcpy(&u, &v, 8);
+	return sort_key(u, 1);
+}
+
+double stats_key_value(uint64_t k)
+{
+	uint64_t u = (k >> 63) ? k & ~0x8000000000000000ULL : ~k;
+	double v;
+	memcpy(&v, &u, 8);
+	return v;
 }
 
 static inline void store64(unsigned char *base, size_t i, uint64_t u)

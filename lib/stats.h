@@ -48,6 +48,15 @@ void stats_sort_i64(int64_t *vals, size_t n);
  * the upper one; and numpy's two-branch interpolation between them. */
 void stats_pct_pos(size_t n, double pct, size_t *lo, size_t *hi, double *g);
 double stats_pct_lerp(double a, double b, double g);
+/* What lib/xstat.c needs to reproduce these results from streamed values:
+ * numpy's sum is the running total of pairwise sums (stats_pairwise_sum,
+ * of x or, sq = 1, of (x - mean)^2) over consecutive blocks of
+ * STATS_NP_BUFSIZE values; the sorts order doubles by stats_sort_key
+ * (-0.0 as +0.0), and stats_key_value maps a key back (+0.0 for 0). */
+#define STATS_NP_BUFSIZE 8192
+double stats_pairwise_sum(const double *a, size_t n, int sq, double mean);
+uint64_t stats_sort_key(double v);
+double stats_key_value(uint64_t k);
 /* Percentile (0..100) of an ascending array of n > 0 values, numpy 'linear'. */
 double stats_percentile_sorted(const double *sorted, size_t n, double pct);
 

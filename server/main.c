@@ -23,18 +23,22 @@
 
 #include "api.h"
 #include "auth.h"
+#include "resummary.h"
 #include "runner.h"
 #include "netallow.h"
 #include "runs.h"
 #include "calibrate.h"
 #include "disk.h"
 #include "store.h"
+#include "summary.h"
 #include "util.h"
 
 static void usage(FILE *f)
 {
 	fputs("usage: headroomd [--listen HOST:PORT] [--data DIR] [options]\n"
 	      "       headroomd token create|list|revoke ... (API tokens; token --help)\n"
+	      "       headroomd summarize [--data DIR] RUN_ID (a run's summary from its\n"
+	      "       stored records; summarize --help)\n"
 	      "\n"
 	      "  --listen HOST:PORT   address of the REST API (default 127.0.0.1:8080;\n"
 	      "                       port 0 picks a free port)\n"
@@ -73,6 +77,9 @@ static void usage(FILE *f)
 	      "  --min-free-mb N      a run starts only with at least N MiB free on the\n"
 	      "                       data directory; below it /healthz says degraded\n"
 	      "                       (default 256; 0: no floor)\n"
+	      "  --summary-memory-mb N  memory one run's summary may use for its values\n"
+	      "                       (default 256); a larger run is summarised in passes\n"
+	      "                       over its records, with the same exact figures\n"
 	      "  --require-tokens     every /api/v1 route but GET /healthz needs a token\n"
 	      "                       (implied once a token was ever made, and beyond\n"
 	      "                       loopback; otherwise a loopback daemon is open)\n"
@@ -194,6 +201,8 @@ int main(int argc, char **argv)
 	struct store_opts so = {0};
 	if (argc > 1 && strcmp(argv[1], "token") == 0)
 		return auth_token_command(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "summarize") == 0)
+		return resummary_command(argc - 2, argv + 2);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -296,6 +305,14 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			min_free_mb = n;
+		} else if (strcmp(a, "--summary-memory-mb") == 0) {
+			char *end;
+			long long n = strtoll(v, &end, 10);
+			if (*end || end == v || n < 1 || n > 1048576) {
+				fprintf(stderr, "headroomd: --summary-memory-mb must be 1..1048576\n");
+				return 2;
+			}
+			summary_set_memory((size_t)n << 20);
 		} else if (strcmp(a, "--default-workers") == 0) {
 			char *end;
 			long n = strtol(v, &end, 10);

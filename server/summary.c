@@ -10,47 +10,57 @@
 #include "infer.h"
 #include "metrics.h"
 #include "runs.h"
+#include "spill.h"
 #include "stats.h"
 #include "telesum.h"
 #include "util.h"
+#include "xstat.h"
+
+/* Memory the samples and load times of one summary may hold (headroomd
+ * --summary-memory-mb); beyond it, passes over the records (xstat.h) and
+ * sorted runs on disk (spill.h). Set once at start, before any thread. */
+static size_t summary_memory = SUMMARY_MEMORY_DEFAULT;
+
+void summary_set_memory(size_t bytes)
+{
+	summary_memory = bytes ? bytes : 1;
+}
 
 /* 95% intervals of the mean (Student t) and of each percentile (order
- * statistics, distribution-free) as {"avg": [lo, hi], "p50": ...}; sorts
- * vals in place. Members without an interval are left out. */
+ * statistics, distribution-free) as {"avg": [lo, hi], "p50": ...}.
+ * Members without an interval are left out. */
 #define SUMMARY_CI_CONF 0.95
-static json_t *ci_json(double *vals, size_t n)
+static json_t *ci_json(const struct xstat_result *res)
 {
 	json_t *o = json_object();
-	if (n < 2)
+	if (res->st.count < 2)
 		return o;
-	stats_sort(vals, n);
-	struct infer_moments m;
-	struct infer_ci ci;
-	infer_moments_of(vals, n, &m);
-	if (infer_t_mean(&m, SUMMARY_CI_CONF, &ci) == 0 && ci.ok)
-		json_object_set_new(o, "avg", json_pack("[f, f]", ci.lo, ci.hi));
+	if (res->mean_ci.ok)
+		json_object_set_new(o, "avg", json_pack("[f, f]", res->mean_ci.lo, res->mean_ci.hi));
 	for (int i = 0; i < STATS_NPCT; i++)
-		if (infer_pct_ci(vals, n, stats_pcts[i], SUMMARY_CI_CONF, &ci) == 0 && ci.ok)
-			json_object_set_new(o, stats_pct_names[i], json_pack("[f, f]", ci.lo, ci.hi));
+		if (res->pct_ci[i].ok)
+			json_object_set_new(o, stats_pct_names[i],
+					    json_pack("[f, f]", res->pct_ci[i].lo, res->pct_ci[i].hi));
 	return o;
 }
 
-static json_t *stats_json(const char *unit, double *vals, size_t n)
+static json_t *stats_json(const char *unit, struct xstat *x)
 {
-	struct stats st;
-	stats_compute_select(vals, n, &st); /* as stats_compute, without sorting */
+	struct xstat_result res;
+	xstat_result(x, SUMMARY_CI_CONF, &res);
+	const struct stats *st = &res.st;
 	json_t *o = json_object();
 	json_object_set_new(o, "unit", json_string(unit));
-	json_object_set_new(o, "count", json_integer((json_int_t)st.count));
-	if (st.count == 0)
+	json_object_set_new(o, "count", json_integer((json_int_t)st->count));
+	if (st->count == 0)
 		return o;
-	json_object_set_new(o, "avg", json_real(st.avg));
-	json_object_set_new(o, "min", json_real(st.min));
-	json_object_set_new(o, "max", json_real(st.max));
-	json_object_set_new(o, "std", json_real(st.std));
+	json_object_set_new(o, "avg", json_real(st->avg));
+	json_object_set_new(o, "min", json_real(st->min));
+	json_object_set_new(o, "max", json_real(st->max));
+	json_object_set_new(o, "std", json_real(st->std));
 	for (int i = 0; i < STATS_NPCT; i++)
-		json_object_set_new(o, stats_pct_names[i], json_real(st.p[i]));
-	json_object_set_new(o, "ci", ci_json(vals, n));
+		json_object_set_new(o, stats_pct_names[i], json_real(st->p[i]));
+	json_object_set_new(o, "ci", ci_json(&res));
 	return o;
 }
 
@@ -61,27 +71,15 @@ static json_t *scalar_json(const char *unit, double v)
 
 static void push_gap(void *ctx, double v)
 {
-	dvec_push(ctx, v);
-}
-
-struct ivec {
-	int64_t *v;
-	size_t n, cap;
-};
-
-static void ivec_push(struct ivec *a, int64_t x)
-{
-	if (a->n == a->cap) {
-		a->cap = a->cap ? a->cap * 2 : 1024;
-		a->v = xrealloc(a->v, a->cap * sizeof *a->v);
-	}
-	a->v[a->n++] = x;
+	xstat_add(ctx, v);
 }
 
 /* Requested versus achieved load over the profiling phase: the send rate
  * from the actual starts, and the time-weighted concurrency (requests in
- * flight between start and done) with its maximum. */
-static json_t *load_json(const struct spec *spec, struct ivec *starts, struct ivec *dones)
+ * flight between start and done) with its maximum. starts and dones are
+ * finished spills (read ascending). */
+static json_t *load_json(const struct spec *spec, struct spill *starts, struct spill *dones,
+			 char *err)
 {
 	json_t *o = json_object();
 	const struct spec_load *ld = &spec->load;
@@ -90,28 +88,31 @@ static json_t *load_json(const struct spec *spec, struct ivec *starts, struct iv
 			    ld->mode == SPEC_LOAD_RATE ? json_real(ld->rate) : json_null());
 	int conc = ld->mode == SPEC_LOAD_CONCURRENCY ? ld->concurrency : ld->max_concurrency;
 	json_object_set_new(o, "requested_concurrency", conc ? json_integer(conc) : json_null());
-	json_object_set_new(o, "sent", json_integer((json_int_t)starts->n));
-	stats_sort_i64(starts->v, starts->n);
-	stats_sort_i64(dones->v, dones->n);
-	double rate = NAN;
-	if (starts->n >= 2 && starts->v[starts->n - 1] > starts->v[0])
-		rate = (double)(starts->n - 1) /
-		       ((double)(starts->v[starts->n - 1] - starts->v[0]) / 1e9);
-	json_object_set_new(o, "achieved_rate", isnan(rate) ? json_null() : json_real(rate));
+	size_t ns = spill_count(starts), nd = spill_count(dones);
+	json_object_set_new(o, "sent", json_integer((json_int_t)ns));
 	/* sweep: +1 at each start, -1 at each done (ends first on ties) */
 	size_t i = 0, j = 0;
 	long long level = 0, peak = 0;
 	double area = 0;
-	int64_t prev = starts->n ? starts->v[0] : 0, last = prev;
-	while (i < starts->n || j < dones->n) {
+	int64_t s_next = 0, d_next = 0, first = 0, last_start = 0, prev = 0, last = 0;
+	int rs = ns ? spill_next(starts, &s_next, err) : 0;
+	int rd = nd ? spill_next(dones, &d_next, err) : 0;
+	if (rs > 0)
+		first = prev = last = s_next;
+	while (rs > 0 || rd > 0) {
 		int64_t t;
 		int up;
-		if (j < dones->n && (i >= starts->n || dones->v[j] <= starts->v[i])) {
-			t = dones->v[j++];
+		if (rd > 0 && (rs <= 0 || d_next <= s_next)) {
+			t = d_next;
 			up = 0;
+			j++;
+			rd = j < nd ? spill_next(dones, &d_next, err) : 0;
 		} else {
-			t = starts->v[i++];
+			t = s_next;
 			up = 1;
+			i++;
+			last_start = t;
+			rs = i < ns ? spill_next(starts, &s_next, err) : 0;
 		}
 		area += (double)level * (double)(t - prev);
 		prev = t;
@@ -120,7 +121,15 @@ static json_t *load_json(const struct spec *spec, struct ivec *starts, struct iv
 			peak = level;
 		last = t;
 	}
-	double span = starts->n ? (double)(last - starts->v[0]) : 0;
+	if (rs < 0 || rd < 0) {
+		json_decref(o);
+		return NULL;
+	}
+	double rate = NAN;
+	if (ns >= 2 && last_start > first)
+		rate = (double)(ns - 1) / ((double)(last_start - first) / 1e9);
+	json_object_set_new(o, "achieved_rate", isnan(rate) ? json_null() : json_real(rate));
+	double span = ns ? (double)(last - first) : 0;
 	json_object_set_new(o, "achieved_concurrency",
 			    json_pack("{s:o, s:I}", "avg",
 				      span > 0 ? json_real(area / span) : json_null(), "max",
@@ -134,8 +143,7 @@ static json_t *load_json(const struct spec *spec, struct ivec *starts, struct iv
  * request asked for. */
 struct tokacc {
 	long long isl_src[HR_TOKSRC__COUNT], osl_src[HR_TOKSRC__COUNT];
-	struct dvec isl_diff, osl_diff; /* |usage - tokenizer| / tokenizer, % */
-	long long discrepant;           /* either difference over the threshold */
+	long long discrepant; /* either difference over the threshold */
 	long long requested, shorter, longer;
 };
 
@@ -148,18 +156,18 @@ static double diff_pct(int32_t usage, int32_t tok)
 	return fabs((double)usage - tok) * 100.0 / tok;
 }
 
+/* a later turn's server count covers the history it resends, the
+ * tokenizer's only its new text: inputs are compared on first turns */
+static double isl_diff(const struct hr_record *r)
+{
+	return r->turn == 0 ? diff_pct(r->usage_isl, r->tok_isl) : NAN;
+}
+
 static void tokacc_add(struct tokacc *a, const struct hr_record *r, double threshold)
 {
 	a->isl_src[r->isl_src < HR_TOKSRC__COUNT ? r->isl_src : HR_TOKSRC_NONE]++;
 	a->osl_src[r->osl_src < HR_TOKSRC__COUNT ? r->osl_src : HR_TOKSRC_NONE]++;
-	/* a later turn's server count covers the history it resends, the
-	 * tokenizer's only its new text: inputs are compared on first turns */
-	double di = r->turn == 0 ? diff_pct(r->usage_isl, r->tok_isl) : NAN;
-	double dout = diff_pct(r->usage_osl, r->tok_osl);
-	if (!isnan(di))
-		dvec_push(&a->isl_diff, di);
-	if (!isnan(dout))
-		dvec_push(&a->osl_diff, dout);
+	double di = isl_diff(r), dout = diff_pct(r->usage_osl, r->tok_osl);
 	if ((!isnan(di) && di > threshold) || (!isnan(dout) && dout > threshold))
 		a->discrepant++;
 	if (r->req_osl >= 0 && r->osl >= 0) {
@@ -178,16 +186,24 @@ static json_t *sources_json(const long long *n)
 	return o;
 }
 
-static json_t *tokacc_json(const struct tokacc *a, double threshold)
+/* The samples of one summary: a value per metric, the inter-chunk gaps
+ * and the token-count differences. */
+struct samples {
+	struct xstat_pool pool;
+	struct xstat vals[32], gaps, isl_diff, osl_diff;
+	size_t nm;
+};
+
+static json_t *tokacc_json(const struct tokacc *a, struct samples *sm, double threshold)
 {
 	return json_pack("{s:o, s:o, s:{s:f, s:o, s:o, s:I}, s:{s:I, s:I, s:I, s:I}}", "isl_sources",
 			 sources_json(a->isl_src), "osl_sources", sources_json(a->osl_src),
 			 "usage_discrepancy", "threshold_pct", threshold, "isl_diff_pct",
-			 stats_json("%", a->isl_diff.v, a->isl_diff.n), "osl_diff_pct",
-			 stats_json("%", a->osl_diff.v, a->osl_diff.n), "over_threshold",
-			 (json_int_t)a->discrepant, "osl_mismatch", "requested",
-			 (json_int_t)a->requested, "missed", (json_int_t)(a->shorter + a->longer),
-			 "shorter", (json_int_t)a->shorter, "longer", (json_int_t)a->longer);
+			 stats_json("%", &sm->isl_diff), "osl_diff_pct",
+			 stats_json("%", &sm->osl_diff), "over_threshold", (json_int_t)a->discrepant,
+			 "osl_mismatch", "requested", (json_int_t)a->requested, "missed",
+			 (json_int_t)(a->shorter + a->longer), "shorter", (json_int_t)a->shorter,
+			 "longer", (json_int_t)a->longer);
 }
 
 /* goodput: a valid request meets every objective of the spec */
@@ -202,134 +218,217 @@ int summary_meets_slos(const struct spec *spec, const struct hr_record *r)
 	return 1;
 }
 
-json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec,
-			int64_t t0_wall, long long *valid_out, char *err)
+static void samples_init(struct samples *sm)
+{
+	/* half the budget for the samples' values (their statistics need a
+	 * copy of the largest), an eighth each for the start and done times */
+	xstat_pool_init(&sm->pool, summary_memory / 2 / sizeof(double));
+	sm->nm = metric_defs_count;
+	if (sm->nm > HR_ARRAY_LEN(sm->vals))
+		abort(); /* raise the array with the metric table */
+	for (size_t i = 0; i < sm->nm; i++)
+		xstat_init(&sm->vals[i], &sm->pool);
+	xstat_init(&sm->gaps, &sm->pool);
+	xstat_init(&sm->isl_diff, &sm->pool);
+	xstat_init(&sm->osl_diff, &sm->pool);
+}
+
+static void samples_release(struct samples *sm)
+{
+	for (size_t i = 0; i < sm->nm; i++)
+		xstat_release(&sm->vals[i]);
+	xstat_release(&sm->gaps);
+	xstat_release(&sm->isl_diff);
+	xstat_release(&sm->osl_diff);
+}
+
+/* 1 when any sample needs another pass */
+static int samples_end_pass(struct samples *sm)
+{
+	int more = 0;
+	for (size_t i = 0; i < sm->nm; i++)
+		more |= xstat_end_pass(&sm->vals[i]);
+	more |= xstat_end_pass(&sm->gaps);
+	more |= xstat_end_pass(&sm->isl_diff);
+	more |= xstat_end_pass(&sm->osl_diff);
+	return more;
+}
+
+static void add_scope(struct samples *sm, const struct hr_record *r, int scope)
+{
+	for (size_t i = 0; i < sm->nm; i++) {
+		if (metric_defs[i].scope != scope)
+			continue;
+		double v = metric_defs[i].fn(r);
+		if (!isnan(v))
+			xstat_add(&sm->vals[i], v);
+	}
+}
+
+/* Feeds a profiling record's values to the samples, the same way every
+ * pass; returns whether the record is valid. */
+static int samples_add(struct samples *sm, const struct hr_record *r)
+{
+	if (r->start_ns != HR_NO_TIME)
+		add_scope(sm, r, METRIC_SENT);
+	if (!record_is_valid(r))
+		return 0;
+	add_scope(sm, r, METRIC_VALID);
+	metrics_chunk_gaps(r, push_gap, &sm->gaps);
+	double di = isl_diff(r), dout = diff_pct(r->usage_osl, r->tok_osl);
+	if (!isnan(di))
+		xstat_add(&sm->isl_diff, di);
+	if (!isnan(dout))
+		xstat_add(&sm->osl_diff, dout);
+	return 1;
+}
+
+/* Everything of the summary but the samples, from the first pass. */
+struct firstpass {
+	struct spill *starts, *dones;
+	struct tokacc tok;
+	long long requests, valid, warmup, errors_by[HR_ERR__COUNT];
+	long long sum_isl, sum_osl, good;
+	int64_t first_start, last_end;
+};
+
+static int first_pass_add(struct firstpass *f, const struct spec *spec,
+			  const struct hr_record *r, int valid, char *err)
+{
+	f->requests++;
+	if (r->start_ns != HR_NO_TIME &&
+	    (spill_push(f->starts, r->start_ns, err) < 0 ||
+	     spill_push(f->dones, r->done_ns != HR_NO_TIME ? r->done_ns : r->start_ns, err) < 0))
+		return -1;
+	if (!valid) {
+		f->errors_by[r->error < HR_ERR__COUNT ? r->error : HR_ERR_TRANSPORT]++;
+		if (r->error == HR_ERR_NONE) /* 200 without content, or odd status */
+			f->errors_by[HR_ERR_NO_CONTENT]++;
+		return 0;
+	}
+	f->valid++;
+	if (spec->n_slo && summary_meets_slos(spec, r))
+		f->good++;
+	tokacc_add(&f->tok, r, spec->workload.discrepancy_pct);
+	if (r->isl > 0)
+		f->sum_isl += r->isl;
+	if (r->osl > 0)
+		f->sum_osl += r->osl;
+	if (r->start_ns < f->first_start)
+		f->first_start = r->start_ns;
+	if (r->end_ns > f->last_end)
+		f->last_end = r->end_ns;
+	return 0;
+}
+
+/* One pass over the run's records: 1 when the samples want another, 0
+ * when done, -1 with err. */
+static int summary_pass(struct store *s, int64_t run_id, const struct spec *spec,
+			struct samples *sm, struct firstpass *f, char *err)
 {
 	struct rec_cursor *c = rec_cursor_open(s, run_id);
-	if (!c) {
-		errf(err, "cannot read the records of run %lld", (long long)run_id);
-		return NULL;
-	}
-	struct dvec vals[32], gaps;
-	struct ivec starts = {0}, dones = {0};
-	size_t nm = metric_defs_count;
-	if (nm > HR_ARRAY_LEN(vals))
-		abort(); /* raise the array with the metric table */
-	for (size_t i = 0; i < nm; i++)
-		dvec_init(&vals[i]);
-	dvec_init(&gaps);
-	struct tokacc tok = {0};
-	dvec_init(&tok.isl_diff);
-	dvec_init(&tok.osl_diff);
-	long long requests = 0, valid = 0, warmup = 0, errors_by[HR_ERR__COUNT] = {0};
-	long long sum_isl = 0, sum_osl = 0, good = 0;
-	int64_t first_start = INT64_MAX, last_end = INT64_MIN;
+	if (!c)
+		return errf(err, "cannot read the records of run %lld", (long long)run_id);
 	const struct hr_record *r;
 	int rc;
 	while ((rc = rec_cursor_next(c, &r)) == 1) {
 		if (r->phase != HR_PHASE_PROFILING) {
-			warmup++;
+			if (f)
+				f->warmup++;
 			continue;
 		}
-		requests++;
-		if (r->start_ns != HR_NO_TIME) {
-			ivec_push(&starts, r->start_ns);
-			ivec_push(&dones, r->done_ns != HR_NO_TIME ? r->done_ns : r->start_ns);
-			for (size_t i = 0; i < nm; i++) {
-				if (metric_defs[i].scope != METRIC_SENT)
-					continue;
-				double v = metric_defs[i].fn(r);
-				if (!isnan(v))
-					dvec_push(&vals[i], v);
-			}
+		int valid = samples_add(sm, r);
+		if (f && first_pass_add(f, spec, r, valid, err) < 0) {
+			rec_cursor_free(c);
+			return -1;
 		}
-		if (!record_is_valid(r)) {
-			errors_by[r->error < HR_ERR__COUNT ? r->error : HR_ERR_TRANSPORT]++;
-			if (r->error == HR_ERR_NONE) /* 200 without content, or odd status */
-				errors_by[HR_ERR_NO_CONTENT]++;
-			continue;
-		}
-		valid++;
-		if (spec->n_slo && summary_meets_slos(spec, r))
-			good++;
-		for (size_t i = 0; i < nm; i++) {
-			if (metric_defs[i].scope != METRIC_VALID)
-				continue;
-			double v = metric_defs[i].fn(r);
-			if (!isnan(v))
-				dvec_push(&vals[i], v);
-		}
-		metrics_chunk_gaps(r, push_gap, &gaps);
-		tokacc_add(&tok, r, spec->workload.discrepancy_pct);
-		if (r->isl > 0)
-			sum_isl += r->isl;
-		if (r->osl > 0)
-			sum_osl += r->osl;
-		if (r->start_ns < first_start)
-			first_start = r->start_ns;
-		if (r->end_ns > last_end)
-			last_end = r->end_ns;
 	}
 	rec_cursor_free(c);
+	if (rc < 0)
+		return errf(err, "run %lld: a stored record is malformed", (long long)run_id);
+	return samples_end_pass(sm);
+}
+
+json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec,
+			int64_t t0_wall, long long *valid_out, char *err)
+{
+	return summary_compute_ex(s, run_id, spec, t0_wall, valid_out, NULL, err);
+}
+
+json_t *summary_compute_ex(struct store *s, int64_t run_id, const struct spec *spec,
+			   int64_t t0_wall, long long *valid_out, struct summary_cost *cost,
+			   char *err)
+{
+	struct samples sm;
+	samples_init(&sm);
+	struct firstpass f = {.first_start = INT64_MAX, .last_end = INT64_MIN};
+	size_t tcap = summary_memory / 8 / sizeof(int64_t);
+	f.starts = spill_new(tcap, NULL);
+	f.dones = spill_new(tcap, NULL);
 	json_t *out = NULL;
-	if (rc < 0) {
-		errf(err, "run %lld: a stored record is malformed", (long long)run_id);
+	int passes = 1;
+	int rc = summary_pass(s, run_id, spec, &sm, &f, err);
+	while (rc == 1 && ++passes)
+		rc = summary_pass(s, run_id, spec, &sm, NULL, err);
+	if (rc < 0 || spill_finish(f.starts, err) < 0 || spill_finish(f.dones, err) < 0)
 		goto done;
+	if (cost) {
+		cost->passes = passes;
+		cost->spill_runs = spill_runs(f.starts) + spill_runs(f.dones);
 	}
+	json_t *load = load_json(spec, f.starts, f.dones, err);
+	if (!load)
+		goto done;
 
 	json_t *metrics = json_object();
-	for (size_t i = 0; i < nm; i++) {
+	for (size_t i = 0; i < sm.nm; i++) {
 		json_object_set_new(metrics, metric_defs[i].tag,
-				    stats_json(metric_defs[i].unit, vals[i].v, vals[i].n));
+				    stats_json(metric_defs[i].unit, &sm.vals[i]));
 		if (strcmp(metric_defs[i].tag, "inter_token_latency") == 0)
-			json_object_set_new(metrics, "inter_chunk_latency",
-					    stats_json("ms", gaps.v, gaps.n));
+			json_object_set_new(metrics, "inter_chunk_latency", stats_json("ms", &sm.gaps));
 	}
-	double window_s = valid ? (double)(last_end - first_start) / 1e9 : 0;
+	long long valid = f.valid;
+	double window_s = valid ? (double)(f.last_end - f.first_start) / 1e9 : 0;
 	if (window_s > 0) {
 		json_object_set_new(metrics, "request_throughput",
 				    scalar_json("requests/sec", (double)valid / window_s));
 		json_object_set_new(metrics, "output_token_throughput",
-				    scalar_json("tokens/sec", (double)sum_osl / window_s));
-		json_object_set_new(metrics, "total_token_throughput",
-				    scalar_json("tokens/sec", (double)(sum_isl + sum_osl) / window_s));
+				    scalar_json("tokens/sec", (double)f.sum_osl / window_s));
+		json_object_set_new(
+		    metrics, "total_token_throughput",
+		    scalar_json("tokens/sec", (double)(f.sum_isl + f.sum_osl) / window_s));
 		if (spec->n_slo)
 			json_object_set_new(metrics, "goodput",
-					    scalar_json("requests/sec", (double)good / window_s));
+					    scalar_json("requests/sec", (double)f.good / window_s));
 	}
 	json_t *errors = json_object();
-	long long nerr = 0;
 	for (int e = 1; e < HR_ERR__COUNT; e++)
-		if (errors_by[e]) {
-			json_object_set_new(errors, hr_err_name(e), json_integer(errors_by[e]));
-		}
-	nerr = requests - valid;
+		if (f.errors_by[e])
+			json_object_set_new(errors, hr_err_name(e), json_integer(f.errors_by[e]));
+	long long nerr = f.requests - valid;
 	int64_t ws = 0, we = 0;
 	if (t0_wall && valid) {
-		ws = t0_wall + first_start;
-		we = t0_wall + last_end;
+		ws = t0_wall + f.first_start;
+		we = t0_wall + f.last_end;
 	}
-	json_t *tele = telesum_compute(s, run_id, ws, we, sum_osl);
+	json_t *tele = telesum_compute(s, run_id, ws, we, f.sum_osl);
 	out = json_pack("{s:I, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:o}", "run_id",
 			(json_int_t)run_id, "metrics_version", METRICS_VERSION, "window_s",
-			window_s, "counts", "requests", (json_int_t)requests, "valid",
-			(json_int_t)valid, "errors", (json_int_t)nerr, "warmup", (json_int_t)warmup,
-			"errors", errors, "load", load_json(spec, &starts, &dones), "metrics",
-			metrics, "telemetry", tele);
+			window_s, "counts", "requests", (json_int_t)f.requests, "valid",
+			(json_int_t)valid, "errors", (json_int_t)nerr, "warmup",
+			(json_int_t)f.warmup, "errors", errors, "load", load, "metrics", metrics,
+			"telemetry", tele);
 	if (out && spec->n_slo) /* goodput: how many valid requests met every objective */
-		json_object_set_new(json_object_get(out, "counts"), "good", json_integer(good));
+		json_object_set_new(json_object_get(out, "counts"), "good", json_integer(f.good));
 	if (out)
-		json_object_set_new(out, "tokens", tokacc_json(&tok, spec->workload.discrepancy_pct));
+		json_object_set_new(out, "tokens",
+				    tokacc_json(&f.tok, &sm, spec->workload.discrepancy_pct));
 	if (valid_out)
 		*valid_out = valid;
 done:
-	for (size_t i = 0; i < nm; i++)
-		dvec_release(&vals[i]);
-	dvec_release(&gaps);
-	dvec_release(&tok.isl_diff);
-	dvec_release(&tok.osl_diff);
-	free(starts.v);
-	free(dones.v);
+	samples_release(&sm);
+	spill_free(f.starts);
+	spill_free(f.dones);
 	return out;
 }
 
