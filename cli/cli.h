@@ -69,6 +69,7 @@ struct cli_opts {
 	int records;        /* export --records */
 	int telemetry;      /* export --telemetry */
 	int client;         /* export --client */
+	int peer;           /* export --format aiperf*|vllm: a file of another tool */
 	const char *osl;    /* calibrate --osl, NULL: the daemon's default */
 	long isl, concurrency; /* calibrate --isl / --concurrency, 0: default */
 	double duration_s;  /* calibrate --duration, 0: default */

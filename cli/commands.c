@@ -823,35 +823,72 @@ int cli_sink_close(struct cli_sink *s, const char *output, int ok)
 	return rc;
 }
 
+/* Streams path's answer into output (stdout when NULL): an exit code. */
+static int export_one(struct http_client *c, const char *path, const char *output)
+{
+	struct cli_sink s;
+	if (cli_sink_open(&s, output) < 0)
+		return EXIT_RUN_FAILED;
+	char err[HR_ERRLEN];
+	struct http_resp r;
+	http_resp_init(&r);
+	int ex = EXIT_OK;
+	int rc = http_get_stream(c, path, s.f, &r, err);
+	if (rc < 0)
+		ex = cli_transport_failure(rc, err);
+	else if (!is_2xx(r.status))
+		ex = cli_answer_failure(&r);
+	if (cli_sink_close(&s, output, ex == EXIT_OK) < 0 && ex == EXIT_OK)
+		ex = EXIT_RUN_FAILED;
+	http_resp_release(&r);
+	return ex;
+}
+
+/* --format aiperf: AIPerf's three files in the directory o->output. */
+static int export_aiperf_dir(struct http_client *c, const struct cli_opts *o)
+{
+	static const char *const files[][2] = {{"aiperf-json", "profile_export_aiperf.json"},
+	                                       {"aiperf-csv", "profile_export_aiperf.csv"},
+	                                       {"aiperf-jsonl", "profile_export.jsonl"}};
+	if (mkdir(o->output, 0777) < 0 && errno != EEXIST) {
+		fprintf(stderr, "headroom: cannot create %s: %s\n", o->output, strerror(errno));
+		return EXIT_RUN_FAILED;
+	}
+	int ex = EXIT_OK;
+	for (size_t i = 0; i < HR_ARRAY_LEN(files) && ex == EXIT_OK; i++) {
+		char *path = xasprintf("/runs/%lld/export?format=%s", o->id, files[i][0]);
+		char *out = xasprintf("%s/%s", o->output, files[i][1]);
+		ex = export_one(c, path, out);
+		free(out);
+		free(path);
+	}
+	return ex;
+}
+
 int cmd_export(const struct cli_opts *o)
 {
 	struct http_client c;
 	int ex = cli_client_open(o, &c);
 	if (ex != EXIT_OK)
 		return ex;
-	struct cli_sink s;
-	if (cli_sink_open(&s, o->output) < 0) {
-		http_client_release(&c);
-		return EXIT_RUN_FAILED;
-	}
 	cli_catch_signals();
-	char *path = xasprintf("/runs/%lld/%s?format=%s", o->id,
-	                       o->records     ? "records"
-	                       : o->telemetry ? "telemetry"
-	                       : o->client    ? "client"
-	                                      : "summary",
-	                       o->format);
-	char err[HR_ERRLEN];
-	struct http_resp r;
-	http_resp_init(&r);
-	int rc = http_get_stream(&c, path, s.f, &r, err);
-	if (rc < 0)
-		ex = cli_transport_failure(rc, err);
-	else if (!is_2xx(r.status))
-		ex = cli_answer_failure(&r);
-	if (cli_sink_close(&s, o->output, ex == EXIT_OK) < 0 && ex == EXIT_OK)
-		ex = EXIT_RUN_FAILED;
-	http_resp_release(&r);
+	if (o->peer && strcmp(o->format, "aiperf") == 0) {
+		ex = export_aiperf_dir(&c, o);
+		http_client_release(&c);
+		return ex;
+	}
+	char *path;
+	if (o->peer)
+		path = xasprintf("/runs/%lld/export?format=%s%s", o->id, o->format,
+		                 strcmp(o->format, "vllm") == 0 ? "&detail=true" : "");
+	else
+		path = xasprintf("/runs/%lld/%s?format=%s", o->id,
+		                 o->records     ? "records"
+		                 : o->telemetry ? "telemetry"
+		                 : o->client    ? "client"
+		                                : "summary",
+		                 o->format);
+	ex = export_one(&c, path, o->output);
 	free(path);
 	http_client_release(&c);
 	return ex;

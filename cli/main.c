@@ -49,7 +49,8 @@ static const char general_help[] =
     "  delete ID                                    delete a run and its data\n"
     "  compare BASE HEAD [--format F]               compare runs or groups of runs\n"
     "  cancel ID                                    cancel a queued or running run\n"
-    "  export ID [--records] [--format F] [-o FILE] export a summary or the records\n"
+    "  export ID [--records] [--format F] [-o FILE] export a summary, the records, or\n"
+    "                                               AIPerf or vLLM result files\n"
     "  calibrate [--osl N,...] [--rates R,...]      measure this host's client ceiling\n"
     "  calibrations [ID] [--limit N]                past calibrations, or one in full\n"
     "  profile -m MODEL --url URL [AIPerf flags]    a run from `aiperf profile` flags\n"
@@ -151,15 +152,24 @@ static const char export_help[] =
     "       headroom export ID --records [--format jsonl|csv] [-o FILE]\n"
     "       headroom export ID --telemetry [--format json|csv] [-o FILE]\n"
     "       headroom export ID --client [--format json|csv] [-o FILE]\n"
+    "       headroom export ID --format aiperf -o DIR\n"
+    "       headroom export ID --format aiperf-json|aiperf-csv|aiperf-jsonl|vllm [-o FILE]\n"
     "\n"
     "Writes the run's summary (default format json), or with --records every\n"
     "per-request record (default format jsonl), as the daemon streams it.\n"
     "--format jsonl implies --records.\n"
     "\n"
+    "--format aiperf writes AIPerf's three files into DIR (made when missing):\n"
+    "profile_export_aiperf.json, profile_export_aiperf.csv and the per-request\n"
+    "profile_export.jsonl; aiperf-json, aiperf-csv and aiperf-jsonl write one of\n"
+    "them. --format vllm writes the result JSON of vLLM's bench serve with its\n"
+    "per-request arrays (docs/formats.md).\n"
+    "\n"
     "  --records          export the per-request records\n"
     "  --telemetry        export the GPU and server telemetry samples\n"
     "  --client           export the load generator's own samples (workers, daemon)\n"
-    "  --format F         json or csv (summary), jsonl or csv (records)\n"
+    "  --format F         json or csv (summary), jsonl or csv (records); aiperf,\n"
+    "                     aiperf-json, aiperf-csv, aiperf-jsonl, vllm (other tools)\n"
     "  -o, --output FILE  write to FILE (replaced only once complete) instead of\n"
     "                     stdout\n";
 
@@ -706,11 +716,28 @@ static int build_opts(const struct parsed *p, struct cli_opts *o)
 		if (o->telemetry + o->records + o->client > 1)
 			return usage_error(cmd, "--records, --telemetry and --client are separate "
 			                        "exports");
+		o->peer = f && (strncmp(f, "aiperf", 6) == 0 || strcmp(f, "vllm") == 0);
+		if (o->peer) {
+			static const char *const peers[] = {"aiperf", "aiperf-json", "aiperf-csv",
+			                                    "aiperf-jsonl", "vllm"};
+			int known = 0;
+			for (size_t i = 0; i < HR_ARRAY_LEN(peers); i++)
+				known |= strcmp(f, peers[i]) == 0;
+			if (!known)
+				return usage_error(cmd, "unknown format '%s' (aiperf, aiperf-json, "
+				                        "aiperf-csv, aiperf-jsonl, vllm)", f);
+			if (o->records || o->telemetry || o->client)
+				return usage_error(cmd, "--format %s is a file of its own: without "
+				                        "--records, --telemetry or --client", f);
+			if (strcmp(f, "aiperf") == 0 && !p->seen[OPT_OUTPUT])
+				return usage_error(cmd, "--format aiperf writes three files: name "
+				                        "their directory with -o DIR");
+		}
 		if (!f)
 			f = o->records ? "jsonl" : "json";
-		if (o->records && strcmp(f, "jsonl") != 0 && strcmp(f, "csv") != 0)
+		if (!o->peer && o->records && strcmp(f, "jsonl") != 0 && strcmp(f, "csv") != 0)
 			return usage_error(cmd, "records export as jsonl or csv, not '%s'", f);
-		if (!o->records && strcmp(f, "json") != 0 && strcmp(f, "csv") != 0)
+		if (!o->peer && !o->records && strcmp(f, "json") != 0 && strcmp(f, "csv") != 0)
 			return usage_error(cmd, "a summary exports as json or csv, not '%s'", f);
 		o->format = f;
 		if (p->seen[OPT_OUTPUT]) {
