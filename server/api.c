@@ -144,20 +144,6 @@ const char *arg(struct MHD_Connection *c, const char *name)
 	return MHD_lookup_connection_value(c, MHD_GET_ARGUMENT_KIND, name);
 }
 
-/* Strict decimal integer in [lo, hi]. */
-int parse_int(const char *s, long long lo, long long hi, long long *out)
-{
-	if (!s || !*s)
-		return -1;
-	char *end;
-	errno = 0;
-	long long v = strtoll(s, &end, 10);
-	if (errno || *end || v < lo || v > hi || !(*s >= '0' && *s <= '9'))
-		return -1;
-	*out = v;
-	return 0;
-}
-
 /* --- handlers ------------------------------------------------------------------ */
 
 static enum MHD_Result h_healthz(struct call *k)
@@ -1063,62 +1049,6 @@ void api_list_routes(FILE *out)
 		fprintf(out, "%s %s\n", routes[i].method, routes[i].path);
 }
 
-/* Matches url against a pattern; on "{id}" parses a run id (a non-numeric
- * segment still matches, with id 0, so the handler answers 404). */
-static int match(const char *pat, const char *url, int64_t *id, char *name)
-{
-	while (*pat && *url) {
-		if (strncmp(pat, "{name}", 6) == 0) {
-			/* a baseline's name: 1..HR_MAX_LABEL_LEN of [A-Za-z0-9._-] (a
-			 * segment with anything else still matches, empty: the
-			 * handler answers 400) */
-			const char *seg = url;
-			while (*url && *url != '/')
-				url++;
-			size_t n = (size_t)(url - seg);
-			int ok = n >= 1 && n <= HR_MAX_LABEL_LEN;
-			for (size_t i = 0; ok && i < n; i++)
-				ok = (seg[i] >= 'a' && seg[i] <= 'z') || (seg[i] >= 'A' && seg[i] <= 'Z') ||
-				     (seg[i] >= '0' && seg[i] <= '9') || strchr("._-", seg[i]);
-			if (n == 0)
-				return 0;
-			if (name) {
-				if (ok)
-					memcpy(name, seg, n);
-				name[ok ? n : 0] = '\0';
-			}
-			pat += 6;
-			continue;
-		}
-		if (strncmp(pat, "{id}", 4) == 0) {
-			const char *seg = url;
-			while (*url && *url != '/')
-				url++;
-			if (url == seg)
-				return 0;
-			char tmp[32];
-			size_t n = (size_t)(url - seg);
-			long long v = 0;
-			if (n < sizeof tmp) {
-				memcpy(tmp, seg, n);
-				tmp[n] = '\0';
-				if (parse_int(tmp, 1, INT64_MAX, &v) < 0)
-					v = 0;
-			}
-			*id = v;
-			pat += 4;
-			continue;
-		}
-		if (*pat != *url)
-			return 0;
-		pat++;
-		url++;
-	}
-	if (*url == '/' && url[1] == '\0') /* tolerate one trailing slash */
-		url++;
-	return *pat == '\0' && *url == '\0';
-}
-
 static int route_role(const char *method, const char *url)
 {
 	if (strncmp(url, "/api/", 5) != 0)
@@ -1126,7 +1056,7 @@ static int route_role(const char *method, const char *url)
 	for (size_t i = 0; i < HR_ARRAY_LEN(route_roles); i++) {
 		int64_t id;
 		if (strcmp(route_roles[i].method, method) == 0 &&
-		    match(route_roles[i].path, url, &id, NULL))
+		    api_match(route_roles[i].path, url, &id, NULL))
 			return route_roles[i].role;
 	}
 	return strcmp(method, "GET") == 0 ? AUTH_READ : AUTH_ADMIN;
@@ -1163,7 +1093,7 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 	int path_known = 0;
 	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {
 		int64_t id = 0;
-		if (!match(routes[i].path, url, &id, k.name))
+		if (!api_match(routes[i].path, url, &id, k.name))
 			continue;
 		path_known = 1;
 		if (strcmp(routes[i].method, method) != 0)
@@ -1217,7 +1147,7 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		/* a dataset upload has its own, larger bound and goes to a file */
 		int64_t unused;
 		int dataset = strcmp(method, "POST") == 0 &&
-			      match("/api/v1/datasets", url, &unused, NULL);
+			      api_match("/api/v1/datasets", url, &unused, NULL);
 		/* Host, Origin, token, role and Content-Type, before a byte of
 		 * the body is read (auth.h) */
 		enum MHD_Result aret;

@@ -21,53 +21,6 @@
 
 /* --- query parsing ----------------------------------------------------------- */
 
-/* "2026-12-01T10:00:00Z" (optionally with .fff), "2026-12-01", or Unix
- * seconds, into epoch milliseconds. */
-static int parse_time(const char *s, int64_t *ms)
-{
-	long long secs;
-	if (parse_int(s, 0, 253402300799LL, &secs) == 0) {
-		*ms = secs * 1000;
-		return 0;
-	}
-	struct tm tm = {0};
-	int frac = 0, n = 0;
-	size_t len = strlen(s);
-	if (len == 10 && sscanf(s, "%4d-%2d-%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &n) == 3 &&
-	    n == 10) {
-	} else if (sscanf(s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday,
-			  &tm.tm_hour, &tm.tm_min, &tm.tm_sec, &n) == 6 &&
-		   n == 19) {
-		const char *p = s + 19;
-		if (*p == '.') {
-			int digits = 0;
-			for (p++; *p >= '0' && *p <= '9'; p++, digits++)
-				if (digits < 3)
-					frac = frac * 10 + (*p - '0');
-			if (digits == 0)
-				return -1; /* "00.Z" */
-			for (; digits < 3; digits++)
-				frac *= 10;
-		}
-		if (strcmp(p, "Z") != 0)
-			return -1;
-	} else {
-		return -1;
-	}
-	if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-	    tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || tm.tm_year < 1970)
-		return -1;
-	tm.tm_year -= 1900;
-	tm.tm_mon -= 1;
-	struct tm want = tm;
-	time_t t = timegm(&tm);
-	/* timegm normalises 2026-02-31 into March: refuse what moved */
-	if (t == (time_t)-1 || tm.tm_mday != want.tm_mday || tm.tm_mon != want.tm_mon)
-		return -1;
-	*ms = (int64_t)t * 1000 + frac;
-	return 0;
-}
-
 struct qctx {
 	struct run_query *q;
 	char field[300];
@@ -130,10 +83,10 @@ static int parse_filters(struct MHD_Connection *conn, struct run_query *q, struc
 			BAD("name", "'name' is longer than %d bytes", HR_MAX_NAME_LEN);
 		q->name = s;
 	}
-	if ((s = arg(conn, "since")) && parse_time(s, &q->since_ms) < 0)
+	if ((s = arg(conn, "since")) && api_parse_time(s, &q->since_ms) < 0)
 		BAD("since", "'since' must be an RFC 3339 UTC time (2026-12-01T10:00:00Z), a date "
 			     "(2026-12-01) or Unix seconds");
-	if ((s = arg(conn, "until")) && parse_time(s, &q->until_ms) < 0)
+	if ((s = arg(conn, "until")) && api_parse_time(s, &q->until_ms) < 0)
 		BAD("until", "'until' must be an RFC 3339 UTC time (2026-12-01T10:00:00Z), a date "
 			     "(2026-12-01) or Unix seconds");
 	if ((s = arg(conn, "fingerprint"))) {
@@ -163,24 +116,6 @@ static enum MHD_Result bad_query(struct call *k, const struct qctx *c)
 	return reply_error(k->conn, 400, "invalid_value", c->field, "%s", c->msg);
 }
 
-/* "METRIC.STAT" into its parts (the metric must exist, the stat must be
- * one it has). 0 or -1. */
-static int metric_stat(const char *s, const char **metric, char *mbuf, size_t mlen, int *stat)
-{
-	const char *dot = strrchr(s, '.');
-	if (!dot || (size_t)(dot - s) >= mlen)
-		return -1;
-	memcpy(mbuf, s, (size_t)(dot - s));
-	mbuf[dot - s] = '\0';
-	const struct metric_info *mi = metric_info(mbuf);
-	*stat = metric_stat_index(dot + 1);
-	if (!mi || *stat < 0 || (mi->run_level && *stat != 0) ||
-	    (!mi->run_level && strcmp(dot + 1, "value") == 0))
-		return -1;
-	*metric = mi->tag;
-	return 0;
-}
-
 /* --- runs -------------------------------------------------------------------- */
 
 enum MHD_Result h_list(struct call *k)
@@ -200,17 +135,14 @@ enum MHD_Result h_list(struct call *k)
 		return bad_query(k, &c);
 	q.limit = (int)limit;
 	q.before = before;
-	char mbuf[128];
+	struct sort_key sk;
 	if ((s = arg(k->conn, "sort"))) {
-		const char *key = s[0] == '-' ? s + 1 : s;
-		q.sort_desc = s[0] == '-';
-		if (strcmp(key, "id") == 0 || strcmp(key, "created_at") == 0)
-			q.sort_by = SORT_ID;
-		else if (strcmp(key, "name") == 0)
-			q.sort_by = SORT_NAME;
-		else if (metric_stat(key, &q.sort_metric, mbuf, sizeof mbuf, &q.sort_stat) == 0)
-			q.sort_by = SORT_METRIC;
-		else
+		if (api_parse_sort(s, &sk) == 0) {
+			q.sort_by = sk.by;
+			q.sort_desc = sk.desc;
+			q.sort_metric = sk.metric;
+			q.sort_stat = sk.stat;
+		} else
 			return reply_error(k->conn, 400, "invalid_value", "sort",
 					   "'sort' must be id, name, created_at or METRIC.STAT "
 					   "(e.g. time_to_first_token.p99), with '-' for descending");
@@ -287,14 +219,7 @@ enum MHD_Result h_delete(struct call *k)
 static int parse_conf(struct MHD_Connection *conn, double *conf)
 {
 	const char *s = arg(conn, "confidence");
-	if (!s)
-		return 0;
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !(v >= 0.5 && v <= 0.9999))
-		return -1;
-	*conf = v;
-	return 0;
+	return s ? api_parse_real(s, 0.5, 0.9999, conf) : 0;
 }
 
 enum MHD_Result h_group(struct call *k)
@@ -354,26 +279,7 @@ static int resolve_ref(struct call *k, const char *field, int64_t *ids, enum MHD
 			return 0;
 		}
 	} else {
-		const char *p = s;
-		while (*p) {
-			char tmp[32];
-			size_t len = strcspn(p, ",");
-			long long id;
-			if (len == 0 || len >= sizeof tmp || n == COMPARE_MAX_RUNS) {
-				n = -2;
-				break;
-			}
-			memcpy(tmp, p, len);
-			tmp[len] = '\0';
-			if (parse_int(tmp, 1, INT64_MAX, &id) < 0) {
-				n = -2;
-				break;
-			}
-			ids[n++] = id;
-			p += len;
-			if (*p == ',')
-				p++;
-		}
+		n = api_parse_id_list(s, ids, COMPARE_MAX_RUNS);
 		if (n <= 0) {
 			*ret = reply_error(k->conn, 400, "invalid_value", field,
 					   "'%s' must be a run id, up to %d ids separated by commas, "
@@ -475,14 +381,7 @@ static int parse_real(struct MHD_Connection *conn, const char *name, double lo, 
 		      double *out)
 {
 	const char *s = arg(conn, name);
-	if (!s)
-		return 0;
-	char *end;
-	double v = strtod(s, &end);
-	if (end == s || *end || !(v >= lo && v <= hi))
-		return -1;
-	*out = v;
-	return 0;
+	return s ? api_parse_real(s, lo, hi, out) : 0;
 }
 
 enum MHD_Result h_series(struct call *k)

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "api.h"
+#include "apiparse.h"
 #include "datasets.h"
 #include "limits.h"
 
@@ -58,8 +59,6 @@ enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const cha
 enum MHD_Result not_found(struct call *k);
 /* A query argument, or NULL. */
 const char *arg(struct MHD_Connection *c, const char *name);
-/* Strict decimal integer in [lo, hi]: 0, or -1. */
-int parse_int(const char *s, long long lo, long long hi, long long *out);
 
 /* GET /runs/{id}/export: AIPerf and vLLM result files (api_peers.c). */
 enum MHD_Result h_export(struct call *k);

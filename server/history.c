@@ -208,31 +208,6 @@ int history_create_runs(struct store *s, json_t *spec, int count, double cooldow
 
 /* --- selectors and lists ------------------------------------------------------- */
 
-int history_parse_selector(const char *k, const char *value, struct label_sel *out, char *err)
-{
-	memset(out, 0, sizeof *out);
-	if (strncmp(k, "label.", 6) != 0)
-		return errf(err, "not a label selector");
-	k += 6;
-	size_t n = strlen(k);
-	int bang = n > 0 && k[n - 1] == '!';
-	if (bang)
-		n--;
-	if (n == 0 || n > HR_MAX_LABEL_LEN)
-		return errf(err, "a label key must be 1 to %d bytes", HR_MAX_LABEL_LEN);
-	memcpy(out->key, k, n);
-	out->key[n] = '\0';
-	if (!value) {
-		out->op = bang ? SEL_ABSENT : SEL_PRESENT;
-		return 0;
-	}
-	if (strlen(value) >= sizeof out->value)
-		return errf(err, "a label value must be at most %zu bytes", sizeof out->value - 1);
-	snprintf(out->value, sizeof out->value, "%s", value);
-	out->op = bang ? SEL_NE : SEL_EQ;
-	return 0;
-}
-
 /* The WHERE clause of q (after "WHERE 1"), its parameters bound from ?100
  * on by bind_query. */
 static void where_clause(const struct run_query *q, struct dynbuf *b)
@@ -292,62 +267,10 @@ static void bind_query(sqlite3_stmt *st, const struct run_query *q)
 	}
 }
 
-/* Cursor text, tied to its sort: "i:<id>" (id order), "a:<name in
- * hex>:<id>" (name order: the name itself, so a deleted run does not
- * break the paging), "v:<value>:<id>" (a metric, in its non-null
- * section), "n:<id>" (the runs without the figure, last). */
-struct cursor {
-	char kind;
-	double v;
-	char name[HR_MAX_NAME_LEN + 1];
-	int64_t id;
-};
-
-static int unhex(int c)
-{
-	return c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-}
-
-static int parse_cursor(const char *c, int sort_by, struct cursor *out)
-{
-	char *end;
-	if (!c || strlen(c) < 3 || c[1] != ':')
-		return -1;
-	out->kind = c[0];
-	const char *p = c + 2;
-	if (out->kind == 'v') {
-		out->v = strtod(p, &end);
-		if (end == p || *end != ':' || !isfinite(out->v))
-			return -1;
-		p = end + 1;
-	} else if (out->kind == 'a') {
-		size_t n = 0;
-		for (; *p && *p != ':'; p += 2) {
-			int hi = unhex(p[0]), lo = hi < 0 ? -1 : unhex(p[1]);
-			if (lo < 0 || n == HR_MAX_NAME_LEN)
-				return -1;
-			out->name[n++] = (char)(hi * 16 + lo);
-		}
-		out->name[n] = '\0';
-		if (*p++ != ':' || strlen(out->name) != n)
-			return -1;
-	} else if (out->kind != 'i' && out->kind != 'n') {
-		return -1;
-	}
-	int want = sort_by == SORT_ID ? out->kind == 'i'
-		   : sort_by == SORT_NAME ? out->kind == 'a'
-					  : out->kind == 'v' || out->kind == 'n';
-	long long id = strtoll(p, &end, 10);
-	if (!want || end == p || *end || id <= 0)
-		return -1;
-	out->id = id;
-	return 0;
-}
-
 int history_list(struct store *s, const struct run_query *q, json_t **out, char *err)
 {
-	struct cursor cur = {0};
-	if (q->cursor && parse_cursor(q->cursor, q->sort_by, &cur) < 0)
+	struct list_cursor cur = {0};
+	if (q->cursor && api_parse_cursor(q->cursor, q->sort_by, &cur) < 0)
 		return -400 + 0 * errf(err, "'cursor' is not one this API gave out for this sort");
 	struct dynbuf b;
 	dynbuf_init(&b, 64 * 1024);

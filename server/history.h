@@ -13,6 +13,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
+#include "apiparse.h"
 #include "limits.h"
 #include "store.h"
 
@@ -37,14 +38,6 @@ int64_t history_tx_next_run_id(struct store_tx *tx, char *err);
  * its labels as rows). */
 int history_tx_index_run(struct store_tx *tx, int64_t id, json_t *spec, char *err);
 
-/* A label selector of a query: key=value, key!=value, key (present), !key. */
-enum sel_op { SEL_EQ, SEL_NE, SEL_PRESENT, SEL_ABSENT };
-struct label_sel {
-	int op;
-	char key[HR_MAX_LABEL_LEN + 1];
-	char value[HR_MAX_LABEL_LEN * 16 + 1];
-};
-
 /* A filtered run list (GET /runs, GET /series). Strings are borrowed. */
 struct run_query {
 	int limit;
@@ -62,12 +55,6 @@ struct run_query {
 	int sort_stat;            /* SORT_METRIC: index into metric_stat_names */
 	const char *cursor;       /* a previous answer's next_cursor, or NULL */
 };
-enum { SORT_ID = 0, SORT_NAME, SORT_METRIC };
-
-/* Parses one label selector from a query argument: key "label.K" or
- * "label.K!" with value V, or NULL (no '='). Returns 0 or -1 (message in err). */
-int history_parse_selector(const char *arg_key, const char *value, struct label_sel *out,
-			   char *err);
 
 /* GET /runs: {"runs": [...], "next_before", "next_cursor"}. -400: a bad
  * cursor (err says why). */
