@@ -341,21 +341,17 @@ static enum MHD_Result h_create(struct call *k)
 		spec_release(&spec);
 		return reply_error(k->conn, 403, "quota_exceeded", qfield, "%s", qmsg);
 	}
-	if (k->auth && k->auth->quota.max_queued > 0) {
-		long long mine = auth_queued_by(k->a->store, k->auth->who);
-		if (mine < 0 || mine + count > k->auth->quota.max_queued) {
-			spec_release(&spec);
-			return reply_error(k->conn, 429, "quota_exceeded", "max_queued",
-					   "this token has %lld run(s) queued and its max_queued is "
-					   "%lld: this submission of %d is refused; retry when they "
-					   "have started",
-					   mine, k->auth->quota.max_queued, count);
-		}
-	}
+	struct submitter by = {.who = k->auth ? k->auth->who : NULL,
+			       .max_queued = k->auth ? k->auth->quota.max_queued : 0};
 	int queued = 0;
 	int rc = history_create_runs(k->a->store, spec.json, count, spec.repeat.cooldown_s,
-				     k->a->o.max_queued_runs, &queued, ids, &group, err);
+				     k->a->o.max_queued_runs, &by, &queued, ids, &group, err);
 	spec_release(&spec);
+	if (rc == -429)
+		return reply_error(k->conn, 429, "quota_exceeded", "max_queued",
+				   "this token has %lld run(s) queued and its max_queued is %lld: "
+				   "this submission of %d is refused; retry when they have started",
+				   by.queued, by.max_queued, count);
 	if (rc == -503)
 		return reply_retry(k->conn, 503, "queue_full", HR_QUEUE_RETRY_AFTER_S,
 				   "%d run(s) are queued and at most %d may be: this submission "
@@ -364,7 +360,6 @@ static enum MHD_Result h_create(struct call *k)
 				   queued, k->a->o.max_queued_runs, count);
 	if (rc < 0)
 		return reply_internal(k->conn, err);
-	auth_set_submitted_by(k->a->store, ids, count, k->auth->who);
 	runner_kick(k->a->runner);
 	int64_t id = ids[0];
 	char url[64];

@@ -446,16 +446,14 @@ struct who_args {
 	const int64_t *ids;
 	int n;
 	const char *who;
-	int cancel;
 };
 
 static int who_job(struct store_tx *tx, void *arg, char *err)
 {
 	struct who_args *a = arg;
-	static const char sub[] = "UPDATE runs SET submitted_by = ? WHERE id = ?";
 	static const char can[] = "UPDATE runs SET cancelled_by = ? WHERE id = ?";
 	for (int i = 0; i < a->n; i++) {
-		sqlite3_stmt *st = store_tx_stmt(tx, a->cancel ? can : sub);
+		sqlite3_stmt *st = store_tx_stmt(tx, can);
 		sqlite3_bind_text(st, 1, a->who, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(st, 2, a->ids[i]);
 		if (sqlite3_step(st) != SQLITE_DONE)
@@ -464,34 +462,11 @@ static int who_job(struct store_tx *tx, void *arg, char *err)
 	return 0;
 }
 
-int auth_set_submitted_by(struct store *s, const int64_t *ids, int n, const char *who)
-{
-	struct who_args a = {.ids = ids, .n = n, .who = who && *who ? who : "local"};
-	char err[HR_ERRLEN];
-	return store_exec(s, who_job, &a, err);
-}
-
 int auth_set_cancelled_by(struct store *s, int64_t id, const char *who)
 {
-	struct who_args a = {.ids = &id, .n = 1, .who = who && *who ? who : "local", .cancel = 1};
+	struct who_args a = {.ids = &id, .n = 1, .who = who && *who ? who : "local"};
 	char err[HR_ERRLEN];
 	return store_exec(s, who_job, &a, err);
-}
-
-long long auth_queued_by(struct store *s, const char *who)
-{
-	sqlite3 *db = store_reader(s);
-	sqlite3_stmt *st = NULL;
-	long long n = -1;
-	if (sqlite3_prepare_v2(db, "SELECT COUNT(*) FROM runs WHERE state = 'queued' AND "
-				   "submitted_by = ?", -1, &st, NULL) == SQLITE_OK) {
-		sqlite3_bind_text(st, 1, who, -1, SQLITE_STATIC);
-		if (sqlite3_step(st) == SQLITE_ROW)
-			n = sqlite3_column_int64(st, 0);
-	}
-	sqlite3_finalize(st);
-	store_reader_put(s, db);
-	return n;
 }
 
 void auth_run_members(struct store *s, int64_t id, json_t *run)

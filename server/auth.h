@@ -73,15 +73,12 @@ int auth_token_revoke(struct store *s, int64_t id, const char *name, char *err);
  * newest first, at most limit, ids below before (0: from the newest). */
 int auth_audit_list(struct store *s, int limit, int64_t before, json_t **out, char *err);
 
-/* Who submitted runs ids[0..n) / asked to cancel run id (waits for the
- * store). */
-int auth_set_submitted_by(struct store *s, const int64_t *ids, int n, const char *who);
+/* Who asked to cancel run id (waits for the store; who submitted a run is
+ * stored with it, history_create_runs). */
 int auth_set_cancelled_by(struct store *s, int64_t id, const char *who);
 /* Adds "submitted_by" and "cancelled_by" (string or null) to run, the
  * object of run id. */
 void auth_run_members(struct store *s, int64_t id, json_t *run);
-/* How many runs `who` submitted are queued now, or -1. */
-long long auth_queued_by(struct store *s, const char *who);
 
 /* --- the gate -------------------------------------------------------------- */
 

@@ -127,6 +127,8 @@ struct create_many {
 	int count, max_queued, queued, full;
 	double cooldown_s;
 	int64_t *ids, group;
+	struct submitter *by;
+	int mine_full;
 };
 
 static int create_many_job(struct store_tx *tx, void *arg, char *err)
@@ -135,11 +137,28 @@ static int create_many_job(struct store_tx *tx, void *arg, char *err)
 	static const char g[] = "INSERT INTO run_groups (name, count, cooldown_s, created_at) "
 				"VALUES (?, ?, ?, ?)";
 	static const char r[] = "INSERT INTO runs (id, name, state, spec, labels, created_at, "
-				"group_id) VALUES (?6, ?1, 'queued', ?2, ?3, ?4, ?5)";
+				"group_id, submitted_by) VALUES (?6, ?1, 'queued', ?2, ?3, ?4, ?5, ?7)";
 	static const char q[] = "SELECT count(*) FROM runs WHERE state = 'queued'";
+	static const char qm[] = "SELECT count(*) FROM runs WHERE state = 'queued' AND "
+				 "submitted_by = ?";
 	const char *name = json_string_value(json_object_get(a->spec, "name"));
+	const char *who = a->by->who && *a->by->who ? a->by->who : "local";
 	int64_t now = now_ms();
 	a->group = 0;
+	/* the token's own bound and the queue's, counted in the transaction
+	 * that inserts: concurrent submissions cannot pass either together */
+	if (a->by->max_queued > 0) {
+		sqlite3_stmt *st = store_tx_stmt(tx, qm);
+		sqlite3_bind_text(st, 1, who, -1, SQLITE_STATIC);
+		if (sqlite3_step(st) != SQLITE_ROW)
+			return sql_fail(tx->db, err);
+		a->by->queued = sqlite3_column_int64(st, 0);
+		sqlite3_reset(st);
+		if (a->by->queued + a->count > a->by->max_queued) {
+			a->mine_full = 1;
+			return errf(err, "the token's queued runs are at its max_queued");
+		}
+	}
 	if (a->max_queued > 0) {
 		sqlite3_stmt *st = store_tx_stmt(tx, q);
 		if (sqlite3_step(st) != SQLITE_ROW)
@@ -178,6 +197,7 @@ static int create_many_job(struct store_tx *tx, void *arg, char *err)
 			break;
 		}
 		sqlite3_bind_int64(st, 6, id);
+		sqlite3_bind_text(st, 7, who, -1, SQLITE_STATIC);
 		if (sqlite3_step(st) != SQLITE_DONE) {
 			rc = sql_fail(tx->db, err);
 			break;
@@ -191,13 +211,17 @@ static int create_many_job(struct store_tx *tx, void *arg, char *err)
 }
 
 int history_create_runs(struct store *s, json_t *spec, int count, double cooldown_s,
-			int max_queued, int *queued, int64_t *ids, int64_t *group, char *err)
+			int max_queued, struct submitter *by, int *queued, int64_t *ids,
+			int64_t *group, char *err)
 {
 	struct create_many a = {.spec = spec, .count = count < 1 ? 1 : count,
-				.max_queued = max_queued, .cooldown_s = cooldown_s, .ids = ids};
+				.max_queued = max_queued, .cooldown_s = cooldown_s, .ids = ids,
+				.by = by};
 	int rc = store_exec(s, create_many_job, &a, err);
 	if (queued)
 		*queued = a.queued;
+	if (a.mine_full)
+		return -429;
 	if (a.full)
 		return -503;
 	if (rc < 0)

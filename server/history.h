@@ -73,14 +73,26 @@ int history_delete(struct store *s, int64_t id, char *err);
  * fingerprint (0: no count limit). Returns how many, or -1. */
 int history_retain(struct store *s, int days, int per_fp, char *err);
 
+/* Who submits (runs.submitted_by; NULL or "": "local"), and that token's
+ * own bound on its queued runs (0: none). queued is set by
+ * history_create_runs when it counted them. */
+struct submitter {
+	const char *who;
+	long long max_queued;
+	long long queued;
+};
+
 /* Creates the queued runs of one submission: count runs (1: no group) of
- * spec (borrowed). ids: count entries. *group: the new group or 0. With
- * max_queued > 0, refuses (-503, *queued: the runs queued already) when
- * the queued runs would then number more than max_queued; checked in the
- * same transaction as the insert, so concurrent submissions cannot pass
- * it together. */
+ * spec (borrowed), submitted by by->who. ids: count entries. *group: the
+ * new group or 0. Refuses with -429 (by->queued: the token's runs queued
+ * already) when by->max_queued > 0 and the token's queued runs would then
+ * number more, and with -503 (*queued: the runs queued already) when
+ * max_queued > 0 and all queued runs would. Both are counted in the
+ * transaction that inserts, so concurrent submissions cannot pass a bound
+ * together. */
 int history_create_runs(struct store *s, json_t *spec, int count, double cooldown_s,
-			int max_queued, int *queued, int64_t *ids, int64_t *group, char *err);
+			int max_queued, struct submitter *by, int *queued, int64_t *ids,
+			int64_t *group, char *err);
 
 /* After a run ends: its headline figures (run_metrics), client verdict,
  * validity and gate outcome, from its summary (borrowed, may be NULL). */

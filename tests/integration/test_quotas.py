@@ -147,6 +147,52 @@ class QuotaTest(unittest.TestCase):
             self.assertEqual(st, 400, (bad, body))
             self.assertEqual(body["error"]["field"], list(bad)[0])
 
+    def test_6_concurrent_submissions_never_pass_max_queued(self):
+        """Many submissions at once from one token with max_queued 3: the
+        count and the insert are one store transaction, so exactly 3 are
+        queued and every other one is answered 429 (counted first, then
+        inserted apart, several passed together)."""
+        import threading
+        st, body = self.call("POST", "/tokens", {"name": "burst", "role": "submit",
+                                                 "max_queued": 3}, token=self.admin)
+        self.assertEqual(st, 201, body)
+        burst = body["token"]
+        # a run that never ends holds the runner, so what is submitted queues
+        st, body = self.call("POST", "/runs", self.spec(requests=50), token=self.admin)
+        self.assertEqual(st, 201, body)
+        blocker = body["id"]
+        self.wait_running(blocker)
+        n = 32
+        go = threading.Barrier(n)
+        answers = []
+        lock = threading.Lock()
+
+        def submit():
+            go.wait()
+            a = self.call("POST", "/runs", self.spec(), token=burst)
+            with lock:
+                answers.append(a)
+        threads = [threading.Thread(target=submit) for _ in range(n)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        accepted = [b["id"] for st, b in answers if st == 201]
+        refused = [b for st, b in answers if st == 429]
+        self.assertEqual(len(answers), n)
+        self.assertEqual(len(accepted), 3, answers)
+        self.assertEqual(len(refused), n - 3, answers)
+        for b in refused:
+            self.assertEqual((b["error"]["code"], b["error"]["field"]),
+                             ("quota_exceeded", "max_queued"))
+        st, body = self.call("GET", "/runs?state=queued&limit=100", token=self.admin)
+        mine = [r["id"] for r in body["runs"]
+                if self.call("GET", "/runs/%d" % r["id"], token=self.admin)[1]
+                ["submitted_by"] == "burst"]
+        self.assertEqual(sorted(mine), sorted(accepted))
+        for i in [blocker] + accepted:
+            self.call("POST", "/runs/%d/cancel" % i, token=self.admin)
+
     def test_5_cli_refuses_bad_quota(self):
         for args in (("--max-rate", "0"), ("--max-queued", "x"), ("--max-bogus", "1")):
             r = token_cli(self.data, "create", "--name", "bad", "--role", "submit", *args)
