@@ -460,13 +460,15 @@ void peer_vllm_head(struct dynbuf *out, const json_t *run, const struct peer_tot
 		json_object_set(o, "request_rate", json_object_get(load, "rate"));
 	else
 		json_object_set_new(o, "request_rate", json_string("inf"));
-	/* vLLM's burstiness is the gamma shape of its arrivals: 1 is Poisson */
+	/* vLLM's burstiness is the gamma shape of its arrivals: 1 is Poisson,
+	 * and its default, written without a rate too; it has no constant
+	 * arrivals */
 	if (arrival && strcmp(arrival, "gamma") == 0)
 		json_object_set_new(o, "burstiness", jnum(num(load, "smoothness")));
-	else if (arrival && strcmp(arrival, "poisson") == 0)
-		json_object_set_new(o, "burstiness", json_real(1.0));
-	else
+	else if (arrival && strcmp(arrival, "constant") == 0)
 		json_object_set_new(o, "burstiness", json_null());
+	else
+		json_object_set_new(o, "burstiness", json_real(1.0));
 	const json_t *mc = json_object_get(load, "max_concurrency");
 	if (!mc && mode && strcmp(mode, "concurrency") == 0)
 		mc = json_object_get(load, "concurrency");

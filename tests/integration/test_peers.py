@@ -214,7 +214,7 @@ class PeerExports(hrtest.ServiceCase):
         self.assertEqual(doc["best_of"], 1)
         self.assertEqual(doc["num_prompts"], len(self.profiling()))
         self.assertEqual(doc["request_rate"], "inf")
-        self.assertIsNone(doc["burstiness"])
+        self.assertEqual(doc["burstiness"], 1.0)  # vLLM's default, written without a rate
         self.assertEqual(doc["max_concurrency"], 8)
         self.assertEqual(doc["duration"], self.summary["window_s"])
         self.assertEqual(doc["completed"], len(valid))
@@ -272,6 +272,33 @@ class PeerExports(hrtest.ServiceCase):
                 got = hrtest.numpy_percentile(values, p) * 1000
                 want = doc["p%d_%s_ms" % (p, short)]
                 self.assertTrue(math.isclose(got, want, rel_tol=1e-9), (short, p, got, want))
+
+    def test_vllm_shape_matches_vllms_own_file(self):
+        """A file written by vLLM's benchmark_serving.py itself (against
+        headroom-mock, tests/integration/data/peers/README.md): each of its
+        members is in headroom's export with the same JSON type, and its
+        figures relate to its arrays as headroom's do."""
+        with open(os.path.join(os.path.dirname(__file__), "data", "peers",
+                               "vllm_mock_200.json")) as f:
+            ref = json.load(f)
+        doc, _ = self.export("vllm&detail=true")
+
+        def kind(v):
+            return "number" if isinstance(v, (int, float)) and not isinstance(v, bool) else \
+                type(v).__name__
+        for key, value in ref.items():
+            self.assertIn(key, doc)
+            self.assertEqual(kind(doc[key]), kind(value), key)
+            if isinstance(value, int) and not isinstance(value, bool):
+                self.assertIsInstance(doc[key], int, key)  # counts stay integers
+        for key in ("input_lens", "output_lens", "ttfts", "itls", "errors", "generated_texts"):
+            self.assertEqual({kind(x) for x in doc[key]}, {kind(x) for x in ref[key]}, key)
+        # vLLM's own relation between its arrays and its figures, which
+        # headroom's file keeps up to the ms scaling's rounding
+        self.assertEqual(ref["p99_ttft_ms"],
+                         hrtest.numpy_percentile([t for t, e in zip(ref["ttfts"], ref["errors"])
+                                                  if not e], 99) * 1000)
+        self.assertEqual(ref["completed"], sum(1 for e in ref["errors"] if not e))
 
     # --- refusals ----------------------------------------------------------------------
 
