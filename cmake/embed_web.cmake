@@ -1,14 +1,27 @@
-# embed_web.cmake - compile the dashboard's static files (web/*) into
-# headroomd as a table of (path, content type, bytes), so the daemon serves
-# them without any files installed beside it.
+# embed_web.cmake - compile the dashboard's static files (web/*.html, *.js,
+# *.css) and uPlot's distributed files (from web/node_modules, installed by
+# `npm ci` in web/: packaging/install-deps.sh) into headroomd as a table of
+# (path, content type, bytes), so the daemon serves them without any files
+# installed beside it. uPlot's MIT licence is served as /uPlot.LICENSE.txt.
 file(GLOB files ${WEB_DIR}/*.html ${WEB_DIR}/*.js ${WEB_DIR}/*.css)
 list(SORT files)
+set(uplot ${WEB_DIR}/node_modules/uplot)
+foreach(f dist/uPlot.iife.min.js dist/uPlot.min.css LICENSE)
+  if(NOT EXISTS ${uplot}/${f})
+    message(FATAL_ERROR "${uplot}/${f} is missing: run packaging/install-deps.sh "
+                        "(it runs npm ci in web/)")
+  endif()
+  list(APPEND files ${uplot}/${f})
+endforeach()
 set(body "/* Generated from the web folder by cmake/embed_web.cmake. */\n#include \"web_assets.h\"\nconst struct web_asset web_assets[] = {\n")
 set(count 0)
 foreach(f ${files})
   get_filename_component(name ${f} NAME)
   get_filename_component(ext ${f} LAST_EXT)
-  if(ext STREQUAL ".html")
+  if(name STREQUAL "LICENSE")
+    set(name "uPlot.LICENSE.txt")
+    set(type "text/plain; charset=utf-8")
+  elseif(ext STREQUAL ".html")
     set(type "text/html; charset=utf-8")
   elseif(ext STREQUAL ".js")
     set(type "text/javascript; charset=utf-8")

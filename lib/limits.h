@@ -23,6 +23,8 @@
 #define HR_MAX_GATES 32                   /* gates of one spec */
 #define HR_MAX_REPEAT 100                 /* repeat.count */
 #define HR_MAX_SERIES_ANSWER (1u << 30)   /* bytes of one GET /series answer */
+#define HR_MAX_TS_BUCKETS 10000           /* buckets of one GET /runs/{id}/timeseries */
+#define HR_TS_AUTO_BUCKETS 500            /* ... when the step is the daemon's choice */
 #define HR_MAX_LABELS 64
 #define HR_MAX_LABEL_LEN 256
 #define HR_MAX_NOTE_LEN 4096               /* a run's free-text note */

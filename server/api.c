@@ -993,6 +993,7 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/runs/{id}/records", h_records},
 	{"GET", "/api/v1/runs/{id}/telemetry", h_telemetry},
 	{"GET", "/api/v1/runs/{id}/client", h_client},
+	{"GET", "/api/v1/runs/{id}/timeseries", h_timeseries},
 	{"GET", "/api/v1/runs/{id}/export", h_export},
 	{"POST", "/api/v1/calibrations", h_calib_create},
 	{"GET", "/api/v1/calibrations", h_calib_list},
@@ -1057,7 +1058,27 @@ static int route_role(const char *method, const char *url)
 	return strcmp(method, "GET") == 0 ? AUTH_READ : AUTH_ADMIN;
 }
 
-/* The dashboard: static files compiled in from web/, outside /api/v1. */
+/* One embedded file. Scripts and styles come only from the daemon itself
+ * (no inline script, no other origin): Content-Security-Policy. */
+static int reply_asset(struct MHD_Connection *conn, const struct web_asset *w,
+		       enum MHD_Result *ret)
+{
+	struct MHD_Response *r = MHD_create_response_from_buffer(w->size, (void *)w->data,
+								 MHD_RESPMEM_PERSISTENT);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, w->type);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, "Content-Security-Policy",
+				"default-src 'self'; script-src 'self'; style-src 'self' "
+				"'unsafe-inline'; img-src 'self' data:; frame-ancestors 'none'");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-cache");
+	*ret = MHD_queue_response(conn, 200, r);
+	MHD_destroy_response(r);
+	return 1;
+}
+
+/* The dashboard: static files compiled in from web/, outside /api/v1. Any
+ * other GET that accepts HTML (a deep link: /runs/42, /compare?base=1&head=2)
+ * gets the page itself, which routes on its URL. */
 static int serve_asset(struct MHD_Connection *conn, const char *url, const char *method,
 		       enum MHD_Result *ret)
 {
@@ -1065,15 +1086,17 @@ static int serve_asset(struct MHD_Connection *conn, const char *url, const char 
 		return 0;
 	if (strcmp(url, "/") == 0)
 		url = "/index.html";
-	for (int i = 0; i < web_assets_count; i++) {
-		if (strcmp(web_assets[i].path, url) != 0)
-			continue;
-		struct MHD_Response *r = MHD_create_response_from_buffer(
-			web_assets[i].size, (void *)web_assets[i].data, MHD_RESPMEM_PERSISTENT);
-		MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, web_assets[i].type);
-		*ret = MHD_queue_response(conn, 200, r);
-		MHD_destroy_response(r);
-		return 1;
+	const char *accept = MHD_lookup_connection_value(conn, MHD_HEADER_KIND,
+							 MHD_HTTP_HEADER_ACCEPT);
+	int html = accept && strstr(accept, "text/html");
+	for (int pass = 0; pass < 2; pass++) {
+		for (int i = 0; i < web_assets_count; i++) {
+			if (strcmp(web_assets[i].path, url) == 0)
+				return reply_asset(conn, &web_assets[i], ret);
+		}
+		if (!html)
+			return 0;
+		url = "/index.html";
 	}
 	return 0;
 }

@@ -75,4 +75,7 @@ enum MHD_Result h_baseline_get(struct call *k);
 enum MHD_Result h_baseline_list(struct call *k);
 enum MHD_Result h_baseline_delete(struct call *k);
 
+/* The dashboard's routes (api_dash.c). */
+enum MHD_Result h_timeseries(struct call *k);
+
 #endif
