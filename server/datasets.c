@@ -31,6 +31,8 @@ static pthread_mutex_t dir_lock = PTHREAD_MUTEX_INITIALIZER;
 static pthread_mutex_t file_lock = PTHREAD_MUTEX_INITIALIZER;
 static int dir_ready; /* the directory exists, uploads left by a crash are gone */
 
+static int fsync_dir(const char *dir);
+
 struct ds_upload {
 	char *dir; /* DATA/datasets */
 	char *tmp; /* the temporary file, NULL once renamed or removed */
@@ -75,6 +77,72 @@ static int prepare_dir(const char *dir, char *err)
 	}
 	pthread_mutex_unlock(&dir_lock);
 	return rc;
+}
+
+/* A name of a stored file: 64 lower-case hex digits. */
+static int content_name(const char *n)
+{
+	size_t i = 0;
+	for (; n[i]; i++)
+		if (!((n[i] >= '0' && n[i] <= '9') || (n[i] >= 'a' && n[i] <= 'f')))
+			return 0;
+	return i == 64;
+}
+
+int datasets_recover(struct store *s, char *err)
+{
+	char *dir = datasets_dir(s);
+	DIR *d = opendir(dir);
+	if (!d) {
+		int e = errno;
+		int rc = e == ENOENT ? 0 : errf(err, "cannot read %s: %s", dir, strerror(e));
+		free(dir);
+		return rc;
+	}
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	if (!db || sqlite3_prepare_v2(db, "SELECT 1 FROM datasets WHERE sha256 = ? LIMIT 1", -1,
+				      &st, NULL) != SQLITE_OK) {
+		errf(err, "datasets query: %s", db ? sqlite3_errmsg(db) : "no reader");
+		if (db)
+			store_reader_put(s, db);
+		closedir(d);
+		free(dir);
+		return -1;
+	}
+	int removed = 0, rc = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) != NULL) {
+		int stale = strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0;
+		if (!stale && content_name(e->d_name)) {
+			sqlite3_bind_text(st, 1, e->d_name, -1, SQLITE_STATIC);
+			int step = sqlite3_step(st);
+			sqlite3_reset(st);
+			if (step != SQLITE_ROW && step != SQLITE_DONE) {
+				rc = errf(err, "datasets query: %s", sqlite3_errmsg(db));
+				break;
+			}
+			stale = step == SQLITE_DONE;
+		}
+		if (!stale)
+			continue;
+		char *p = xasprintf("%s/%s", dir, e->d_name);
+		if (unlink(p) == 0)
+			removed++;
+		else
+			fprintf(stderr, "headroomd: cannot remove %s: %s\n", p, strerror(errno));
+		free(p);
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	closedir(d);
+	if (removed)
+		fsync_dir(dir);
+	free(dir);
+	pthread_mutex_lock(&dir_lock);
+	dir_ready = rc == 0; /* what prepare_dir would do is done */
+	pthread_mutex_unlock(&dir_lock);
+	return rc < 0 ? rc : removed;
 }
 
 struct ds_upload *ds_upload_begin(struct store *s, char *err)

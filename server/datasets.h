@@ -54,6 +54,12 @@ struct ds_create {
  * or removed), before any answer; ds_upload_free is still due. */
 int datasets_create(struct store *s, struct ds_upload *u, const struct ds_create *c, json_t **out,
                     struct ds_error *de, char *err);
+/* At start-up, before the API serves: removes what a crash left in
+ * DATA/datasets - the temporary files of uploads in flight, and files
+ * under a content name that no dataset reads (a crash between an upload's
+ * rename and its row, or between a delete's row and its file). Returns how
+ * many files it removed, or -1 with err. */
+int datasets_recover(struct store *s, char *err);
 /* One dataset (new reference): 0, -404, or -1 with err. */
 int datasets_get(struct store *s, int64_t id, json_t **out, char *err);
 /* Deletes dataset id, and its file when no other dataset reads the same

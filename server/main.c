@@ -28,6 +28,7 @@
 #include "netallow.h"
 #include "runs.h"
 #include "calibrate.h"
+#include "datasets.h"
 #include "disk.h"
 #include "store.h"
 #include "summary.h"
@@ -369,6 +370,13 @@ int main(int argc, char **argv)
 		fprintf(stderr, "headroomd: %s\n", err);
 		goto out;
 	}
+	/* uploads a crash interrupted, files no dataset reads */
+	int n3 = datasets_recover(store, err);
+	if (n3 < 0)
+		fprintf(stderr, "headroomd: cannot clean the datasets folder: %s\n", err);
+	else if (n3 > 0)
+		fprintf(stderr, "headroomd: removed %d file(s) a crash left in the datasets folder\n",
+			n3);
 	if (n > 0 || n2 > 0)
 		fprintf(stderr, "headroomd: %d run(s) were running when the daemon last stopped; "
 				"marked interrupted\n",

@@ -8,6 +8,20 @@ Proves, with the real programs:
   `interrupted` with a summary built from exactly the records the store
   holds, removes its stale socket, leaves nothing `running`, and runs
   what was queued;
+- headroomd killed with SIGKILL while a large dataset upload is in flight
+  (its temporary file growing), with a dataset uploaded before: after the
+  restart only the acknowledged dataset is listed, its bytes intact, no
+  temporary file is left and no file that no dataset reads (one standing
+  for a crash between an upload's rename and its row is planted), and the
+  same upload then succeeds;
+- a worker killed with SIGKILL in each phase, at an exact point chosen by
+  an LD_PRELOAD shim (tests/shims/kill_at.c) behind a --worker-bin
+  wrapper: before its HELLO (while connecting), during its warm-up,
+  mid-profiling, and after its final records, before DONE: the run ends
+  `failed` naming the worker and the signal (never `running` for good),
+  keeps every record that reached the daemon (exactly those sent, where
+  the shim lets them arrive first), has a summary built from them, and
+  the daemon runs the next run;
 - a full disk: the data directory on a 6 MiB tmpfs in a private mount
   namespace (`unshare -m`; if one cannot be made the test FAILS with the
   reason): the run fails with the store's reason, the daemon stays up
@@ -23,7 +37,9 @@ Run: HEADROOM_BIN=build/bin /usr/bin/python3 tests/integration/test_durability.p
 import json
 import os
 import signal
+import socket
 import subprocess
+import sys
 import time
 import unittest
 
@@ -166,6 +182,125 @@ class Durability(unittest.TestCase):
         wait_for(lambda: self.progress(run_id, "completed") >= n * 0.95
                  or self.run_of(run_id)["state"] != "running", 120, "the end of the run")
         self.crash_and_recover(run_id, "near the summary")
+
+    def datasets_dir(self):
+        return os.path.join(self.tmp.name, "datasets")
+
+    def test_crash_during_a_dataset_upload(self):
+        self.start()
+        line = json.dumps({"text": "x" * 200, "output_length": 4}) + "\n"
+        st, kept, _ = self.api.call("POST", "/datasets?format=single_turn&name=kept",
+                                    raw=(line * 50).encode(),
+                                    headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual(st, 201, kept)
+        # a large upload, announced whole and sent in part: in flight
+        host, port = self.daemon.addr.rsplit(":", 1)
+        big = (line * 100000).encode()  # about 21 MB
+        s = socket.create_connection((host, int(port)), timeout=30)
+        self.addCleanup(s.close)
+        s.sendall(("POST /api/v1/datasets?format=single_turn&name=half HTTP/1.1\r\n"
+                   "Host: localhost\r\nContent-Type: application/octet-stream\r\n"
+                   "Content-Length: %d\r\n\r\n" % len(big)).encode())
+        s.sendall(big[:len(big) // 2])
+
+        def partial():
+            for n in os.listdir(self.datasets_dir()):
+                p = os.path.join(self.datasets_dir(), n)
+                if n.startswith(".upload-") and os.path.getsize(p) >= 4 << 20:
+                    return n
+        wait_for(partial, 30, "the upload's temporary file to grow past 4 MiB")
+        # a crash between an upload's rename and its row leaves a file under a
+        # content name that no dataset reads: stand one in for it
+        orphan = os.path.join(self.datasets_dir(), "ab" * 32)
+        with open(orphan, "wb") as f:
+            f.write(line.encode())
+        self.daemon.stop(signal.SIGKILL)
+        self.daemon = None
+        s.close()
+        self.start()
+        st, body, _ = self.api.call("GET", "/datasets")
+        self.assertEqual(st, 200)
+        self.assertEqual([d["id"] for d in body["datasets"]], [kept["id"]],
+                         "only the acknowledged dataset is listed")
+        st, got, _ = self.api.call("GET", "/datasets/%d" % kept["id"])
+        self.assertEqual((st, got["sha256"], got["entries"]), (200, kept["sha256"], 50))
+        left = sorted(os.listdir(self.datasets_dir()))
+        self.assertEqual(left, [kept["sha256"]],
+                         "no temporary file and no unread file stays after the restart")
+        st, whole, _ = self.api.call("POST", "/datasets?format=single_turn&name=half",
+                                     raw=big,
+                                     headers={"Content-Type": "application/octet-stream"})
+        self.assertEqual((st, whole.get("entries")), (201, 100000), whole)
+
+    # --- a worker killed in each phase ---------------------------------------------
+
+    def killing_worker(self):
+        """A --worker-bin that runs the real worker, worker 0 with the
+        kill_at shim configured from a file the test rewrites per run."""
+        shim = os.path.join(hrtest.BIN, "..", "tests", "libhr_kill_at.so")
+        self.assertTrue(os.path.exists(shim), shim)
+        self.kill_conf = os.path.join(self.tmp.name, "kill.conf")
+        wrapper = os.path.join(self.tmp.name, "worker-wrapper")
+        with open(wrapper, "w") as f:
+            f.write('#!/bin/sh\n'
+                    'case " $* " in *" --index 0 "*)\n'
+                    '  . %s\n'
+                    '  export LD_PRELOAD=%s HR_KILL_AT_TYPE HR_KILL_AT_NTH HR_KILL_AFTER_TYPE'
+                    ' HR_KILL_DELAY_MS\n'
+                    '  export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}'
+                    'verify_asan_link_order=0" ;;\n'
+                    'esac\n'
+                    'exec %s "$@"\n' % (self.kill_conf, os.path.abspath(shim),
+                                        os.path.join(os.path.abspath(hrtest.BIN),
+                                                     "headroom-worker")))
+        os.chmod(wrapper, 0o755)
+        return wrapper
+
+    def test_worker_killed_in_each_phase(self):
+        self.start("--worker-bin", self.killing_worker())
+        HELLO, RECORDS, DONE = 1, 6, 8
+        delay = 300  # ms before the kill: what was sent before has arrived
+        for phase, at, nth, workers, load, warmup in (
+                ("before HELLO", HELLO, 1, 2, {"requests": 40}, None),
+                ("during warm-up", RECORDS, 2, 1, {"requests": 40}, {"duration_s": 60}),
+                ("mid-profiling", RECORDS, 3, 2, {"duration_s": 60}, None),
+                ("after its final records, before DONE", DONE, 1, 1, {"requests": 24}, None)):
+            with self.subTest(phase=phase):
+                with open(self.kill_conf, "w") as f:
+                    f.write("HR_KILL_AT_TYPE=%d\nHR_KILL_AT_NTH=%d\nHR_KILL_DELAY_MS=%d\n"
+                            % (at, nth, delay))
+                s = hrtest.spec(self.mock.addr, concurrency=4, **load)
+                if "duration_s" in load:
+                    del s["load"]["requests"]
+                s["workers"] = workers
+                if warmup:
+                    s["warmup"] = warmup
+                run_id = self.api.submit(s)
+                run = self.api.wait(run_id, timeout=60)
+                self.assertEqual(run["state"], "failed", run)
+                self.assertRegex(run["reason"], r"worker 0 .*killed by signal 9", run)
+                stored = self.records(run_id)
+                summary = run["summary"]
+                self.assertIsNotNone(summary, "%s: a failed run has a summary" % phase)
+                self.assertEqual(summary["counts"]["requests"] + summary["counts"]["warmup"],
+                                 len(stored), "%s: the summary is of what was stored" % phase)
+                w0 = [r for r in stored if r["worker"] == 0]
+                if at == HELLO:
+                    self.assertEqual(w0, [], phase)
+                elif warmup:
+                    self.assertGreater(len(w0), 0, "%s: its first batch is kept" % phase)
+                    self.assertEqual({r["phase"] for r in stored}, {"warmup"}, phase)
+                elif at == RECORDS:
+                    self.assertGreater(len(w0), 0, "%s: its first batches are kept" % phase)
+                else:  # every request's record was sent before DONE: all kept
+                    self.assertEqual(len(w0), 24, phase)
+                    self.assertEqual(summary["counts"]["requests"], 24, phase)
+                wait_for(lambda: not children(self.daemon.p.pid, "headroom-worker"), 10,
+                         "%s: no worker left" % phase)
+        with open(self.kill_conf, "w") as f:
+            f.write("")
+        run = self.api.wait(self.api.submit(hrtest.spec(self.mock.addr, requests=8)), 60)
+        self.assertEqual(run["state"], "succeeded", run)
 
     # --- a full disk ------------------------------------------------------------
 
