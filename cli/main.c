@@ -54,6 +54,9 @@ static const char general_help[] =
     "  calibrate [--osl N,...] [--rates R,...]      measure this host's client ceiling\n"
     "  calibrations [ID] [--limit N]                past calibrations, or one in full\n"
     "  profile -m MODEL --url URL [AIPerf flags]    a run from `aiperf profile` flags\n"
+    "  sweep SPEC --variable PATH (--values|--range|--search) [--slo ...]\n"
+    "                                               a sweep, or the largest value within SLOs\n"
+    "  sweeps [ID]                                  list sweeps, or print one\n"
     "  tokenize --tokenizer FILE [--count]          token ids of stdin (tokenize --help)\n"
     "  dataset upload|list|show ...                 datasets of prompts (dataset --help)\n"
     "  help [COMMAND]                               help on one command\n"
@@ -810,7 +813,8 @@ static void hoist_command(int argc, char **argv)
 	if (i <= 1 || i >= argc)
 		return;
 	const char *cmd = argv[i];
-	if (strcmp(cmd, "tokenize") && strcmp(cmd, "profile") && strcmp(cmd, "dataset"))
+	if (strcmp(cmd, "tokenize") && strcmp(cmd, "profile") && strcmp(cmd, "dataset") &&
+	    strcmp(cmd, "sweep") && strcmp(cmd, "sweeps"))
 		return;
 	char *word = argv[i];
 	memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof *argv);
@@ -867,6 +871,10 @@ int main(int argc, char **argv)
 	}
 	if (argc > 1 && strcmp(argv[1], "profile") == 0)
 		return cmd_profile(argc - 1, argv + 1);
+	if (argc > 1 && (strcmp(argv[1], "sweep") == 0 || strcmp(argv[1], "sweeps") == 0)) {
+		int cmd_sweep(int, char **);
+		return cmd_sweep(argc - 1, argv + 1);
+	}
 	if (argc > 1 && strcmp(argv[1], "dataset") == 0) {
 		int cmd_dataset(int, char **);
 		return cmd_dataset(argc - 1, argv + 1);

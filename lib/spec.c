@@ -10,6 +10,7 @@
 
 #include "limits.h"
 #include "metrics.h"
+#include "redact.h"
 #include "stats.h"
 #include "trace.h"
 #include "util.h"
@@ -1269,7 +1270,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
 	                                    "api_key_secret", "max_tokens_field", "template",
-	                                    NULL};
+	                                    "api_key_header", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -1363,6 +1364,40 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	} else {
 		json_object_del(t, "api_key_secret");
 		s->target.api_key_secret = NULL;
+	}
+	json_t *akh = json_object_get(t, "api_key_header");
+	s->target.api_key_header = NULL;
+	if (akh && !json_is_null(akh)) {
+		/* which header carries the key: one the redaction rules treat as
+		 * a credential, so that no output could ever show it */
+		const char *h = get_str(v, t, "api_key_header", "target.api_key_header", NULL, 128);
+		if (!h)
+			return -1;
+		if (!s->target.api_key_secret && !s->target.api_key_env)
+			return fail(v, "invalid_value", "target.api_key_header",
+			            "'target.api_key_header' names the header that carries "
+			            "'target.api_key_secret': give that too");
+		if (!valid_header_name(h))
+			return fail(v, "invalid_value", "target.api_key_header",
+			            "'target.api_key_header' is not a valid header name");
+		if (!redact_header_name(h))
+			return fail(v, "invalid_value", "target.api_key_header",
+			            "'target.api_key_header' must be a header redacted as a credential: "
+			            "Authorization, or a name containing key, token, secret, auth... "
+			            "(docs/security.md)");
+		char lower[129];
+		size_t n = strlen(h);
+		for (size_t i = 0; i <= n; i++)
+			lower[i] = (char)tolower((unsigned char)h[i]);
+		if (strcmp(lower, "authorization") == 0) {
+			json_object_del(t, "api_key_header"); /* the default */
+		} else {
+			json_object_set_new(t, "api_key_header", json_string(lower));
+			s->target.api_key_header =
+			    json_string_value(json_object_get(t, "api_key_header"));
+		}
+	} else {
+		json_object_del(t, "api_key_header");
 	}
 	s->target.headers = get_obj(v, t, "headers", "target.headers", 0);
 	if (!s->target.headers ||

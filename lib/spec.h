@@ -82,6 +82,9 @@ struct spec {
 		const char *url, *model, *api_key_env; /* api_key_env may be NULL */
 		int mock; /* the daemon runs a headroom-mock for the run (url: SPEC_MOCK_URL) */
 		const char *api_key_secret; /* name of a daemon-held secret, or NULL */
+		/* the header the key goes in, lower case, or NULL: Authorization,
+		 * as "Bearer KEY"; any other carries the bare key */
+		const char *api_key_header;
 		int max_tokens_field; /* SPEC_MAXTOK_*: the body field of the output length */
 		int endpoint;
 		bool stream;

@@ -24,6 +24,7 @@
 #include "runs.h"
 #include "spec.h"
 #include "summary.h"
+#include "sweep.h"
 #include "telesum.h"
 #include "util.h"
 #include "web_assets.h"
@@ -195,7 +196,7 @@ static int spec_targets_refused(const struct netallow *allow, const struct spec 
 
 /* The caller's quotas against the spec (docs/security.md, "Quotas"): 0, or
  * -1 with the field and a message. */
-static int quota_refused(const struct auth_quota *q, const struct spec *sp, const char **field,
+int quota_refused(const struct auth_quota *q, const struct spec *sp, const char **field,
 			 char *msg, size_t len)
 {
 	const struct spec_load *ld = &sp->load;
@@ -234,82 +235,101 @@ static int quota_refused(const struct auth_quota *q, const struct spec *sp, cons
 	return 0;
 }
 
-static enum MHD_Result h_create(struct call *k)
+/* A field name under a prefix ("spec." for a sweep's spec). */
+#define PF_LEN 320
+static const char *pf(const char *prefix, const char *field, char *buf)
 {
-	struct spec spec;
-	struct spec_error se;
-	char err[HR_ERRLEN];
-	if (spec_parse(k->body, k->body_len, k->a->o.default_workers, &spec, &se) < 0)
-		return reply_error(k->conn, 400, se.code, se.field, "%s", se.message);
+	snprintf(buf, PF_LEN, "%.8s%.300s", prefix, field);
+	return buf;
+}
+
+/* What POST /runs checks of a parsed spec beyond its own rules: secrets,
+ * credentials, the allow-list, the dataset it names (whose content it
+ * records in the spec). 0: admitted; -1: *reply answered (fields under
+ * prefix) and the spec released. */
+int api_admit_spec(struct call *k, struct spec *spec, const char *prefix, enum MHD_Result *reply)
+{
+	char err[HR_ERRLEN], pfb[PF_LEN];
 	/* credentials come from declared secrets only (docs/security.md#secrets):
 	 * never from the daemon's environment by a name the caller chooses,
 	 * and never as literal values, which would be stored and shown */
-	if (spec.target.api_key_env) {
-		spec_release(&spec);
-		return reply_error(k->conn, 400, "invalid_value", "target.api_key_env",
-				   "API keys come from secrets the daemon declares: name one as "
-				   "'target.api_key_secret' (headroomd --secret)");
+	if (spec->target.api_key_env) {
+		spec_release(spec);
+		*reply = reply_error(k->conn, 400, "invalid_value",
+		                     pf(prefix, "target.api_key_env", pfb),
+		                     "API keys come from secrets the daemon declares: name one as "
+		                     "'target.api_key_secret' (headroomd --secret)");
+		return -1;
 	}
-	if (spec.target.api_key_secret) {
+	if (spec->target.api_key_secret) {
 		const char *url = json_string_value(
-		    json_object_get(json_object_get(spec.json, "target"), "url"));
+		    json_object_get(json_object_get(spec->json, "target"), "url"));
 		/* target.mock: no url yet (the host is checked when the run starts) */
-		if (secrets_allow(k->a->o.secrets, spec.target.api_key_secret, url, err,
-				  sizeof err) < 0) {
-			spec_release(&spec);
+		if (secrets_allow(k->a->o.secrets, spec->target.api_key_secret, url, err,
+		                  sizeof err) < 0) {
+			spec_release(spec);
 			const char *colon = strchr(err, ':');
 			char fld[32];
 			snprintf(fld, sizeof fld, "%.*s", colon ? (int)(colon - err) : 0, err);
-			return reply_error(k->conn, 400, "invalid_value", fld, "%s",
-					   colon ? colon + 2 : err);
+			*reply = reply_error(k->conn, 400, "invalid_value", pf(prefix, fld, pfb),
+			                     "%s", colon ? colon + 2 : err);
+			return -1;
 		}
 	}
 	char cred[300];
-	if (redact_spec_find(spec.json, cred, sizeof cred)) {
-		spec_release(&spec);
-		return reply_error(k->conn, 400, "invalid_value", cred,
-				   "'%s' looks like a credential (a sensitive header, URL user-info "
-				   "or a token-like query parameter), which would be stored and shown "
-				   "with the run: send credentials through a declared secret "
-				   "('target.api_key_secret')",
-				   cred);
+	if (redact_spec_find(spec->json, cred, sizeof cred)) {
+		spec_release(spec);
+		*reply =
+		    reply_error(k->conn, 400, "invalid_value", pf(prefix, cred, pfb),
+		                "'%s' looks like a credential (a sensitive header, URL user-info "
+		                "or a token-like query parameter), which would be stored and shown "
+		                "with the run: send credentials through a declared secret "
+		                "('target.api_key_secret')",
+		                cred);
+		return -1;
 	}
 	char tfield[64], twhy[200];
-	if (spec_targets_refused(k->a->o.allow, &spec, tfield, sizeof tfield, twhy) < 0) {
-		spec_release(&spec);
-		return reply_error(k->conn, 400, "target_not_allowed", tfield,
-				   "address not allowed: %s", twhy);
+	if (spec_targets_refused(k->a->o.allow, spec, tfield, sizeof tfield, twhy) < 0) {
+		spec_release(spec);
+		*reply = reply_error(k->conn, 400, "target_not_allowed", pf(prefix, tfield, pfb),
+		                     "address not allowed: %s", twhy);
+		return -1;
 	}
-	if (spec.workload.kind == SPEC_WL_DATASET) {
+	if (spec->workload.kind == SPEC_WL_DATASET) {
 		/* the dataset must exist and suit the load; the stored spec names
 		 * it by content too (sha256, format), for the run's history */
 		struct dataset_ref ref;
-		int dr = datasets_ref(k->a->store, spec.workload.dataset_id, &ref, err);
+		int dr = datasets_ref(k->a->store, spec->workload.dataset_id, &ref, err);
 		if (dr == -404) {
-			spec_release(&spec);
-			return reply_error(k->conn, 400, "invalid_value", "workload.dataset.id",
-					   "no dataset %lld (GET /api/v1/datasets lists them)",
-					   (long long)spec.workload.dataset_id);
+			spec_release(spec);
+			*reply = reply_error(k->conn, 400, "invalid_value",
+			                     pf(prefix, "workload.dataset.id", pfb),
+			                     "no dataset %lld (GET /api/v1/datasets lists them)",
+			                     (long long)spec->workload.dataset_id);
+			return -1;
 		}
 		if (dr < 0) {
-			spec_release(&spec);
-			return reply_internal(k->conn, err);
+			spec_release(spec);
+			*reply = reply_internal(k->conn, err);
+			return -1;
 		}
 		/* a trace replays in trace mode only; a fixed schedule (entries
 		 * with timestamps) in trace mode, or sampled like the others */
 		int trace_data = ref.format == DS_MOONCAKE_TRACE;
-		int trace_mode = spec.load.mode == SPEC_LOAD_TRACE;
+		int trace_mode = spec->load.mode == SPEC_LOAD_TRACE;
 		if (trace_data ? !trace_mode : trace_mode && !ref.timed) {
 			dataset_ref_release(&ref);
-			spec_release(&spec);
-			return reply_error(k->conn, 400, "invalid_value", "load.mode",
-					   trace_data ? "dataset %lld is a trace: replay it with "
-							"'load.mode' \"trace\""
-						      : "dataset %lld has no timestamps: 'load.mode' must "
-							"be \"concurrency\" or \"rate\"",
-					   (long long)spec.workload.dataset_id);
+			spec_release(spec);
+			*reply = reply_error(
+			    k->conn, 400, "invalid_value", pf(prefix, "load.mode", pfb),
+			    trace_data ? "dataset %lld is a trace: replay it with "
+			                 "'load.mode' \"trace\""
+			               : "dataset %lld has no timestamps: 'load.mode' must "
+			                 "be \"concurrency\" or \"rate\"",
+			    (long long)spec->workload.dataset_id);
+			return -1;
 		}
-		json_t *d = json_object_get(json_object_get(spec.json, "workload"), "dataset");
+		json_t *d = json_object_get(json_object_get(spec->json, "workload"), "dataset");
 		/* a spec taken from an earlier run names its dataset by content
 		 * too: the id must still hold those bytes, read that way */
 		const char *want = json_string_value(json_object_get(d, "sha256"));
@@ -317,22 +337,39 @@ static enum MHD_Result h_create(struct call *k)
 		if ((want && *want && strcmp(want, ref.sha256) != 0) ||
 		    (wfmt && *wfmt && strcmp(wfmt, ds_format_name(ref.format)) != 0)) {
 			int sha_bad = want && *want && strcmp(want, ref.sha256) != 0;
-			long long ds_id = (long long)spec.workload.dataset_id;
+			long long ds_id = (long long)spec->workload.dataset_id;
 			dataset_ref_release(&ref);
-			spec_release(&spec);
-			return reply_error(k->conn, 400, "invalid_value",
-					   sha_bad ? "workload.dataset.sha256" : "workload.dataset.format",
-					   "dataset %lld is not the one this spec names (its %s differs)",
-					   ds_id, sha_bad ? "sha256" : "format");
+			spec_release(spec);
+			*reply = reply_error(
+			    k->conn, 400, "invalid_value",
+			    pf(prefix,
+			       sha_bad ? "workload.dataset.sha256" : "workload.dataset.format",
+			       pfb),
+			    "dataset %lld is not the one this spec names (its %s differs)", ds_id,
+			    sha_bad ? "sha256" : "format");
+			return -1;
 		}
 		json_object_set_new(d, "sha256", json_string(ref.sha256));
 		json_object_set_new(d, "format", json_string(ds_format_name(ref.format)));
 		if (!json_object_get(d, "sampling")) /* the default, by the format */
-			json_object_set_new(d, "sampling",
-					    json_string(ref.format == DS_RANDOM_POOL ? "random"
-											: "sequential"));
+			json_object_set_new(
+			    d, "sampling",
+			    json_string(ref.format == DS_RANDOM_POOL ? "random" : "sequential"));
 		dataset_ref_release(&ref);
 	}
+	return 0;
+}
+
+static enum MHD_Result h_create(struct call *k)
+{
+	struct spec spec;
+	struct spec_error se;
+	char err[HR_ERRLEN];
+	if (spec_parse(k->body, k->body_len, k->a->o.default_workers, &spec, &se) < 0)
+		return reply_error(k->conn, 400, se.code, se.field, "%s", se.message);
+	enum MHD_Result reply;
+	if (api_admit_spec(k, &spec, "", &reply) < 0)
+		return reply;
 	int64_t ids[HR_MAX_REPEAT], group = 0;
 	int count = spec.repeat.count > 1 ? spec.repeat.count : 1;
 	const char *qfield = NULL;
@@ -418,6 +455,7 @@ static enum MHD_Result h_cancel(struct call *k)
 	if (rc < 0)
 		return reply_internal(k->conn, err);
 	auth_set_cancelled_by(k->a->store, k->id, k->auth->who);
+	sweep_run_finished(k->a->store, k->id); /* a queued run of a sweep ends here */
 	if (strcmp(state, RUN_RUNNING) == 0)
 		runner_cancel(k->a->runner, k->id);
 	return reply_json(k->conn, 202,
@@ -993,11 +1031,15 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/runs/{id}/records", h_records},
 	{"GET", "/api/v1/runs/{id}/telemetry", h_telemetry},
 	{"GET", "/api/v1/runs/{id}/client", h_client},
-	{"GET", "/api/v1/runs/{id}/timeseries", h_timeseries},
 	{"GET", "/api/v1/runs/{id}/export", h_export},
+	{"GET", "/api/v1/runs/{id}/timeseries", h_timeseries},
 	{"POST", "/api/v1/calibrations", h_calib_create},
 	{"GET", "/api/v1/calibrations", h_calib_list},
 	{"GET", "/api/v1/calibrations/{id}", h_calib_get},
+	{"POST", "/api/v1/sweeps", h_sweep_create},
+	{"GET", "/api/v1/sweeps", h_sweep_list},
+	{"GET", "/api/v1/sweeps/{id}", h_sweep_get},
+	{"POST", "/api/v1/sweeps/{id}/cancel", h_sweep_cancel},
 	{"GET", "/api/v1/groups/{id}", h_group},
 	{"GET", "/api/v1/compare", h_compare},
 	{"GET", "/api/v1/series", h_series},
@@ -1029,6 +1071,8 @@ static const struct {
 	{"PATCH", "/api/v1/runs/{id}", AUTH_SUBMIT},
 	{"POST", "/api/v1/datasets", AUTH_SUBMIT},
 	{"POST", "/api/v1/calibrations", AUTH_SUBMIT},
+	{"POST", "/api/v1/sweeps", AUTH_SUBMIT},
+	{"POST", "/api/v1/sweeps/{id}/cancel", AUTH_SUBMIT},
 	{"PUT", "/api/v1/baselines/{name}", AUTH_SUBMIT},
 	{"DELETE", "/api/v1/runs/{id}", AUTH_ADMIN},
 	{"DELETE", "/api/v1/datasets/{id}", AUTH_ADMIN},

@@ -75,6 +75,22 @@ enum MHD_Result h_baseline_get(struct call *k);
 enum MHD_Result h_baseline_list(struct call *k);
 enum MHD_Result h_baseline_delete(struct call *k);
 
+/* What POST /runs checks of a parsed spec beyond its own rules (secrets,
+ * credentials, allow-list, dataset): 0, or -1 with *reply answered (error
+ * fields under prefix, "spec." for a sweep) and the spec released. */
+struct spec;
+int api_admit_spec(struct call *k, struct spec *spec, const char *prefix, enum MHD_Result *reply);
+/* The caller's quotas against a spec: 0, or -1 with the field and a message. */
+struct auth_quota;
+int quota_refused(const struct auth_quota *q, const struct spec *sp, const char **field,
+		  char *msg, size_t len);
+
+/* The sweep routes (api_sweeps.c). */
+enum MHD_Result h_sweep_create(struct call *k);
+enum MHD_Result h_sweep_list(struct call *k);
+enum MHD_Result h_sweep_get(struct call *k);
+enum MHD_Result h_sweep_cancel(struct call *k);
+
 /* The dashboard's routes (api_dash.c). */
 enum MHD_Result h_timeseries(struct call *k);
 

@@ -32,6 +32,7 @@
 #include "disk.h"
 #include "store.h"
 #include "summary.h"
+#include "sweep.h"
 #include "util.h"
 
 static void usage(FILE *f)
@@ -382,6 +383,7 @@ int main(int argc, char **argv)
 				"marked interrupted\n",
 			(n > 0 ? n : 0) + n2);
 	calib_settle_all(store); /* calibrations whose last run was interrupted */
+	sweep_settle_all(store); /* sweeps waiting on a run that was interrupted */
 	/* workers connect to an ipc socket in the data directory: use its
 	 * absolute path so the endpoint does not depend on anyone's cwd */
 	data_abs = realpath(data, NULL);

@@ -20,6 +20,7 @@
 #include <zmq.h>
 
 #include "calibrate.h"
+#include "sweep.h"
 #include "client.h"
 #include "csample.h"
 #include "datasets.h"
@@ -835,6 +836,14 @@ static void check_store(struct run_ctx *c)
 	}
 }
 
+/* A run ended, however: the calibration or sweep it belongs to (if any)
+ * takes its next step. */
+static void run_ended(struct runner *r, int64_t id, json_t *spec_json)
+{
+	calib_run_finished(r->store, id, spec_json);
+	sweep_run_finished(r->store, id);
+}
+
 static void execute(struct runner *r, int64_t id, json_t *spec_json)
 {
 	struct run_ctx c = {.r = r, .id = id};
@@ -845,7 +854,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if (disk_check_floor(why) < 0 || disk_reserve_make(why) < 0) {
 		fprintf(stderr, "headroomd: run %lld failed: %s\n", (long long)id, why);
 		finish_run(r, id, RUN_FAILED, why, NULL);
-		calib_run_finished(r->store, id, spec_json);
+		run_ended(r, id, spec_json);
 		return;
 	}
 	if (r->o.allow)
@@ -859,7 +868,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 			snprintf(why, sizeof why, "%s",
 				 r->o.mock_bin ? err : "no headroom-mock to start (--mock-bin)");
 			finish_run(r, id, RUN_FAILED, why, NULL);
-			calib_run_finished(r->store, id, spec_json);
+			run_ended(r, id, spec_json);
 			json_decref(run_json);
 			return;
 		}
@@ -879,7 +888,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	}
 	if (spec_from_json(run_json, r->o.default_workers, &c.spec, &serr) < 0) {
 		finish_run(r, id, RUN_FAILED, serr.message, NULL);
-		calib_run_finished(r->store, id, spec_json);
+		run_ended(r, id, spec_json);
 		mockproc_stop(&mock);
 		json_decref(run_json);
 		return;
@@ -891,7 +900,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 			snprintf(why, sizeof why, "workload.dataset: %.200s",
 				 dr == -404 ? "the dataset is gone" : err);
 			finish_run(r, id, RUN_FAILED, why, NULL);
-			calib_run_finished(r->store, id, spec_json);
+			run_ended(r, id, spec_json);
 			mockproc_stop(&mock);
 			spec_release(&c.spec);
 			return;
@@ -901,7 +910,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if ((c.spec.target.api_key_secret || c.spec.target.api_key_env) &&
 	    resolve_secret(&c, why) < 0) {
 		finish_run(r, id, RUN_FAILED, why, NULL);
-		calib_run_finished(r->store, id, spec_json);
+		run_ended(r, id, spec_json);
 		mockproc_stop(&mock);
 		if (c.have_ds)
 			dataset_ref_release(&c.ds);
@@ -1074,7 +1083,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	fprintf(stderr, "headroomd: run %lld %s%s%s%s%s\n", (long long)id, state,
 		reason[0] ? ": " : "", reason, summary ? ", client verdict " : "",
 		summary ? verdict_of(summary) : "");
-	calib_run_finished(r->store, id, spec_json);
+	run_ended(r, id, spec_json);
 	/* a cancel request for this run is spent: ids are never reused, but
 	 * the next run must not see a stale one either */
 	long long want = id;

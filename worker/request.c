@@ -71,6 +71,8 @@ static int build_headers(struct req_cfg *c, const struct spec *s, char *err)
 		c->headers = slist_add(c->headers, "Accept: text/event-stream");
 	if (!has_header(h, "Expect"))
 		c->headers = slist_add(c->headers, "Expect:"); /* no 100-continue wait */
+	/* the key's header: Authorization as "Bearer KEY", another the bare key */
+	const char *kh = s->target.api_key_header ? s->target.api_key_header : "Authorization";
 	if (s->target.api_key_env) {
 		const char *key = getenv(s->target.api_key_env);
 		if (!key)
@@ -84,7 +86,9 @@ static int build_headers(struct req_cfg *c, const struct spec *s, char *err)
 				            "target.api_key_env: the value of %s contains control "
 				            "characters",
 				            s->target.api_key_env);
-		char *line = xasprintf("Authorization: Bearer %s", key);
+		char *line = strcasecmp(kh, "Authorization") == 0
+				     ? xasprintf("Authorization: Bearer %s", key)
+				     : xasprintf("%s: %s", kh, key);
 		c->headers = slist_add(c->headers, line);
 		free(line);
 	}
@@ -93,8 +97,8 @@ static int build_headers(struct req_cfg *c, const struct spec *s, char *err)
 		const char *val = json_string_value(v);
 		if (!val)
 			continue; /* the spec guarantees strings */
-		if (s->target.api_key_env && strcasecmp(k, "Authorization") == 0)
-			continue; /* api_key_env wins */
+		if (s->target.api_key_env && strcasecmp(k, kh) == 0)
+			continue; /* the key wins */
 		/* "Name;" is libcurl's way to send an empty value */
 		char *line = *val ? xasprintf("%s: %s", k, val) : xasprintf("%s;", k);
 		c->headers = slist_add(c->headers, line);

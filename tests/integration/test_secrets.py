@@ -16,6 +16,14 @@ docs/security.md#secrets), and credentials are never stored or shown:
   whatever it names;
 - credential-looking headers, URL user-info and token-like query
   parameters are refused at submission (they would be stored and shown);
+- target.api_key_header names the header the key goes in: the header
+  sink, with a secret declared for it, receives the bare key under
+  x-api-key or api-key only (no Authorization, the key in no other
+  header) and `Authorization: Bearer KEY` by default; a header the
+  redaction rules do not treat as a credential, a bad name, or one without
+  a secret is refused naming the field; a secret is still refused for a
+  host it was not declared for, whatever its header (the sink sees
+  nothing), and the key is in no answer, file or log;
 - a worker's environment (/proc/PID/environ, read while it runs) holds
   none of the daemon's other variables;
 - a file secret readable by others, or a variable that is unset, fails the
@@ -108,7 +116,8 @@ class SecretsTest(unittest.TestCase):
              "--secret", "wrong=file:%s/wrong@127.0.0.1" % cls.dir,
              "--secret", "open=file:%s/open@127.0.0.1" % cls.dir,
              "--secret", "unset=env:HR_NOT_SET_ANYWHERE@127.0.0.1",
-             "--secret", "elsewhere=env:HR_SECRET_PROD@example.invalid"],
+             "--secret", "elsewhere=env:HR_SECRET_PROD@example.invalid",
+             "--secret", "sinkkey=env:HR_SECRET_PROD@%s" % cls.sink.addr],
             env, cls.errpath)
         cls.api = hrtest.Api(cls.daemon.addr)
 
@@ -248,6 +257,52 @@ class SecretsTest(unittest.TestCase):
             self.assertNotIn("Authorization", headers)
             self.assertNotIn(KEY, json.dumps(headers))
             self.assertNotIn(OTHER, json.dumps(headers))
+
+    def test_secret_in_a_named_header(self):
+        def sent(header):
+            s = self.spec("sinkkey", addr=self.sink.addr, requests=2, concurrency=1)
+            if header is not None:
+                s["target"]["api_key_header"] = header
+            n = len(self.sink.seen)
+            rid, run = self.run_to_end(s)
+            posts = [h for _, h, b in self.sink.seen[n:] if b]
+            self.assertEqual(len(posts), 2, (header, run.get("reason")))
+            for path in ("/runs/%d" % rid, "/runs/%d/records" % rid, "/runs",
+                         "/runs/%d/summary" % rid):
+                self.assertNotIn(KEY, str(self.api.call("GET", path)[1]), path)
+            return run, [{k.lower(): v for k, v in h.items()} for h in posts]
+
+        for header in ("X-Api-Key", "api-key"):
+            run, posts = sent(header)
+            self.assertEqual(run["spec"]["target"]["api_key_header"], header.lower())
+            for h in posts:
+                self.assertEqual(h.get(header.lower()), KEY, h)
+                self.assertNotIn("authorization", h)
+                others = {k: v for k, v in h.items() if k != header.lower()}
+                self.assertNotIn(KEY, json.dumps(others))
+        for header in (None, "authorization"):  # the default, normalised away
+            run, posts = sent(header)
+            self.assertNotIn("api_key_header", run["spec"]["target"])
+            for h in posts:
+                self.assertEqual(h.get("authorization"), "Bearer " + KEY, h)
+                self.assertNotIn("x-api-key", h)
+        n = len(self.sink.seen)
+        for header, secret in (("X-Trace", "sinkkey"), ("x api key", "sinkkey"), (5, "sinkkey"),
+                               ("", "sinkkey"), ("X-Api-Key", None)):
+            s = self.spec(secret, addr=self.sink.addr)
+            s["target"]["api_key_header"] = header
+            self.refused(s, "target.api_key_header")
+        s = self.spec("prod", addr=self.sink.addr)  # declared for the mock only
+        s["target"]["api_key_header"] = "x-api-key"
+        self.refused(s, "target.url")
+        time.sleep(0.5)
+        self.assertEqual(len(self.sink.seen), n)
+        with open(self.errpath) as f:
+            self.assertNotIn(KEY, f.read())
+        for f in glob.glob(os.path.join(self.data, "*")):
+            if os.path.isfile(f):
+                with open(f, "rb") as fh:
+                    self.assertNotIn(KEY.encode(), fh.read(), f)
 
     def test_worker_environment_is_scrubbed(self):
         self.sink.delay = 2.0 * hrtest.time_scale()

@@ -399,9 +399,62 @@ static void test_endpoints(void)
 	}
 }
 
+/* target.api_key_header: lower-cased, Authorization (the default) dropped;
+ * only a credential header, and only with a key. */
+static void test_api_key_header(void)
+{
+	static const struct {
+		const char *header, *want; /* want NULL: the default, not in the JSON */
+	} ok[] = {{"X-Api-Key", "x-api-key"}, {"api-key", "api-key"}, {"Authorization", NULL},
+		  {"AUTHORIZATION", NULL}, {"X-Goog-Api-Key", "x-goog-api-key"}};
+	for (size_t i = 0; i < sizeof ok / sizeof *ok; i++) {
+		char j[300];
+		snprintf(j, sizeof j,
+			 "{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"api_key_secret\":"
+			 "\"k\",\"api_key_header\":\"%s\"}," L "}",
+			 ok[i].header);
+		struct spec s, s2;
+		struct spec_error e;
+		if (!CHECK_EQ_INT(spec_parse(j, strlen(j), 1, &s, &e), 0))
+			continue;
+		json_t *h = json_object_get(json_object_get(s.json, "target"), "api_key_header");
+		if (ok[i].want) {
+			CHECK_STR(s.target.api_key_header, ok[i].want);
+			CHECK_STR(json_string_value(h), ok[i].want);
+		} else {
+			CHECK(s.target.api_key_header == NULL);
+			CHECK(h == NULL);
+		}
+		CHECK_EQ_INT(spec_from_json(s.json, 1, &s2, &e), 0);
+		CHECK(json_equal(s.json, s2.json)); /* normalised once for all */
+		spec_release(&s2);
+		spec_release(&s);
+	}
+	static const char *const bad[] = {
+	    /* not a credential header, so outputs would not redact it */
+	    "{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"api_key_secret\":\"k\","
+	    "\"api_key_header\":\"X-Trace\"}," L "}",
+	    "{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"api_key_secret\":\"k\","
+	    "\"api_key_header\":\"x api key\"}," L "}",
+	    "{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"api_key_secret\":\"k\","
+	    "\"api_key_header\":\"x-api-key:\"}," L "}",
+	    /* no key to carry */
+	    "{\"target\":{\"url\":\"http://h\",\"model\":\"m\",\"api_key_header\":"
+	    "\"x-api-key\"}," L "}",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof *bad; i++) {
+		struct spec s;
+		struct spec_error e;
+		if (!CHECK_EQ_INT(spec_parse(bad[i], strlen(bad[i]), 1, &s, &e), -1))
+			spec_release(&s);
+		CHECK_STR(e.field, "target.api_key_header");
+	}
+}
+
 int main(void)
 {
 	test_defaults();
+	test_api_key_header();
 	test_modes();
 	test_endpoints();
 	test_errors();
