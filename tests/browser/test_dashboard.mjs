@@ -1,0 +1,207 @@
+// test_dashboard.mjs - the dashboard in Debian's Chromium (playwright-core)
+// against a real headroomd seeded with real runs on two headroom-mocks (one
+// failing 5% of its requests): each view renders without console errors,
+// the numbers on the page are the API's, a CDF has one point per record,
+// filters, compare and the request drill-down work, deep links load.
+// Screenshots of each view go to $HEADROOM_SHOTS (ctest: the test's build
+// directory), else the working directory.
+import assert from 'node:assert/strict';
+import fs from 'node:fs';
+import path from 'node:path';
+import { after, before, test } from 'node:test';
+import { chromium } from 'playwright-core';
+import { daemonApi, start, stop } from '../js/harness.mjs';
+
+const shots = process.env.HEADROOM_SHOTS || process.cwd();
+const CHROMIUM = process.env.HEADROOM_CHROMIUM || '/usr/bin/chromium';
+let mockA, mockB, daemon, api, browser, page, base;
+const runs = {};
+const problems = [];
+let dataDir;
+
+function spec(mock, name, labels) {
+	return {
+		name, labels,
+		target: { url: `http://${mock.addr}`, model: 'mock-model', endpoint: 'chat', stream: true },
+		workload: { isl: { mean: 32, stddev: 0 }, osl: { mean: 16, stddev: 0 } },
+		load: { mode: 'concurrency', concurrency: 4, requests: 160 },
+		workers: 1,
+	};
+}
+
+async function json(p) {
+	const r = await api.call('GET', p);
+	assert.equal(r.status, 200, r.text);
+	return r.json();
+}
+
+before(async () => {
+	dataDir = fs.mkdtempSync('/tmp/headroom-browser-');
+	mockA = await start('headroom-mock', ['--listen', '127.0.0.1:0', '--quiet', '--ttft-ms', '4',
+		'--itl-ms', '1']);
+	mockB = await start('headroom-mock', ['--listen', '127.0.0.1:0', '--quiet', '--ttft-ms', '8',
+		'--itl-ms', '1', '--fail-500', '0.05', '--fail-seed', '3']);
+	daemon = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', dataDir]);
+	api = daemonApi(daemon);
+	for (const [key, mock, labels] of [['main', mockA, { branch: 'main' }],
+		['feature', mockB, { branch: 'feature' }]]) {
+		const { run, recs } = await api.runToEnd(spec(mock, `dash-${key}`, labels));
+		runs[key] = { run, recs, summary: await json(`/runs/${run.id}/summary`) };
+	}
+	browser = await chromium.launch({
+		executablePath: CHROMIUM,
+		args: ['--no-sandbox', '--headless', '--disable-gpu', '--no-first-run',
+			'--disable-background-networking', '--disable-component-update', '--disable-sync'],
+	});
+	page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+	page.on('console', (m) => { if (m.type() === 'error') problems.push(`console: ${m.text()}`); });
+	page.on('pageerror', (e) => problems.push(`page error: ${e.message}`));
+	page.on('requestfailed', (r) => problems.push(`request failed: ${r.url()}`));
+	base = `http://${daemon.addr}`;
+});
+
+after(async () => {
+	if (browser) await browser.close();
+	for (const p of [daemon, mockA, mockB]) if (p) assert.equal(await stop(p), 0);
+	fs.rmSync(dataDir, { recursive: true, force: true });
+});
+
+function noProblems() {
+	assert.deepEqual(problems.splice(0), [], 'console errors, page errors or failed requests');
+}
+
+async function shot(name) {
+	await page.screenshot({ path: path.join(shots, `dashboard-${name}.png`), fullPage: true });
+}
+
+test('runs list: every run with the API figures, sorting, filters', async () => {
+	await page.goto(base + '/');
+	await page.waitForSelector('#runs tbody tr');
+	const ids = await page.$$eval('#runs tbody tr', (rows) => rows.map((r) => Number(r.dataset.run)));
+	assert.deepEqual(ids, [runs.feature.run.id, runs.main.run.id]); // newest first
+	for (const { run, summary } of Object.values(runs))
+		for (const [metric, stat] of [['time_to_first_token', 'p50'], ['time_to_first_token', 'p99'],
+			['inter_token_latency', 'p50'], ['request_throughput', 'avg']]) {
+			const v = await page.$eval(`#runs tr[data-run="${run.id}"] td[data-metric="${metric}.${stat}"]`,
+				(td) => td.dataset.value);
+			assert.equal(Number(v), summary.metrics[metric][stat], `${run.id} ${metric}.${stat}`);
+		}
+	const verdict = await page.$eval(`#runs tr[data-run="${runs.main.run.id}"]`, (tr) =>
+		tr.children[tr.children.length - 2].textContent);
+	assert.equal(verdict, runs.main.run.verdict);
+	await shot('runs');
+	// sort by TTFT p50, ascending: the faster mock's run first
+	await page.click('button[title="sort by TTFT p50"]'); // -p50 first (descending)
+	await page.waitForURL(/sort=-time_to_first_token.p50/);
+	await page.waitForSelector('#runs tbody tr');
+	const desc = await page.$$eval('#runs tbody tr', (rows) => rows.map((r) => Number(r.dataset.run)));
+	const slower = runs.main.summary.metrics.time_to_first_token.p50 >
+		runs.feature.summary.metrics.time_to_first_token.p50 ? 'main' : 'feature';
+	assert.equal(desc[0], runs[slower].run.id);
+	// filter by label
+	await page.goto(base + '/');
+	await page.fill('input[name=labels]', 'branch=feature');
+	await page.click('form.filters button[type=submit]');
+	await page.waitForURL(/labels=branch%3Dfeature/);
+	await page.waitForFunction(() => document.querySelectorAll('#runs tbody tr').length === 1);
+	const only = await page.$$eval('#runs tbody tr', (rows) => rows.map((r) => Number(r.dataset.run)));
+	assert.deepEqual(only, [runs.feature.run.id]);
+	await page.fill('input[name=labels]', 'branch=nowhere');
+	await page.click('form.filters button[type=submit]');
+	await page.waitForSelector('text=No run matches these filters.');
+	noProblems();
+});
+
+test('compare: pick two runs, the delta table is the API answer', async () => {
+	await page.goto(base + '/');
+	await page.waitForSelector('#runs tbody tr');
+	assert.equal(await page.isDisabled('#compare'), true);
+	for (const k of ['main', 'feature'])
+		await page.check(`#runs tr[data-run="${runs[k].run.id}"] input[type=checkbox]`);
+	await page.click('#compare');
+	const [a, b] = [runs.main.run.id, runs.feature.run.id];
+	await page.waitForURL(`${base}/compare?base=${a}&head=${b}`);
+	await page.waitForSelector('#compare-table tbody tr');
+	await page.waitForSelector('#cdfs canvas');
+	const c = await json(`/compare?base=${a}&head=${b}`);
+	const rows = await page.$$eval('#compare-table tbody tr', (trs) => trs.map((tr) => ({
+		key: tr.dataset.metric,
+		verdict: tr.querySelector('[data-col=verdict]').textContent,
+		cls: tr.querySelector('[data-col=verdict]').className,
+	})));
+	assert.deepEqual(rows.map((r) => r.key), c.metrics.map((m) => `${m.metric}.${m.stat}`));
+	assert.deepEqual(rows.map((r) => r.verdict), c.metrics.map((m) => m.verdict));
+	for (const r of rows) assert.equal(r.cls, r.verdict, 'coloured by its verdict');
+	const diff = await page.$$eval('#spec-diff tbody tr td:first-child', (tds) => tds.map((t) => t.textContent));
+	assert.ok(diff.includes('target.url'), diff.join(','));
+	await shot('compare');
+	noProblems();
+});
+
+test('one run: summary, time series, CDFs with a point per record, drill-down', async () => {
+	const { run, recs, summary } = runs.feature;
+	await page.goto(`${base}/runs/${run.id}`); // a deep link: the daemon serves the page
+	await page.waitForSelector('#cdfs canvas');
+	assert.equal(await page.textContent('#state'), 'succeeded');
+	for (const [metric, stat] of [['time_to_first_token', 'p50'], ['request_latency', 'p99'],
+		['output_sequence_length', 'avg']]) {
+		const v = await page.$eval(`#summary tr[data-metric="${metric}"] td[data-stat="${stat}"]`,
+			(td) => td.dataset.value);
+		assert.equal(Number(v), summary.metrics[metric][stat], `${metric}.${stat}`);
+	}
+	assert.equal(await page.textContent('#verdict'), summary.client.verdict);
+	assert.equal(await page.textContent('#validity'), summary.validity.valid ? 'valid' : 'invalid');
+	// the time series: one chart per figure, as many points as buckets
+	const step = await page.$eval('#timeseries', (d) => d.dataset.step);
+	const ts = await json(`/runs/${run.id}/timeseries?step_ms=${step}`);
+	assert.ok(ts.buckets > 50 && ts.buckets <= 200, `${ts.buckets} buckets of ${step} ms`);
+	const charts = await page.$$eval('#timeseries .chart', (cs) => cs.map((c) => [c.dataset.chart,
+		Number(c.dataset.points), c.querySelectorAll('canvas').length]));
+	assert.ok(charts.length >= 6, JSON.stringify(charts));
+	for (const [name, points, canvases] of charts) {
+		assert.equal(points, ts.buckets, name);
+		assert.equal(canvases, 1, name);
+	}
+	assert.ok(charts.some(([n]) => n === 'Errors by kind'), 'the failed requests have a chart');
+	// CDFs: one point per valid profiling record having the metric
+	const valid = recs.filter((r) => r.valid && r.phase === 'profiling');
+	const count = (k) => valid.filter((r) => typeof r[k] === 'number').length;
+	const cdf = Object.fromEntries(await page.$$eval('#cdfs .chart', (cs) => cs.map((c) =>
+		[c.dataset.chart, c.dataset.points])));
+	assert.equal(cdf['CDF: time to first token, plain and scheduled'],
+		`${count('time_to_first_token')},${count('scheduled_time_to_first_token')}`);
+	assert.equal(cdf['CDF: request latency, plain and scheduled'],
+		`${count('request_latency')},${count('scheduled_request_latency')}`);
+	assert.equal(count('time_to_first_token'), summary.metrics.time_to_first_token.count);
+	await page.check('#cdfs input[type=checkbox]'); // log scale redraws
+	await shot('run');
+	// drill-down: the slowest request, then a failed one
+	const slowest = valid.reduce((a, r) => (r.request_latency > a.request_latency ? r : a));
+	await page.click('#requests tbody tr:first-child');
+	await page.waitForSelector('#request-detail');
+	assert.equal(await page.textContent('#request-detail h3'), `Request ${slowest.worker}/${slowest.seq}`);
+	const ticks = await page.$$eval('#request-detail .timeline i:not(.mark)', (is) => is.length);
+	assert.equal(ticks, slowest.n_chunks);
+	await shot('request');
+	const failed = recs.find((r) => !r.valid);
+	assert.ok(failed, 'the failing mock failed a request');
+	await page.focus(`#requests tr[data-req="${failed.worker}/${failed.seq}"]`);
+	await page.keyboard.press('Enter');
+	await page.waitForSelector(`#request-detail h3:text("Request ${failed.worker}/${failed.seq}")`);
+	assert.match(await page.textContent('#request-detail'), new RegExp(failed.error));
+	noProblems();
+});
+
+test('unknown run and unknown page: explained, not blank', async () => {
+	await page.goto(`${base}/runs/999999`);
+	await page.waitForSelector('.state.error');
+	assert.match(await page.textContent('.state.error'), /999999|not found|no run/i);
+	// a 404 of the API is an expected answer, not a page fault: forget its console line
+	problems.splice(0);
+	await page.goto(`${base}/nowhere`);
+	await page.waitForSelector('.state.error');
+	noProblems();
+	// assets and the API are not swallowed by the page fallback
+	const r = await fetch(`${base}/nope.js`);
+	assert.equal(r.status, 404);
+});

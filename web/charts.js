@@ -1,0 +1,110 @@
+// charts.js - uPlot charts of the dashboard: time charts that share one
+// cursor and zoom (per run page), and CDFs (one or several runs overlaid,
+// linear or log value axis). uPlot is the global the classic script
+// /uPlot.iife.min.js defines.
+import { el } from './fmt.js';
+
+export const COLORS = ['#3366cc', '#dc3912', '#109618', '#ff9900', '#990099', '#0099c6'];
+
+function width(box) {
+	return Math.max(300, (box.clientWidth || 600) - 14);
+}
+
+function axisColor() {
+	return getComputedStyle(document.documentElement).getPropertyValue('--muted').trim() || '#666';
+}
+
+function axes(xLabel, yLabel, xValues) {
+	const stroke = axisColor();
+	const grid = { stroke: 'rgba(128,128,128,0.18)' };
+	return [
+		{ label: xLabel, stroke, grid, ticks: grid, values: xValues },
+		{ label: yLabel, stroke, grid, ticks: grid, size: 60 },
+	];
+}
+
+// Shades [a, b] of the x axis (the warm-up) behind the series.
+function shade(range) {
+	return {
+		hooks: {
+			drawClear: (u) => {
+				if (!range) return;
+				const x0 = u.valToPos(range[0], 'x', true), x1 = u.valToPos(range[1], 'x', true);
+				const ctx = u.ctx;
+				ctx.save();
+				ctx.fillStyle = 'rgba(255, 170, 0, 0.12)';
+				ctx.fillRect(x0, u.bbox.top, x1 - x0, u.bbox.height);
+				ctx.restore();
+			},
+		},
+	};
+}
+
+// A chart over time: xs in seconds on the run's clock; series
+// [{label, values, color?, unit?}]. opts: {sync, warmup: [s, s], yLabel}.
+export function timeChart(parent, title, xs, series, opts = {}) {
+	const box = el('div', { class: 'chart', dataset: { chart: title, points: xs.length } },
+		el('h3', {}, title));
+	parent.append(box);
+	const s = [{ label: 'time (s)', value: (u, v) => v === null ? '-' : v.toFixed(3) + ' s' }];
+	series.forEach((x, i) => s.push({
+		label: x.label, stroke: x.color || COLORS[i % COLORS.length], width: 1.5,
+		spanGaps: false, points: { show: xs.length < 80 },
+		value: (u, v) => v === null || v === undefined ? '-' : `${+v.toPrecision(4)} ${x.unit || ''}`,
+	}));
+	const u = new uPlot({
+		width: width(box), height: 220, series: s,
+		axes: axes('time since start (s)', opts.yLabel || ''),
+		scales: { x: { time: false } },
+		cursor: { sync: { key: opts.sync || 'run', setSeries: true }, drag: { x: true, y: false } },
+		plugins: [shade(opts.warmup)],
+	}, [xs, ...series.map((x) => x.values)], box);
+	return u;
+}
+
+// Sorted copy of the finite numbers of values.
+export function sorted(values) {
+	return values.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
+}
+
+// CDF chart of one or more sets [{label, values (sorted)}]: one point per
+// value, at (value, i / n). Log checkbox switches the value axis.
+export function cdfChart(parent, title, sets, unit) {
+	const box = el('div', { class: 'chart', dataset: { chart: title } });
+	const log = el('input', { type: 'checkbox', 'aria-label': title + ': log scale' });
+	box.append(el('h3', {}, title, ' ', el('label', { class: 'muted' }, log, ' log scale')));
+	parent.append(box);
+	box.dataset.points = sets.map((s) => s.values.length).join(',');
+	// uPlot needs one x array: the union of the values, each set's fraction
+	// where it has that value, null elsewhere (gaps spanned).
+	const xs = sorted([].concat(...sets.map((s) => s.values)));
+	const uniq = xs.filter((v, i) => i === 0 || v !== xs[i - 1]);
+	const index = new Map(uniq.map((v, i) => [v, i]));
+	const ys = sets.map((s) => {
+		const y = new Array(uniq.length).fill(null);
+		s.values.forEach((v, i) => { y[index.get(v)] = (i + 1) / s.values.length; });
+		return y;
+	});
+	let u = null;
+	function draw() {
+		if (u) u.destroy();
+		const positive = uniq.length && uniq[0] > 0;
+		const distr = log.checked && positive ? 3 : 1;
+		u = new uPlot({
+			width: width(box), height: 240,
+			series: [{ label: unit, value: (u, v) => v === null ? '-' : `${+v.toPrecision(4)} ${unit}` },
+				...sets.map((s, i) => ({
+					label: s.label, stroke: COLORS[i % COLORS.length], width: 1.5, spanGaps: true,
+					points: { show: false },
+					value: (u, v) => v === null ? '-' : (v * 100).toFixed(1) + '%',
+				}))],
+			axes: axes(unit, 'fraction of requests'),
+			scales: { x: { time: false, distr }, y: { range: [0, 1] } },
+			cursor: { drag: { x: true, y: false } },
+		}, [uniq, ...ys], box);
+	}
+	log.addEventListener('change', draw);
+	if (!uniq.length) box.append(el('p', { class: 'state' }, 'no values to plot'));
+	else draw();
+	return box;
+}

@@ -1,0 +1,218 @@
+// view_run.js - one run in depth: the spec in words, labels, client verdict
+// with its evidence, validity and gates, the summary table, charts of the
+// run's time series on one shared time axis (GET /runs/{id}/timeseries),
+// CDFs from the records, and a drill-down into any request.
+import { get, records } from './api.js';
+import { el, num, stateBox, time, duration, withUnit } from './fmt.js';
+import { timeChart, cdfChart, sorted } from './charts.js';
+
+function specWords(spec) {
+	if (!spec) return '-';
+	const t = spec.target || {}, l = spec.load || {}, w = spec.workload || {};
+	const load = l.mode === 'rate' ? `${l.rate} req/s (${l.arrival || 'constant'} arrivals)`
+		: l.mode === 'concurrency' ? `${l.concurrency} concurrent` : (l.mode || '?');
+	const len = (x) => x && typeof x === 'object' && 'mean' in x ? `${x.mean} tokens` : '-';
+	const size = l.requests ? `${l.requests} requests` : l.duration_s ? `${l.duration_s} s` : '';
+	return [
+		['target', `${t.url || (t.mock ? 'a headroom-mock' : '-')}`],
+		['model', t.model || '-'],
+		['endpoint', `${t.endpoint || '-'}${t.stream ? ', streamed' : ''}`],
+		['load', `${load}${size ? ', ' + size : ''}`],
+		['workload', `input ${len(w.isl)}, output ${len(w.osl)}`],
+		['workers', spec.workers ?? '-'],
+	];
+}
+
+function cards(pairs) {
+	return el('div', { class: 'cards' }, pairs.map(([k, v]) => el('div', {}, el('b', {}, k),
+		v instanceof Node ? v : String(v))));
+}
+
+function summaryTable(s) {
+	const stats = ['count', 'avg', 'min', 'p50', 'p90', 'p95', 'p99', 'max'];
+	const body = el('tbody');
+	for (const [name, m] of Object.entries(s.metrics || {})) {
+		body.append(el('tr', { dataset: { metric: name } }, el('th', {}, name),
+			el('td', { class: 'muted' }, m.unit || ''),
+			stats.map((k) => el('td', { class: 'num', dataset: { stat: k, value: m[k] ?? '' } },
+				num(m[k]))),
+			el('td', { class: 'num muted' }, m.ci && m.ci.p99 ? `${num(m.ci.p99[0])} – ${num(m.ci.p99[1])}` : '')));
+	}
+	return el('div', { class: 'scroll' }, el('table', { id: 'summary' }, el('thead', {}, el('tr', {},
+		el('th', {}, 'metric'), el('th', {}, 'unit'), stats.map((k) => el('th', { class: 'num' }, k)),
+		el('th', { class: 'num' }, 'p99 95% interval'))), body));
+}
+
+function evidence(s) {
+	const out = el('div');
+	const c = s && s.client;
+	if (c) {
+		out.append(el('p', {}, 'Client verdict: ', el('b', { class: c.verdict, id: 'verdict' }, c.verdict),
+			c.reasons && c.reasons.length ? ' — ' + c.reasons.map((r) => r.message || r.code).join('; ') : ''));
+		if (c.headline) out.append(cards(Object.entries(c.headline)
+			.filter(([, v]) => typeof v === 'number').slice(0, 10).map(([k, v]) => [k, num(v)])));
+	}
+	const v = s && s.validity;
+	if (v) out.append(el('p', {}, 'Validity: ', el('b', { class: v.valid ? 'valid' : 'invalid', id: 'validity' },
+		v.valid ? 'valid' : 'invalid'), v.reasons.length ? ' — ' + v.reasons.map((r) => r.message).join('; ') : ''));
+	const g = s && s.gates;
+	if (g) out.append(el('p', {}, 'Gates: ', el('b', { class: g.passed ? 'passed' : 'failed' },
+		g.passed ? 'passed' : 'failed')), el('ul', {}, g.results.map((r) =>
+		el('li', { class: r.passed ? 'passed' : 'failed' }, r.message))));
+	return out;
+}
+
+// About 200 buckets over the run: 1, 2 or 5 times a power of ten ms.
+function stepFor(run) {
+	if (!run.started_at) return '';
+	const span = (run.finished_at ? Date.parse(run.finished_at) : Date.now()) - Date.parse(run.started_at);
+	for (let p = 1; p < 1e9; p *= 10)
+		for (const m of [1, 2, 5]) if (p * m * 200 >= span) return `?step_ms=${p * m}`;
+	return '';
+}
+
+function charts(ts) {
+	const box = el('div', { class: 'charts', id: 'timeseries', dataset: { step: ts.step_ms } });
+	if (!ts.buckets) {
+		box.append(stateBox('No records yet: nothing to chart.'));
+		return box;
+	}
+	const xs = ts.t_ms.map((t) => t / 1000);
+	const per = ts.step_ms / 1000;
+	const rate = (a) => a.map((v) => v / per);
+	const warmup = ts.warmup_ms ? ts.warmup_ms.map((t) => t / 1000) : null;
+	const o = { sync: 'run', warmup };
+	const u = ` (step ${ts.step_ms} ms)`;
+	const m = ts.metrics;
+	const mk = (parent) => {
+		timeChart(parent, 'Sends per second, intended and actual' + u, xs, [
+			{ label: 'intended', values: rate(ts.intended), unit: 'req/s' },
+			{ label: 'sent', values: rate(ts.sent), unit: 'req/s' },
+			{ label: 'completed', values: rate(ts.completed), unit: 'req/s' },
+			{ label: 'errors', values: rate(ts.errors), unit: 'req/s' }], { ...o, yLabel: 'requests/s' });
+		timeChart(parent, 'Requests in flight', xs, [{ label: 'in flight', values: ts.in_flight, unit: '' }],
+			{ ...o, yLabel: 'requests' });
+		timeChart(parent, 'Time to first token (by send time)', xs, ['p50', 'p90', 'p99'].map((p) =>
+			({ label: p, values: m.time_to_first_token[p], unit: 'ms' })), { ...o, yLabel: 'ms' });
+		timeChart(parent, 'Request latency and inter-token latency', xs, [
+			{ label: 'latency p50', values: m.request_latency.p50, unit: 'ms' },
+			{ label: 'latency p99', values: m.request_latency.p99, unit: 'ms' },
+			{ label: 'ITL p50', values: m.inter_token_latency.p50, unit: 'ms' },
+			{ label: 'ITL p99', values: m.inter_token_latency.p99, unit: 'ms' }], { ...o, yLabel: 'ms' });
+		timeChart(parent, 'Output tokens per second', xs, [{ label: 'output', values: ts.output_tokens_per_s,
+			unit: 'tokens/s' }], { ...o, yLabel: 'tokens/s' });
+		timeChart(parent, 'Schedule lag (send − intended send)', xs, ['p50', 'p99'].map((p) =>
+			({ label: p, values: m.schedule_lag[p], unit: 'ms' })), { ...o, yLabel: 'ms' });
+		const kinds = Object.entries(ts.error_kinds);
+		if (kinds.length) timeChart(parent, 'Errors by kind', xs, kinds.map(([k, v]) =>
+			({ label: k, values: v, unit: 'per step' })), { ...o, yLabel: 'errors per step' });
+	};
+	box.mk = mk;
+	return box;
+}
+
+function cdfs(parent, recs) {
+	const valid = recs.filter((r) => r.valid && r.phase === 'profiling');
+	const vals = (k) => sorted(valid.map((r) => r[k]));
+	cdfChart(parent, 'CDF: time to first token, plain and scheduled', [
+		{ label: 'TTFT', values: vals('time_to_first_token') },
+		{ label: 'scheduled TTFT', values: vals('scheduled_time_to_first_token') }], 'ms');
+	cdfChart(parent, 'CDF: inter-token latency (per request)', [
+		{ label: 'ITL', values: vals('inter_token_latency') }], 'ms');
+	cdfChart(parent, 'CDF: request latency, plain and scheduled', [
+		{ label: 'latency', values: vals('request_latency') },
+		{ label: 'scheduled latency', values: vals('scheduled_request_latency') }], 'ms');
+}
+
+const ms = (ns) => (ns === null || ns === undefined ? null : ns / 1e6);
+
+// One request: its fields and every chunk on a timeline from intended send to end.
+export function requestDetail(r) {
+	const t0 = r.intended_ns ?? r.start_ns;
+	const tEnd = r.done_ns ?? r.end_ns ?? r.start_ns;
+	const span = Math.max(1, tEnd - t0);
+	const pos = (ns) => `${Math.min(100, Math.max(0, ((ns - t0) / span) * 100)).toFixed(2)}%`;
+	const line = el('div', { class: 'timeline', 'aria-label': 'request timeline' });
+	const chunks = (r.chunk_offsets_ns || []).map((o) => r.start_ns + o);
+	for (const c of chunks) line.append(el('i', { style: `left:${pos(c)}`, title: `chunk at ${num(ms(c - t0))} ms` }));
+	const marks = [['intended', r.intended_ns], ['sent', r.start_ns], ['headers', r.headers_ns],
+		['first output', r.first_output_ns], ['end', r.end_ns]];
+	let lane = 0;
+	for (const [name, t] of marks) {
+		if (t === null || t === undefined) continue;
+		line.append(el('i', { class: 'mark' + (name === 'end' && !r.valid ? ' err' : ''), style: `left:${pos(t)}` },
+			el('span', { style: `top:${(lane++ % 3) * 12 - 2}px` }, `${name} ${num(ms(t - t0))} ms`)));
+	}
+	const f = [['worker / seq', `${r.worker} / ${r.seq}`], ['request', r.req_id], ['phase', r.phase],
+		['status', r.status], ['error', r.error || 'none'], ['valid', r.valid ? 'yes' : 'no'],
+		['TTFT', withUnit(r.time_to_first_token, 'ms')], ['latency', withUnit(r.request_latency, 'ms')],
+		['ITL', withUnit(r.inter_token_latency, 'ms')], ['schedule lag', withUnit(r.schedule_lag, 'ms')],
+		['input', withUnit(r.isl, 'tokens')], ['output', withUnit(r.osl, 'tokens')],
+		['chunks', r.n_chunks]];
+	return el('div', { class: 'detail', id: 'request-detail', tabindex: '-1' },
+		el('h3', {}, `Request ${r.worker}/${r.seq}`), cards(f),
+		r.error_message ? el('p', { class: 'error' }, 'Error: ', r.error_message) : null,
+		el('p', { class: 'muted' }, `Timeline from the intended send (0 ms) to the end; ${chunks.length} chunk arrivals as ticks.`),
+		line);
+}
+
+function requestTable(parent, recs) {
+	const detail = el('div');
+	const slow = recs.filter((r) => r.valid).sort((a, b) => b.request_latency - a.request_latency).slice(0, 15);
+	const bad = recs.filter((r) => !r.valid).slice(0, 15);
+	const body = el('tbody');
+	for (const r of [...slow, ...bad]) {
+		const tr = el('tr', { class: 'click', tabindex: '0', dataset: { req: `${r.worker}/${r.seq}` } },
+			el('td', { class: 'num' }, `${r.worker}/${r.seq}`), el('td', {}, r.phase),
+			el('td', { class: 'num' }, r.status), el('td', { class: r.valid ? '' : 'failed' }, r.error || ''),
+			el('td', { class: 'num' }, num(r.time_to_first_token)), el('td', { class: 'num' }, num(r.request_latency)),
+			el('td', { class: 'num' }, num(r.osl)));
+		const open = () => {
+			body.querySelectorAll('tr.sel').forEach((x) => x.classList.remove('sel'));
+			tr.classList.add('sel');
+			detail.replaceChildren(requestDetail(r));
+		};
+		tr.addEventListener('click', open);
+		tr.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); open(); } });
+		body.append(tr);
+	}
+	parent.append(el('p', { class: 'muted' }, 'The slowest valid requests and the first failed ones; pick one (click or Enter) to see its record.'),
+		el('div', { class: 'scroll' }, el('table', { id: 'requests' }, el('thead', {}, el('tr', {},
+			el('th', { class: 'num' }, 'worker/seq'), el('th', {}, 'phase'), el('th', { class: 'num' }, 'status'),
+			el('th', {}, 'error'), el('th', { class: 'num' }, 'TTFT (ms)'), el('th', { class: 'num' }, 'latency (ms)'),
+			el('th', { class: 'num' }, 'output (tokens)'))), body)), detail);
+}
+
+export async function runView(out, id, show) {
+	const run = await get(`/runs/${id}`);
+	const s = run.summary;
+	out.append(el('h1', {}, `Run ${run.id}: ${run.name || '(no name)'} `, el('span', { class: run.state, id: 'state' }, run.state)),
+		cards([['submitted', time(run.created_at)], ['took', duration(run.started_at, run.finished_at)],
+			['fingerprint', run.fingerprint || '-'], ['reason', run.reason || '-'],
+			...(run.progress ? [['progress', `${num(run.progress.completed)} completed, ${num(run.progress.errors)} errors, ${num(run.progress.in_flight)} in flight`]] : [])]),
+		el('div', { class: 'labels' }, Object.entries(run.labels || {}).map(([k, v]) => el('span', {}, `${k}=${v}`))),
+		el('h2', {}, 'Spec'), cards(specWords(run.spec)));
+	if (run.state === 'queued' || run.state === 'running') {
+		out.append(stateBox(`This run is ${run.state}; the page refreshes every 2 seconds.`));
+		setTimeout(() => {
+			if (location.pathname === `/runs/${id}`) window.dispatchEvent(new PopStateEvent('popstate'));
+		}, 2000);
+	}
+	if (s) out.append(el('h2', {}, 'Verdict, validity and gates'), evidence(s), el('h2', {}, 'Summary'), summaryTable(s));
+	else if (run.state !== 'queued') out.append(stateBox('This run has no summary.'));
+	const [ts, recs] = await Promise.all([get(`/runs/${id}/timeseries${stepFor(run)}`), records(id)]);
+	out.append(el('h2', {}, 'Over time'), el('p', { class: 'muted' },
+		'Drag across a chart to zoom (double-click to reset); the cursor is shared by every chart. The warm-up is shaded.'));
+	const box = charts(ts);
+	out.append(box);
+	const cdfBox = el('div', { class: 'charts', id: 'cdfs' });
+	out.append(el('h2', {}, 'Distributions'), cdfBox);
+	out.append(el('h2', {}, 'Requests'));
+	const reqBox = el('div');
+	out.append(reqBox);
+	requestTable(reqBox, recs);
+	// charts measure their container: draw them once the page is in the document
+	show();
+	if (box.mk) box.mk(box);
+	cdfs(cdfBox, recs);
+}
