@@ -181,7 +181,8 @@ static void put_counts(struct dynbuf *out, const char *name, const long long *c,
 static void put_metric(struct dynbuf *out, struct ts *t, size_t m, const char *unit)
 {
 	struct pairs *ps = &t->vals[m];
-	qsort(ps->p, ps->n, sizeof *ps->p, pair_cmp);
+	if (ps->n) /* qsort wants an array, even of none */
+		qsort(ps->p, ps->n, sizeof *ps->p, pair_cmp);
 	double *pct[TS_NPCT];
 	long long *count = xcalloc(t->n, sizeof *count);
 	double *vals = xmalloc((ps->n ? ps->n : 1) * sizeof *vals);

@@ -40,6 +40,32 @@ function shade(range) {
 	};
 }
 
+// The charts of one page that zoom together (uPlot's cursor sync moves the
+// cursor; a zoom of the x scale is passed on here).
+const groups = new Map();
+let zooming = false;
+
+export function resetGroup(key) {
+	groups.set(key, new Set());
+}
+
+function linkZoom(key) {
+	if (!groups.has(key)) groups.set(key, new Set());
+	return {
+		hooks: {
+			init: (u) => groups.get(key).add(u),
+			destroy: (u) => groups.get(key).delete(u),
+			setScale: (u, scale) => {
+				if (scale !== 'x' || zooming) return;
+				zooming = true;
+				for (const o of groups.get(key))
+					if (o !== u) o.setScale('x', { min: u.scales.x.min, max: u.scales.x.max });
+				zooming = false;
+			},
+		},
+	};
+}
+
 // A chart over time: xs in seconds on the run's clock; series
 // [{label, values, color?, unit?}]. opts: {sync, warmup: [s, s], yLabel}.
 export function timeChart(parent, title, xs, series, opts = {}) {
@@ -49,7 +75,7 @@ export function timeChart(parent, title, xs, series, opts = {}) {
 	const s = [{ label: 'time (s)', value: (u, v) => v === null ? '-' : v.toFixed(3) + ' s' }];
 	series.forEach((x, i) => s.push({
 		label: x.label, stroke: x.color || COLORS[i % COLORS.length], width: 1.5,
-		spanGaps: false, points: { show: xs.length < 80 },
+		spanGaps: !!x.gaps, points: { show: xs.length < 80 },
 		value: (u, v) => v === null || v === undefined ? '-' : `${+v.toPrecision(4)} ${x.unit || ''}`,
 	}));
 	const u = new uPlot({
@@ -57,8 +83,25 @@ export function timeChart(parent, title, xs, series, opts = {}) {
 		axes: axes('time since start (s)', opts.yLabel || ''),
 		scales: { x: { time: false } },
 		cursor: { sync: { key: opts.sync || 'run', setSeries: true }, drag: { x: true, y: false } },
-		plugins: [shade(opts.warmup)],
+		plugins: [shade(opts.warmup), linkZoom(opts.sync || 'run')],
 	}, [xs, ...series.map((x) => x.values)], box);
+	return u;
+}
+
+// The same for series sampled at their own times ([{label, xs, ys, unit}]):
+// one x array, the union of their times, each series null where it has no
+// sample (lines drawn across). The chart's points: every sample.
+export function sampledChart(parent, title, series, opts = {}) {
+	const all = [].concat(...series.map((x) => x.xs)).sort((a, b) => a - b);
+	const xs = all.filter((v, i) => i === 0 || v !== all[i - 1]);
+	const at = new Map(xs.map((v, i) => [v, i]));
+	const cols = series.map((x) => {
+		const y = new Array(xs.length).fill(null);
+		x.xs.forEach((t, i) => { y[at.get(t)] = x.ys[i]; });
+		return { label: x.label, values: y, unit: x.unit, gaps: true };
+	});
+	const u = timeChart(parent, title, xs, cols, opts);
+	u.root.parentNode.dataset.points = series.reduce((n, x) => n + x.xs.length, 0);
 	return u;
 }
 

@@ -4,7 +4,7 @@
 // CDFs from the records, and a drill-down into any request.
 import { get, records } from './api.js';
 import { el, num, stateBox, time, duration, withUnit } from './fmt.js';
-import { timeChart, cdfChart, sorted } from './charts.js';
+import { timeChart, sampledChart, cdfChart, sorted, resetGroup } from './charts.js';
 
 function specWords(spec) {
 	if (!spec) return '-';
@@ -111,6 +111,62 @@ function charts(ts) {
 	return box;
 }
 
+const GPU_CHARTS = [['gpu.power_w', 'GPU power', 'W', 1], ['gpu.util_pct', 'GPU utilisation', '%', 1],
+	['gpu.mem_used_bytes', 'GPU memory used', 'GiB', 1 / 2 ** 30], ['gpu.temp_c', 'GPU temperature', '°C', 1]];
+const SERVER_CHARTS = [[['server.requests_running', 'server.requests_waiting'], 'Server: requests running and waiting', 'requests', 1],
+	[['server.kv_cache_usage'], 'Server: KV-cache use', 'fraction', 1]];
+
+// Telemetry samples (t_s on the records' clock) as charts: one series per
+// source, GPU and labels.
+function telemetryCharts(parent, tele, o) {
+	const by = new Map();
+	for (const x of tele.samples) {
+		if (x.t_s === null || x.value === null) continue;
+		if (!by.has(x.name)) by.set(x.name, new Map());
+		const key = [x.source, x.gpu ? x.gpu.slice(0, 12) : '', x.labels].filter(Boolean).join(' ');
+		const m = by.get(x.name);
+		if (!m.has(key)) m.set(key, { xs: [], ys: [] });
+		m.get(key).xs.push(x.t_s);
+		m.get(key).ys.push(x.value);
+	}
+	let n = 0;
+	const chart = (names, title, unit, scale) => {
+		const series = [];
+		for (const name of names)
+			for (const [key, v] of by.get(name) || [])
+				series.push({ label: `${names.length > 1 ? name.replace('server.', '') + ' ' : ''}${key}`, xs: v.xs,
+					ys: v.ys.map((y) => y * scale), unit });
+		if (!series.length) return;
+		sampledChart(parent, title, series, { ...o, yLabel: unit });
+		n++;
+	};
+	for (const [name, title, unit, scale] of GPU_CHARTS) chart([name], title, unit, scale);
+	for (const [names, title, unit, scale] of SERVER_CHARTS) chart(names, title, unit, scale);
+	return n;
+}
+
+// The load generator's own samples: per worker (and the daemon) CPU, loop
+// busy and timer lateness.
+function clientCharts(parent, cl, o) {
+	const by = new Map();
+	for (const x of cl.samples) {
+		if (!by.has(x.source)) by.set(x.source, []);
+		by.get(x.source).push(x);
+	}
+	const chart = (field, title, unit, workersOnly) => {
+		const series = [];
+		for (const [src, xs] of by) {
+			if (workersOnly && src === 'daemon') continue;
+			const pts = xs.filter((x) => x[field] !== null && x[field] !== undefined);
+			if (pts.length) series.push({ label: src, xs: pts.map((x) => x.t_s), ys: pts.map((x) => x[field]), unit });
+		}
+		if (series.length) sampledChart(parent, title, series, { ...o, yLabel: unit });
+	};
+	chart('cpu', 'Load generator: CPU (1 = one core)', 'cores', false);
+	chart('loop_busy', 'Workers: event loop busy', 'fraction', true);
+	chart('late_max_ms', 'Workers: largest timer lateness', 'ms', true);
+}
+
 function cdfs(parent, recs) {
 	const valid = recs.filter((r) => r.valid && r.phase === 'profiling');
 	const vals = (k) => sorted(valid.map((r) => r[k]));
@@ -200,11 +256,17 @@ export async function runView(out, id, show) {
 	}
 	if (s) out.append(el('h2', {}, 'Verdict, validity and gates'), evidence(s), el('h2', {}, 'Summary'), summaryTable(s));
 	else if (run.state !== 'queued') out.append(stateBox('This run has no summary.'));
-	const [ts, recs] = await Promise.all([get(`/runs/${id}/timeseries${stepFor(run)}`), records(id)]);
+	const none = { samples: [] };
+	const [ts, recs, tele, cl] = await Promise.all([get(`/runs/${id}/timeseries${stepFor(run)}`), records(id),
+		get(`/runs/${id}/telemetry`).catch(() => none), get(`/runs/${id}/client`).catch(() => none)]);
 	out.append(el('h2', {}, 'Over time'), el('p', { class: 'muted' },
 		'Drag across a chart to zoom (double-click to reset); the cursor is shared by every chart. The warm-up is shaded.'));
 	const box = charts(ts);
 	out.append(box);
+	const teleBox = el('div', { class: 'charts', id: 'telemetry' });
+	const clientBox = el('div', { class: 'charts', id: 'client' });
+	out.append(el('h2', {}, 'GPU and server telemetry'), teleBox,
+		el('h2', {}, 'The load generator itself'), clientBox);
 	const cdfBox = el('div', { class: 'charts', id: 'cdfs' });
 	out.append(el('h2', {}, 'Distributions'), cdfBox);
 	out.append(el('h2', {}, 'Requests'));
@@ -213,6 +275,12 @@ export async function runView(out, id, show) {
 	requestTable(reqBox, recs);
 	// charts measure their container: draw them once the page is in the document
 	show();
+	resetGroup('run');
+	const o = { sync: 'run', warmup: ts.warmup_ms ? ts.warmup_ms.map((t) => t / 1000) : null };
 	if (box.mk) box.mk(box);
+	if (!telemetryCharts(teleBox, tele, o))
+		teleBox.append(stateBox('No GPU or server telemetry was collected for this run (spec `telemetry`: NVML, DCGM and /metrics pages).'));
+	clientCharts(clientBox, cl, o);
+	if (!clientBox.children.length) clientBox.append(stateBox('No load generator samples for this run.'));
 	cdfs(cdfBox, recs);
 }

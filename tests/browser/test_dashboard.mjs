@@ -9,8 +9,10 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
+import { spawn } from 'node:child_process';
+import readline from 'node:readline';
 import { chromium } from 'playwright-core';
-import { daemonApi, start, stop } from '../js/harness.mjs';
+import { bin, daemonApi, start, stop } from '../js/harness.mjs';
 
 const shots = process.env.HEADROOM_SHOTS || process.cwd();
 const CHROMIUM = process.env.HEADROOM_CHROMIUM || '/usr/bin/chromium';
@@ -19,9 +21,28 @@ const runs = {};
 const problems = [];
 let dataDir;
 
+// headroom-mock with its DCGM-like page: both addresses, from its first two lines.
+function startMockDcgm(args) {
+	return new Promise((resolve, reject) => {
+		const proc = spawn(path.join(bin, 'headroom-mock'), args, { stdio: ['ignore', 'pipe', 'inherit'] });
+		const exited = new Promise((res) => proc.once('exit', (code, sig) => res(code ?? sig)));
+		const lines = [];
+		proc.once('error', reject);
+		readline.createInterface({ input: proc.stdout }).on('line', (line) => {
+			lines.push(line);
+			if (lines.length !== 2) return;
+			const a = /listening on (\S+:\d+)/.exec(lines[0]), d = /dcgm listening on (\S+:\d+)/.exec(lines[1]);
+			if (!a || !d) reject(new Error(`unexpected lines of headroom-mock: ${lines.join(' | ')}`));
+			else resolve({ proc, exited, addr: a[1], dcgm: d[1] });
+		});
+	});
+}
+
 function spec(mock, name, labels) {
 	return {
 		name, labels,
+		telemetry: mock.dcgm ? { nvml: false, dcgm_urls: [`http://${mock.dcgm}/metrics`],
+			metrics_urls: [`http://${mock.addr}/metrics`], interval_ms: 50 } : { nvml: false },
 		target: { url: `http://${mock.addr}`, model: 'mock-model', endpoint: 'chat', stream: true },
 		workload: { isl: { mean: 32, stddev: 0 }, osl: { mean: 16, stddev: 0 } },
 		load: { mode: 'concurrency', concurrency: 4, requests: 160 },
@@ -39,8 +60,8 @@ before(async () => {
 	dataDir = fs.mkdtempSync('/tmp/headroom-browser-');
 	mockA = await start('headroom-mock', ['--listen', '127.0.0.1:0', '--quiet', '--ttft-ms', '4',
 		'--itl-ms', '1']);
-	mockB = await start('headroom-mock', ['--listen', '127.0.0.1:0', '--quiet', '--ttft-ms', '8',
-		'--itl-ms', '1', '--fail-500', '0.05', '--fail-seed', '3']);
+	mockB = await startMockDcgm(['--listen', '127.0.0.1:0', '--quiet', '--ttft-ms', '8',
+		'--itl-ms', '1', '--fail-500', '0.05', '--fail-seed', '3', '--dcgm-listen', '127.0.0.1:0']);
 	daemon = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', dataDir]);
 	api = daemonApi(daemon);
 	for (const [key, mock, labels] of [['main', mockA, { branch: 'main' }],
@@ -163,6 +184,25 @@ test('one run: summary, time series, CDFs with a point per record, drill-down', 
 		assert.equal(canvases, 1, name);
 	}
 	assert.ok(charts.some(([n]) => n === 'Errors by kind'), 'the failed requests have a chart');
+	// telemetry (the mock's DCGM and /metrics pages) and the workers' own
+	// samples: one point per stored sample
+	const tele = await json(`/runs/${run.id}/telemetry`);
+	const cl = await json(`/runs/${run.id}/client`);
+	const tcharts = Object.fromEntries(await page.$$eval('#telemetry .chart', (cs) => cs.map((c) =>
+		[c.dataset.chart, Number(c.dataset.points)])));
+	const samples = (name) => tele.samples.filter((x) => x.name === name && x.t_s !== null &&
+		x.value !== null).length;
+	assert.ok(samples('gpu.power_w') > 5, 'the DCGM page was scraped');
+	assert.equal(tcharts['GPU power'], samples('gpu.power_w'));
+	assert.equal(tcharts['GPU utilisation'], samples('gpu.util_pct'));
+	assert.equal(tcharts['Server: requests running and waiting'],
+		samples('server.requests_running') + samples('server.requests_waiting'));
+	const ccharts = Object.fromEntries(await page.$$eval('#client .chart', (cs) => cs.map((c) =>
+		[c.dataset.chart, Number(c.dataset.points)])));
+	assert.equal(ccharts['Load generator: CPU (1 = one core)'],
+		cl.samples.filter((x) => x.cpu !== null).length);
+	assert.equal(ccharts['Workers: event loop busy'],
+		cl.samples.filter((x) => x.source !== 'daemon' && x.loop_busy !== null).length);
 	// CDFs: one point per valid profiling record having the metric
 	const valid = recs.filter((r) => r.valid && r.phase === 'profiling');
 	const count = (k) => valid.filter((r) => typeof r[k] === 'number').length;
