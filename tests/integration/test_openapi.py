@@ -1441,6 +1441,10 @@ class ApiSurfaceTest(_ApiBase):
         self.error("GET", "/runs/abc/client?format=csv", 404, "not_found", "id")
         self.error("GET", "/runs/999999/client?format=jsonl", 400, "invalid_value", "format")
         self.error("POST", "/runs/1/client", 405, "method_not_allowed", None, raw=b"")
+        # the dashboard's time series
+        self.error("GET", "/runs/999999/timeseries", 404, "not_found", "id")
+        self.error("GET", "/runs/999999/timeseries?step_ms=0", 400, "out_of_range", "step_ms")
+        self.error("POST", "/runs/1/timeseries", 405, "method_not_allowed", None, raw=b"")
         mock = json.loads(json.dumps(s))
         mock["target"]["mock"] = True
         self.error("POST", "/runs", 400, "invalid_value", "target.url", body=mock)
@@ -2297,6 +2301,9 @@ class FinishedRunTest(_ApiBase):
         self.assertEqual(run["spec"]["client"], DEFAULT_CLIENT)
         c = self.check_client(run_id, summary, run["spec"])
         self.assertEqual(c["t0_wall_ns"], export["t0_wall_ns"])
+        ts, _ = self.req("GET", "/runs/%d/timeseries?step_ms=100" % run_id, 200)
+        self.assertEqual((ts["t0_wall_ns"], ts["records"], sum(ts["sent"])),
+                         (export["t0_wall_ns"], len(rows), len(rows)))
         self.assertEqual(summary["client"]["workers"][0]["worker"], 0)
         self.assertGreater(summary["client"]["workers"][0]["samples"], 0)
         self.assertTrue({"w0", "daemon"} <= {x["source"] for x in c["samples"]})
