@@ -62,3 +62,15 @@ export async function records(id) {
 	for (const line of text.split('\n')) if (line) out.push(JSON.parse(line));
 	return out;
 }
+
+// A write: method, path, JSON body (or none); returns the parsed answer or null.
+export async function send(method, path, body) {
+	const opts = { method };
+	if (body !== undefined) {
+		opts.body = JSON.stringify(body);
+		opts.headers = { 'Content-Type': 'application/json' };
+	}
+	const res = await raw(path, opts);
+	const text = await res.text();
+	return text ? JSON.parse(text) : null;
+}

@@ -1,5 +1,6 @@
 // app.js - the dashboard's entry: the token field, the theme, and the
-// router. A URL is a view: / (runs), /runs/ID (one run), /compare?base=A&head=B;
+// router. A URL is a view: / (runs), /runs/ID (one run), /compare?base=A&head=B,
+// /submit;
 // links inside the page change the URL without reloading (history API), and
 // the daemon serves this page at each of them, so they can be bookmarked.
 import { setToken, token } from './api.js';
@@ -7,6 +8,7 @@ import { stateBox } from './fmt.js';
 import { runsView } from './view_runs.js';
 import { runView } from './view_run.js';
 import { compareView } from './view_compare.js';
+import { submitView } from './view_submit.js';
 
 const main = document.getElementById('view');
 let generation = 0;
@@ -32,6 +34,9 @@ async function route() {
 		} else if (m) {
 			document.title = `headroom: run ${m[1]}`;
 			await runView(out, Number(m[1]), show);
+		} else if (url.pathname === '/submit') {
+			document.title = 'headroom: submit';
+			await submitView(out, url, show);
 		} else if (url.pathname === '/compare') {
 			document.title = 'headroom: compare';
 			await compareView(out, url, show);

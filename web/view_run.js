@@ -2,7 +2,7 @@
 // with its evidence, validity and gates, the summary table, charts of the
 // run's time series on one shared time axis (GET /runs/{id}/timeseries),
 // CDFs from the records, and a drill-down into any request.
-import { get, records } from './api.js';
+import { get, records, raw, send } from './api.js';
 import { el, num, stateBox, time, duration, withUnit } from './fmt.js';
 import { timeChart, sampledChart, cdfChart, sorted, resetGroup } from './charts.js';
 
@@ -239,28 +239,124 @@ function requestTable(parent, recs) {
 			el('th', { class: 'num' }, 'output (tokens)'))), body)), detail);
 }
 
+function labelEditor(run) {
+	const box = el('div', { class: 'labels', id: 'labels' });
+	const msg = el('span', { class: 'error', role: 'alert' });
+	const patch = async (labels) => {
+		msg.textContent = '';
+		try {
+			const r = await send('PATCH', `/runs/${run.id}`, { labels });
+			run.labels = r.labels;
+			draw();
+		} catch (e) {
+			msg.textContent = `${e.field ? e.field + ': ' : ''}${e.message}`;
+		}
+	};
+	const input = el('input', { id: 'label-new', size: 20, placeholder: 'key=value', 'aria-label': 'new label key=value' });
+	const add = el('button', { type: 'submit' }, 'Add label');
+	const form = el('form', { class: 'actions' }, input, add, msg);
+	form.addEventListener('submit', (ev) => {
+		ev.preventDefault();
+		const m = /^([^=]+)=(.*)$/.exec(input.value.trim());
+		if (!m) { msg.textContent = 'write key=value'; return; }
+		input.value = '';
+		patch({ [m[1]]: m[2] });
+	});
+	function draw() {
+		box.replaceChildren(...Object.entries(run.labels || {}).map(([k, v]) => el('span', { dataset: { label: k } }, `${k}=${v}`,
+			el('button', { type: 'button', title: `remove label ${k}`, 'aria-label': `remove label ${k}`,
+				onclick: () => patch({ [k]: null }) }, '×'))));
+	}
+	draw();
+	return el('div', {}, box, form);
+}
+
+// Downloads an export with the token (a plain link would not carry it).
+async function download(path, name) {
+	const blob = await (await raw(path)).blob();
+	const a = el('a', { href: URL.createObjectURL(blob), download: name });
+	document.body.append(a);
+	a.click();
+	a.remove();
+	setTimeout(() => URL.revokeObjectURL(a.href), 10000);
+}
+
+function exportsBar(run) {
+	const items = [['summary.json', 'summary?format=json'], ['summary.csv', 'summary?format=csv'],
+		['records.jsonl', 'records?format=jsonl'], ['records.csv', 'records?format=csv'],
+		['telemetry.json', 'telemetry?format=json'], ['telemetry.csv', 'telemetry?format=csv'],
+		['client.json', 'client?format=json'], ['client.csv', 'client?format=csv']];
+	const msg = el('span', { class: 'error', role: 'alert' });
+	return el('div', { class: 'actions', id: 'exports' }, el('span', { class: 'muted' }, 'Download:'),
+		items.map(([name, q]) => el('button', { type: 'button', onclick: () => download(`/runs/${run.id}/${q}`,
+			`run-${run.id}-${name}`).catch((e) => { msg.textContent = e.message; }) }, name)), msg);
+}
+
+function progressText(run) {
+	const p = run.progress;
+	return p ? `${p.phase}: ${num(p.sent)} sent, ${num(p.completed)} completed, ${num(p.errors)} errors, ${num(p.in_flight)} in flight`
+		: 'waiting to start';
+}
+
+// A queued or running run: its progress and charts refresh in place every
+// 2 s; when it ends the page becomes the finished run's.
+async function liveView(out, run, show) {
+	const id = run.id;
+	const progress = el('p', { id: 'progress', role: 'status' }, progressText(run));
+	const cancel = el('button', { type: 'button', id: 'cancel' }, 'Cancel run');
+	const msg = el('span', { class: 'error', role: 'alert' });
+	cancel.addEventListener('click', async () => {
+		cancel.disabled = true;
+		try { await send('POST', `/runs/${id}/cancel`); } catch (e) { msg.textContent = e.message; cancel.disabled = false; }
+	});
+	const box = el('div', { class: 'charts', id: 'timeseries' });
+	out.append(el('div', { class: 'actions' }, cancel, msg), progress, el('h2', {}, 'Over time (live)'), box);
+	show();
+	const here = location.pathname;
+	for (;;) {
+		resetGroup('run');
+		const ts = await get(`/runs/${id}/timeseries${stepFor(run)}`).catch(() => null);
+		if (location.pathname !== here) return;
+		const next = charts(ts || { buckets: 0 });
+		box.replaceChildren(...next.childNodes);
+		box.dataset.step = next.dataset.step || '';
+		if (next.mk) next.mk(box);
+		await new Promise((r) => setTimeout(r, 2000));
+		if (location.pathname !== here) return;
+		const now = await get(`/runs/${id}`).catch(() => null);
+		if (location.pathname !== here) return;
+		if (now) {
+			run = now;
+			progress.textContent = progressText(now);
+			document.getElementById('state').textContent = now.state;
+			document.getElementById('state').className = now.state;
+			if (now.state !== 'queued' && now.state !== 'running') {
+				window.dispatchEvent(new PopStateEvent('popstate'));
+				return;
+			}
+		}
+	}
+}
+
 export async function runView(out, id, show) {
 	const run = await get(`/runs/${id}`);
 	const s = run.summary;
 	out.append(el('h1', {}, `Run ${run.id}: ${run.name || '(no name)'} `, el('span', { class: run.state, id: 'state' }, run.state)),
 		cards([['submitted', time(run.created_at)], ['took', duration(run.started_at, run.finished_at)],
-			['fingerprint', run.fingerprint || '-'], ['reason', run.reason || '-'],
-			...(run.progress ? [['progress', `${num(run.progress.completed)} completed, ${num(run.progress.errors)} errors, ${num(run.progress.in_flight)} in flight`]] : [])]),
-		el('div', { class: 'labels' }, Object.entries(run.labels || {}).map(([k, v]) => el('span', {}, `${k}=${v}`))),
-		el('h2', {}, 'Spec'), cards(specWords(run.spec)));
+			['fingerprint', run.fingerprint || '-'], ['reason', run.reason || '-']]),
+		labelEditor(run), el('h2', {}, 'Spec'), cards(specWords(run.spec)));
 	if (run.state === 'queued' || run.state === 'running') {
-		out.append(stateBox(`This run is ${run.state}; the page refreshes every 2 seconds.`));
-		setTimeout(() => {
-			if (location.pathname === `/runs/${id}`) window.dispatchEvent(new PopStateEvent('popstate'));
-		}, 2000);
+		liveView(out, run, show).catch((e) => out.append(stateBox(e.message, 'error')));
+		return;
 	}
+	out.append(exportsBar(run));
 	if (s) out.append(el('h2', {}, 'Verdict, validity and gates'), evidence(s), el('h2', {}, 'Summary'), summaryTable(s));
-	else if (run.state !== 'queued') out.append(stateBox('This run has no summary.'));
+	else out.append(stateBox('This run has no summary.'));
 	const none = { samples: [] };
 	const [ts, recs, tele, cl] = await Promise.all([get(`/runs/${id}/timeseries${stepFor(run)}`), records(id),
 		get(`/runs/${id}/telemetry`).catch(() => none), get(`/runs/${id}/client`).catch(() => none)]);
 	out.append(el('h2', {}, 'Over time'), el('p', { class: 'muted' },
-		'Drag across a chart to zoom (double-click to reset); the cursor is shared by every chart. The warm-up is shaded.'));
+		'Drag across a chart to zoom (double-click to reset); the cursor and the zoom are shared by every chart. The warm-up is shaded.'));
 	const box = charts(ts);
 	out.append(box);
 	const teleBox = el('div', { class: 'charts', id: 'telemetry' });

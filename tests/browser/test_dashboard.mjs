@@ -245,3 +245,63 @@ test('unknown run and unknown page: explained, not blank', async () => {
 	const r = await fetch(`${base}/nope.js`);
 	assert.equal(r.status, 404);
 });
+
+test('labels: added and removed from the run page, as the API then says', async () => {
+	const id = runs.main.run.id;
+	await page.goto(`${base}/runs/${id}`);
+	await page.waitForSelector('#cdfs canvas');
+	await page.fill('#label-new', 'reviewed=yes');
+	await page.click('text=Add label');
+	await page.waitForSelector('#labels [data-label=reviewed]');
+	assert.equal((await json(`/runs/${id}`)).labels.reviewed, 'yes');
+	await page.click('button[aria-label="remove label reviewed"]');
+	await page.waitForSelector('#labels [data-label=reviewed]', { state: 'detached' });
+	assert.equal((await json(`/runs/${id}`)).labels.reviewed, undefined);
+	assert.equal((await json(`/runs/${id}`)).labels.branch, 'main');
+	noProblems();
+});
+
+test('submit: a bad spec is answered at its field; a good one is followed live, then cancelled',
+	async () => {
+		await page.goto(`${base}/submit`);
+		const bad = spec(mockA, 'dash-live', { branch: 'live' });
+		bad.load = { mode: 'concurrency', concurrency: 0, duration_s: 120 };
+		await page.fill('#spec', JSON.stringify(bad, null, 2));
+		await page.click('form button[type=submit]');
+		await page.waitForSelector('#error-field');
+		assert.equal(await page.textContent('#error-field'), 'load.concurrency');
+		const selected = await page.$eval('#spec', (t) => t.value.slice(t.selectionStart, t.selectionEnd));
+		assert.equal(selected, '"concurrency"', 'the field is selected in the editor');
+		await shot('submit-error');
+		// a 400 of the API is the expected answer here, not a page fault
+		problems.splice(0);
+		const good = spec(mockA, 'dash-live', { branch: 'live' });
+		good.load = { mode: 'concurrency', concurrency: 1, duration_s: 120 };
+		await page.fill('#spec', JSON.stringify(good, null, 2));
+		await page.click('form button[type=submit]');
+		await page.waitForURL(/\/runs\/\d+$/);
+		const id = Number(/\/runs\/(\d+)$/.exec(page.url())[1]);
+		await page.evaluate(() => { window.notReloaded = true; });
+		// live: the progress grows in place (no reload), the charts follow
+		const completed = async () => Number(((await page.textContent('#progress')).match(/([\d,]+) completed/)
+			|| [0, '0'])[1].replace(/,/g, ''));
+		await page.waitForFunction(() => /[1-9][\d,]* completed/.test(
+			document.getElementById('progress').textContent), null, { timeout: 60000 });
+		const first = await completed();
+		await page.waitForFunction((n) => {
+			const m = /([\d,]+) completed/.exec(document.getElementById('progress').textContent);
+			return m && Number(m[1].replace(/,/g, '')) > n;
+		}, first, { timeout: 60000 });
+		await page.waitForSelector('#timeseries canvas');
+		assert.equal(await page.evaluate(() => window.notReloaded), true);
+		assert.equal(await page.textContent('#state'), 'running');
+		await shot('live');
+		await page.click('#cancel');
+		// the page turns into the finished run's
+		await page.waitForSelector('#state.cancelled', { timeout: 60000 });
+		await page.waitForSelector('#exports');
+		assert.equal(await page.evaluate(() => window.notReloaded), true);
+		assert.equal((await json(`/runs/${id}`)).state, 'cancelled');
+		assert.equal((await json(`/runs/${id}`)).labels.branch, 'live');
+		noProblems();
+	});
