@@ -1,13 +1,17 @@
-/* api_dash.c - the routes that serve the dashboard's charts: a run's
- * records bucketed on its clock (GET /api/v1/runs/{id}/timeseries). */
+/* api_dash.c - the routes that serve the dashboard: a run's records
+ * bucketed on its clock (GET /api/v1/runs/{id}/timeseries) and a run's
+ * one-file HTML report (GET /api/v1/runs/{id}/report.html). */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "apiint.h"
 #include "dynbuf.h"
 #include "runs.h"
 #include "timeseries.h"
 #include "util.h"
+#include "web_assets.h"
 
 enum MHD_Result h_timeseries(struct call *k)
 {
@@ -38,4 +42,93 @@ enum MHD_Result h_timeseries(struct call *k)
 	size_t len;
 	char *text = dynbuf_take(&out, &len);
 	return reply_text(k->conn, 200, "application/json", text, len);
+}
+
+/* An embedded dashboard file (web_assets.h), or NULL. */
+static const struct web_asset *asset(const char *path)
+{
+	for (int i = 0; i < web_assets_count; i++)
+		if (strcmp(web_assets[i].path, path) == 0)
+			return &web_assets[i];
+	return NULL;
+}
+
+/* Appends JSON text for a <script> element: every '<' escaped, so no
+ * "</script>" or "<!--" in the data can end or bend the element. */
+static void add_script_json(struct dynbuf *out, const char *json, size_t len)
+{
+	for (size_t i = 0; i < len; i++) {
+		if (json[i] == '<')
+			dynbuf_addstr(out, "\\u003c");
+		else
+			dynbuf_add(out, &json[i], 1);
+	}
+}
+
+/* The run as one HTML file that opens from disk: uPlot, the styles and
+ * report.js inlined, the run (with spec and summary) and its time series
+ * as data. A download (Content-Disposition: attachment). */
+enum MHD_Result h_report(struct call *k)
+{
+	json_t *run;
+	char err[HR_ERRLEN];
+	int rc = runs_get(k->a->store, k->id, 1, &run, err);
+	if (rc == -404)
+		return not_found(k);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	const struct web_asset *parts[] = {asset("/uPlot.min.css"), asset("/style.css"),
+					   asset("/uPlot.iife.min.js"), asset("/report.js")};
+	for (size_t i = 0; i < HR_ARRAY_LEN(parts); i++)
+		if (!parts[i]) {
+			json_decref(run);
+			return reply_internal(k->conn, "the report's scripts are not built in");
+		}
+	struct dynbuf ts;
+	dynbuf_init(&ts, SIZE_MAX / 2);
+	rc = ts_build(k->a->store, k->id, 0, &ts, err);
+	if (rc < 0) {
+		json_decref(run);
+		dynbuf_release(&ts);
+		return reply_internal(k->conn, err);
+	}
+	char *runtext = json_dumps(run, JSON_COMPACT | JSON_REAL_PRECISION(17));
+	json_decref(run);
+	char now[32];
+	fmt_time_ms(now, wall_ns() / 1000000);
+	struct dynbuf out;
+	dynbuf_init(&out, SIZE_MAX / 2);
+	dynbuf_printf(&out,
+		      "<!doctype html>\n<!-- A headroom run report: opens from disk, no server "
+		      "needed. -->\n<html lang=\"en\">\n<head>\n<meta charset=\"utf-8\">\n"
+		      "<title>headroom run %lld</title>\n<style>\n",
+		      (long long)k->id);
+	dynbuf_add(&out, parts[0]->data, parts[0]->size);
+	dynbuf_addstr(&out, "\n");
+	dynbuf_add(&out, parts[1]->data, parts[1]->size);
+	dynbuf_addstr(&out, "\n</style>\n</head>\n<body>\n<main id=\"view\"></main>\n<script>\n");
+	dynbuf_add(&out, parts[2]->data, parts[2]->size);
+	dynbuf_addstr(&out, "\n</script>\n<script>\nwindow.HEADROOM_REPORT = {\"generated_at\": \"");
+	dynbuf_addstr(&out, now);
+	dynbuf_addstr(&out, "\", \"run\": ");
+	add_script_json(&out, runtext, strlen(runtext));
+	dynbuf_addstr(&out, ", \"timeseries\": ");
+	add_script_json(&out, ts.data, ts.len);
+	dynbuf_addstr(&out, "};\n</script>\n<script>\n");
+	dynbuf_add(&out, parts[3]->data, parts[3]->size);
+	dynbuf_addstr(&out, "\n</script>\n</body>\n</html>\n");
+	free(runtext);
+	dynbuf_release(&ts);
+	size_t len;
+	char *text = dynbuf_take(&out, &len);
+	struct MHD_Response *r = MHD_create_response_from_buffer(len, text, MHD_RESPMEM_MUST_FREE);
+	char disp[96];
+	snprintf(disp, sizeof disp, "attachment; filename=\"headroom-run-%lld.html\"", (long long)k->id);
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE, "text/html; charset=utf-8");
+	MHD_add_response_header(r, "Content-Disposition", disp);
+	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
+	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
+	enum MHD_Result ret = MHD_queue_response(k->conn, 200, r);
+	MHD_destroy_response(r);
+	return ret;
 }

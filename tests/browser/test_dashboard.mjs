@@ -232,6 +232,36 @@ test('one run: summary, time series, CDFs with a point per record, drill-down', 
 	noProblems();
 });
 
+test('report.html: one file that opens from disk with its charts', async () => {
+	const { run, summary } = runs.feature;
+	const r = await fetch(`${base}/api/v1/runs/${run.id}/report.html`);
+	assert.equal(r.status, 200);
+	assert.match(r.headers.get('content-disposition'), /^attachment; filename="headroom-run-\d+\.html"$/);
+	const file = path.join(shots, `dashboard-report-run-${run.id}.html`);
+	fs.writeFileSync(file, Buffer.from(await r.arrayBuffer()));
+	const fetched = [];
+	const onRequest = (q) => { if (!/^(file|data):/.test(q.url())) fetched.push(q.url()); };
+	page.on('request', onRequest);
+	await page.goto('file://' + file);
+	await page.waitForSelector('#percentiles canvas');
+	assert.equal(await page.textContent('#state'), 'succeeded');
+	assert.equal(await page.textContent('#verdict'), summary.client.verdict);
+	for (const [metric, stat] of [['time_to_first_token', 'p50'], ['request_latency', 'p99']]) {
+		const v = await page.$eval(`#summary tr[data-metric="${metric}"] td[data-stat="${stat}"]`,
+			(td) => td.dataset.value);
+		assert.equal(Number(v), summary.metrics[metric][stat], `${metric}.${stat}`);
+	}
+	const ts = await json(`/runs/${run.id}/timeseries`);
+	const charts = await page.$$eval('#timeseries .chart', (cs) => cs.map((c) =>
+		[Number(c.dataset.points), c.querySelectorAll('canvas').length]));
+	assert.equal(charts.length, 6);
+	for (const [points, canvases] of charts) assert.deepEqual([points, canvases], [ts.buckets, 1]);
+	page.off('request', onRequest);
+	assert.deepEqual(fetched, [], 'the report needs nothing but its file');
+	await shot('report');
+	noProblems();
+});
+
 test('unknown run and unknown page: explained, not blank', async () => {
 	await page.goto(`${base}/runs/999999`);
 	await page.waitForSelector('.state.error');

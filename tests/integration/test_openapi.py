@@ -261,6 +261,12 @@ class Doc:
             if "charset=utf-8" not in ctype.replace(" ", "").lower():
                 raise AssertionError("%s: CSV without charset=utf-8: %r" % (what, ctype))
             return text
+        if media == "text/html":  # the run report: one document, UTF-8
+            if "charset=utf-8" not in ctype.replace(" ", "").lower():
+                raise AssertionError("%s: HTML without charset=utf-8: %r" % (what, ctype))
+            if not text.startswith("<!doctype html>") or not text.endswith("</html>\n"):
+                raise AssertionError("%s: not one whole HTML document" % what)
+            return text
         raise AssertionError("%s: no check for media type %s" % (what, media))
 
     def record_columns(self, csv_only=False):
@@ -1445,6 +1451,7 @@ class ApiSurfaceTest(_ApiBase):
         self.error("GET", "/runs/999999/timeseries", 404, "not_found", "id")
         self.error("GET", "/runs/999999/timeseries?step_ms=0", 400, "out_of_range", "step_ms")
         self.error("POST", "/runs/1/timeseries", 405, "method_not_allowed", None, raw=b"")
+        self.error("GET", "/runs/999999/report.html", 404, "not_found", "id")
         mock = json.loads(json.dumps(s))
         mock["target"]["mock"] = True
         self.error("POST", "/runs", 400, "invalid_value", "target.url", body=mock)
@@ -2301,6 +2308,10 @@ class FinishedRunTest(_ApiBase):
         self.assertEqual(run["spec"]["client"], DEFAULT_CLIENT)
         c = self.check_client(run_id, summary, run["spec"])
         self.assertEqual(c["t0_wall_ns"], export["t0_wall_ns"])
+        report, hdrs = self.req("GET", "/runs/%d/report.html" % run_id, 200)
+        self.assertEqual(hdrs["Content-Disposition"],
+                         'attachment; filename="headroom-run-%d.html"' % run_id)
+        self.assertIn("window.HEADROOM_REPORT", report)
         ts, _ = self.req("GET", "/runs/%d/timeseries?step_ms=100" % run_id, 200)
         self.assertEqual((ts["t0_wall_ns"], ts["records"], sum(ts["sent"])),
                          (export["t0_wall_ns"], len(rows), len(rows)))
