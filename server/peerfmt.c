@@ -360,10 +360,12 @@ int peer_aiperf_record(struct dynbuf *out, const struct hr_record *r, int64_t t0
 	int valid = record_is_valid(r), cancelled = r->error == HR_ERR_CANCELLED;
 	dynbuf_printf(out,
 		      "{\"metadata\":{\"session_num\":%llu,\"x_request_id\":\"w%u-%llu\","
-		      "\"x_correlation_id\":\"s%u\",\"conversation_id\":null,\"turn_index\":%u,"
-		      "\"request_start_ns\":",
+		      "\"x_correlation_id\":\"%c%llu\",\"conversation_id\":null,"
+		      "\"turn_index\":%u,\"request_start_ns\":",
 		      r->session ? (unsigned long long)r->session : (unsigned long long)r->req_id,
-		      r->worker, (unsigned long long)r->seq, r->session, r->turn);
+		      r->worker, (unsigned long long)r->seq, r->session ? 's' : 'r',
+		      r->session ? (unsigned long long)r->session : (unsigned long long)r->req_id,
+		      r->turn);
 	add_time(out, t0, r->start_ns);
 	dynbuf_addstr(out, ",\"request_ack_ns\":");
 	add_time(out, t0, r->headers_ns);

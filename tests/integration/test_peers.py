@@ -38,13 +38,17 @@ class PeerExports(hrtest.ServiceCase):
         spec["workers"] = 2
         spec["workload"] = {"isl": {"mean": 24, "stddev": 4}, "osl": {"mean": 12, "stddev": 3},
                             "seed": 3}
-        cls.run_id = cls.api.submit(spec)
-        cls.run_doc = cls.api.wait(cls.run_id, timeout=120)
-        st, text, _ = cls.api.call("GET", "/runs/%d/records?format=jsonl" % cls.run_id)
-        assert st == 200, (st, text)
+        try:
+            cls.run_id = cls.api.submit(spec)
+            cls.run_doc = cls.api.wait(cls.run_id, timeout=120)
+            st, text, _ = cls.api.call("GET", "/runs/%d/records?format=jsonl" % cls.run_id)
+            assert st == 200, (st, text)
+            st, tele, _ = cls.api.call("GET", "/runs/%d/telemetry?format=json" % cls.run_id)
+            assert st == 200, (st, tele)
+        except BaseException:
+            cls.tearDownClass()  # not called when setUpClass fails
+            raise
         cls.records = [json.loads(x) for x in text.splitlines()]
-        st, tele, _ = cls.api.call("GET", "/runs/%d/telemetry?format=json" % cls.run_id)
-        assert st == 200, (st, tele)
         cls.t0 = tele["t0_wall_ns"]
 
     def export(self, fmt, status=200):
@@ -169,6 +173,7 @@ class PeerExports(hrtest.ServiceCase):
             self.assertEqual(list(md), meta_keys)
             self.assertEqual(md["x_request_id"], "w%d-%d" % (r["worker"], r["seq"]))
             self.assertEqual(md["session_num"], r["req_id"])
+            self.assertEqual(md["x_correlation_id"], "r%d" % r["req_id"])
             self.assertEqual(md["turn_index"], r["turn"])
             self.assertEqual(md["request_start_ns"], self.t0 + r["start_ns"])
             self.assertEqual(md["worker_id"], "worker_%d" % r["worker"])
@@ -363,6 +368,80 @@ class PeerExports(hrtest.ServiceCase):
         r = self.cli("export", "999999", "--format", "vllm")
         self.assertNotEqual(r.returncode, 0)
         self.assertIn("999999", r.stderr)
+
+
+class PeerExportsOpenLoop(hrtest.ServiceCase):
+    """A rate-mode run with gamma arrivals, a warm-up and goodput
+    objectives: the fields a closed-loop run leaves out or fixes."""
+
+    @classmethod
+    def setUpClass(cls):
+        # TTFT = 2 ms + 0.1 ms per prompt token (the mock's load model, one
+        # step of 1 ms per token): prompts of 30 +- 15 tokens put TTFT on
+        # both sides of the 7 ms objective whatever the host
+        cls.start_service(mock_args=("--quiet", "--ttft-ms", "2", "--prefill-ms-per-1k", "100",
+                                     "--decode-ms", "1"))
+        spec = hrtest.spec(cls.mock.addr)
+        spec["workload"] = {"isl": {"mean": 30, "stddev": 15}, "osl": {"mean": 8, "stddev": 0},
+                            "seed": 5}
+        spec["load"] = {"mode": "rate", "rate": 100, "arrival": "gamma", "smoothness": 2.5,
+                        "requests": 120}
+        spec["warmup"] = {"requests": 10}
+        spec["goodput"] = {"time_to_first_token": 7}
+        try:
+            cls.run_id = cls.api.submit(spec)
+            cls.run_doc = cls.api.wait(cls.run_id, timeout=120)
+            st, text, _ = cls.api.call("GET", "/runs/%d/records?format=jsonl" % cls.run_id)
+            assert st == 200, (st, text)
+        except BaseException:
+            cls.tearDownClass()  # not called when setUpClass fails
+            raise
+        cls.records = [json.loads(x) for x in text.splitlines()]
+
+    def export(self, fmt):
+        st, body, _ = self.api.call("GET", "/runs/%d/export?format=%s" % (self.run_id, fmt))
+        self.assertEqual(st, 200, body)
+        return body
+
+    def test_warmup_left_out_goodput_and_arrivals_written(self):
+        summary = self.run_doc["summary"]
+        self.assertEqual(self.run_doc["state"], "succeeded", self.run_doc.get("reason"))
+        warm = [r for r in self.records if r["phase"] == "warmup"]
+        prof = [r for r in self.records if r["phase"] == "profiling"]
+        self.assertEqual(len(warm), 10)
+        good = summary["counts"]["good"]
+        # some requests meet the objective and some miss it, or the figure
+        # below would not show which requests it counts
+        self.assertGreater(good, 0)
+        self.assertLess(good, summary["counts"]["valid"])
+
+        doc = self.export("aiperf-json")
+        self.assertEqual(doc["goodput"], {"unit": "requests/sec",
+                                          "avg": summary["metrics"]["goodput"]["avg"]})
+        self.assertEqual(doc["good_request_count"], {"unit": "requests", "avg": good})
+        self.assertEqual(doc["request_count"]["avg"], len(prof))
+        self.assertEqual(doc["input_config"]["loadgen"],
+                         {"request_rate": 100, "request_count": 120,
+                          "warmup_request_count": 10})
+        lines = self.export("aiperf-jsonl").splitlines()
+        self.assertEqual(len(lines), len(prof))
+        self.assertEqual({json.loads(x)["metadata"]["benchmark_phase"] for x in lines},
+                         {"profiling"})
+
+        v = self.export("vllm&detail=true")
+        self.assertEqual(v["request_rate"], 100)
+        self.assertEqual(v["burstiness"], 2.5)
+        self.assertIsNone(v["max_concurrency"])
+        self.assertEqual(v["num_prompts"], len(prof))
+        self.assertEqual(len(v["ttfts"]), len(prof))
+        self.assertEqual(v["request_goodput:"], summary["metrics"]["goodput"]["avg"])
+        # vLLM's own goodput rule over its arrays counts the same requests
+        self.assertEqual(sum(1 for t, e in zip(v["ttfts"], v["errors"])
+                             if not e and t * 1000 <= 7), good)
+        csv_text = self.export("aiperf-csv")
+        self.assertIn("\nGoodput (requests/sec),%.2f\n" % summary["metrics"]["goodput"]["avg"],
+                      csv_text)
+        self.assertIn("\nGood Request Count,%d\n" % good, csv_text)
 
 
 if __name__ == "__main__":
