@@ -1,6 +1,6 @@
 // app.js - the dashboard's entry: the token field, the theme, and the
 // router. A URL is a view: / (runs), /runs/ID (one run), /compare?base=A&head=B,
-// /submit;
+// /submit, /trends, /pareto?runs=A,B;
 // links inside the page change the URL without reloading (history API), and
 // the daemon serves this page at each of them, so they can be bookmarked.
 import { setToken, token } from './api.js';
@@ -9,6 +9,7 @@ import { runsView } from './view_runs.js';
 import { runView } from './view_run.js';
 import { compareView } from './view_compare.js';
 import { submitView } from './view_submit.js';
+import { trendsView, paretoView } from './view_trends.js';
 
 const main = document.getElementById('view');
 let generation = 0;
@@ -34,6 +35,12 @@ async function route() {
 		} else if (m) {
 			document.title = `headroom: run ${m[1]}`;
 			await runView(out, Number(m[1]), show);
+		} else if (url.pathname === '/trends') {
+			document.title = 'headroom: trends';
+			await trendsView(out, url, show);
+		} else if (url.pathname === '/pareto') {
+			document.title = 'headroom: throughput against speed';
+			await paretoView(out, url, show);
 		} else if (url.pathname === '/submit') {
 			document.title = 'headroom: submit';
 			await submitView(out, url, show);

@@ -285,7 +285,7 @@ function exportsBar(run) {
 	const items = [['summary.json', 'summary?format=json'], ['summary.csv', 'summary?format=csv'],
 		['records.jsonl', 'records?format=jsonl'], ['records.csv', 'records?format=csv'],
 		['telemetry.json', 'telemetry?format=json'], ['telemetry.csv', 'telemetry?format=csv'],
-		['client.json', 'client?format=json'], ['client.csv', 'client?format=csv']];
+		['client.json', 'client?format=json'], ['client.csv', 'client?format=csv'], ['report.html', 'report.html']];
 	const msg = el('span', { class: 'error', role: 'alert' });
 	return el('div', { class: 'actions', id: 'exports' }, el('span', { class: 'muted' }, 'Download:'),
 		items.map(([name, q]) => el('button', { type: 'button', onclick: () => download(`/runs/${run.id}/${q}`,

@@ -71,8 +71,10 @@ export async function runsView(out, url, show) {
 		const [a, b] = [...selected].sort((x, y) => x - y);
 		go(`/compare?base=${a}&head=${b}`);
 	});
-	out.append(el('h1', {}, 'Runs'), form, el('p', {}, cmp, ' ',
-		el('span', { class: 'muted' }, 'pick two runs: the older is the base')));
+	const pareto = el('button', { type: 'button', disabled: true, id: 'pareto' }, 'Throughput vs speed');
+	pareto.addEventListener('click', () => go(`/pareto?runs=${[...selected].sort((x, y) => x - y).join(',')}`));
+	out.append(el('h1', {}, 'Runs'), form, el('p', {}, cmp, ' ', pareto, ' ',
+		el('span', { class: 'muted' }, 'compare: pick two runs (the older is the base); throughput vs speed: two or more')));
 
 	const pageBox = el('div');
 	out.append(pageBox);
@@ -118,6 +120,7 @@ export async function runsView(out, url, show) {
 			box.addEventListener('change', () => {
 				if (box.checked) selected.add(r.id); else selected.delete(r.id);
 				cmp.disabled = selected.size !== 2;
+				pareto.disabled = selected.size < 2;
 				cmp.textContent = selected.size === 2 ? 'Compare 2 selected runs'
 					: `Compare 2 selected runs (${selected.size} picked)`;
 			});

@@ -159,6 +159,42 @@ test('compare: pick two runs, the delta table is the API answer', async () => {
 	noProblems();
 });
 
+test('trends: a figure over the runs as GET /series gives it; a label narrows it', async () => {
+	await page.goto(`${base}/trends?metric=time_to_first_token&stat=p99`);
+	await page.waitForSelector('#trend canvas');
+	const s = await json('/series?metric=time_to_first_token&stat=p99');
+	assert.equal(s.points.length, 2);
+	const rows = await page.$$eval('#trend-points tbody tr', (trs) => trs.map((tr) =>
+		[tr.dataset.key, Number(tr.children[3].dataset.value)]));
+	assert.deepEqual(rows, s.points.map((p) => [p.key, p.value]));
+	assert.equal(await page.$eval('#trend .chart', (c) => Number(c.dataset.points)), 2);
+	await page.fill('input[name=labels]', 'branch=main');
+	await page.click('form.filters button[type=submit]');
+	await page.waitForURL(/labels=branch%3Dmain/);
+	await page.waitForFunction(() => document.querySelectorAll('#trend-points tbody tr').length === 1);
+	assert.equal(await page.$eval('#trend-points tbody tr', (tr) => tr.dataset.key), String(runs.main.run.id));
+	await shot('trends');
+	noProblems();
+});
+
+test('throughput against speed per user: the picked runs and their Pareto front', async () => {
+	await page.goto(base + '/');
+	await page.waitForSelector('#runs tbody tr');
+	for (const k of ['main', 'feature'])
+		await page.check(`#runs tr[data-run="${runs[k].run.id}"] input[type=checkbox]`);
+	await page.click('#pareto');
+	await page.waitForURL(/\/pareto\?runs=\d+,\d+$/);
+	await page.waitForSelector('#pareto canvas');
+	const pts = Object.values(runs).map(({ run, summary }) => ({ id: run.id,
+		x: summary.metrics.output_token_throughput.avg, y: summary.metrics.output_token_throughput_per_user.avg }));
+	const beaten = (p) => pts.some((q) => q !== p && q.x >= p.x && q.y >= p.y && (q.x > p.x || q.y > p.y));
+	const shown = Object.fromEntries(await page.$$eval('#pareto-runs tbody tr', (trs) => trs.map((tr) =>
+		[tr.dataset.run, tr.querySelector('[data-front]').dataset.front])));
+	for (const p of pts) assert.equal(shown[p.id], String(!beaten(p)), `run ${p.id}`);
+	await shot('pareto');
+	noProblems();
+});
+
 test('one run: summary, time series, CDFs with a point per record, drill-down', async () => {
 	const { run, recs, summary } = runs.feature;
 	await page.goto(`${base}/runs/${run.id}`); // a deep link: the daemon serves the page
