@@ -15,7 +15,8 @@
 
 #define PEER_BLOCK (64u * 1024u)
 /* A whole-document export (vLLM's per-request arrays) is built in memory:
- * at most this much. A larger run exports per request as aiperf-jsonl. */
+ * the arrays at most this much together. A larger run exports per request
+ * as aiperf-jsonl, streamed. */
 #define PEER_MAX_DOC (512u * 1024u * 1024u)
 
 /* --- profile_export.jsonl, streamed --------------------------------------------------- */
@@ -163,7 +164,7 @@ enum MHD_Result h_export(struct call *k)
 	/* one pass over the records: the totals, and vLLM's arrays with detail */
 	struct peer_totals t = {0};
 	struct peer_vllm_arrays arr;
-	peer_vllm_arrays_init(&arr, PEER_MAX_DOC / 4);
+	peer_vllm_arrays_init(&arr, PEER_MAX_DOC);
 	int too_big = 0;
 	struct rec_cursor *c = rec_cursor_open(k->a->store, k->id);
 	rc = c ? 1 : -1;
@@ -188,7 +189,7 @@ enum MHD_Result h_export(struct call *k)
 				   PEER_MAX_DOC / (1024u * 1024u));
 	}
 	struct dynbuf out;
-	dynbuf_init(&out, PEER_MAX_DOC * 2);
+	dynbuf_init(&out, PEER_MAX_DOC + 1024u * 1024u); /* the arrays and the rest */
 	const char *type = "application/json", *name = "profile_export_aiperf.json";
 	if (f == 0) {
 		json_t *doc = peer_aiperf_json(run, &t, HEADROOM_VERSION);

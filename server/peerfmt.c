@@ -523,6 +523,7 @@ void peer_vllm_head(struct dynbuf *out, const json_t *run, const struct peer_tot
 void peer_vllm_arrays_init(struct peer_vllm_arrays *a, size_t bound)
 {
 	memset(a, 0, sizeof *a);
+	a->bound = bound;
 	dynbuf_init(&a->input_lens, bound);
 	dynbuf_init(&a->output_lens, bound);
 	dynbuf_init(&a->ttfts, bound);
@@ -587,7 +588,9 @@ int peer_vllm_arrays_add(struct peer_vllm_arrays *a, const struct hr_record *r)
 	rc |= dynbuf_addstr(&a->errors, "\"");
 	/* headroom keeps no generated text */
 	rc |= dynbuf_printf(&a->texts, "%s\"\"", sep);
-	return rc ? -1 : 0;
+	size_t total = a->input_lens.len + a->output_lens.len + a->ttfts.len + a->itls.len +
+		       a->errors.len + a->texts.len;
+	return rc || total > a->bound ? -1 : 0;
 }
 
 int peer_vllm_arrays_finish(struct peer_vllm_arrays *a, struct dynbuf *out)

@@ -45,9 +45,11 @@ void peer_vllm_head(struct dynbuf *out, const json_t *run, const struct peer_tot
 struct peer_vllm_arrays {
 	struct dynbuf input_lens, output_lens, ttfts, itls, errors, texts;
 	long long n;
+	size_t bound; /* of all six together, in bytes */
 };
 void peer_vllm_arrays_init(struct peer_vllm_arrays *a, size_t bound);
-/* Adds r (a warm-up record is skipped). 0, or -1 when a bound is passed. */
+/* Adds r (a warm-up record is skipped). 0, or -1 when the arrays together
+ * pass their bound (they are then no longer usable). */
 int peer_vllm_arrays_add(struct peer_vllm_arrays *a, const struct hr_record *r);
 /* Appends ,"input_lens":[...],... to out. 0, or -1 when out is full. */
 int peer_vllm_arrays_finish(struct peer_vllm_arrays *a, struct dynbuf *out);
