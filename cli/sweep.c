@@ -193,6 +193,11 @@ static json_t *build_body(const struct sargs *a, int *ex)
 		return usage("'sweep' needs --variable"), NULL;
 	if (!!a->values + !!a->range + !!a->search != 1)
 		return usage("give one of --values, --range or --search"), NULL;
+	/* the flags' shapes first: a bad flag is a usage error whatever SPEC is */
+	if ((a->search && strchr(a->search, ':') == NULL) ||
+	    (a->range && strchr(a->range, ':') == strrchr(a->range, ':')))
+		return usage(a->range ? "--range wants FROM:TO:STEPS[:log]" : "--search wants FROM:TO"),
+		       NULL;
 	json_t *spec = read_spec(a->pos);
 	if (!spec)
 		return NULL;

@@ -1490,7 +1490,8 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	static const char *const lkeys[] = {"mode",       "concurrency",     "rate",   "arrival",
 	                                    "smoothness", "max_concurrency", "ramp_s", "requests",
 	                                    "duration_s", "grace_s",         "cancel", "speedup",
-	                                    "start_s",    "end_s",           NULL};
+	                                    "start_s",    "end_s",           "stop_on_saturation",
+	                                    NULL};
 	if (check_keys(v, ld, "load", lkeys) < 0)
 		return -1;
 	if (parse_shape(v, ld, "load", NULL, &s->load) < 0 ||
@@ -1505,6 +1506,14 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		            "trace replay takes its sessions from the trace's session_id");
 	if (get_num(v, ld, "grace_s", "load.grace_s", 30, 1, 0, HR_MAX_GRACE_S, 0, &s->grace_s) < 0)
 		return -1;
+	/* kept only when true, so specs without it keep their fingerprints */
+	json_t *sat = json_object_get(ld, "stop_on_saturation");
+	if (sat && !json_is_null(sat) && !json_is_boolean(sat))
+		return fail(v, "wrong_type", "load.stop_on_saturation",
+		            "'load.stop_on_saturation' must be true or false");
+	s->stop_on_saturation = json_is_true(sat);
+	if (sat && !s->stop_on_saturation)
+		json_object_del(ld, "stop_on_saturation");
 	if (parse_cancel(v, ld, s) < 0 || parse_trace_window(v, ld, s) < 0)
 		return -1;
 

@@ -125,6 +125,7 @@ struct spec {
 	} workload;
 	struct spec_load load; /* the profiling phase */
 	double grace_s;        /* after sending ends, in-flight requests get this long */
+	int stop_on_saturation; /* load.stop_on_saturation: stop when oversaturated (satdet.h) */
 	double cancel_fraction, cancel_after_s;
 	double speedup, trace_start_s, trace_end_s; /* trace mode; end 0 = none */
 	int has_warmup;

@@ -8,6 +8,7 @@
 #include "apiint.h"
 #include "auth.h"
 #include "runner.h"
+#include "runs.h"
 #include "spec.h"
 #include "sweep.h"
 #include "util.h"
@@ -108,10 +109,19 @@ enum MHD_Result h_sweep_get(struct call *k)
 	return reply_json(k->conn, 200, sw);
 }
 
+/* a run the cancel reached: who cancelled it, and a running one stopped */
+static void run_cancelled(void *ctx, int64_t run_id, const char *state)
+{
+	struct call *k = ctx;
+	auth_set_cancelled_by(k->a->store, run_id, k->auth ? k->auth->who : NULL);
+	if (strcmp(state, RUN_RUNNING) == 0)
+		runner_cancel(k->a->runner, run_id);
+}
+
 enum MHD_Result h_sweep_cancel(struct call *k)
 {
 	const char *state = NULL;
-	int rc = sweep_cancel(k->a->store, k->id, &state);
+	int rc = sweep_cancel(k->a->store, k->id, &state, run_cancelled, k);
 	if (rc == -404)
 		return sweep_not_found(k);
 	if (rc == -409)

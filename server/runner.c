@@ -21,6 +21,7 @@
 
 #include "calibrate.h"
 #include "sweep.h"
+#include "satdet.h"
 #include "client.h"
 #include "csample.h"
 #include "datasets.h"
@@ -110,6 +111,11 @@ struct run_ctx {
 	/* the targets allowed: the operator's list, plus target.mock's own
 	 * mock (docs/security.md, "Targets") */
 	struct netallow net;
+	/* load.stop_on_saturation: the detector, when the profiling phase
+	 * began (mono ns), and why the run was stopped (satdet.h) */
+	struct satdet *sat;
+	int64_t prof_start, last_sat;
+	char *saturated;
 };
 
 /* --- helpers ------------------------------------------------------------------ */
@@ -465,6 +471,54 @@ static void daemon_sample(struct run_ctx *c, int64_t now, int force)
 		c->next_sample = now + HR_CLIENT_SAMPLE_NS;
 }
 
+static struct satdet *sat_of(struct run_ctx *c)
+{
+	if (!c->sat) {
+		c->sat = xmalloc(sizeof *c->sat);
+		satdet_init(c->sat);
+	}
+	return c->sat;
+}
+
+static void sat_records(struct run_ctx *c, const struct hr_record *recs, size_t n)
+{
+	struct satdet *d = sat_of(c);
+	double base = (double)(c->prof_start - c->t0);
+	for (size_t k = 0; k < n; k++) {
+		const struct hr_record *r = &recs[k];
+		if (r->phase != HR_PHASE_PROFILING || r->start_ns == HR_NO_TIME ||
+		    r->done_ns == HR_NO_TIME)
+			continue;
+		int64_t first = r->n_chunks ? r->chunk_ns[0] : r->end_ns;
+		if (first == HR_NO_TIME)
+			continue;
+		satdet_done(d, ((double)r->done_ns - base) / 1e9,
+			    (double)(first - r->start_ns) / 1e6);
+	}
+}
+
+/* Every 250 ms of the profiling phase: the requests in flight, and the
+ * verdict; an oversaturated run is stopped (load.stop_on_saturation). */
+#define SAT_EVERY_NS 250000000LL
+static void sat_tick(struct run_ctx *c, int64_t now)
+{
+	if (!c->spec.stop_on_saturation || !c->prof_start || c->stopping || now < c->prof_start ||
+	    now - c->last_sat < SAT_EVERY_NS)
+		return;
+	sat_of(c);
+	c->last_sat = now;
+	long long in_flight = 0;
+	for (int i = 0; i < c->n; i++)
+		in_flight += c->w[i].in_flight;
+	satdet_inflight(c->sat, (double)(now - c->prof_start) / 1e9, (double)in_flight);
+	char why[400];
+	if (satdet_check(c->sat, why, sizeof why)) {
+		fprintf(stderr, "headroomd: run %lld stopped: %s\n", (long long)c->id, why);
+		c->saturated = xstrdup(why);
+		send_stop(c, "oversaturated");
+	}
+}
+
 static void on_message(struct run_ctx *c, struct proto_msg *m)
 {
 	int i = ident_index(c, m->ident);
@@ -513,6 +567,8 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 			c->t0 = mono_ns() + START_LEAD_NS;
 			c->t0_wall = wall_ns() + START_LEAD_NS;
 			c->profiling = !c->spec.has_warmup;
+			if (c->profiling)
+				c->prof_start = c->t0;
 			send_start(c, 0);
 			runs_set_t0(c->r->store, c->id, c->t0_wall);
 		}
@@ -533,7 +589,8 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 			/* every worker is through the warm-up: profiling starts for all
 			 * at once, a little in the future */
 			c->profiling = 1;
-			send_start(c, mono_ns() + START_LEAD_NS - c->t0);
+			c->prof_start = mono_ns() + START_LEAD_NS;
+			send_start(c, c->prof_start - c->t0);
 		}
 		break;
 	}
@@ -571,6 +628,8 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 		}
 		for (size_t k = 0; k < n; k++)
 			recs[k].worker = (uint32_t)i; /* the sender is authoritative */
+		if (c->spec.stop_on_saturation && c->prof_start)
+			sat_records(c, recs, n);
 		c->records += (long long)n;
 		w->records += (long long)n;
 		if (n) {
@@ -692,6 +751,8 @@ static int all_finished(const struct run_ctx *c)
 	return 1;
 }
 
+/* Completed profiling requests for the saturation detector: their time to
+ * first token (or latency), at their completion on the phase's clock. */
 static void post_progress(struct run_ctx *c)
 {
 	long long sent = 0, completed = 0, errors = 0, in_flight = 0;
@@ -986,6 +1047,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		}
 		if (c.fail_reason && !c.stopping)
 			send_stop(&c, "run failed");
+		sat_tick(&c, now);
 		if (now - last_progress > PROGRESS_EVERY_NS) {
 			post_progress(&c);
 			last_progress = now;
@@ -1042,6 +1104,9 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		json_object_set_new(json_object_get(summary, "load"), "unsent",
 				    json_integer((json_int_t)unsent));
 	}
+	if (summary && c.saturated) /* stopped early on purpose: say why */
+		json_object_set_new(summary, "saturation",
+				    json_pack("{s:b, s:s}", "stopped", 1, "message", c.saturated));
 	if (summary) {
 		/* validity and gates: the run's own figures first (a regression
 		 * gate against a group reads them), then the judgement */
@@ -1091,6 +1156,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	json_decref(summary);
 	free(c.fail_reason);
 	free(c.store_error);
+	free(c.saturated);
+	free(c.sat);
 	free(c.w);
 	spec_release(&c.spec);
 }

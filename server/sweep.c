@@ -178,6 +178,11 @@ static json_t *step_spec(const struct params *p, int64_t sweep_id, double value,
 		json_object_set_new(s, "validity", validity);
 	}
 	json_object_set_new(validity, "confidence", json_real(p->confidence));
+	/* a search stops a hopeless value as soon as it is plainly
+	 * oversaturated (satdet.h) rather than run it to the end */
+	json_t *load = json_object_get(s, "load");
+	if (p->mode == MODE_SEARCH && json_is_object(load))
+		json_object_set_new(load, "stop_on_saturation", json_true());
 	json_t *wl = json_object_get(s, "workload");
 	json_t *seed = json_object_get(wl, "seed");
 	if (repeat > 0 && json_is_object(wl))
@@ -895,6 +900,9 @@ static int build_steps(struct store *s, const struct params *p, json_t *links, s
 			json_t *sum = json_object_get(run, "summary");
 			json_t *cl = json_object_get(json_object_get(sum, "client"), "verdict");
 			json_object_set_new(r, "verdict", cl ? json_incref(cl) : json_null());
+			json_t *allow = json_object_get(
+			    json_object_get(json_object_get(run, "spec"), "client"), "allow_client_bound");
+			json_object_set_new(r, "allow_client_bound", json_boolean(json_is_true(allow)));
 			json_t *val = json_object_get(json_object_get(sum, "validity"), "valid");
 			json_object_set_new(r, "valid", val ? json_incref(val) : json_null());
 			if (json_is_object(sum)) {
@@ -918,14 +926,15 @@ static int build_steps(struct store *s, const struct params *p, json_t *links, s
 		struct step *st = &steps[k];
 		json_t *summaries = json_array();
 		enum outcome special = O_PENDING;
-		int pending = 0;
+		int pending = 0, saturated = 0;
 		json_t *r;
 		json_array_foreach(st->runs, i, r) {
 			const char *state = json_string_value(json_object_get(r, "state"));
 			st->nruns++;
 			if (!state || !run_state_is_terminal(state)) {
-				pending = strcmp(state ? state : "", "deleted") != 0;
-				if (!pending)
+				if (strcmp(state ? state : "", "deleted") != 0)
+					pending = 1;
+				else
 					special = O_ERROR;
 				continue;
 			}
@@ -934,7 +943,10 @@ static int build_steps(struct store *s, const struct params *p, json_t *links, s
 				continue; /* a daemon restart: it counts for nothing, run again */
 			json_t *sum = json_object_get(r, "_summary");
 			const char *verdict = json_string_value(json_object_get(r, "verdict"));
-			if (verdict && strcmp(verdict, "client_bound") == 0)
+			/* a client_bound run stops a search unless its spec allows it
+			 * (client.allow_client_bound: then it is judged as any other) */
+			if (verdict && strcmp(verdict, "client_bound") == 0 &&
+			    !json_is_true(json_object_get(r, "allow_client_bound")))
 				special = O_CLIENT_BOUND;
 			long long req = json_integer_value(
 			    json_object_get(json_object_get(sum, "counts"), "requests"));
@@ -942,17 +954,26 @@ static int build_steps(struct store *s, const struct params *p, json_t *links, s
 				special = special == O_CLIENT_BOUND ? special : O_ERROR;
 			else if (sum)
 				json_array_append(summaries, sum);
+			if (json_is_true(json_object_get(json_object_get(sum, "saturation"), "stopped")))
+				saturated = 1;
 		}
 		judge_step(p, st, summaries);
 		if (json_array_size(summaries) == 0 && special == O_PENDING)
 			st->outcome = O_UNCERTAIN; /* no results at this value yet */
+		if (saturated) { /* stopped as oversaturated: it cannot pass */
+			json_object_set_new(st->json, "saturated", json_true());
+			if (p->nslo && st->outcome != O_PENDING)
+				st->outcome = O_FAIL;
+		}
 		json_decref(summaries);
 		if (pending)
 			st->outcome = O_PENDING;
 		else if (special != O_PENDING)
 			st->outcome = special;
-		json_array_foreach(st->runs, i, r)
+		json_array_foreach(st->runs, i, r) {
 			json_object_del(r, "_summary");
+			json_object_del(r, "allow_client_bound");
+		}
 	}
 	return ns;
 }
@@ -1323,7 +1344,8 @@ char *sweep_csv(struct store *s, int64_t id)
 	return out ? out : xstrdup("");
 }
 
-int sweep_cancel(struct store *s, int64_t id, const char **state)
+int sweep_cancel(struct store *s, int64_t id, const char **state,
+		 void (*cancelled)(void *ctx, int64_t run_id, const char *state), void *ctx)
 {
 	pthread_mutex_lock(&decide_mu);
 	json_t *row;
@@ -1345,9 +1367,11 @@ int sweep_cancel(struct store *s, int64_t id, const char **state)
 	size_t i;
 	json_t *l;
 	json_array_foreach(links, i, l) {
-		const char *after;
+		const char *before;
 		char err[HR_ERRLEN];
-		runs_cancel(s, json_integer_value(json_array_get(l, 0)), &after, err);
+		int64_t rid = json_integer_value(json_array_get(l, 0));
+		if (runs_cancel(s, rid, &before, err) == 0 && cancelled)
+			cancelled(ctx, rid, before);
 	}
 	json_decref(links);
 	pthread_mutex_unlock(&decide_mu);

@@ -51,8 +51,10 @@ json_t *sweep_list(struct store *s, int limit);
 /* The curve as CSV (caller frees), or NULL: unknown id. */
 char *sweep_csv(struct store *s, int64_t id);
 /* Cancels a running sweep and its queued or running runs: 0, -404, -409
- * (already over; *state its state). */
-int sweep_cancel(struct store *s, int64_t id, const char **state);
+ * (already over; *state its state). cancelled(ctx, run_id, state_before)
+ * is called for each run it cancelled (the API stops a running one). */
+int sweep_cancel(struct store *s, int64_t id, const char **state,
+		 void (*cancelled)(void *ctx, int64_t run_id, const char *state), void *ctx);
 /* A run ended (or was cancelled while queued): when it belongs to a
  * running sweep, take the sweep's next decision. */
 void sweep_run_finished(struct store *s, int64_t run_id);
