@@ -25,6 +25,7 @@
 #define HR_MAX_SERIES_ANSWER (1u << 30)   /* bytes of one GET /series answer */
 #define HR_MAX_TS_BUCKETS 10000           /* buckets of one GET /runs/{id}/timeseries */
 #define HR_TS_AUTO_BUCKETS 500            /* ... when the step is the daemon's choice */
+#define HR_MAX_DIST_POINTS 10000          /* CDF points of one GET /runs/{id}/distribution */
 #define HR_MAX_LABELS 64
 #define HR_MAX_LABEL_LEN 256
 #define HR_MAX_NOTE_LEN 4096               /* a run's free-text note */

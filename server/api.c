@@ -1034,6 +1034,8 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/runs/{id}/export", h_export},
 	{"GET", "/api/v1/runs/{id}/timeseries", h_timeseries},
 	{"GET", "/api/v1/runs/{id}/report.html", h_report},
+	{"GET", "/api/v1/runs/{id}/distribution", h_distribution},
+	{"GET", "/api/v1/runs/{id}/requests", h_requests},
 	{"POST", "/api/v1/calibrations", h_calib_create},
 	{"GET", "/api/v1/calibrations", h_calib_list},
 	{"GET", "/api/v1/calibrations/{id}", h_calib_get},

@@ -1,5 +1,6 @@
 /* api_dash.c - the routes that serve the dashboard: a run's records
- * bucketed on its clock (GET /api/v1/runs/{id}/timeseries) and a run's
+ * bucketed on its clock (GET /api/v1/runs/{id}/timeseries), one metric's
+ * CDF (/distribution), a few whole records (/requests) and a run's
  * one-file HTML report (GET /api/v1/runs/{id}/report.html). */
 #include <stdio.h>
 #include <stdlib.h>
@@ -7,7 +8,9 @@
 #include <time.h>
 
 #include "apiint.h"
+#include "dashdata.h"
 #include "dynbuf.h"
+#include "metrics.h"
 #include "runs.h"
 #include "timeseries.h"
 #include "util.h"
@@ -131,4 +134,88 @@ enum MHD_Result h_report(struct call *k)
 	enum MHD_Result ret = MHD_queue_response(k->conn, 200, r);
 	MHD_destroy_response(r);
 	return ret;
+}
+
+/* 200 with a JSON text built in out (taken). */
+static enum MHD_Result reply_dynbuf(struct call *k, struct dynbuf *out)
+{
+	size_t len;
+	char *text = dynbuf_take(out, &len);
+	return reply_text(k->conn, 200, "application/json", text, len);
+}
+
+/* 0 when the run exists; else the answer (404, 500) is in *ret. */
+static int run_exists(struct call *k, enum MHD_Result *ret)
+{
+	json_t *run;
+	char err[HR_ERRLEN];
+	int rc = runs_get(k->a->store, k->id, 0, &run, err);
+	if (rc == -404) {
+		*ret = not_found(k);
+		return -1;
+	}
+	if (rc < 0) {
+		*ret = reply_internal(k->conn, err);
+		return -1;
+	}
+	json_decref(run);
+	return 0;
+}
+
+enum MHD_Result h_distribution(struct call *k)
+{
+	const char *m = arg(k->conn, "metric");
+	if (!m)
+		return reply_error(k->conn, 400, "missing_field", "metric",
+				   "'metric' names a per-request metric (time_to_first_token, ...)");
+	int metric = -1;
+	for (size_t i = 0; i < metric_defs_count; i++)
+		if (strcmp(metric_defs[i].tag, m) == 0)
+			metric = (int)i;
+	if (metric < 0)
+		return reply_error(k->conn, 400, "invalid_value", "metric",
+				   "'metric' is not a per-request metric (docs/metrics.md)");
+	long long points = 1000;
+	const char *p = arg(k->conn, "points");
+	if (p && parse_int(p, 2, HR_MAX_DIST_POINTS, &points) < 0)
+		return reply_error(k->conn, 400, "out_of_range", "points",
+				   "'points' must be an integer from 2 to %d", HR_MAX_DIST_POINTS);
+	enum MHD_Result ret;
+	if (run_exists(k, &ret) < 0)
+		return ret;
+	struct dynbuf out;
+	char err[HR_ERRLEN];
+	dynbuf_init(&out, SIZE_MAX / 2);
+	if (dash_distribution(k->a->store, k->id, metric, (int)points, &out, err) < 0) {
+		dynbuf_release(&out);
+		return reply_internal(k->conn, err);
+	}
+	return reply_dynbuf(k, &out);
+}
+
+enum MHD_Result h_requests(struct call *k)
+{
+	const char *o = arg(k->conn, "order");
+	enum dash_order order = DASH_SLOWEST;
+	if (o && strcmp(o, "failed") == 0)
+		order = DASH_FAILED;
+	else if (o && strcmp(o, "slowest") != 0)
+		return reply_error(k->conn, 400, "invalid_value", "order",
+				   "'order' must be slowest or failed");
+	long long limit = 15;
+	const char *l = arg(k->conn, "limit");
+	if (l && parse_int(l, 1, 100, &limit) < 0)
+		return reply_error(k->conn, 400, "out_of_range", "limit",
+				   "'limit' must be an integer from 1 to 100");
+	enum MHD_Result ret;
+	if (run_exists(k, &ret) < 0)
+		return ret;
+	struct dynbuf out;
+	char err[HR_ERRLEN];
+	dynbuf_init(&out, SIZE_MAX / 2);
+	if (dash_requests(k->a->store, k->id, order, (int)limit, &out, err) < 0) {
+		dynbuf_release(&out);
+		return reply_internal(k->conn, err);
+	}
+	return reply_dynbuf(k, &out);
 }

@@ -94,5 +94,7 @@ enum MHD_Result h_sweep_cancel(struct call *k);
 /* The dashboard's routes (api_dash.c). */
 enum MHD_Result h_timeseries(struct call *k);
 enum MHD_Result h_report(struct call *k);
+enum MHD_Result h_distribution(struct call *k);
+enum MHD_Result h_requests(struct call *k);
 
 #endif

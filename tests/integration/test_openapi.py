@@ -1452,6 +1452,13 @@ class ApiSurfaceTest(_ApiBase):
         self.error("GET", "/runs/999999/timeseries?step_ms=0", 400, "out_of_range", "step_ms")
         self.error("POST", "/runs/1/timeseries", 405, "method_not_allowed", None, raw=b"")
         self.error("GET", "/runs/999999/report.html", 404, "not_found", "id")
+        self.error("GET", "/runs/999999/distribution", 400, "missing_field", "metric")
+        self.error("GET", "/runs/999999/distribution?metric=ttft", 400, "invalid_value", "metric")
+        self.error("GET", "/runs/999999/distribution?metric=request_latency", 404, "not_found",
+                   "id")
+        self.error("GET", "/runs/999999/requests?limit=0", 400, "out_of_range", "limit")
+        self.error("GET", "/runs/999999/requests?order=x", 400, "invalid_value", "order")
+        self.error("GET", "/runs/999999/requests", 404, "not_found", "id")
         mock = json.loads(json.dumps(s))
         mock["target"]["mock"] = True
         self.error("POST", "/runs", 400, "invalid_value", "target.url", body=mock)
@@ -2312,6 +2319,12 @@ class FinishedRunTest(_ApiBase):
         self.assertEqual(hdrs["Content-Disposition"],
                          'attachment; filename="headroom-run-%d.html"' % run_id)
         self.assertIn("window.HEADROOM_REPORT", report)
+        dist, _ = self.req("GET", "/runs/%d/distribution?metric=request_latency" % run_id, 200)
+        self.assertEqual(dist["values"], sorted(r["request_latency"] for r in rows))
+        slow, _ = self.req("GET", "/runs/%d/requests?limit=3" % run_id, 200)
+        self.assertEqual(len(slow["requests"]), 3)
+        failed, _ = self.req("GET", "/runs/%d/requests?order=failed" % run_id, 200)
+        self.assertEqual(failed["requests"], [])
         ts, _ = self.req("GET", "/runs/%d/timeseries?step_ms=100" % run_id, 200)
         self.assertEqual((ts["t0_wall_ns"], ts["records"], sum(ts["sent"])),
                          (export["t0_wall_ns"], len(rows), len(rows)))

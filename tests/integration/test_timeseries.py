@@ -1,11 +1,15 @@
-"""test_timeseries.py - GET /api/v1/runs/{id}/timeseries against the records.
+"""test_timeseries.py - GET /api/v1/runs/{id}/timeseries, /distribution and
+/requests (the dashboard's bounded views of a run) against the records.
 
 A real run (headroom-mock failing a share of its requests with 500s and
 resets, a warm-up, a Poisson rate) is bucketed by the daemon; every
 bucket's counts, in-flight figure, output tokens per second and
 percentiles are recomputed here from the same run's `/records` export and
 must agree (counts exactly, figures to 1e-9). Also: the daemon's own
-choice of step, the bound on buckets, bad steps, unknown and queued runs.
+choice of step, the bound on buckets, bad steps, unknown and queued runs;
+each metric's CDF (every value, or quantiles when there are more than
+asked for) and the slowest and failed requests, row for row as /records
+has them.
 
 Run: HEADROOM_BIN=build/bin /usr/bin/python3 tests/integration/test_timeseries.py
 """
@@ -213,6 +217,91 @@ class TimeseriesTest(hrtest.ServiceCase):
         st, body, _ = self.api.call("GET", "/runs/999999/timeseries")
         self.assertEqual((st, body["error"]["code"], body["error"]["field"]),
                          (404, "not_found", "id"), body)
+
+
+class DistributionRequestsTest(hrtest.ServiceCase):
+    """/distribution and /requests of one run with failures."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.start_service(mock_args=("--quiet", "--ttft-ms", "2", "--itl-ms", "1",
+                                     "--fail-500", "0.08", "--fail-seed", "5"))
+        spec = rate_spec(cls.mock.addr, rate=300, arrival="poisson", requests=400)
+        spec["warmup"] = {"requests": 20}
+        cls.run_id = cls.api.submit(spec)
+        run = cls.api.wait(cls.run_id)
+        if run["state"] != "succeeded":
+            raise AssertionError("run ended %s: %s" % (run["state"], run.get("reason")))
+        st, text, _ = cls.api.call("GET", "/runs/%d/records" % cls.run_id)
+        cls.records = [json.loads(line) for line in text.splitlines() if line]
+
+    def get(self, path):
+        st, body, _ = self.api.call("GET", "/runs/%d/%s" % (self.run_id, path))
+        self.assertEqual(st, 200, body)
+        return body
+
+    def values(self, metric):
+        return sorted(r[metric] for r in self.records
+                      if r["phase"] == "profiling" and r["start_ns"] is not None and
+                      (r["valid"] or metric == "schedule_lag") and r[metric] is not None)
+
+    def test_distribution_exact(self):
+        for m in METRICS + ("scheduled_time_to_first_token", "output_sequence_length"):
+            with self.subTest(metric=m):
+                want = self.values(m)
+                got = self.get("distribution?metric=%s&points=10000" % m)
+                self.assertEqual((got["metric"], got["count"], got["exact"]), (m, len(want), True))
+                self.assertEqual(got["values"], want)
+                self.assertEqual(got["fractions"], [(i + 1) / len(want) for i in range(len(want))])
+        # the summary counts the same values
+        st, summary, _ = self.api.call("GET", "/runs/%d/summary" % self.run_id)
+        self.assertEqual(len(self.values("time_to_first_token")),
+                         summary["metrics"]["time_to_first_token"]["count"])
+
+    def test_distribution_quantiles(self):
+        want = self.values("request_latency")
+        self.assertGreater(len(want), 50)
+        got = self.get("distribution?metric=request_latency&points=50")
+        self.assertEqual((got["count"], got["exact"], len(got["values"])), (len(want), False, 50))
+        for i, v in enumerate(got["values"]):
+            self.assertTrue(math.isclose(v, hrtest.numpy_percentile(want, 100 * i / 49),
+                                         rel_tol=1e-12), i)
+        self.assertEqual(got["fractions"], [i / 49 for i in range(50)])
+        self.assertEqual(self.get("distribution?metric=request_latency")["exact"], True)
+
+    def test_slowest_requests(self):
+        valid = [r for r in self.records if r["valid"] and r["phase"] == "profiling"]
+        want = sorted(valid, key=lambda r: (-r["request_latency"], r["worker"], r["seq"]))[:10]
+        got = self.get("requests?order=slowest&limit=10")
+        self.assertEqual(got["order"], "slowest")
+        self.assertEqual(got["requests"], want)  # row for row as /records has them
+        self.assertEqual(len(self.get("requests")["requests"]), 15)  # the default limit
+
+    def test_failed_requests(self):
+        bad = [r for r in self.records if not r["valid"]]
+        self.assertGreater(len(bad), 5)
+        got = self.get("requests?order=failed&limit=5")
+        self.assertEqual(got["requests"], bad[:5])
+        got = self.get("requests?order=failed&limit=100")
+        self.assertEqual(got["requests"], bad[:100])
+
+    def test_bad_queries(self):
+        for path, st, code, field in (
+                ("distribution", 400, "missing_field", "metric"),
+                ("distribution?metric=nope", 400, "invalid_value", "metric"),
+                ("distribution?metric=request_latency&points=1", 400, "out_of_range", "points"),
+                ("distribution?metric=request_latency&points=10001", 400, "out_of_range",
+                 "points"),
+                ("requests?order=fastest", 400, "invalid_value", "order"),
+                ("requests?limit=0", 400, "out_of_range", "limit"),
+                ("requests?limit=101", 400, "out_of_range", "limit")):
+            with self.subTest(path=path):
+                got_st, body, _ = self.api.call("GET", "/runs/%d/%s" % (self.run_id, path))
+                self.assertEqual((got_st, body["error"]["code"], body["error"]["field"]),
+                                 (st, code, field), body)
+        for path in ("distribution?metric=request_latency", "requests"):
+            st, body, _ = self.api.call("GET", "/runs/999999/" + path)
+            self.assertEqual((st, body["error"]["field"]), (404, "id"), body)
 
 
 class TooManyBucketsTest(unittest.TestCase):

@@ -1,0 +1,32 @@
+/* dashdata.h - bounded views of a run's records for the dashboard: one
+ * metric's distribution as at most N points of its CDF, and a few whole
+ * records (the slowest, the failed) without reading every record into the
+ * browser (docs/api.md, "Distributions and requests").
+ */
+#ifndef HR_DASHDATA_H
+#define HR_DASHDATA_H
+
+#include <stdint.h>
+
+#include "dynbuf.h"
+#include "store.h"
+
+/* The JSON answer of GET /runs/{id}/distribution for metric (a tag of
+ * metric_defs; the caller checked it) into out: the metric's values over
+ * the valid profiling records (every sent one for a METRIC_SENT metric),
+ * every value in order when there are at most points of them, else the
+ * quantiles at fractions i / (points - 1). 0, or -1 with err. */
+int dash_distribution(struct store *s, int64_t run_id, int metric, int points,
+		      struct dynbuf *out, char *err);
+
+enum dash_order { DASH_SLOWEST, DASH_FAILED };
+
+/* The JSON answer of GET /runs/{id}/requests: {"run_id", "order",
+ * "requests": [records as the JSONL export writes them]}, the limit
+ * slowest valid profiling requests by request latency (slowest first, ties
+ * by worker and seq) or the first limit failed ones (worker, seq order).
+ * 0, or -1 with err. */
+int dash_requests(struct store *s, int64_t run_id, enum dash_order order, int limit,
+		  struct dynbuf *out, char *err);
+
+#endif
