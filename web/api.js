@@ -74,3 +74,9 @@ export async function send(method, path, body) {
 	const text = await res.text();
 	return text ? JSON.parse(text) : null;
 }
+
+// A metric's CDF of a run as {label, values, fractions} (GET /distribution).
+export async function distribution(id, metric, label) {
+	const d = await get(`/runs/${id}/distribution?metric=${metric}&points=1000`);
+	return { label, values: d.values, fractions: d.fractions, count: d.count };
+}

@@ -110,8 +110,9 @@ export function sorted(values) {
 	return values.filter((v) => typeof v === 'number' && Number.isFinite(v)).sort((a, b) => a - b);
 }
 
-// CDF chart of one or more sets [{label, values (sorted)}]: one point per
-// value, at (value, i / n). Log checkbox switches the value axis.
+// CDF chart of one or more sets [{label, values (sorted), fractions?}]: one
+// point per value, at (value, fraction), the fraction (i + 1) / n unless
+// given (GET /runs/{id}/distribution). Log checkbox switches the value axis.
 export function cdfChart(parent, title, sets, unit) {
 	const box = el('div', { class: 'chart', dataset: { chart: title } });
 	const log = el('input', { type: 'checkbox', 'aria-label': title + ': log scale' });
@@ -125,7 +126,7 @@ export function cdfChart(parent, title, sets, unit) {
 	const index = new Map(uniq.map((v, i) => [v, i]));
 	const ys = sets.map((s) => {
 		const y = new Array(uniq.length).fill(null);
-		s.values.forEach((v, i) => { y[index.get(v)] = (i + 1) / s.values.length; });
+		s.values.forEach((v, i) => { y[index.get(v)] = s.fractions ? s.fractions[i] : (i + 1) / s.values.length; });
 		return y;
 	});
 	let u = null;

@@ -2,9 +2,9 @@
 // each side, the delta table with intervals and verdicts coloured by
 // direction, warnings, spec and label differences, and (one run a side)
 // their CDFs overlaid.
-import { get, records } from './api.js';
+import { get, distribution } from './api.js';
 import { el, num, pct, stateBox } from './fmt.js';
-import { cdfChart, sorted } from './charts.js';
+import { cdfChart } from './charts.js';
 
 function side(name, s) {
 	return el('div', {}, el('b', {}, name),
@@ -52,12 +52,11 @@ export async function compareView(out, url, show) {
 	if (c.base.n_runs === 1 && c.head.n_runs === 1) {
 		const box = el('div', { class: 'charts', id: 'cdfs' });
 		out.append(el('h2', {}, 'Distributions overlaid'), box);
-		const [a, b] = await Promise.all([records(c.base.runs[0]), records(c.head.runs[0])]);
+		const metrics = [['time_to_first_token', 'TTFT'], ['request_latency', 'request latency'],
+			['inter_token_latency', 'inter-token latency']];
+		const sets = await Promise.all(metrics.map(([k]) => Promise.all([
+			distribution(c.base.runs[0], k, `base ${c.base.ref}`), distribution(c.head.runs[0], k, `head ${c.head.ref}`)])));
 		show();
-		const vals = (rs, k) => sorted(rs.filter((r) => r.valid && r.phase === 'profiling').map((r) => r[k]));
-		for (const [k, t] of [['time_to_first_token', 'TTFT'], ['request_latency', 'request latency'],
-			['inter_token_latency', 'inter-token latency']])
-			cdfChart(box, `CDF: ${t}`, [{ label: `base ${c.base.ref}`, values: vals(a, k) },
-				{ label: `head ${c.head.ref}`, values: vals(b, k) }], 'ms');
+		metrics.forEach(([, t], i) => cdfChart(box, `CDF: ${t}`, sets[i], 'ms'));
 	}
 }

@@ -1,10 +1,11 @@
 // view_run.js - one run in depth: the spec in words, labels, client verdict
 // with its evidence, validity and gates, the summary table, charts of the
 // run's time series on one shared time axis (GET /runs/{id}/timeseries),
-// CDFs from the records, and a drill-down into any request.
-import { get, records, raw, send } from './api.js';
+// CDFs (GET /runs/{id}/distribution), and a drill-down into the slowest and
+// failed requests (GET /runs/{id}/requests): nothing downloads every record.
+import { get, raw, send, distribution } from './api.js';
 import { el, num, stateBox, time, duration, withUnit } from './fmt.js';
-import { timeChart, sampledChart, cdfChart, sorted, resetGroup } from './charts.js';
+import { timeChart, sampledChart, cdfChart, resetGroup } from './charts.js';
 
 function specWords(spec) {
 	if (!spec) return '-';
@@ -167,17 +168,16 @@ function clientCharts(parent, cl, o) {
 	chart('late_max_ms', 'Workers: largest timer lateness', 'ms', true);
 }
 
-function cdfs(parent, recs) {
-	const valid = recs.filter((r) => r.valid && r.phase === 'profiling');
-	const vals = (k) => sorted(valid.map((r) => r[k]));
-	cdfChart(parent, 'CDF: time to first token, plain and scheduled', [
-		{ label: 'TTFT', values: vals('time_to_first_token') },
-		{ label: 'scheduled TTFT', values: vals('scheduled_time_to_first_token') }], 'ms');
-	cdfChart(parent, 'CDF: inter-token latency (per request)', [
-		{ label: 'ITL', values: vals('inter_token_latency') }], 'ms');
-	cdfChart(parent, 'CDF: request latency, plain and scheduled', [
-		{ label: 'latency', values: vals('request_latency') },
-		{ label: 'scheduled latency', values: vals('scheduled_request_latency') }], 'ms');
+async function cdfs(parent, id) {
+	const d = (m, label) => distribution(id, m, label);
+	const [ttft, sttft, itl, lat, slat] = await Promise.all([d('time_to_first_token', 'TTFT'),
+		d('scheduled_time_to_first_token', 'scheduled TTFT'), d('inter_token_latency', 'ITL'),
+		d('request_latency', 'latency'), d('scheduled_request_latency', 'scheduled latency')]);
+	return () => {
+		cdfChart(parent, 'CDF: time to first token, plain and scheduled', [ttft, sttft], 'ms');
+		cdfChart(parent, 'CDF: inter-token latency (per request)', [itl], 'ms');
+		cdfChart(parent, 'CDF: request latency, plain and scheduled', [lat, slat], 'ms');
+	};
 }
 
 const ms = (ns) => (ns === null || ns === undefined ? null : ns / 1e6);
@@ -212,10 +212,8 @@ export function requestDetail(r) {
 		line);
 }
 
-function requestTable(parent, recs) {
+function requestTable(parent, slow, bad) {
 	const detail = el('div');
-	const slow = recs.filter((r) => r.valid).sort((a, b) => b.request_latency - a.request_latency).slice(0, 15);
-	const bad = recs.filter((r) => !r.valid).slice(0, 15);
 	const body = el('tbody');
 	for (const r of [...slow, ...bad]) {
 		const tr = el('tr', { class: 'click', tabindex: '0', dataset: { req: `${r.worker}/${r.seq}` } },
@@ -350,11 +348,14 @@ export async function runView(out, id, show) {
 		return;
 	}
 	out.append(exportsBar(run));
+	const cdfBox = el('div', { class: 'charts', id: 'cdfs' });
 	if (s) out.append(el('h2', {}, 'Verdict, validity and gates'), evidence(s), el('h2', {}, 'Summary'), summaryTable(s));
 	else out.append(stateBox('This run has no summary.'));
 	const none = { samples: [] };
-	const [ts, recs, tele, cl] = await Promise.all([get(`/runs/${id}/timeseries${stepFor(run)}`), records(id),
-		get(`/runs/${id}/telemetry`).catch(() => none), get(`/runs/${id}/client`).catch(() => none)]);
+	const [ts, slow, bad, tele, cl, drawCdfs] = await Promise.all([get(`/runs/${id}/timeseries${stepFor(run)}`),
+		get(`/runs/${id}/requests?order=slowest&limit=15`), get(`/runs/${id}/requests?order=failed&limit=15`),
+		get(`/runs/${id}/telemetry`).catch(() => none), get(`/runs/${id}/client`).catch(() => none),
+		cdfs(cdfBox, id)]);
 	out.append(el('h2', {}, 'Over time'), el('p', { class: 'muted' },
 		'Drag across a chart to zoom (double-click to reset); the cursor and the zoom are shared by every chart. The warm-up is shaded.'));
 	const box = charts(ts);
@@ -363,12 +364,11 @@ export async function runView(out, id, show) {
 	const clientBox = el('div', { class: 'charts', id: 'client' });
 	out.append(el('h2', {}, 'GPU and server telemetry'), teleBox,
 		el('h2', {}, 'The load generator itself'), clientBox);
-	const cdfBox = el('div', { class: 'charts', id: 'cdfs' });
 	out.append(el('h2', {}, 'Distributions'), cdfBox);
 	out.append(el('h2', {}, 'Requests'));
 	const reqBox = el('div');
 	out.append(reqBox);
-	requestTable(reqBox, recs);
+	requestTable(reqBox, slow.requests, bad.requests);
 	// charts measure their container: draw them once the page is in the document
 	show();
 	resetGroup('run');
@@ -378,5 +378,5 @@ export async function runView(out, id, show) {
 		teleBox.append(stateBox('No GPU or server telemetry was collected for this run (spec `telemetry`: NVML, DCGM and /metrics pages).'));
 	clientCharts(clientBox, cl, o);
 	if (!clientBox.children.length) clientBox.append(stateBox('No load generator samples for this run.'));
-	cdfs(cdfBox, recs);
+	drawCdfs();
 }

@@ -197,8 +197,15 @@ test('throughput against speed per user: the picked runs and their Pareto front'
 
 test('one run: summary, time series, CDFs with a point per record, drill-down', async () => {
 	const { run, recs, summary } = runs.feature;
+	const urls = [];
+	const onRequest = (q) => urls.push(q.url());
+	page.on('request', onRequest);
 	await page.goto(`${base}/runs/${run.id}`); // a deep link: the daemon serves the page
 	await page.waitForSelector('#cdfs canvas');
+	page.off('request', onRequest);
+	// bounded answers only: the page never downloads every record
+	assert.deepEqual(urls.filter((u) => /\/records/.test(u)), []);
+	assert.ok(urls.some((u) => /\/distribution\?metric=time_to_first_token/.test(u)), urls.join(' '));
 	assert.equal(await page.textContent('#state'), 'succeeded');
 	for (const [metric, stat] of [['time_to_first_token', 'p50'], ['request_latency', 'p99'],
 		['output_sequence_length', 'avg']]) {
