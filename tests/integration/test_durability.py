@@ -259,7 +259,9 @@ class Durability(unittest.TestCase):
     def test_worker_killed_in_each_phase(self):
         self.start("--worker-bin", self.killing_worker())
         HELLO, RECORDS, DONE = 1, 6, 8
-        delay = 300  # ms before the kill: what was sent before has arrived
+        # ms before the kill, so that what was sent before has arrived (well
+        # under the 5 s after which a silent worker fails the run)
+        delay = int(300 * hrtest.time_scale())
         for phase, at, nth, workers, load, warmup in (
                 ("before HELLO", HELLO, 1, 2, {"requests": 40}, None),
                 ("during warm-up", RECORDS, 2, 1, {"requests": 40}, {"duration_s": 60}),
