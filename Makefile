@@ -7,12 +7,17 @@
 #   make fuzz     build the libFuzzer targets with clang into build-fuzz/
 #   make fuzz-long  ... and run each for FUZZ_RUNS (10 million) executions
 #                 (not part of make check; tests/fuzz/fuzz-long.sh says more)
+#   make deb      build build-deb/ with Debian's hardening flags and pack the
+#                 Debian package (packaging/build-deb.sh; build-deb/deb/*.deb)
+#   make check-packaging  pack build-check/'s programs and test the package
+#                 (tests/packaging/test_package.py; part of make check-plain)
 
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 CMAKE ?= cmake
 CTEST ?= ctest
 
-.PHONY: all build deps demo check check-plain check-sanitize fuzz fuzz-long bench clean
+.PHONY: all build deps demo check check-plain check-sanitize check-packaging deb fuzz fuzz-long \
+	bench clean
 
 all: build
 
@@ -32,6 +37,23 @@ check-plain:
 	$(CMAKE) -S . -B build-check -DCMAKE_BUILD_TYPE=RelWithDebInfo -DHEADROOM_WERROR=ON >/dev/null
 	$(CMAKE) --build build-check -j $(JOBS)
 	cd build-check && $(CTEST) --output-on-failure -j $(JOBS)
+	$(MAKE) --no-print-directory check-packaging
+
+# The package of build-check's programs (already built and tested above):
+# its contents, lintian, the programs run from an extracted tree, the unit.
+check-packaging:
+	$(CMAKE) --build build-check -j $(JOBS) --target headroomd headroom-worker headroom-mock headroom
+	/usr/bin/python3 tests/packaging/test_package.py build-check
+
+# Debian's build flags (hardening=+all: fortify, stack protector, relro,
+# bindnow) as a package build uses them, in a build directory of its own.
+DEB_FLAGS = DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --get
+deb: deps
+	$(CMAKE) -S . -B build-deb -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DCMAKE_C_FLAGS="$$($(DEB_FLAGS) CFLAGS) $$($(DEB_FLAGS) CPPFLAGS)" \
+	  -DCMAKE_EXE_LINKER_FLAGS="$$($(DEB_FLAGS) LDFLAGS)" >/dev/null
+	$(CMAKE) --build build-deb -j $(JOBS) --target headroomd headroom-worker headroom-mock headroom
+	./packaging/build-deb.sh build-deb
 
 check-sanitize:
 	$(CMAKE) -S . -B build-asan -DCMAKE_BUILD_TYPE=Debug -DHEADROOM_WERROR=ON -DHEADROOM_SANITIZE=ON >/dev/null
@@ -49,4 +71,4 @@ fuzz-long: fuzz
 	FUZZ_RUNS=$(FUZZ_RUNS) tests/fuzz/fuzz-long.sh build-fuzz
 
 clean:
-	rm -rf build build-check build-asan build-fuzz
+	rm -rf build build-check build-asan build-fuzz build-deb

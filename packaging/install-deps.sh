@@ -9,9 +9,15 @@ set -eu
 BUILD_PKGS="build-essential cmake pkg-config libmicrohttpd-dev libcurl4-openssl-dev
 libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev"
 TEST_PKGS="python3 python3-numpy python3-scipy python3-xmlschema python3-yaml python3-jsonschema python3-zmq curl
-chromium"
+chromium prometheus"
 
-want="$BUILD_PKGS $TEST_PKGS"
+# prometheus brings promtool, which checks headroomd's own GET /metrics
+# (tests/integration/test_selfmetrics.py).
+# The Debian package (make deb, make check-packaging): manual pages from
+# --help, lintian, and systemd-analyze for the unit (package systemd).
+PACKAGING_PKGS="help2man lintian systemd"
+
+want="$BUILD_PKGS $TEST_PKGS $PACKAGING_PKGS"
 # Chromium runs the dashboard's browser tests (tests/browser/, driven by
 # playwright-core from npm). Node.js and npm drive them, the
 # client-compatibility tests (the official openai npm client) and the
