@@ -13,7 +13,6 @@
 #include <signal.h>
 #include <stdio.h>
 
-#define HEADROOM_VERSION "0.1.0"
 #define HEADROOM_DEFAULT_URL "http://127.0.0.1:8080"
 
 /* Exit codes (docs/cli.md). */

@@ -892,7 +892,7 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	if (p.seen[OPT_VERSION]) {
-		puts("headroom " HEADROOM_VERSION);
+		puts("headroom " HEADROOM_VERSION " (" HEADROOM_COMMIT ")");
 		goto out;
 	}
 	if (p.cmd == CMD_NONE) {

@@ -71,6 +71,7 @@ static void usage(FILE *f)
 	      "                          instead of one per whitespace-separated word\n"
 	      "  --quiet                 log nothing but fatal errors\n"
 	      "  --help                  this text\n"
+	      "  --version               print the version\n"
 	      "\n"
 	      "Load model (continuous batching; on when any of these is given):\n"
 	      "  --max-batch N           at most N sequences run at once, the rest wait\n"
@@ -198,6 +199,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		OPT_EMBED_DIM,
 		OPT_API_KEY,
 		OPT_EARLY_STOP,
+		OPT_VERSION,
 	};
 	static const struct option opts[] = {
 	    {"listen", required_argument, NULL, OPT_LISTEN},
@@ -207,6 +209,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	    {"tokens-per-chunk", required_argument, NULL, OPT_TPC},
 	    {"quiet", no_argument, NULL, OPT_QUIET},
 	    {"help", no_argument, NULL, OPT_HELP},
+	    {"version", no_argument, NULL, OPT_VERSION},
 	    {"max-batch", required_argument, NULL, OPT_MAX_BATCH},
 	    {"prefill-ms-per-1k", required_argument, NULL, OPT_PREFILL},
 	    {"decode-ms", required_argument, NULL, OPT_DECODE},
@@ -425,6 +428,9 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 			break;
 		case OPT_HELP:
 			usage(stdout);
+			exit(0);
+		case OPT_VERSION:
+			puts("headroom-mock " HEADROOM_VERSION " (" HEADROOM_COMMIT ")");
 			exit(0);
 		default:
 			usage(stderr);

@@ -24,6 +24,7 @@
 #include "runs.h"
 #include "spec.h"
 #include "summary.h"
+#include "selfmet.h"
 #include "sweep.h"
 #include "telesum.h"
 #include "util.h"
@@ -38,7 +39,24 @@ struct req {
 	struct ds_upload *upload; /* POST /datasets: the body streams to a file instead */
 	struct ds_create create;  /* POST /datasets: its query, checked as it arrived */
 	struct auth_req auth;     /* who asks (auth_admit on the first call) */
+	/* for the daemon's metrics (selfmet.h): when it began, its route
+	 * pattern, method and the status it was answered with */
+	int64_t t0;
+	const char *route;
+	char method[8];
+	unsigned status;
 };
+
+/* The status of the answer queued on this thread during the current call
+ * of on_request (every answer goes through api_queue_response). */
+static _Thread_local unsigned answered_status;
+
+enum MHD_Result api_queue_response(struct MHD_Connection *c, unsigned status,
+				   struct MHD_Response *r)
+{
+	answered_status = status;
+	return (MHD_queue_response)(c, status, r);
+}
 
 /* --- responses --------------------------------------------------------------- */
 
@@ -146,6 +164,51 @@ const char *arg(struct MHD_Connection *c, const char *name)
 }
 
 /* --- handlers ------------------------------------------------------------------ */
+
+/* GET /metrics: the daemon's own, in the Prometheus text format */
+static enum MHD_Result h_metrics(struct call *k)
+{
+	char *text = selfmet_render(k->a->store);
+	return reply_text(k->conn, 200, "text/plain; version=0.0.4; charset=utf-8", text,
+			  strlen(text));
+}
+
+/* Readiness: the store answers and takes writes, the disk is above its
+ * floor, the run loop is alive. 200 or 503, with each check. */
+#define READY_RUNNER_IDLE_S 300.0
+static enum MHD_Result h_readyz(struct call *k)
+{
+	int q, r, ready = 1;
+	char why[HR_ERRLEN] = "", msg[200] = "";
+	json_t *checks = json_object();
+	if (runs_counts(k->a->store, &q, &r) < 0) {
+		ready = 0;
+		json_object_set_new(checks, "store", json_string("the store cannot be read"));
+	} else if (store_commit_status(k->a->store, NULL, msg, sizeof msg)) {
+		ready = 0;
+		json_object_set_new(checks, "store",
+				    json_sprintf("the last store commit failed: %s", msg));
+	} else {
+		json_object_set_new(checks, "store", json_string("ok"));
+	}
+	if (disk_check_floor(why) < 0) {
+		ready = 0;
+		json_object_set_new(checks, "disk", json_string(why));
+	} else {
+		json_object_set_new(checks, "disk", json_string("ok"));
+	}
+	double idle = selfmet_runner_idle_s();
+	if (idle > READY_RUNNER_IDLE_S) {
+		ready = 0;
+		json_object_set_new(checks, "runner",
+				    json_sprintf("the run loop has shown no sign of life for %.0f s",
+						 idle > 1e8 ? -1.0 : idle));
+	} else {
+		json_object_set_new(checks, "runner", json_string("ok"));
+	}
+	return reply_json(k->conn, ready ? 200 : 503,
+			  json_pack("{s:b, s:o}", "ready", ready, "checks", checks));
+}
 
 static enum MHD_Result h_healthz(struct call *k)
 {
@@ -1021,6 +1084,8 @@ struct route {
 
 static const struct route routes[] = {
 	{"GET", "/api/v1/healthz", h_healthz},
+	{"GET", "/api/v1/readyz", h_readyz},
+	{"GET", "/metrics", h_metrics},
 	{"POST", "/api/v1/runs", h_create},
 	{"GET", "/api/v1/runs", h_list},
 	{"GET", "/api/v1/runs/{id}", h_get},
@@ -1069,6 +1134,7 @@ static const struct {
 	int role;
 } route_roles[] = {
 	{"GET", "/api/v1/healthz", AUTH_NONE},
+	{"GET", "/api/v1/readyz", AUTH_NONE},
 	{"POST", "/api/v1/runs", AUTH_SUBMIT},
 	{"POST", "/api/v1/runs/{id}/cancel", AUTH_SUBMIT},
 	{"PATCH", "/api/v1/runs/{id}", AUTH_SUBMIT},
@@ -1094,6 +1160,8 @@ void api_list_routes(FILE *out)
 
 static int route_role(const char *method, const char *url)
 {
+	if (strcmp(url, "/metrics") == 0) /* the daemon's own metrics: read */
+		return strcmp(method, "GET") == 0 ? AUTH_READ : AUTH_ADMIN;
 	if (strncmp(url, "/api/", 5) != 0)
 		return AUTH_NONE;
 	for (size_t i = 0; i < HR_ARRAY_LEN(route_roles); i++) {
@@ -1152,7 +1220,8 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 				const char *method, struct req *rq)
 {
 	enum MHD_Result ret;
-	if (strncmp(url, "/api/", 5) != 0 && serve_asset(conn, url, method, &ret))
+	if (strncmp(url, "/api/", 5) != 0 && strcmp(url, "/metrics") != 0 &&
+	    serve_asset(conn, url, method, &ret))
 		return ret;
 	struct call k = {.a = a, .conn = conn, .auth = &rq->auth};
 	int path_known = 0;
@@ -1199,9 +1268,21 @@ static enum MHD_Result reply_too_large(struct MHD_Connection *conn, int dataset)
 			   "request body is larger than %u bytes", HR_MAX_BODY_BYTES);
 }
 
-static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
-				  const char *method, const char *version,
-				  const char *upload_data, size_t *upload_data_size, void **con_cls)
+/* The route pattern a request is counted under (GET /metrics). */
+static const char *route_label(const char *url, const char *method)
+{
+	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {
+		int64_t id;
+		char name[HR_MAX_LABEL_LEN + 1];
+		if (strcmp(routes[i].method, method) == 0 && api_match(routes[i].path, url, &id, name))
+			return routes[i].path;
+	}
+	return strncmp(url, "/api/", 5) != 0 ? "dashboard" : "other";
+}
+
+static enum MHD_Result on_request_inner(void *cls, struct MHD_Connection *conn, const char *url,
+					const char *method, const char *upload_data,
+					size_t *upload_data_size, void **con_cls)
 {
 	struct api *a = cls;
 	struct req *rq = *con_cls;
@@ -1209,6 +1290,9 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 		rq = xcalloc(1, sizeof *rq);
 		dynbuf_init(&rq->body, HR_MAX_BODY_BYTES);
 		*con_cls = rq;
+		rq->t0 = mono_ns();
+		rq->route = route_label(url, method);
+		snprintf(rq->method, sizeof rq->method, "%s", method);
 		/* a dataset upload has its own, larger bound and goes to a file */
 		int64_t unused;
 		int dataset = strcmp(method, "POST") == 0 &&
@@ -1263,12 +1347,28 @@ static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const 
 	return dispatch(a, conn, url, method, rq);
 }
 
+static enum MHD_Result on_request(void *cls, struct MHD_Connection *conn, const char *url,
+				  const char *method, const char *version,
+				  const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+	answered_status = 0;
+	enum MHD_Result ret =
+	    on_request_inner(cls, conn, url, method, upload_data, upload_data_size, con_cls);
+	struct req *rq = *con_cls;
+	if (rq && answered_status)
+		rq->status = answered_status;
+	return ret;
+}
+
 static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 			 enum MHD_RequestTerminationCode toe)
 {
 	struct req *rq = *con_cls;
 	if (!rq)
 		return;
+	if (rq->status)
+		selfmet_http(rq->route ? rq->route : "other", rq->method, rq->status,
+			     (double)(mono_ns() - rq->t0) / 1e9);
 	auth_done(((struct api *)cls)->store, conn, &rq->auth);
 	dynbuf_release(&rq->body);
 	ds_upload_free(rq->upload);

@@ -14,7 +14,6 @@
 #include "datasets.h"
 #include "limits.h"
 
-#define HEADROOM_VERSION "0.1.0"
 
 struct api {
 	struct MHD_Daemon *mhd;
@@ -37,6 +36,12 @@ struct call {
 	const struct ds_create *create; /* and its query (dataset_query) */
 	struct auth_req *auth;          /* who asks, with which role (auth.h) */
 };
+
+/* Every answer is queued through api_queue_response (api.c), which notes
+ * its status for the daemon's metrics (selfmet.h). */
+enum MHD_Result api_queue_response(struct MHD_Connection *c, unsigned status,
+				   struct MHD_Response *r);
+#define MHD_queue_response(c, s, r) api_queue_response((c), (s), (r))
 
 enum MHD_Result reply_text(struct MHD_Connection *c, unsigned status, const char *type,
 			   char *text /* taken */, size_t len);

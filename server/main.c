@@ -212,7 +212,7 @@ int main(int argc, char **argv)
 			usage(stdout);
 			return 0;
 		} else if (strcmp(a, "--version") == 0) {
-			puts("headroomd 0.1.0");
+			puts("headroomd " HEADROOM_VERSION " (" HEADROOM_COMMIT ")");
 			return 0;
 		} else if (strcmp(a, "--list-routes") == 0) {
 			api_list_routes(stdout);

@@ -22,6 +22,7 @@
 #include "calibrate.h"
 #include "sweep.h"
 #include "satdet.h"
+#include "selfmet.h"
 #include "client.h"
 #include "csample.h"
 #include "datasets.h"
@@ -632,6 +633,7 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 			sat_records(c, recs, n);
 		c->records += (long long)n;
 		w->records += (long long)n;
+		selfmet_records((long long)n);
 		if (n) {
 			runs_add_records(c->r->store, c->id, recs, n);
 			count_stored(c, (long long)n);
@@ -1048,6 +1050,11 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		if (c.fail_reason && !c.stopping)
 			send_stop(&c, "run failed");
 		sat_tick(&c, now);
+		selfmet_runner_tick();
+		int alive = 0;
+		for (int i = 0; i < c.n; i++)
+			alive += !c.w[i].exited;
+		selfmet_workers(alive);
 		if (now - last_progress > PROGRESS_EVERY_NS) {
 			post_progress(&c);
 			last_progress = now;
@@ -1180,19 +1187,23 @@ static void cooldown(struct runner *r, int64_t id, double seconds)
 {
 	if (runs_group_queued(r->store, id) <= 0)
 		return;
-	struct timespec ts;
-	clock_gettime(CLOCK_REALTIME, &ts);
-	int64_t ns = ns_of_s(seconds);
-	ts.tv_sec += (time_t)(ns / 1000000000LL);
-	ts.tv_nsec += (long)(ns % 1000000000LL);
-	if (ts.tv_nsec >= 1000000000L) {
-		ts.tv_sec++;
-		ts.tv_nsec -= 1000000000L;
-	}
+	/* in slices of a second, so that the runner shows it is alive */
+	int64_t end = mono_ns() + ns_of_s(seconds);
 	pthread_mutex_lock(&r->mu);
-	while (!atomic_load(&r->stopping) &&
-	       pthread_cond_timedwait(&r->cv, &r->mu, &ts) != ETIMEDOUT)
-		;
+	while (!atomic_load(&r->stopping) && mono_ns() < end) {
+		selfmet_runner_tick();
+		int64_t left = end - mono_ns();
+		if (left > 1000000000LL)
+			left = 1000000000LL;
+		struct timespec ts;
+		clock_gettime(CLOCK_REALTIME, &ts);
+		ts.tv_nsec += (long)(left > 0 ? left : 0);
+		while (ts.tv_nsec >= 1000000000L) {
+			ts.tv_sec++;
+			ts.tv_nsec -= 1000000000L;
+		}
+		pthread_cond_timedwait(&r->cv, &r->mu, &ts);
+	}
 	pthread_mutex_unlock(&r->mu);
 }
 
@@ -1204,6 +1215,8 @@ static void *runner_main(void *arg)
 		pthread_cond_wait(&r->cv, &r->mu);
 	pthread_mutex_unlock(&r->mu);
 	while (!atomic_load(&r->stopping)) {
+		selfmet_runner_tick();
+		selfmet_workers(0);
 		int64_t id;
 		json_t *spec = NULL;
 		char err[HR_ERRLEN];

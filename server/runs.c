@@ -663,6 +663,29 @@ int runs_counts(struct store *s, int *queued, int *running)
 	return rc;
 }
 
+int runs_count_by_state(struct store *s, const char *const *states, int n, long long *out)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	int rc = -1;
+	for (int i = 0; i < n; i++)
+		out[i] = 0;
+	if (sqlite3_prepare_v2(db, "SELECT state, count(*) FROM runs GROUP BY state", -1, &st,
+			       NULL) == SQLITE_OK) {
+		int step;
+		while ((step = sqlite3_step(st)) == SQLITE_ROW) {
+			const char *state = (const char *)sqlite3_column_text(st, 0);
+			for (int i = 0; i < n && state; i++)
+				if (strcmp(states[i], state) == 0)
+					out[i] = sqlite3_column_int64(st, 1);
+		}
+		rc = step == SQLITE_DONE ? 0 : -1;
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+	return rc;
+}
+
 /* The single count an SQL query with one id parameter gives, or -1. */
 static long long count_by_id(struct store *s, const char *sql, int64_t id)
 {

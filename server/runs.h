@@ -89,6 +89,8 @@ int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err
 /* The stored summary JSON text (caller frees) or NULL with *rc = -404 / -409 (none yet). */
 char *runs_summary_text(struct store *s, int64_t id, int *rc);
 int runs_counts(struct store *s, int *queued, int *running);
+/* How many runs are in each of states[0..n) (out[i]); 0 or -1. */
+int runs_count_by_state(struct store *s, const char *const *states, int n, long long *out);
 /* How many runs of run id's repeat group are still queued (0 when it has
  * no group), or -1. */
 int runs_group_queued(struct store *s, int64_t id);

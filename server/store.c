@@ -13,6 +13,7 @@
 #include "migrations.h"
 #include "history.h"
 #include "runs.h"
+#include "selfmet.h"
 #include "util.h"
 
 struct job {
@@ -164,6 +165,7 @@ static void run_batch(struct store *s, struct job *batch)
 {
 	struct store_tx tx = {.db = s->wdb, .store = s};
 	char err[HR_ERRLEN];
+	int64_t t_begin = mono_ns();
 	int in_tx = db_exec(s->wdb, "BEGIN IMMEDIATE;", err) == 0;
 	if (!in_tx)
 		fprintf(stderr, "headroomd: store: %s\n", err);
@@ -192,13 +194,23 @@ static void run_batch(struct store *s, struct job *batch)
 		pthread_mutex_lock(&s->mu);
 		s->commit_failures++;
 		s->last_commit_failed = 1;
+		selfmet_commit(0, 0);
 		snprintf(s->commit_err, sizeof s->commit_err, "%.150s", err);
 		pthread_mutex_unlock(&s->mu);
 	} else if (in_tx) {
 		pthread_mutex_lock(&s->mu);
 		s->last_commit_failed = 0;
 		pthread_mutex_unlock(&s->mu);
+		selfmet_commit(1, (double)(mono_ns() - t_begin) / 1e9);
 	}
+}
+
+int store_queue_len(struct store *s)
+{
+	pthread_mutex_lock(&s->mu);
+	int n = s->queued;
+	pthread_mutex_unlock(&s->mu);
+	return n;
 }
 
 int store_commit_status(struct store *s, long long *failures, char *msg, size_t n)

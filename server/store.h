@@ -84,6 +84,8 @@ void store_reader_unbind(struct store *s);
  * last failure's error text ("" if none). Returns 1 when the most recent
  * commit failed, 0 when it succeeded (or none was made). Any thread. */
 int store_commit_status(struct store *s, long long *failures, char *msg, size_t n);
+/* Jobs waiting for the writer now (GET /metrics). */
+int store_queue_len(struct store *s);
 
 /* Path of the database file (borrowed). */
 const char *store_path(const struct store *s);

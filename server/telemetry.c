@@ -686,7 +686,7 @@ static CURL *page_handle(const struct spec *spec, struct source *s)
 	curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, (long)spec->telemetry.scrape_timeout_ms);
 	curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
 	curl_easy_setopt(e, CURLOPT_NOPROXY, "*");
-	curl_easy_setopt(e, CURLOPT_USERAGENT, "headroomd/0.1.0 telemetry");
+	curl_easy_setopt(e, CURLOPT_USERAGENT, "headroomd/" HEADROOM_VERSION " telemetry");
 #if LIBCURL_VERSION_NUM >= 0x075500
 	curl_easy_setopt(e, CURLOPT_PROTOCOLS_STR, "http,https");
 #endif

@@ -39,7 +39,6 @@
 #include "spec.h"
 #include "util.h"
 
-#define WORKER_VERSION "0.1.0"
 #define TICK_NS 25000000LL          /* flushes at least every HR_RECORD_BATCH_FLUSH_NS */
 #define FINAL_FLUSH_NS 5000000000LL /* time allowed for the last records and DONE */
 #define FINAL_LINGER_MS 5000
@@ -107,7 +106,8 @@ static void usage(FILE *f)
 	      "\n"
 	      "  --connect ENDPOINT  the daemon's ROUTER socket\n"
 	      "  --index I           this worker's index (0..255)\n"
-	      "  --help              this text\n",
+	      "  --help              this text\n"
+	      "  --version           print the version\n",
 	      f);
 }
 
@@ -407,6 +407,7 @@ static int parse_args(int argc, char **argv, struct worker *w)
 	    {"connect", required_argument, NULL, 'c'},
 	    {"index", required_argument, NULL, 'i'},
 	    {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},
 	    {NULL, 0, NULL, 0},
 	};
 	int c;
@@ -431,6 +432,9 @@ static int parse_args(int argc, char **argv, struct worker *w)
 		}
 		case 'h':
 			usage(stdout);
+			return 0;
+		case 'V':
+			puts("headroom-worker " HEADROOM_VERSION " (" HEADROOM_COMMIT ")");
 			return 0;
 		default:
 			usage(stderr);
@@ -525,7 +529,7 @@ static int send_hello(struct worker *w)
 	json_object_set_new(o, "index", json_integer(w->index));
 	json_object_set_new(o, "pid", json_integer((json_int_t)getpid()));
 	json_object_set_new(o, "protocol", json_integer(PROTO_VERSION));
-	json_object_set_new(o, "version", json_string(WORKER_VERSION));
+	json_object_set_new(o, "version", json_string(HEADROOM_VERSION));
 	json_object_set_new(o, "mono_ns", json_integer((json_int_t)mono));
 	json_object_set_new(o, "wall_ns", json_integer((json_int_t)wall));
 	return send_ctl(w, PROTO_HELLO, o, 5000);

@@ -55,7 +55,7 @@ ADMIN_GETS = {("GET", "/api/v1/tokens"), ("GET", "/api/v1/audit")}
 
 def needed_role(method, path):
     """The role the documentation promises for a route (docs/security.md)."""
-    if (method, path) == ("GET", "/api/v1/healthz"):
+    if (method, path) in (("GET", "/api/v1/healthz"), ("GET", "/api/v1/readyz")):
         return None
     if (method, path) in ADMIN_GETS:
         return "admin"
