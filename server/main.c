@@ -25,6 +25,7 @@
 #include "auth.h"
 #include "resummary.h"
 #include "runner.h"
+#include "sdnotify.h"
 #include "netallow.h"
 #include "runs.h"
 #include "calibrate.h"
@@ -420,11 +421,16 @@ int main(int argc, char **argv)
 	printf("headroomd listening on %s://%s (data %s)\n", ao.auth.tls_cert ? "https" : "http",
 	       api_address(api), store_path(store));
 	fflush(stdout);
+	char ready[400];
+	snprintf(ready, sizeof ready, "READY=1\nSTATUS=listening on %.300s", api_address(api));
+	if (sd_notify_send(ready) < 0)
+		fprintf(stderr, "headroomd: could not tell systemd it is ready ($NOTIFY_SOCKET)\n");
 
 	int sig = 0;
 	sigwait(&set, &sig);
 	fprintf(stderr, "headroomd: signal %d, shutting down (a second one exits at once)\n",
 		sig);
+	sd_notify_send("STOPPING=1\nSTATUS=stopping");
 	static sigset_t watch_set;
 	watch_set = set;
 	pthread_t watch;

@@ -1066,6 +1066,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	}
 	terminate_all(&c);
 	reap(&c);
+	selfmet_workers(0); /* before the run's end is written: none left */
 	judge_late_exits(&c, mono_ns(), 1);
 	forget_secret(&c);
 	if (c.have_ds)

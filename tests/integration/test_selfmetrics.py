@@ -10,7 +10,10 @@
   when the free-space floor is not met (while /healthz, liveness, stays
   200); every program prints the one version;
 - with tokens, /metrics needs a read token (the scraper's bearer), and
-  /readyz, like /healthz, none.
+  /readyz, like /healthz, none;
+- under systemd's Type=notify protocol ($NOTIFY_SOCKET, a path or an
+  abstract name) the daemon says READY=1 once it listens and STOPPING=1
+  when SIGTERM stops it.
 """
 
 import os
@@ -67,6 +70,10 @@ class SelfMetrics(unittest.TestCase):
         run = self.api.wait(rid)
         self.assertEqual(run["state"], "succeeded", run.get("reason"))
         self.assertEqual(self.api.call("GET", "/runs/999999")[0], 404)
+        # a request is counted when the server is done with its connection,
+        # a moment after the client has the answer: wait for the evidence
+        not_found = {"route": "/api/v1/runs/{id}", "method": "GET", "code": "404"}
+        text = self.scrape_until(lambda t: value(t, "headroom_http_requests_total", not_found))
         st, ctype, text = scrape(self.daemon.addr)
         self.assertEqual(st, 200)
         self.assertTrue(ctype.startswith("text/plain; version=0.0.4"), ctype)
@@ -95,10 +102,21 @@ class SelfMetrics(unittest.TestCase):
         version = subprocess.run([os.path.join(hrtest.BIN, "headroomd"), "--version"],
                                  capture_output=True, text=True, timeout=30).stdout.split()
         self.assertEqual(value(text, "headroom_build_info", {"version": version[1]}), 1)
-        # the scrape itself is counted by the next one
-        _, _, again = scrape(self.daemon.addr)
-        self.assertGreaterEqual(value(again, "headroom_http_requests_total",
-                                      {"route": "/metrics", "method": "GET", "code": "200"}), 1)
+        # the scrapes themselves are counted by the next ones
+        self.scrape_until(lambda t: value(t, "headroom_http_requests_total",
+                                          {"route": "/metrics", "method": "GET", "code": "200"}))
+
+    def scrape_until(self, pred, timeout=10):
+        import time
+        deadline = time.monotonic() + timeout * hrtest.time_scale()
+        while True:
+            st, _, text = scrape(self.daemon.addr)
+            self.assertEqual(st, 200)
+            if pred(text):
+                return text
+            if time.monotonic() > deadline:
+                self.fail("the metrics never showed it:\n" + text)
+            time.sleep(0.05)
 
     def test_ready(self):
         st, body, _ = self.api.call("GET", "/readyz")
@@ -156,6 +174,39 @@ class WithTokens(unittest.TestCase):
                 self.assertEqual(st, 200, body)
             finally:
                 d.stop()
+
+
+class Notify(unittest.TestCase):
+    def notified(self, name):
+        import socket
+        sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+        with tempfile.TemporaryDirectory() as tmp:
+            addr = os.path.join(tmp, "notify") if name == "path" else "\0headroom-test-%d" % os.getpid()
+            sock.bind(addr)
+            sock.settimeout(30 * hrtest.time_scale())
+            env = dict(os.environ, NOTIFY_SOCKET=addr if name == "path" else "@" + addr[1:])
+            d = hrtest.Proc([os.path.join(hrtest.BIN, "headroomd"), "--listen", "127.0.0.1:0",
+                             "--data", os.path.join(tmp, "data")], "listening on", env=env)
+            try:
+                msg = sock.recv(4096).decode()
+                self.assertTrue(msg.startswith("READY=1\n"), msg)
+                self.assertIn("STATUS=listening on " + d.addr, msg)
+                # ready means ready: the API answers now
+                st, _, _ = hrtest.Api(d.addr).call("GET", "/readyz")
+                self.assertEqual(st, 200)
+                d.p.send_signal(15)
+                msg = sock.recv(4096).decode()
+                self.assertTrue(msg.startswith("STOPPING=1"), msg)
+                self.assertEqual(d.p.wait(30), 0)
+            finally:
+                d.stop()
+                sock.close()
+
+    def test_ready_and_stopping_path(self):
+        self.notified("path")
+
+    def test_ready_and_stopping_abstract(self):
+        self.notified("abstract")
 
 
 if __name__ == "__main__":
