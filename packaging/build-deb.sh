@@ -80,11 +80,13 @@ done
 install -D -m 0644 "$src/packaging/headroomd.service" "$root/lib/systemd/system/headroomd.service"
 install -D -m 0644 "$src/packaging/headroomd.default" "$root/etc/default/headroomd"
 
-# Documentation: copyright, changelog, the README and docs/, the API.
+# Documentation: copyright, changelog, the README and docs/, the API, example specs.
 doc="$root/usr/share/doc/$pkg"
 install -d -m 0755 "$doc"
 install -m 0644 "$src/packaging/deb/copyright" "$doc/copyright"
 install -m 0644 "$src/README.md" "$src/docs/"*.md "$src/api/openapi.yaml" "$src/api/protocol.md" "$doc/"
+install -d -m 0755 "$doc/examples"
+install -m 0644 "$src/examples/"*.json "$doc/examples/"
 date_rfc=$(date -u -R -d "@$SOURCE_DATE_EPOCH")
 printf '%s (%s) unstable; urgency=medium\n\n  * Built from the headroom source tree (packaging/build-deb.sh).\n\n -- %s  %s\n' \
 	"$pkg" "$version" "$maintainer" "$date_rfc" | gzip -9n >"$doc/changelog.Debian.gz"

@@ -94,7 +94,8 @@ class PackageTest(unittest.TestCase):
         want += ["/" + UNIT, "/etc/default/headroomd", "/usr/share/doc/headroom/copyright",
                  "/usr/share/doc/headroom/changelog.Debian.gz",
                  "/usr/share/doc/headroom/operations.md", "/usr/share/doc/headroom/api.md",
-                 "/usr/share/doc/headroom/openapi.yaml", "/usr/share/doc/headroom/README.md"]
+                 "/usr/share/doc/headroom/openapi.yaml", "/usr/share/doc/headroom/README.md",
+                 "/usr/share/doc/headroom/examples/mock.json"]
         for path in want:
             self.assertIn(path, entries)
             self.assertEqual(entries[path][1], "root/root", path)
@@ -215,10 +216,22 @@ class PackageTest(unittest.TestCase):
             self.assertEqual(r.status, 200)
             self.assertIn("text/html", r.headers.get("Content-Type", ""))
         # the CLI from the package talks to it
-        r = run([os.path.join(self.root, "usr/bin/headroom"), "--url", "http://" + d.addr,
-                 "show", str(rid)])
+        cli = [os.path.join(self.root, "usr/bin/headroom"), "--url", "http://" + d.addr]
+        r = run(cli + ["show", str(rid)])
         self.assertEqual(r.returncode, 0, r.stderr)
         self.assertIn("succeeded", r.stdout)
+        # the first run of docs/operations.md: the packaged example, against a
+        # headroom-mock the daemon starts from beside itself
+        r = run(cli + ["submit", os.path.join(self.root, "usr/share/doc/headroom/examples/mock.json"),
+                       "--wait"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        st, runs, _ = api.call("GET", "/runs")
+        self.assertEqual(st, 200)
+        mine = [x for x in runs["runs"] if x["id"] != rid]
+        self.assertEqual([x["state"] for x in mine], ["succeeded"], runs)
+        st, full, _ = api.call("GET", "/runs/%d" % mine[0]["id"])
+        self.assertTrue(full["spec"]["target"]["mock"], full["spec"]["target"])
+        self.assertEqual(full["summary"]["counts"]["valid"], 400, full["summary"]["counts"])
 
     def test_notify_readiness(self):
         """What Type=notify relies on: READY=1 once the API answers, STOPPING=1
