@@ -4,6 +4,8 @@
 
 #include <arpa/inet.h>
 #include <errno.h>
+#include <sys/stat.h>
+#include <time.h>
 #include <microhttpd.h>
 #include <netdb.h>
 #include <stdarg.h>
@@ -12,6 +14,7 @@
 #include <sys/socket.h>
 
 #include "auth.h"
+#include "backup.h"
 #include "calibrate.h"
 #include "client.h"
 #include "datasets.h"
@@ -164,6 +167,38 @@ const char *arg(struct MHD_Connection *c, const char *name)
 }
 
 /* --- handlers ------------------------------------------------------------------ */
+
+/* POST /backups: a backup into a new directory under --backup-dir, named
+ * by the time (admin; docs/operations.md, "Backups") */
+static enum MHD_Result h_backup(struct call *k)
+{
+	if (k->body_len && !(k->body_len == 2 && memcmp(k->body, "{}", 2) == 0))
+		return reply_error(k->conn, 400, "invalid_value", NULL,
+				   "a backup takes no parameters: send no body, or {}");
+	if (mkdir(k->a->o.backup_dir, 0700) < 0 && errno != EEXIST)
+		return reply_internal(k->conn, "cannot create the backup directory");
+	char stamp[32];
+	time_t now = time(NULL);
+	struct tm tm;
+	gmtime_r(&now, &tm);
+	strftime(stamp, sizeof stamp, "%Y%m%dT%H%M%SZ", &tm);
+	char *dest = NULL;
+	struct stat st;
+	for (int i = 0; i < 100; i++) { /* a second one within the same second */
+		free(dest);
+		dest = i ? xasprintf("%s/%s-%d", k->a->o.backup_dir, stamp, i)
+			 : xasprintf("%s/%s", k->a->o.backup_dir, stamp);
+		if (stat(dest, &st) < 0)
+			break;
+	}
+	json_t *info = NULL;
+	char err[HR_ERRLEN];
+	int rc = backup_make(k->a->store, dest, &info, err);
+	free(dest);
+	if (rc < 0)
+		return reply_internal(k->conn, err);
+	return reply_json(k->conn, 201, info);
+}
 
 /* GET /metrics: the daemon's own, in the Prometheus text format */
 static enum MHD_Result h_metrics(struct call *k)
@@ -1085,6 +1120,7 @@ struct route {
 static const struct route routes[] = {
 	{"GET", "/api/v1/healthz", h_healthz},
 	{"GET", "/api/v1/readyz", h_readyz},
+	{"POST", "/api/v1/backups", h_backup},
 	{"GET", "/metrics", h_metrics},
 	{"POST", "/api/v1/runs", h_create},
 	{"GET", "/api/v1/runs", h_list},

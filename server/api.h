@@ -39,6 +39,7 @@ struct api_opts {
 	/* borrowed: the targets allowed (netallow.h), or NULL; a literal
 	 * address that it refuses is answered 400 at submission */
 	const struct netallow *allow;
+	const char *backup_dir; /* POST /backups writes its backups here */
 };
 
 int api_start(struct store *s, struct runner *r, const struct api_opts *o, struct api **out,

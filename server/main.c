@@ -23,6 +23,7 @@
 
 #include "api.h"
 #include "auth.h"
+#include "backup.h"
 #include "resummary.h"
 #include "runner.h"
 #include "sdnotify.h"
@@ -42,6 +43,8 @@ static void usage(FILE *f)
 	      "       headroomd token create|list|revoke ... (API tokens; token --help)\n"
 	      "       headroomd summarize [--data DIR] RUN_ID (a run's summary from its\n"
 	      "       stored records; summarize --help)\n"
+	      "       headroomd backup [--data DIR] DEST (an online backup; backup --help)\n"
+	      "       headroomd restore [--data NEWDIR] BACKUP (check and restore one)\n"
 	      "\n"
 	      "  --listen HOST:PORT   address of the REST API (default 127.0.0.1:8080;\n"
 	      "                       port 0 picks a free port)\n"
@@ -83,6 +86,9 @@ static void usage(FILE *f)
 	      "  --summary-memory-mb N  memory one run's summary may use for its values\n"
 	      "                       (default 256); a larger run is summarised in passes\n"
 	      "                       over its records, with the same exact figures\n"
+	      "  --no-migration-copy  migrate an older database without keeping a copy of\n"
+	      "                       it first (headroom.db.before-NNN)\n"
+	      "  --backup-dir DIR     where POST /api/v1/backups writes (default DATA/backups)\n"
 	      "  --require-tokens     every /api/v1 route but GET /healthz needs a token\n"
 	      "                       (implied once a token was ever made, and beyond\n"
 	      "                       loopback; otherwise a loopback daemon is open)\n"
@@ -200,12 +206,18 @@ int main(int argc, char **argv)
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
 	int retain_days = 0, retain_per_fp = 0;
 	long long min_free_mb = HR_MIN_FREE_MB_DEFAULT;
+	const char *backup_dir = NULL;
+	char *backup_default = NULL;
 	struct api_opts ao = {.listen = NULL}; /* the bounds: 0 takes limits.h's default */
 	struct store_opts so = {0};
 	if (argc > 1 && strcmp(argv[1], "token") == 0)
 		return auth_token_command(argc - 2, argv + 2);
 	if (argc > 1 && strcmp(argv[1], "summarize") == 0)
 		return resummary_command(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "backup") == 0)
+		return backup_command(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "restore") == 0)
+		return restore_command(argc - 2, argv + 2);
 	for (int i = 1; i < argc; i++) {
 		const char *a = argv[i];
 		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
@@ -218,6 +230,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--list-routes") == 0) {
 			api_list_routes(stdout);
 			return 0;
+		} else if (strcmp(a, "--no-migration-copy") == 0) {
+			so.no_migration_copy = 1;
+			continue;
 		} else if (strcmp(a, "--require-tokens") == 0 ||
 			   strcmp(a, "--insecure-plaintext") == 0) {
 			*(a[2] == 'r' ? &ao.auth.require_tokens : &ao.auth.insecure_plaintext) = 1;
@@ -228,6 +243,8 @@ int main(int argc, char **argv)
 			return 2;
 		} else if (strcmp(a, "--listen") == 0) {
 			listen = v;
+		} else if (strcmp(a, "--backup-dir") == 0) {
+			backup_dir = v;
 		} else if (strcmp(a, "--tls-cert") == 0 || strcmp(a, "--tls-key") == 0) {
 			*(a[6] == 'c' ? &ao.auth.tls_cert : &ao.auth.tls_key) = v;
 		} else if (strcmp(a, "--allowed-host") == 0) {
@@ -406,6 +423,8 @@ int main(int argc, char **argv)
 		goto out;
 	}
 	ao.listen = listen;
+	backup_default = xasprintf("%s/backups", data_abs ? data_abs : data);
+	ao.backup_dir = backup_dir ? backup_dir : backup_default;
 	ao.default_workers = default_workers;
 	ao.secrets = &secrets;
 	ao.allow = &allow;
@@ -445,6 +464,7 @@ out:
 	free(mock_bin);
 	secrets_free(&secrets);
 	free(data_abs);
+	free(backup_default);
 	curl_global_cleanup();
 	return status;
 }

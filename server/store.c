@@ -93,13 +93,72 @@ static int open_conn(const char *path, int readonly, sqlite3 **out, char *err)
 	return 0;
 }
 
-static int migrate(sqlite3 *db, char *err)
+/* The newest schema version the database has, 0 for a new one, -1 on error. */
+static int schema_version(sqlite3 *db)
+{
+	sqlite3_stmt *st;
+	int v = -1;
+	if (sqlite3_prepare_v2(db, "SELECT coalesce(max(version), 0) FROM schema_migrations", -1,
+			       &st, NULL) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW)
+		v = sqlite3_column_int(st, 0);
+	sqlite3_finalize(st);
+	return v;
+}
+
+/* A consistent copy of the database before migration `next` changes it. */
+static int copy_before(sqlite3 *db, const char *path, int next, char *err)
+{
+	char *dest = xasprintf("%s.before-%03d", path, next);
+	struct stat st;
+	if (stat(dest, &st) == 0) { /* kept from an earlier attempt: another name */
+		char *d2 = xasprintf("%s.%lld", dest, (long long)(wall_ns() / 1000000000LL));
+		free(dest);
+		dest = d2;
+	}
+	sqlite3_stmt *q;
+	int rc = -1;
+	if (sqlite3_prepare_v2(db, "VACUUM INTO ?", -1, &q, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(q, 1, dest, -1, SQLITE_STATIC);
+		rc = sqlite3_step(q) == SQLITE_DONE ? 0 : -1;
+	}
+	if (rc < 0)
+		errf(err, "cannot copy the database to %s before migrating it: %s (start with "
+			  "--no-migration-copy to migrate without a copy)",
+		     dest, sqlite3_errmsg(db));
+	else
+		fprintf(stderr, "headroomd: the database before migration %03d is kept as %s\n", next,
+			dest);
+	sqlite3_finalize(q);
+	free(dest);
+	return rc;
+}
+
+static int migrate(sqlite3 *db, const char *path, int copy, char *err)
 {
 	if (db_exec(db,
 		    "CREATE TABLE IF NOT EXISTS schema_migrations ("
 		    " version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at INTEGER NOT NULL);",
 		    err) < 0)
 		return -1;
+	int cur = schema_version(db), known = migrations[migrations_count - 1].version;
+	if (cur < 0)
+		return errf(err, "cannot read the schema version of %s", path);
+	if (cur > known)
+		return errf(err, "%s has schema version %d, newer than this headroomd knows (%d): "
+				 "it was written by a newer headroom; run that version, or restore a "
+				 "backup this one made",
+			    path, cur, known);
+	if (cur > 0 && cur < known && copy) {
+		int next = known;
+		for (int i = 0; i < migrations_count; i++)
+			if (migrations[i].version > cur) {
+				next = migrations[i].version;
+				break;
+			}
+		if (copy_before(db, path, next, err) < 0)
+			return -1;
+	}
 	for (int i = 0; i < migrations_count; i++) {
 		const struct migration *m = &migrations[i];
 		sqlite3_stmt *st;
@@ -430,7 +489,7 @@ int store_open(const char *dir, const struct store_opts *o, struct store **out, 
 		errf(err, "sqlite: cannot register functions: %s", sqlite3_errmsg(s->wdb));
 		goto err;
 	}
-	if (migrate(s->wdb, err) < 0)
+	if (migrate(s->wdb, s->path, !(o && o->no_migration_copy), err) < 0)
 		goto err;
 	for (int i = 0; i < nreaders; i++) {
 		if (open_conn(s->path, 1, &s->readers[i], err) < 0)

@@ -42,10 +42,15 @@ typedef int (*store_fn)(struct store_tx *tx, void *arg, char *err);
 struct store_opts {
 	int readers; /* HR_READ_POOL_SIZE */
 	int exports; /* HR_EXPORT_POOL_SIZE */
+	int no_migration_copy; /* do not copy the database before migrating it */
 };
 
 /* Opens (creating) DIR/headroom.db, applies pending migrations, starts the
- * writer thread. Returns 0 and *out, or -1 with err. */
+ * writer thread. Returns 0 and *out, or -1 with err. A database whose
+ * schema is newer than this build's is refused; before migrating an
+ * existing database, a consistent copy of it is kept as
+ * DIR/headroom.db.before-NNN (NNN the first migration applied) unless
+ * o->no_migration_copy (docs/operations.md, "Upgrades"). */
 int store_open(const char *dir, const struct store_opts *o, struct store **out, char *err);
 /* Runs every queued job, stops the writer, closes all connections. NULL ok. */
 void store_free(struct store *s);
