@@ -92,6 +92,12 @@
 #define HR_DATASET_PREVIEW_TEXT 4096      /* bytes of each text shown in a preview */
 #define HR_DATASET_PREVIEW_HASH_IDS 1024  /* hash_ids of one entry shown in a preview */
 
+/* imports of other tools' result files (server/import.h, docs/formats.md) */
+#define HR_MAX_IMPORT_BYTES (64u << 20)   /* one POST /imports body -> 413 */
+#define HR_MAX_IMPORT_RECORDS 1000000     /* requests of one imported file */
+#define HR_MAX_IMPORT_DEPTH 32            /* nesting of arrays and objects in an imported file */
+#define HR_MAX_IMPORT_UNMAPPED (64u << 10) /* one unmapped member kept with the run, as JSON */
+
 /* daemon */
 #define HR_STORE_QUEUE_MAX 1024           /* writer commands waiting; producers block beyond */
 #define HR_READ_POOL_SIZE 8               /* SQLite read connections: API handlers, daemon threads */

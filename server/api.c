@@ -1151,6 +1151,7 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/baselines/{name}", h_baseline_get},
 	{"PUT", "/api/v1/baselines/{name}", h_baseline_put},
 	{"DELETE", "/api/v1/baselines/{name}", h_baseline_delete},
+	{"POST", "/api/v1/imports", h_import},
 	{"POST", "/api/v1/datasets", h_dataset_create},
 	{"GET", "/api/v1/datasets", h_dataset_list},
 	{"GET", "/api/v1/datasets/{id}", h_dataset_get},
@@ -1175,6 +1176,7 @@ static const struct {
 	{"POST", "/api/v1/runs/{id}/cancel", AUTH_SUBMIT},
 	{"PATCH", "/api/v1/runs/{id}", AUTH_SUBMIT},
 	{"POST", "/api/v1/datasets", AUTH_SUBMIT},
+	{"POST", "/api/v1/imports", AUTH_SUBMIT},
 	{"POST", "/api/v1/calibrations", AUTH_SUBMIT},
 	{"POST", "/api/v1/sweeps", AUTH_SUBMIT},
 	{"POST", "/api/v1/sweeps/{id}/cancel", AUTH_SUBMIT},
@@ -1295,13 +1297,13 @@ static enum MHD_Result dispatch(struct api *a, struct MHD_Connection *conn, cons
 	return reply_error(conn, 404, "not_found", NULL, "no such route: %s", url);
 }
 
-static enum MHD_Result reply_too_large(struct MHD_Connection *conn, int dataset)
+static enum MHD_Result reply_too_large(struct MHD_Connection *conn, int dataset, size_t bound)
 {
 	if (dataset)
 		return reply_error(conn, 413, "body_too_large", NULL,
 				   "the dataset is larger than %u bytes", HR_MAX_DATASET_BYTES);
 	return reply_error(conn, 413, "body_too_large", NULL,
-			   "request body is larger than %u bytes", HR_MAX_BODY_BYTES);
+			   "request body is larger than %zu bytes", bound);
 }
 
 /* The route pattern a request is counted under (GET /metrics). */
@@ -1324,15 +1326,19 @@ static enum MHD_Result on_request_inner(void *cls, struct MHD_Connection *conn, 
 	struct req *rq = *con_cls;
 	if (!rq) {
 		rq = xcalloc(1, sizeof *rq);
-		dynbuf_init(&rq->body, HR_MAX_BODY_BYTES);
+		/* a dataset upload has its own, larger bound and goes to a file;
+		 * an import (a result file) has a larger bound in memory */
+		int64_t unused;
+		int dataset = strcmp(method, "POST") == 0 &&
+			      api_match("/api/v1/datasets", url, &unused, NULL);
+		int import = strcmp(method, "POST") == 0 &&
+			     api_match("/api/v1/imports", url, &unused, NULL);
+		size_t bound = import ? HR_MAX_IMPORT_BYTES : HR_MAX_BODY_BYTES;
+		dynbuf_init(&rq->body, bound);
 		*con_cls = rq;
 		rq->t0 = mono_ns();
 		rq->route = route_label(url, method);
 		snprintf(rq->method, sizeof rq->method, "%s", method);
-		/* a dataset upload has its own, larger bound and goes to a file */
-		int64_t unused;
-		int dataset = strcmp(method, "POST") == 0 &&
-			      api_match("/api/v1/datasets", url, &unused, NULL);
 		/* Host, Origin, token, role and Content-Type, before a byte of
 		 * the body is read (auth.h) */
 		enum MHD_Result aret;
@@ -1346,8 +1352,8 @@ static enum MHD_Result on_request_inner(void *cls, struct MHD_Connection *conn, 
 							     MHD_HTTP_HEADER_CONTENT_LENGTH);
 		long long n;
 		if (cl && parse_int(cl, 0, INT64_MAX, &n) == 0 &&
-		    n > (long long)(dataset ? HR_MAX_DATASET_BYTES : HR_MAX_BODY_BYTES))
-			return reply_too_large(conn, dataset);
+		    n > (long long)(dataset ? HR_MAX_DATASET_BYTES : bound))
+			return reply_too_large(conn, dataset, bound);
 		if (dataset) {
 			/* a bad query is answered before a byte of the body is read */
 			enum MHD_Result qret;
@@ -1379,7 +1385,7 @@ static enum MHD_Result on_request_inner(void *cls, struct MHD_Connection *conn, 
 		return MHD_YES;
 	}
 	if (rq->too_large)
-		return reply_too_large(conn, rq->upload != NULL);
+		return reply_too_large(conn, rq->upload != NULL, rq->body.max);
 	return dispatch(a, conn, url, method, rq);
 }
 

@@ -68,6 +68,9 @@ const char *arg(struct MHD_Connection *c, const char *name);
 /* GET /runs/{id}/export: AIPerf and vLLM result files (api_peers.c). */
 enum MHD_Result h_export(struct call *k);
 
+/* POST /imports: other tools' result files as imported runs (api_imports.c). */
+enum MHD_Result h_import(struct call *k);
+
 /* The history routes (api_history.c). */
 enum MHD_Result h_list(struct call *k);
 enum MHD_Result h_patch(struct call *k);

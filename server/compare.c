@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cmprule.h"
+#include "imports.h"
 #include "infer.h"
 #include "metrics.h"
 #include "rng.h"
@@ -494,6 +495,21 @@ json_t *compare_runs(struct store *s, const int64_t *base, int nb, const int64_t
 	json_t *counts = json_pack("{s:i, s:i, s:i, s:i, s:i}", "better", 0, "worse", 0,
 				   "unchanged", 0, "inconclusive", 0, "changed", 0);
 	int requests = nb == 1 && nh == 1;
+	/* an imported run without per-request records has only its figures:
+	 * the comparison is of those, and says so */
+	json_t *firsts[2] = {ra, rb};
+	for (int k = 0; k < 2; k++)
+		if (imports_summary_only(firsts[k])) {
+			requests = 0;
+			json_array_append_new(
+				warnings,
+				json_pack("{s:s, s:s, s:o}", "side", k ? "head" : "base", "code",
+					  "summary_only", "message",
+					  json_sprintf("run %lld was imported from a file without "
+						       "per-request records: only its summary's "
+						       "figures are compared, without intervals",
+						       (long long)(k ? head[0] : base[0]))));
+		}
 	if (requests) {
 		struct spec spa, spb;
 		struct spec_error se;

@@ -9,6 +9,7 @@
 
 #include "dynbuf.h"
 #include "history.h"
+#include "imports.h"
 #include "limits.h"
 #include "reccodec.h"
 #include "util.h"
@@ -606,6 +607,7 @@ int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err
 		if (with_spec) {
 			json_object_set_new(*out, "spec", runs_col_json(st, RUNS_ROW_NCOLS));
 			json_object_set_new(*out, "summary", runs_col_json(st, RUNS_ROW_NCOLS + 1));
+			imports_attach(db, id, *out); /* an imported run's origin */
 		}
 		rc = 0;
 	} else if (step == SQLITE_DONE) {

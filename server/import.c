@@ -1,0 +1,1090 @@
+/* import.c - vLLM and AIPerf result files read into a spec, records and a
+ * summary (see import.h; the mappings are docs/formats.md, "Imports"). */
+#include "import.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "limits.h"
+#include "metrics.h"
+#include "util.h"
+
+static int fail(struct import_error *e, const char *code, const char *field, long line,
+		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int fail(struct import_error *e, const char *code, const char *field, long line,
+		const char *fmt, ...)
+{
+	snprintf(e->code, sizeof e->code, "%s", code);
+	snprintf(e->field, sizeof e->field, "%s", field);
+	e->line = line;
+	size_t off = 0;
+	if (line > 0) /* the message names the line too */
+		off = (size_t)snprintf(e->message, sizeof e->message, "line %ld: ", line);
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(e->message + off, sizeof e->message - off, fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+/* Nesting deeper than HR_MAX_IMPORT_DEPTH is refused before the parser
+ * sees it (a scan outside strings). */
+static int depth_ok(const char *s, size_t len)
+{
+	int depth = 0, in_str = 0;
+	for (size_t i = 0; i < len; i++) {
+		char c = s[i];
+		if (in_str) {
+			if (c == '\\')
+				i++;
+			else if (c == '"')
+				in_str = 0;
+		} else if (c == '"') {
+			in_str = 1;
+		} else if (c == '[' || c == '{') {
+			if (++depth > HR_MAX_IMPORT_DEPTH)
+				return 0;
+		} else if (c == ']' || c == '}') {
+			depth--;
+		}
+	}
+	return 1;
+}
+
+static json_t *load_doc(const char *text, size_t len, const char *field, long line,
+			struct import_error *e)
+{
+	if (!depth_ok(text, len)) {
+		fail(e, "too_deep", field, line, "'%s' nests arrays and objects deeper than %d levels",
+		     field, HR_MAX_IMPORT_DEPTH);
+		return NULL;
+	}
+	json_error_t je;
+	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	if (!doc) {
+		if (line > 0)
+			fail(e, "invalid_json", field, line, "not JSON: %s (column %d)", je.text,
+			     je.column);
+		else
+			fail(e, "invalid_json", field, 0, "'%s' is not JSON: %s (line %d, column %d)",
+			     field, je.text, je.line, je.column);
+		return NULL;
+	}
+	if (!json_is_object(doc)) {
+		json_decref(doc);
+		fail(e, "wrong_type", field, line, "'%s' must be a JSON object", field);
+		return NULL;
+	}
+	return doc;
+}
+
+/* The value of an unmapped member as kept: itself, or a note when its JSON
+ * passes HR_MAX_IMPORT_UNMAPPED (the original file keeps it whole). */
+static void keep_unmapped(json_t *unmapped, const char *key, json_t *v)
+{
+	char *t = json_dumps(v, JSON_COMPACT | JSON_ENCODE_ANY);
+	size_t n = t ? strlen(t) : 0;
+	free(t);
+	if (n > HR_MAX_IMPORT_UNMAPPED)
+		json_object_set_new(unmapped, key,
+				    json_pack("{s:s, s:I}", "omitted",
+					      "too large to keep here: it is in the original file",
+					      "bytes", (json_int_t)n));
+	else
+		json_object_set(unmapped, key, v);
+}
+
+static double clampd(double v, double lo, double hi)
+{
+	return v < lo ? lo : v > hi ? hi : v;
+}
+
+/* A number member (NAN when absent or null); -1 with err when another type. */
+static int opt_num(json_t *o, const char *key, const char *prefix, double *out,
+		   struct import_error *e)
+{
+	json_t *v = json_object_get(o, key);
+	*out = NAN;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v)) {
+		char f[200];
+		snprintf(f, sizeof f, "%s%s", prefix, key);
+		return fail(e, "wrong_type", f, 0, "'%s' must be a number", f);
+	}
+	*out = json_number_value(v);
+	return 0;
+}
+
+/* Seconds (or ms) as nanoseconds, checked. */
+static int to_ns(double v, double scale, int64_t *out)
+{
+	double ns = v * scale;
+	if (!isfinite(ns) || ns < 0 || ns > 1e17)
+		return -1;
+	*out = (int64_t)llround(ns);
+	return 0;
+}
+
+/* --- start times where the file has none ------------------------------------------------ */
+
+/* vLLM keeps no start times: lay the requests out as its client sent them,
+ * in the file's order, at most conc in flight (0: no bound), one every
+ * 1/rate seconds when a rate was set. Each record holds its times relative
+ * to a start of 0; they are shifted here. */
+static void layout(struct hr_record *recs, size_t n, long long conc, double rate)
+{
+	size_t slots = conc > 0 && (size_t)conc < n ? (size_t)conc : n;
+	if (slots == 0)
+		return;
+	int64_t *heap = xcalloc(slots, sizeof *heap); /* min-heap of slot free times */
+	for (size_t i = 0; i < n; i++) {
+		struct hr_record *r = &recs[i];
+		int64_t arrival = rate > 0 ? (int64_t)llround((double)i / rate * 1e9) : 0;
+		int64_t start = heap[0] > arrival ? heap[0] : arrival;
+		int64_t dur = r->done_ns - r->start_ns;
+		int64_t *t[] = {&r->start_ns, &r->first_output_ns, &r->end_ns, &r->done_ns};
+		for (size_t k = 0; k < HR_ARRAY_LEN(t); k++)
+			if (*t[k] != HR_NO_TIME)
+				*t[k] += start;
+		for (uint32_t k = 0; k < r->n_chunks; k++)
+			r->chunk_ns[k] += start;
+		/* the slot is free again at this request's end: sift down */
+		heap[0] = start + dur;
+		size_t j = 0;
+		for (;;) {
+			size_t l = 2 * j + 1, m = j;
+			if (l < slots && heap[l] < heap[m])
+				m = l;
+			if (l + 1 < slots && heap[l + 1] < heap[m])
+				m = l + 1;
+			if (m == j)
+				break;
+			int64_t x = heap[j];
+			heap[j] = heap[m];
+			heap[m] = x;
+			j = m;
+		}
+	}
+	free(heap);
+}
+
+static void record_blank(struct hr_record *r, size_t i)
+{
+	record_init(r);
+	r->seq = i;
+	r->req_id = i;
+	r->phase = HR_PHASE_PROFILING;
+	r->intended_ns = r->headers_ns = HR_NO_TIME;
+	r->isl = r->osl = r->reasoning_tokens = -1;
+	r->req_osl = r->usage_isl = r->usage_osl = r->tok_isl = r->tok_osl = -1;
+}
+
+static void free_recs(struct hr_record *recs, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		record_release(&recs[i]);
+	free(recs);
+}
+
+/* The error category of a message "category: text" (headroom's own
+ * export writes that), else fallback; *msg past the category. */
+static int err_category(const char *s, int fallback, const char **msg)
+{
+	*msg = s;
+	const char *colon = strstr(s, ": ");
+	if (colon && colon - s < 32) {
+		char name[32];
+		memcpy(name, s, (size_t)(colon - s));
+		name[colon - s] = 0;
+		int e = hr_err_from_name(name);
+		if (e > 0) {
+			*msg = colon + 2;
+			return e;
+		}
+	}
+	return fallback;
+}
+
+static char *short_msg(const char *s)
+{
+	size_t n = strlen(s);
+	if (n > HR_MAX_ERROR_MSG)
+		n = HR_MAX_ERROR_MSG;
+	return utf8_sanitize(xstrndup(s, n));
+}
+
+/* --- vLLM ------------------------------------------------------------------------------- */
+
+static const char *const vllm_metrics[][2] = {
+	{"ttft", "time_to_first_token"},
+	{"tpot", "inter_token_latency"},
+	{"itl", "inter_chunk_latency"},
+	{"e2el", "request_latency"},
+};
+
+/* "mean_ttft_ms" -> metric index and the statistic ("avg", "p50", "std",
+ * "p99"...; "median" is p50); -1 when not one of vLLM's figures. */
+static int vllm_stat_key(const char *key, char *stat, size_t n)
+{
+	size_t len = strlen(key);
+	if (len < 4 || strcmp(key + len - 3, "_ms") != 0)
+		return -1;
+	for (int m = 0; m < (int)HR_ARRAY_LEN(vllm_metrics); m++) {
+		char suffix[16];
+		snprintf(suffix, sizeof suffix, "_%s_ms", vllm_metrics[m][0]);
+		size_t sl = strlen(suffix);
+		if (len <= sl || strcmp(key + len - sl, suffix) != 0)
+			continue;
+		size_t pl = len - sl;
+		char pre[16];
+		if (pl >= sizeof pre)
+			return -1;
+		memcpy(pre, key, pl);
+		pre[pl] = 0;
+		if (strcmp(pre, "mean") == 0)
+			snprintf(stat, n, "avg");
+		else if (strcmp(pre, "median") == 0)
+			snprintf(stat, n, "p50");
+		else if (strcmp(pre, "std") == 0)
+			snprintf(stat, n, "std");
+		else if (pre[0] == 'p' && pre[1] && strspn(pre + 1, "0123456789.") == pl - 1)
+			snprintf(stat, n, "%s", pre);
+		else
+			return -1;
+		return m;
+	}
+	return -1;
+}
+
+static const char *const vllm_mapped[] = {
+	"date", "backend", "model_id", "num_prompts", "request_rate", "burstiness",
+	"max_concurrency", "duration", "completed", "total_input_tokens", "total_output_tokens",
+	"request_throughput", "output_throughput", "total_token_throughput", "request_goodput:",
+	"input_lens", "output_lens", "ttfts", "itls", "errors"};
+
+static int is_vllm_mapped(const char *key)
+{
+	char stat[16];
+	for (size_t i = 0; i < HR_ARRAY_LEN(vllm_mapped); i++)
+		if (strcmp(key, vllm_mapped[i]) == 0)
+			return 1;
+	return vllm_stat_key(key, stat, sizeof stat) >= 0;
+}
+
+/* The per-request arrays into records (start 0: layout places them). */
+static int vllm_records(json_t *doc, struct import_result *out, struct import_error *e)
+{
+	static const char *const names[] = {"ttfts", "itls", "input_lens", "output_lens", "errors"};
+	json_t *a[5];
+	size_t n = 0;
+	int have = 0;
+	for (int k = 0; k < 5; k++) {
+		a[k] = json_object_get(doc, names[k]);
+		if (a[k] && !json_is_array(a[k]))
+			return fail(e, "wrong_type", names[k], 0, "'file.%s' must be an array",
+				    names[k]);
+		if (a[k])
+			have++;
+	}
+	if (!have)
+		return 0;
+	for (int k = 0; k < 5; k++) {
+		char f[64];
+		snprintf(f, sizeof f, "file.%s", names[k]);
+		if (!a[k] && k != 4) /* errors may be left out: then none failed */
+			return fail(e, "missing_field", f, 0,
+				    "'%s' is missing: vLLM's per-request arrays come together "
+				    "(ttfts, itls, input_lens, output_lens)",
+				    f);
+		if (!a[k])
+			continue;
+		size_t len = json_array_size(a[k]);
+		if (len > HR_MAX_IMPORT_RECORDS)
+			return fail(e, "too_large", f, 0, "'%s' has %zu entries: at most %d requests",
+				    f, len, HR_MAX_IMPORT_RECORDS);
+		if (k == 0)
+			n = len;
+		else if (len != n)
+			return fail(e, "invalid_value", f, 0,
+				    "'%s' has %zu entries but 'file.ttfts' has %zu: one per request",
+				    f, len, n);
+	}
+	struct hr_record *recs = xcalloc(n ? n : 1, sizeof *recs);
+	for (size_t i = 0; i < n; i++) {
+		struct hr_record *r = &recs[i];
+		record_blank(r, i);
+		char f[96];
+		json_t *ev = a[4] ? json_array_get(a[4], i) : NULL;
+		if (ev && !json_is_string(ev) && !json_is_null(ev)) {
+			snprintf(f, sizeof f, "file.errors[%zu]", i);
+			free_recs(recs, i + 1);
+			return fail(e, "wrong_type", f, 0, "'%s' must be a string", f);
+		}
+		const char *emsg = ev && json_is_string(ev) ? json_string_value(ev) : "";
+		json_t *il = json_array_get(a[2], i), *ol = json_array_get(a[3], i);
+		if (!json_is_null(il)) {
+			if (!json_is_integer(il) || json_integer_value(il) < 0 ||
+			    json_integer_value(il) > HR_MAX_ISL * 100LL) {
+				snprintf(f, sizeof f, "file.input_lens[%zu]", i);
+				free_recs(recs, i + 1);
+				return fail(e, "wrong_type", f, 0,
+					    "'%s' must be an integer from 0 to %d (or null)", f,
+					    HR_MAX_ISL * 100);
+			}
+			r->isl = (int32_t)json_integer_value(il);
+		}
+		r->start_ns = 0;
+		if (emsg[0]) { /* a failed request: vLLM keeps only its message */
+			const char *m;
+			r->error = (uint8_t)err_category(emsg, HR_ERR_TRANSPORT, &m);
+			r->error_msg = short_msg(m);
+			r->http_status = 0;
+			r->end_ns = r->done_ns = 0;
+			continue;
+		}
+		if (!json_is_integer(ol) || json_integer_value(ol) < 0 ||
+		    json_integer_value(ol) > HR_MAX_OSL * 100LL) {
+			snprintf(f, sizeof f, "file.output_lens[%zu]", i);
+			free_recs(recs, i + 1);
+			return fail(e, "wrong_type", f, 0, "'%s' must be an integer from 0 to %d", f,
+				    HR_MAX_OSL * 100);
+		}
+		r->osl = (int32_t)json_integer_value(ol);
+		json_t *tv = json_array_get(a[0], i), *gaps = json_array_get(a[1], i);
+		int64_t t;
+		if (!json_is_number(tv) || to_ns(json_number_value(tv), 1e9, &t) < 0) {
+			snprintf(f, sizeof f, "file.ttfts[%zu]", i);
+			free_recs(recs, i + 1);
+			return fail(e, "wrong_type", f, 0,
+				    "'%s' must be a number of seconds, 0 or more", f);
+		}
+		if (!json_is_array(gaps) || json_array_size(gaps) >= HR_MAX_CHUNKS_PER_REQUEST) {
+			snprintf(f, sizeof f, "file.itls[%zu]", i);
+			free_recs(recs, i + 1);
+			return fail(e, "wrong_type", f, 0,
+				    "'%s' must be an array of fewer than %u numbers", f,
+				    HR_MAX_CHUNKS_PER_REQUEST);
+		}
+		r->http_status = 200;
+		r->flags = HR_REC_STREAMED;
+		uint32_t cap = 0;
+		int64_t at = t;
+		record_add_chunk(r, at, &cap);
+		size_t g;
+		json_t *gv;
+		json_array_foreach(gaps, g, gv)
+		{
+			int64_t d;
+			if (!json_is_number(gv) || to_ns(json_number_value(gv), 1e9, &d) < 0 ||
+			    at > INT64_MAX / 4 - d) {
+				snprintf(f, sizeof f, "file.itls[%zu][%zu]", i, g);
+				free_recs(recs, i + 1);
+				return fail(e, "wrong_type", f, 0,
+					    "'%s' must be a number of seconds, 0 or more", f);
+			}
+			at += d;
+			record_add_chunk(r, at, &cap);
+		}
+		r->first_output_ns = r->chunk_ns[0];
+		r->end_ns = r->done_ns = at;
+	}
+	out->recs = recs;
+	out->n = n;
+	return 0;
+}
+
+static json_t *vllm_spec(json_t *doc, const struct import_result *res)
+{
+	const char *model = json_string_value(json_object_get(doc, "model_id"));
+	const char *backend = json_string_value(json_object_get(doc, "backend"));
+	const char *ep = backend && strcmp(backend, "openai") == 0 ? "completions" : "chat";
+	json_t *target = json_pack("{s:s, s:s, s:s}", "url", "http://imported.invalid", "model",
+				   model && model[0] && strlen(model) <= HR_MAX_NAME_LEN ? model
+											: "unknown",
+				   "endpoint", ep);
+	json_t *load = json_object();
+	json_t *rate = json_object_get(doc, "request_rate");
+	json_t *mc = json_object_get(doc, "max_concurrency");
+	json_t *np = json_object_get(doc, "num_prompts");
+	long long conc = json_is_integer(mc) ? json_integer_value(mc) : 0;
+	if (json_is_number(rate) && json_number_value(rate) > 0 && isfinite(json_number_value(rate))) {
+		json_object_set_new(load, "mode", json_string("rate"));
+		json_object_set_new(load, "rate", json_real(clampd(json_number_value(rate), 1e-6,
+								   HR_MAX_RATE)));
+		json_t *b = json_object_get(doc, "burstiness");
+		if (json_is_number(b) && json_number_value(b) != 1.0) {
+			json_object_set_new(load, "arrival", json_string("gamma"));
+			json_object_set_new(load, "smoothness",
+					    json_real(clampd(json_number_value(b), HR_MIN_SMOOTHNESS,
+							     HR_MAX_SMOOTHNESS)));
+		} else {
+			json_object_set_new(load, "arrival", json_string("poisson"));
+		}
+		if (conc > 0)
+			json_object_set_new(load, "max_concurrency",
+					    json_integer(conc > HR_MAX_CONCURRENCY ? HR_MAX_CONCURRENCY
+										   : conc));
+	} else {
+		long long c = conc > 0 ? conc : json_is_integer(np) ? json_integer_value(np) : 1;
+		c = c < 1 ? 1 : c > HR_MAX_CONCURRENCY ? HR_MAX_CONCURRENCY : c;
+		json_object_set_new(load, "mode", json_string("concurrency"));
+		json_object_set_new(load, "concurrency", json_integer(c));
+	}
+	if (json_is_integer(np) && json_integer_value(np) >= 1)
+		json_object_set_new(load, "requests",
+				    json_integer(json_integer_value(np) > HR_MAX_REQUESTS
+							 ? HR_MAX_REQUESTS
+							 : json_integer_value(np)));
+	/* the mean lengths the file shows */
+	long long valid = 0, si = 0, so = 0;
+	for (size_t i = 0; i < res->n; i++)
+		if (res->recs[i].error == HR_ERR_NONE) {
+			valid++;
+			si += res->recs[i].isl > 0 ? res->recs[i].isl : 0;
+			so += res->recs[i].osl > 0 ? res->recs[i].osl : 0;
+		}
+	if (!res->n) {
+		json_t *c = json_object_get(doc, "completed");
+		json_t *ti = json_object_get(doc, "total_input_tokens");
+		json_t *to = json_object_get(doc, "total_output_tokens");
+		valid = json_is_integer(c) ? json_integer_value(c) : 0;
+		si = json_is_integer(ti) ? json_integer_value(ti) : 0;
+		so = json_is_integer(to) ? json_integer_value(to) : 0;
+	}
+	json_t *workload = json_object();
+	if (valid > 0 && si >= 0 && so >= 0) {
+		json_object_set_new(workload, "isl",
+				    json_pack("{s:I}", "mean",
+					      (json_int_t)clampd(llround((double)si / (double)valid),
+								 0, HR_MAX_ISL)));
+		json_object_set_new(workload, "osl",
+				    json_pack("{s:I}", "mean",
+					      (json_int_t)clampd(llround((double)so / (double)valid),
+								 0, HR_MAX_OSL)));
+	}
+	return json_pack("{s:o, s:o, s:o, s:i, s:{s:b, s:b}}", "target", target, "load", load,
+			 "workload", workload, "workers", 1, "telemetry", "nvml", 0,
+			 "server_metrics", 0);
+}
+
+/* A summary from vLLM's own figures (no per-request arrays). */
+static json_t *vllm_summary(json_t *doc, json_t *figures)
+{
+	json_t *metrics = json_object();
+	const char *key;
+	json_t *v;
+	json_object_foreach(doc, key, v)
+	{
+		char stat[16];
+		int m = vllm_stat_key(key, stat, sizeof stat);
+		if (m < 0 || !json_is_number(v))
+			continue;
+		json_t *o = json_object_get(metrics, vllm_metrics[m][1]);
+		if (!o) {
+			o = json_pack("{s:s}", "unit", "ms");
+			json_object_set_new(metrics, vllm_metrics[m][1], o);
+		}
+		json_object_set_new(o, stat, json_real(json_number_value(v)));
+	}
+	json_t *c = json_object_get(doc, "completed"), *np = json_object_get(doc, "num_prompts");
+	json_int_t valid = json_is_integer(c) ? json_integer_value(c) : 0;
+	json_int_t req = json_is_integer(np) ? json_integer_value(np) : valid;
+	if (req < valid)
+		req = valid;
+	json_t *w = json_object_get(figures, "window_s");
+	return json_pack("{s:i, s:f, s:{s:I, s:I, s:I, s:i}, s:{}, s:o, s:b}", "metrics_version",
+			 METRICS_VERSION, "window_s", json_is_number(w) ? json_number_value(w) : 0.0,
+			 "counts", "requests", req, "valid", valid, "errors", req - valid, "warmup", 0,
+			 "errors", "metrics", metrics, "summary_only", 1);
+}
+
+static int parse_vllm(json_t *doc, struct import_result *out, struct import_error *e)
+{
+	snprintf(out->producer, sizeof out->producer, "vllm");
+	snprintf(out->format, sizeof out->format, "vllm");
+	/* types of the headline members */
+	static const char *const nums[] = {"duration", "request_throughput", "output_throughput",
+					   "total_token_throughput", "request_goodput:",
+					   "burstiness"};
+	double d[HR_ARRAY_LEN(nums)];
+	for (size_t i = 0; i < HR_ARRAY_LEN(nums); i++)
+		if (opt_num(doc, nums[i], "file.", &d[i], e) < 0)
+			return -1;
+	static const char *const ints[] = {"num_prompts", "completed", "max_concurrency",
+					   "total_input_tokens", "total_output_tokens"};
+	for (size_t i = 0; i < HR_ARRAY_LEN(ints); i++) {
+		json_t *v = json_object_get(doc, ints[i]);
+		if (v && !json_is_null(v) && (!json_is_integer(v) || json_integer_value(v) < 0)) {
+			char f[64];
+			snprintf(f, sizeof f, "file.%s", ints[i]);
+			return fail(e, "wrong_type", f, 0, "'%s' must be an integer, 0 or more", f);
+		}
+	}
+	json_t *rate = json_object_get(doc, "request_rate");
+	if (rate && !json_is_null(rate) && !json_is_number(rate) &&
+	    !(json_is_string(rate) && strcmp(json_string_value(rate), "inf") == 0))
+		return fail(e, "wrong_type", "file.request_rate", 0,
+			    "'file.request_rate' must be a number or \"inf\"");
+	static const char *const strs[] = {"model_id", "backend", "date"};
+	for (size_t i = 0; i < HR_ARRAY_LEN(strs); i++) {
+		json_t *v = json_object_get(doc, strs[i]);
+		if (v && !json_is_null(v) && !json_is_string(v)) {
+			char f[64];
+			snprintf(f, sizeof f, "file.%s", strs[i]);
+			return fail(e, "wrong_type", f, 0, "'%s' must be a string", f);
+		}
+	}
+	const char *key;
+	json_t *v;
+	json_object_foreach(doc, key, v)
+	{
+		char stat[16];
+		if (vllm_stat_key(key, stat, sizeof stat) >= 0) {
+			if (!json_is_number(v) && !json_is_null(v)) {
+				char f[96];
+				snprintf(f, sizeof f, "file.%s", key);
+				return fail(e, "wrong_type", f, 0, "'%s' must be a number", f);
+			}
+			json_object_set(out->stated, key, v);
+		} else if (!is_vllm_mapped(key)) {
+			keep_unmapped(out->unmapped, key, v);
+		}
+	}
+	static const char *const fig_tags[] = {NULL, "request_throughput",
+					       "output_token_throughput", "total_token_throughput",
+					       "goodput", NULL};
+	for (size_t i = 0; i < HR_ARRAY_LEN(nums); i++) {
+		if (isnan(d[i]))
+			continue;
+		json_object_set_new(out->stated, nums[i], json_real(d[i]));
+		if (i == 0 && d[i] > 0)
+			json_object_set_new(out->figures, "window_s", json_real(d[i]));
+		else if (fig_tags[i])
+			json_object_set_new(out->figures, fig_tags[i], json_real(d[i]));
+	}
+	if (vllm_records(doc, out, e) < 0)
+		return -1;
+	out->spec = vllm_spec(doc, out);
+	if (out->n) {
+		json_t *mc = json_object_get(doc, "max_concurrency");
+		double r = json_is_number(rate) ? json_number_value(rate) : 0;
+		layout(out->recs, out->n, json_is_integer(mc) ? json_integer_value(mc) : 0,
+		       r > 0 && isfinite(r) ? r : 0);
+		out->layout = 1;
+	} else {
+		out->summary = vllm_summary(doc, out->figures);
+	}
+	return 0;
+}
+
+/* --- AIPerf ----------------------------------------------------------------------------- */
+
+static const char *const aiperf_stats[] = {"avg", "min", "max", "std", "p1",  "p5",
+					   "p10", "p25", "p50", "p75", "p90", "p95", "p99"};
+
+/* A metric of metric_catalog: 1 per request, 2 run-level, 0 not one. */
+static int catalog_kind(const char *tag)
+{
+	for (size_t i = 0; i < metric_catalog_count; i++)
+		if (strcmp(metric_catalog[i].tag, tag) == 0)
+			return metric_catalog[i].run_level ? 2 : 1;
+	return 0;
+}
+
+/* One line of profile_export.jsonl into a record (times absolute, epoch
+ * ns; the caller shifts them). */
+static int aiperf_line(json_t *o, long line, size_t idx, struct hr_record *r,
+		       struct import_error *e)
+{
+	record_blank(r, idx);
+	json_t *md = json_object_get(o, "metadata"), *mt = json_object_get(o, "metrics");
+	json_t *er = json_object_get(o, "error");
+	if (!json_is_object(md))
+		return fail(e, md ? "wrong_type" : "missing_field", "jsonl.metadata", line,
+			    "'metadata' must be an object");
+	if (mt && !json_is_null(mt) && !json_is_object(mt))
+		return fail(e, "wrong_type", "jsonl.metrics", line, "'metrics' must be an object");
+	if (er && !json_is_null(er) && !json_is_object(er))
+		return fail(e, "wrong_type", "jsonl.error", line, "'error' must be an object or null");
+	static const char *const times[] = {"request_start_ns", "request_ack_ns", "request_end_ns",
+					    "cancellation_time_ns"};
+	int64_t t[4];
+	for (int k = 0; k < 4; k++) {
+		json_t *v = json_object_get(md, times[k]);
+		t[k] = HR_NO_TIME;
+		if (!v || json_is_null(v)) {
+			if (k == 0)
+				return fail(e, "missing_field", "jsonl.metadata.request_start_ns",
+					    line, "'metadata.request_start_ns' is required");
+			continue;
+		}
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > 4000000000000000000LL) {
+			char f[96];
+			snprintf(f, sizeof f, "jsonl.metadata.%s", times[k]);
+			return fail(e, "wrong_type", f, line,
+				    "'metadata.%s' must be an integer of nanoseconds", times[k]);
+		}
+		t[k] = json_integer_value(v);
+	}
+	r->start_ns = t[0];
+	r->headers_ns = t[1];
+	json_t *w = json_object_get(md, "worker_id");
+	unsigned wk;
+	if (json_is_string(w) && sscanf(json_string_value(w), "worker_%u", &wk) == 1 &&
+	    wk < 1000000)
+		r->worker = wk;
+	json_t *sn = json_object_get(md, "session_num");
+	if (json_is_integer(sn) && json_integer_value(sn) >= 0)
+		r->req_id = (uint64_t)json_integer_value(sn);
+	json_t *ti = json_object_get(md, "turn_index");
+	if (json_is_integer(ti) && json_integer_value(ti) >= 0 &&
+	    json_integer_value(ti) <= HR_MAX_TURNS)
+		r->turn = (uint32_t)json_integer_value(ti);
+	json_t *ph = json_object_get(md, "benchmark_phase");
+	if (json_is_string(ph) && strcmp(json_string_value(ph), "warmup") == 0)
+		r->phase = HR_PHASE_WARMUP;
+	/* the per-request metrics: {value, unit} */
+	double ms[5];
+	static const char *const tags[] = {"time_to_first_token", "time_to_first_output_token",
+					   "request_latency", "input_sequence_length",
+					   "output_sequence_length"};
+	for (int k = 0; k < 5; k++) {
+		ms[k] = NAN;
+		json_t *m = json_object_get(mt, tags[k]);
+		if (!m && k == 3)
+			m = json_object_get(mt, "error_isl");
+		if (!m || json_is_null(m))
+			continue;
+		json_t *val = json_object_get(m, "value"), *unit = json_object_get(m, "unit");
+		double scale = 1;
+		const char *u = json_string_value(unit);
+		if (k < 3 && u && strcmp(u, "ns") == 0)
+			scale = 1e-6;
+		else if (k < 3 && u && (strcmp(u, "sec") == 0 || strcmp(u, "s") == 0))
+			scale = 1e3;
+		else if (k < 3 && u && strcmp(u, "ms") != 0)
+			u = NULL;
+		if (!json_is_object(m) || !json_is_number(val) || json_number_value(val) < 0 ||
+		    (k < 3 && unit && !u)) {
+			char f[96];
+			snprintf(f, sizeof f, "jsonl.metrics.%s", tags[k]);
+			return fail(e, "wrong_type", f, line,
+				    "'metrics.%s' must be {value: a number 0 or more, unit%s}",
+				    tags[k], k < 3 ? ": ms, ns or sec" : "");
+		}
+		ms[k] = json_number_value(val) * scale;
+	}
+	if (!isnan(ms[3]))
+		r->isl = (int32_t)clampd(ms[3], 0, HR_MAX_ISL * 100.0);
+	int valid = !er || json_is_null(er);
+	json_t *wc = json_object_get(md, "was_cancelled");
+	if (json_is_true(wc))
+		valid = 0;
+	if (!valid) {
+		json_t *code = json_object_get(er, "code"), *type = json_object_get(er, "type");
+		json_t *msg = json_object_get(er, "message");
+		long long status = json_is_integer(code) ? json_integer_value(code) : 0;
+		r->http_status = status > 0 && status < 1000 ? (int32_t)status : 0;
+		int cat = status == 429		       ? HR_ERR_RATE_LIMITED
+			  : status >= 400 && status < 500 ? HR_ERR_HTTP_4XX
+			  : status >= 500 && status < 600 ? HR_ERR_HTTP_5XX
+			  : status > 0			 ? HR_ERR_HTTP_OTHER
+							 : HR_ERR_TRANSPORT;
+		if (json_is_true(wc))
+			cat = HR_ERR_CANCELLED;
+		if (json_is_string(type) && hr_err_from_name(json_string_value(type)) > 0)
+			cat = hr_err_from_name(json_string_value(type));
+		r->error = (uint8_t)cat;
+		r->error_msg = short_msg(json_is_string(msg)    ? json_string_value(msg)
+					 : json_is_string(type) ? json_string_value(type)
+								: "error");
+		int64_t end = t[2] != HR_NO_TIME ? t[2] : t[3] != HR_NO_TIME ? t[3] : t[0];
+		r->end_ns = r->done_ns = end < t[0] ? t[0] : end;
+		return 0;
+	}
+	r->http_status = 200;
+	if (!isnan(ms[4]))
+		r->osl = (int32_t)clampd(ms[4], 0, HR_MAX_OSL * 100.0);
+	int64_t ttft;
+	if (!isnan(ms[0]) && to_ns(ms[0], 1e6, &ttft) == 0) {
+		r->flags = HR_REC_STREAMED;
+		uint32_t cap = 0;
+		int64_t at = t[0] + ttft;
+		record_add_chunk(r, at, &cap);
+		json_t *m = json_object_get(mt, "inter_chunk_latency");
+		json_t *val = json_object_get(m, "value");
+		if (m && !json_is_null(m)) {
+			const char *u = json_string_value(json_object_get(m, "unit"));
+			double scale = u && strcmp(u, "ns") == 0 ? 1 : 1e6;
+			if (json_is_number(val))
+				val = NULL; /* a single figure (a mean), not the gaps */
+			else if (!json_is_array(val) ||
+				 json_array_size(val) >= HR_MAX_CHUNKS_PER_REQUEST)
+				return fail(e, "wrong_type", "jsonl.metrics.inter_chunk_latency.value",
+					    line,
+					    "'metrics.inter_chunk_latency.value' must be a list of "
+					    "fewer than %u numbers",
+					    HR_MAX_CHUNKS_PER_REQUEST);
+			size_t g;
+			json_t *gv;
+			json_array_foreach(val, g, gv)
+			{
+				int64_t dn;
+				if (!json_is_number(gv) || to_ns(json_number_value(gv), scale, &dn) < 0 ||
+				    at > INT64_MAX / 4 - dn)
+					return fail(e, "wrong_type",
+						    "jsonl.metrics.inter_chunk_latency.value", line,
+						    "'metrics.inter_chunk_latency.value[%zu]' must be a "
+						    "number, 0 or more",
+						    g);
+				at += dn;
+				record_add_chunk(r, at, &cap);
+			}
+		}
+		int64_t tf;
+		r->first_output_ns = !isnan(ms[1]) && to_ns(ms[1], 1e6, &tf) == 0 ? t[0] + tf
+										    : r->chunk_ns[0];
+		r->end_ns = at;
+	}
+	int64_t lat;
+	if (t[2] != HR_NO_TIME)
+		r->end_ns = t[2];
+	else if (r->n_chunks == 0 && !isnan(ms[2]) && to_ns(ms[2], 1e6, &lat) == 0)
+		r->end_ns = t[0] + lat;
+	if (r->n_chunks == 0 && r->end_ns == HR_NO_TIME)
+		return fail(e, "missing_field", "jsonl.metadata.request_end_ns", line,
+			    "a request without error needs 'metadata.request_end_ns' or "
+			    "'metrics.request_latency'");
+	if (r->end_ns < t[0])
+		return fail(e, "out_of_range", "jsonl.metadata.request_end_ns", line,
+			    "'metadata.request_end_ns' is before 'metadata.request_start_ns'");
+	r->done_ns = r->end_ns;
+	return 0;
+}
+
+static int aiperf_jsonl(const char *text, size_t len, struct import_result *out,
+			struct import_error *e)
+{
+	size_t cap = 1024, n = 0;
+	struct hr_record *recs = xcalloc(cap, sizeof *recs);
+	const char *p = text, *end = text + len;
+	long line = 0;
+	while (p < end) {
+		const char *nl = memchr(p, '\n', (size_t)(end - p));
+		const char *le = nl ? nl : end;
+		line++;
+		const char *s = p;
+		p = nl ? nl + 1 : end;
+		size_t l = (size_t)(le - s);
+		while (l && (s[l - 1] == '\r' || s[l - 1] == ' ' || s[l - 1] == '\t'))
+			l--;
+		if (l == 0)
+			continue;
+		if (n == HR_MAX_IMPORT_RECORDS) {
+			free_recs(recs, n);
+			return fail(e, "too_large", "jsonl", line, "more than %d requests",
+				    HR_MAX_IMPORT_RECORDS);
+		}
+		json_t *o = load_doc(s, l, "jsonl", line, e);
+		if (!o) {
+			free_recs(recs, n);
+			return -1;
+		}
+		if (n == cap) {
+			cap *= 2;
+			recs = xrealloc(recs, cap * sizeof *recs);
+		}
+		int rc = aiperf_line(o, line, (size_t)(line - 1), &recs[n], e);
+		json_decref(o);
+		n++;
+		if (rc < 0) {
+			free_recs(recs, n);
+			return -1;
+		}
+	}
+	if (n == 0) {
+		free(recs);
+		return fail(e, "invalid_value", "jsonl", 0, "'jsonl' holds no records");
+	}
+	/* time zero: the earliest start */
+	int64_t t0 = INT64_MAX;
+	for (size_t i = 0; i < n; i++)
+		if (recs[i].start_ns < t0)
+			t0 = recs[i].start_ns;
+	for (size_t i = 0; i < n; i++) {
+		struct hr_record *r = &recs[i];
+		int64_t *t[] = {&r->start_ns, &r->headers_ns, &r->first_output_ns, &r->end_ns,
+				&r->done_ns};
+		for (size_t k = 0; k < HR_ARRAY_LEN(t); k++)
+			if (*t[k] != HR_NO_TIME)
+				*t[k] -= t0;
+		for (uint32_t k = 0; k < r->n_chunks; k++)
+			r->chunk_ns[k] -= t0;
+	}
+	out->recs = recs;
+	out->n = n;
+	out->t0_wall_ns = t0;
+	return 0;
+}
+
+static json_t *aiperf_spec(json_t *doc)
+{
+	json_t *ic = json_object_get(doc, "input_config");
+	json_t *ep = json_object_get(ic, "endpoint"), *lg = json_object_get(ic, "loadgen");
+	json_t *names = json_object_get(ep, "model_names");
+	const char *model = json_string_value(json_array_get(names, 0));
+	json_t *target = json_pack("{s:s, s:s}", "url", "http://imported.invalid", "model",
+				   model && model[0] && strlen(model) <= HR_MAX_NAME_LEN ? model
+											: "unknown");
+	const char *url = json_string_value(json_array_get(json_object_get(ep, "urls"), 0));
+	if (url && strlen(url) <= HR_MAX_URL_LEN &&
+	    (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0) &&
+	    !strchr(url, '@') && !strchr(url, '?'))
+		json_object_set_new(target, "url", json_string(url));
+	const char *type = json_string_value(json_object_get(ep, "type"));
+	static const char *const eps[] = {"chat", "completions", "embeddings"};
+	for (size_t i = 0; type && i < HR_ARRAY_LEN(eps); i++)
+		if (strcmp(type, eps[i]) == 0)
+			json_object_set_new(target, "endpoint", json_string(eps[i]));
+	json_t *st = json_object_get(ep, "streaming");
+	if (json_is_boolean(st) && (!type || strcmp(type, "embeddings") != 0))
+		json_object_set(target, "stream", st);
+	json_t *load = json_object();
+	json_t *rate = json_object_get(lg, "request_rate"), *conc = json_object_get(lg, "concurrency");
+	json_t *mc = json_object_get(lg, "max_concurrency");
+	if (json_is_number(rate) && json_number_value(rate) > 0) {
+		json_object_set_new(load, "mode", json_string("rate"));
+		json_object_set_new(load, "rate",
+				    json_real(clampd(json_number_value(rate), 1e-6, HR_MAX_RATE)));
+		json_t *c = json_is_integer(mc) ? mc : conc;
+		if (json_is_integer(c) && json_integer_value(c) >= 1)
+			json_object_set_new(load, "max_concurrency",
+					    json_integer((json_int_t)clampd(
+						(double)json_integer_value(c), 1, HR_MAX_CONCURRENCY)));
+	} else {
+		json_object_set_new(load, "mode", json_string("concurrency"));
+		long long c = json_is_integer(conc) ? json_integer_value(conc) : 1;
+		json_object_set_new(load, "concurrency",
+				    json_integer((json_int_t)clampd((double)c, 1, HR_MAX_CONCURRENCY)));
+	}
+	json_t *rc = json_object_get(lg, "request_count"), *bd = json_object_get(lg, "benchmark_duration");
+	if (json_is_integer(rc) && json_integer_value(rc) >= 1)
+		json_object_set_new(load, "requests",
+				    json_integer((json_int_t)clampd((double)json_integer_value(rc),
+								    1, (double)HR_MAX_REQUESTS)));
+	else if (json_is_number(bd) && json_number_value(bd) > 0)
+		json_object_set_new(load, "duration_s",
+				    json_real(clampd(json_number_value(bd), 0.001, HR_MAX_DURATION_S)));
+	return json_pack("{s:o, s:o, s:i, s:{s:b, s:b}}", "target", target, "load", load,
+			 "workers", 1, "telemetry", "nvml", 0, "server_metrics", 0);
+}
+
+static int parse_aiperf(json_t *doc, const char *jsonl, size_t jlen, struct import_result *out,
+			struct import_error *e)
+{
+	const char *prod = json_string_value(json_object_get(doc, "producer"));
+	const char *ver = json_string_value(json_object_get(doc, "producer_version"));
+	if (!prod || !prod[0] || strlen(prod) >= sizeof out->producer)
+		prod = "aiperf", ver = json_string_value(json_object_get(doc, "aiperf_version"));
+	snprintf(out->producer, sizeof out->producer, "%s", prod);
+	snprintf(out->version, sizeof out->version, "%s", ver ? ver : "");
+	snprintf(out->format, sizeof out->format, "aiperf-json");
+	json_t *metrics = json_object();
+	json_int_t valid = -1, errors = -1, good = -1;
+	double window = NAN;
+	const char *key;
+	json_t *v;
+	json_object_foreach(doc, key, v)
+	{
+		char f[160];
+		snprintf(f, sizeof f, "file.%s", key);
+		int kind = catalog_kind(key);
+		int counter = strcmp(key, "request_count") == 0 ||
+			      strcmp(key, "error_request_count") == 0 ||
+			      strcmp(key, "good_request_count") == 0 ||
+			      strcmp(key, "benchmark_duration") == 0 ||
+			      strcmp(key, "total_isl") == 0 || strcmp(key, "total_osl") == 0;
+		if (!kind && !counter) {
+			if (strcmp(key, "producer") != 0 && strcmp(key, "producer_version") != 0 &&
+			    strcmp(key, "aiperf_version") != 0)
+				keep_unmapped(out->unmapped, key, v);
+			continue;
+		}
+		if (!json_is_object(v))
+			return fail(e, "wrong_type", f, 0, "'%s' must be an object {unit, avg, ...}",
+				    f);
+		json_t *unit = json_object_get(v, "unit");
+		if (unit && !json_is_string(unit))
+			return fail(e, "wrong_type", f, 0, "'%s.unit' must be a string", f);
+		json_t *m = json_pack("{s:s}", "unit", unit ? json_string_value(unit) : "");
+		for (size_t i = 0; i < HR_ARRAY_LEN(aiperf_stats); i++) {
+			json_t *s = json_object_get(v, aiperf_stats[i]);
+			if (!s || json_is_null(s))
+				continue;
+			if (!json_is_number(s)) {
+				json_decref(m);
+				return fail(e, "wrong_type", f, 0, "'%s.%s' must be a number", f,
+					    aiperf_stats[i]);
+			}
+			json_object_set(m, aiperf_stats[i], s);
+		}
+		const char *sk;
+		json_t *sv;
+		json_object_foreach(v, sk, sv) /* what AIPerf has and headroom does not */
+		{
+			int known = strcmp(sk, "unit") == 0;
+			for (size_t i = 0; i < HR_ARRAY_LEN(aiperf_stats); i++)
+				known |= strcmp(sk, aiperf_stats[i]) == 0;
+			if (!known) {
+				json_t *u = json_object_get(out->unmapped, key);
+				if (!u) {
+					u = json_object();
+					json_object_set_new(out->unmapped, key, u);
+				}
+				keep_unmapped(u, sk, sv);
+			}
+		}
+		json_object_set(out->stated, key, m);
+		json_t *avg = json_object_get(m, "avg");
+		if (counter) {
+			double a = json_is_number(avg) ? json_number_value(avg) : NAN;
+			if (strcmp(key, "benchmark_duration") == 0)
+				window = a;
+			else if (strcmp(key, "total_isl") != 0 && strcmp(key, "total_osl") != 0) {
+				if (!(a >= 0 && a <= 1e15)) {
+					json_decref(m);
+					return fail(e, "out_of_range", f, 0,
+						    "'%s.avg' must be a count, 0 or more", f);
+				}
+				json_int_t c = (json_int_t)llround(a);
+				if (strcmp(key, "request_count") == 0)
+					valid = c;
+				else if (strcmp(key, "error_request_count") == 0)
+					errors = c;
+				else
+					good = c;
+			}
+			json_decref(m);
+		} else if (kind == 2) {
+			if (json_is_number(avg))
+				json_object_set_new(out->figures, key, json_real(json_number_value(avg)));
+			json_object_set_new(metrics, key, m);
+		} else {
+			json_object_set_new(metrics, key, m);
+		}
+	}
+	if (isfinite(window) && window > 0)
+		json_object_set_new(out->figures, "window_s", json_real(window));
+	out->spec = aiperf_spec(doc);
+	if (jsonl) {
+		json_decref(metrics);
+		return aiperf_jsonl(jsonl, jlen, out, e);
+	}
+	if (valid < 0)
+		valid = 0;
+	if (errors < 0)
+		errors = 0;
+	out->summary = json_pack("{s:i, s:f, s:{s:I, s:I, s:I, s:i}, s:{}, s:o, s:b}",
+				 "metrics_version", METRICS_VERSION, "window_s",
+				 isfinite(window) && window > 0 ? window : 0.0, "counts", "requests",
+				 valid + errors, "valid", valid, "errors", errors, "warmup", 0,
+				 "errors", "metrics", metrics, "summary_only", 1);
+	if (good >= 0)
+		json_object_set_new(json_object_get(out->summary, "counts"), "good",
+				    json_integer(good));
+	return 0;
+}
+
+/* --- detection ------------------------------------------------------------------------------ */
+
+static int looks_vllm(json_t *doc)
+{
+	return json_object_get(doc, "ttfts") || json_object_get(doc, "mean_ttft_ms") ||
+	       (json_object_get(doc, "num_prompts") && json_object_get(doc, "backend"));
+}
+
+static int looks_aiperf(json_t *doc)
+{
+	if (json_object_get(doc, "aiperf_version") || json_object_get(doc, "input_config") ||
+	    json_object_get(doc, "schema_version"))
+		return 1;
+	json_t *t = json_object_get(doc, "time_to_first_token");
+	if (!t)
+		t = json_object_get(doc, "request_latency");
+	return json_is_object(t) && json_object_get(t, "unit");
+}
+
+int import_parse(const char *file, size_t len, const char *jsonl, size_t jlen,
+		 const char *format, struct import_result *out, struct import_error *err)
+{
+	memset(out, 0, sizeof *out);
+	memset(err, 0, sizeof *err);
+	int fmt = 0; /* 1 vllm, 2 aiperf */
+	if (!format || strcmp(format, "auto") == 0)
+		fmt = 0;
+	else if (strcmp(format, "vllm") == 0)
+		fmt = 1;
+	else if (strcmp(format, "aiperf") == 0)
+		fmt = 2;
+	else if (strcmp(format, "guidellm") == 0)
+		return fail(err, "unsupported_format", "format", 0,
+			    "GuideLLM reports are not imported yet: formats are vllm and aiperf");
+	else
+		return fail(err, "invalid_value", "format", 0,
+			    "'format' must be auto, vllm or aiperf");
+	if (len > HR_MAX_IMPORT_BYTES || jlen > HR_MAX_IMPORT_BYTES)
+		return fail(err, "too_large", len > HR_MAX_IMPORT_BYTES ? "file" : "jsonl", 0,
+			    "an imported file may have at most %u MiB",
+			    HR_MAX_IMPORT_BYTES >> 20);
+	json_t *doc = load_doc(file, len, "file", 0, err);
+	if (!doc)
+		return -1;
+	if (fmt == 0) {
+		if (json_is_array(json_object_get(doc, "benchmarks"))) {
+			json_decref(doc);
+			return fail(err, "unsupported_format", "file", 0,
+				    "this looks like a GuideLLM report, which is not imported yet: "
+				    "formats are vLLM's result JSON and AIPerf's "
+				    "profile_export_aiperf.json");
+		}
+		fmt = looks_vllm(doc) ? 1 : looks_aiperf(doc) ? 2 : 0;
+		if (!fmt) {
+			json_decref(doc);
+			return fail(err, "unsupported_format", "file", 0,
+				    "not a file headroom imports: neither vLLM's result JSON "
+				    "(ttfts, mean_ttft_ms, num_prompts and backend) nor AIPerf's "
+				    "profile_export_aiperf.json (schema_version, input_config, "
+				    "metrics as {unit, avg, ...})");
+		}
+	}
+	if (jsonl && fmt != 2) {
+		json_decref(doc);
+		return fail(err, "invalid_value", "jsonl", 0,
+			    "'jsonl' (AIPerf's profile_export.jsonl) goes with an AIPerf file only");
+	}
+	out->stated = json_object();
+	out->unmapped = json_object();
+	out->figures = json_object();
+	int rc = fmt == 1 ? parse_vllm(doc, out, err) : parse_aiperf(doc, jsonl, jlen, out, err);
+	json_decref(doc);
+	if (rc < 0)
+		import_result_release(out);
+	return rc;
+}
+
+void import_result_release(struct import_result *r)
+{
+	json_decref(r->spec);
+	json_decref(r->summary);
+	json_decref(r->figures);
+	json_decref(r->stated);
+	json_decref(r->unmapped);
+	free_recs(r->recs, r->n);
+	memset(r, 0, sizeof *r);
+}
