@@ -24,6 +24,7 @@
 #include "api.h"
 #include "auth.h"
 #include "backup.h"
+#include "config.h"
 #include "resummary.h"
 #include "runner.h"
 #include "sdnotify.h"
@@ -86,6 +87,9 @@ static void usage(FILE *f)
 	      "  --summary-memory-mb N  memory one run's summary may use for its values\n"
 	      "                       (default 256); a larger run is summarised in passes\n"
 	      "                       over its records, with the same exact figures\n"
+	      "  --config FILE        read options from FILE first (key = value lines, the\n"
+	      "                       keys being these options without --; docs/operations.md)\n"
+	      "  --check-config       check the configuration and options, then exit\n"
 	      "  --no-migration-copy  migrate an older database without keeping a copy of\n"
 	      "                       it first (headroom.db.before-NNN)\n"
 	      "  --backup-dir DIR     where POST /api/v1/backups writes (default DATA/backups)\n"
@@ -218,9 +222,28 @@ int main(int argc, char **argv)
 		return backup_command(argc - 2, argv + 2);
 	if (argc > 1 && strcmp(argv[1], "restore") == 0)
 		return restore_command(argc - 2, argv + 2);
+	/* the configuration file's options first (--config, config.h), then
+	 * the command line's: where an option takes one value, the command
+	 * line wins */
+	struct config_args ca = {0};
+	int check_config = 0;
+	config_add(&ca, argv[0], NULL);
+	for (int i = 1; i < argc; i++)
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc && config_load(argv[++i], &ca) < 0)
+			return 2;
 	for (int i = 1; i < argc; i++) {
-		const char *a = argv[i];
-		const char *v = i + 1 < argc ? argv[i + 1] : NULL;
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
+			i++;
+		else if (strcmp(argv[i], "--check-config") == 0)
+			check_config = 1;
+		else
+			config_add(&ca, argv[i], NULL);
+	}
+	int cur = 0; /* the argument being read, for the error of a bad one */
+	for (int i = 1; i < ca.argc; i++) {
+		cur = i;
+		const char *a = ca.argv[i];
+		const char *v = i + 1 < ca.argc ? ca.argv[i + 1] : NULL;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			usage(stdout);
 			return 0;
@@ -240,7 +263,7 @@ int main(int argc, char **argv)
 		} else if (!v) {
 			fprintf(stderr, "headroomd: %s needs a value (or is unknown)\n", a);
 			usage(stderr);
-			return 2;
+			goto bad_option;
 		} else if (strcmp(a, "--listen") == 0) {
 			listen = v;
 		} else if (strcmp(a, "--backup-dir") == 0) {
@@ -251,14 +274,14 @@ int main(int argc, char **argv)
 			if (ao.auth.n_allowed_hosts == AUTH_MAX_HOSTS || !*v || strlen(v) > 255) {
 				fprintf(stderr, "headroomd: at most %d --allowed-host, each 1 to 255 "
 						"characters\n", AUTH_MAX_HOSTS);
-				return 2;
+				goto bad_option;
 			}
 			ao.auth.allowed_hosts[ao.auth.n_allowed_hosts++] = v;
 		} else if (strcmp(a, "--allow-target") == 0) {
 			char aerr[HR_ERRLEN];
 			if (netallow_add(&allow, v, aerr) < 0) {
 				fprintf(stderr, "headroomd: --allow-target: %s\n", aerr);
-				return 2;
+				goto bad_option;
 			}
 		} else if (strcmp(a, "--nvml-lib") == 0) {
 			nvml_lib = v;
@@ -274,19 +297,19 @@ int main(int argc, char **argv)
 				secrets_free(&secrets);
 				free(worker_bin);
 				free(mock_bin);
-				return 2;
+				goto bad_option;
 			}
 		} else if (strcmp(a, "--secrets-dir") == 0) {
 			fprintf(stderr, "headroomd: --secrets-dir is gone: declare each secret with its "
 					"hosts, --secret NAME=file:DIR/NAME@HOST (docs/security.md)\n");
-			return 2;
+			goto bad_option;
 		} else if (strcmp(a, "--mock-bin") == 0) {
 			free(mock_bin);
 			mock_bin = xstrdup(v);
 		} else if (strcmp(a, "--transport") == 0) {
 			if (strcmp(v, "ipc") != 0 && strcmp(v, "tcp") != 0) {
 				fprintf(stderr, "headroomd: --transport must be ipc or tcp\n");
-				return 2;
+				goto bad_option;
 			}
 			transport = v;
 		} else if (strcmp(a, "--retain-days") == 0 ||
@@ -295,7 +318,7 @@ int main(int argc, char **argv)
 			long n = strtol(v, &end, 10);
 			if (*end || n < 0 || n > 1000000) {
 				fprintf(stderr, "headroomd: %s must be 0..1000000\n", a);
-				return 2;
+				goto bad_option;
 			}
 			if (strcmp(a, "--retain-days") == 0)
 				retain_days = (int)n;
@@ -309,7 +332,7 @@ int main(int argc, char **argv)
 			long n = strtol(v, &end, 10), max = strstr(a, "readers") ? 64 : 1000000;
 			if (*end || n < 1 || n > max) {
 				fprintf(stderr, "headroomd: %s must be 1..%ld\n", a, max);
-				return 2;
+				goto bad_option;
 			}
 			*(strcmp(a, "--max-connections") == 0	       ? &ao.max_connections
 			  : strcmp(a, "--max-queued-runs") == 0	       ? &ao.max_queued_runs
@@ -322,7 +345,7 @@ int main(int argc, char **argv)
 			long long n = strtoll(v, &end, 10);
 			if (*end || end == v || n < 0 || n > 1000000000LL) {
 				fprintf(stderr, "headroomd: --min-free-mb must be 0..1000000000\n");
-				return 2;
+				goto bad_option;
 			}
 			min_free_mb = n;
 		} else if (strcmp(a, "--summary-memory-mb") == 0) {
@@ -330,7 +353,7 @@ int main(int argc, char **argv)
 			long long n = strtoll(v, &end, 10);
 			if (*end || end == v || n < 1 || n > 1048576) {
 				fprintf(stderr, "headroomd: --summary-memory-mb must be 1..1048576\n");
-				return 2;
+				goto bad_option;
 			}
 			summary_set_memory((size_t)n << 20);
 		} else if (strcmp(a, "--default-workers") == 0) {
@@ -338,16 +361,22 @@ int main(int argc, char **argv)
 			long n = strtol(v, &end, 10);
 			if (*end || n < 1 || n > 256) {
 				fprintf(stderr, "headroomd: --default-workers must be 1..256\n");
-				return 2;
+				goto bad_option;
 			}
 			default_workers = (int)n;
 		} else {
 			fprintf(stderr, "headroomd: unknown option %s\n", a);
 			usage(stderr);
-			return 2;
+			goto bad_option;
 		}
 		i++;
 	}
+	goto options_read;
+bad_option:
+	if (ca.origin[cur])
+		fprintf(stderr, "headroomd: (that option is set in %s)\n", ca.origin[cur]);
+	return 2;
+options_read:
 	if (!worker_bin)
 		worker_bin = beside_self("headroom-worker");
 	if (!mock_bin)
@@ -359,6 +388,14 @@ int main(int argc, char **argv)
 		free(mock_bin);
 		secrets_free(&secrets);
 		return 1;
+	}
+	if (check_config) {
+		printf("headroomd: the configuration and command line are valid\n");
+		free(worker_bin);
+		free(mock_bin);
+		secrets_free(&secrets);
+		config_free(&ca);
+		return 0;
 	}
 
 	/* Signals: block them in every thread, wait for them here. */
@@ -465,6 +502,7 @@ out:
 	secrets_free(&secrets);
 	free(data_abs);
 	free(backup_default);
+	config_free(&ca);
 	curl_global_cleanup();
 	return status;
 }
