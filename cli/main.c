@@ -59,6 +59,7 @@ static const char general_help[] =
     "  sweeps [ID]                                  list sweeps, or print one\n"
     "  tokenize --tokenizer FILE [--count]          token ids of stdin (tokenize --help)\n"
     "  dataset upload|list|show ...                 datasets of prompts (dataset --help)\n"
+    "  import FILE [--label K=V] [--jsonl FILE]     a vLLM or AIPerf result file as a run\n"
     "  help [COMMAND]                               help on one command\n"
     "\n"
     "options (anywhere on the line):\n"
@@ -814,7 +815,7 @@ static void hoist_command(int argc, char **argv)
 		return;
 	const char *cmd = argv[i];
 	if (strcmp(cmd, "tokenize") && strcmp(cmd, "profile") && strcmp(cmd, "dataset") &&
-	    strcmp(cmd, "sweep") && strcmp(cmd, "sweeps"))
+	    strcmp(cmd, "sweep") && strcmp(cmd, "sweeps") && strcmp(cmd, "import"))
 		return;
 	char *word = argv[i];
 	memmove(argv + 2, argv + 1, (size_t)(i - 1) * sizeof *argv);
@@ -878,6 +879,10 @@ int main(int argc, char **argv)
 	if (argc > 1 && strcmp(argv[1], "dataset") == 0) {
 		int cmd_dataset(int, char **);
 		return cmd_dataset(argc - 1, argv + 1);
+	}
+	if (argc > 1 && strcmp(argv[1], "import") == 0) {
+		int cmd_import(int, char **);
+		return cmd_import(argc - 1, argv + 1);
 	}
 	struct parsed p;
 	memset(&p, 0, sizeof(p));

@@ -229,14 +229,17 @@ static void add_records(struct store *s, int64_t id, struct import_result *res)
 
 /* --- the request ------------------------------------------------------------------------ */
 
+/* A file refused: 400 invalid_import naming the field and the line (null
+ * when not about one line of the JSONL file); a bad format parameter is
+ * 400 invalid_value. */
 static enum MHD_Result import_refused(struct call *k, const struct import_error *e)
 {
-	unsigned status = strcmp(e->code, "too_large") == 0 ? 413 : 400;
-	json_t *o = json_pack("{s:s, s:s, s:s}", "code", e->code, "message", e->message, "field",
-			      e->field);
-	if (e->line > 0)
-		json_object_set_new(o, "line", json_integer(e->line));
-	return reply_json(k->conn, status, json_pack("{s:o}", "error", o));
+	if (strcmp(e->field, "format") == 0)
+		return reply_error(k->conn, 400, "invalid_value", "format", "%s", e->message);
+	json_t *o = json_pack("{s:s, s:s, s:s, s:o}", "code", "invalid_import", "message",
+			      e->message, "field", e->field, "line",
+			      e->line > 0 ? json_integer(e->line) : json_null());
+	return reply_json(k->conn, 400, json_pack("{s:o}", "error", o));
 }
 
 struct qlabels {
@@ -389,8 +392,21 @@ enum MHD_Result h_import(struct call *k)
 		if (summary)
 			apply_figures(summary, res.figures);
 	} else {
-		summary = json_incref(res.summary);
-		valid = json_integer_value(json_object_get(json_object_get(summary, "counts"), "valid"));
+		/* summary only: the file's figures over the shape of a summary
+		 * (its load and telemetry sections, from no records) */
+		summary = summary_compute(k->a->store, a.id, &sp, 0, NULL, err);
+		failed = !summary;
+		const char *key;
+		json_t *v;
+		json_object_foreach(res.summary, key, v)
+		{
+			if (summary && strcmp(key, "metrics") == 0)
+				json_object_update(json_object_get(summary, "metrics"), v);
+			else if (summary)
+				json_object_set(summary, key, v);
+		}
+		valid = json_integer_value(json_object_get(json_object_get(res.summary, "counts"),
+							   "valid"));
 	}
 	spec_release(&sp);
 	char reason[200] = "";

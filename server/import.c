@@ -218,6 +218,10 @@ static char *short_msg(const char *s)
 	return utf8_sanitize(xstrndup(s, n));
 }
 
+/* The statistics a summary keeps of a distribution (AIPerf's too). */
+static const char *const aiperf_stats[] = {"avg", "min", "max", "std", "p1",  "p5",
+					   "p10", "p25", "p50", "p75", "p90", "p95", "p99"};
+
 /* --- vLLM ------------------------------------------------------------------------------- */
 
 static const char *const vllm_metrics[][2] = {
@@ -484,6 +488,11 @@ static json_t *vllm_summary(json_t *doc, json_t *figures)
 		int m = vllm_stat_key(key, stat, sizeof stat);
 		if (m < 0 || !json_is_number(v))
 			continue;
+		int known = 0; /* statistics headroom keeps; the others stay in 'stated' */
+		for (size_t i = 0; i < HR_ARRAY_LEN(aiperf_stats); i++)
+			known |= strcmp(stat, aiperf_stats[i]) == 0;
+		if (!known)
+			continue;
 		json_t *o = json_object_get(metrics, vllm_metrics[m][1]);
 		if (!o) {
 			o = json_pack("{s:s}", "unit", "ms");
@@ -584,8 +593,6 @@ static int parse_vllm(json_t *doc, struct import_result *out, struct import_erro
 
 /* --- AIPerf ----------------------------------------------------------------------------- */
 
-static const char *const aiperf_stats[] = {"avg", "min", "max", "std", "p1",  "p5",
-					   "p10", "p25", "p50", "p75", "p90", "p95", "p99"};
 
 /* A metric of metric_catalog: 1 per request, 2 run-level, 0 not one. */
 static int catalog_kind(const char *tag)
