@@ -289,9 +289,11 @@ static int vllm_records(json_t *doc, struct import_result *out, struct import_er
 	int have = 0;
 	for (int k = 0; k < 5; k++) {
 		a[k] = json_object_get(doc, names[k]);
-		if (a[k] && !json_is_array(a[k]))
-			return fail(e, "wrong_type", names[k], 0, "'file.%s' must be an array",
-				    names[k]);
+		if (a[k] && !json_is_array(a[k])) {
+			char f[64];
+			snprintf(f, sizeof f, "file.%s", names[k]);
+			return fail(e, "wrong_type", f, 0, "'%s' must be an array", f);
+		}
 		if (a[k])
 			have++;
 	}
