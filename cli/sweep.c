@@ -17,8 +17,8 @@
 #include "util.h"
 
 static const char sweep_help[] =
-    "usage: headroom sweep SPEC --variable PATH (--values V,V,... | --range FROM:TO:STEPS[:log]\n"
-    "                      | --search FROM:TO) [--slo SLO]... [options]\n"
+    "usage: headroom sweep SPEC --variable PATH [--values V,V,... | --range FROM:TO:STEPS[:log]\n"
+    "                      | --search FROM[:TO]] [--slo SLO]... [options]\n"
     "       headroom sweeps [ID] [--limit N] [--format table|json|csv]\n"
     "\n"
     "Runs SPEC (a run spec file, - for stdin) at several values of one numeric\n"
@@ -30,7 +30,10 @@ static const char sweep_help[] =
     "  --variable PATH      the field, e.g. load.rate or load.concurrency\n"
     "  --values V,V,...     the values to run\n"
     "  --range F:T:N[:log]  N values from F to T (evenly, or evenly in log scale)\n"
-    "  --search F:T         search the largest value in [F, T] meeting every SLO\n"
+    "  --search F[:T]       search the largest value in [F, T] meeting every SLO;\n"
+    "                       without T, double from F until a value fails; --slo\n"
+    "                       with no --values, --range or --search searches from the\n"
+    "                       spec's own value\n"
     "  --slo SLO            METRIC:STAT<=MAX, e.g. time_to_first_token:p99<=500\n"
     "                       (ms), or error_rate<=0.01; repeat for several\n"
     "  --resolution R       stop when the bracket is at most R wide (the variable's\n"
@@ -191,13 +194,25 @@ static json_t *build_body(const struct sargs *a, int *ex)
 		return usage("'sweep' needs a SPEC file"), NULL;
 	if (!a->variable)
 		return usage("'sweep' needs --variable"), NULL;
-	if (!!a->values + !!a->range + !!a->search != 1)
+	if (!!a->values + !!a->range + !!a->search > 1)
 		return usage("give one of --values, --range or --search"), NULL;
-	/* the flags' shapes first: a bad flag is a usage error whatever SPEC is */
-	if ((a->search && strchr(a->search, ':') == NULL) ||
-	    (a->range && strchr(a->range, ':') == strrchr(a->range, ':')))
-		return usage(a->range ? "--range wants FROM:TO:STEPS[:log]" : "--search wants FROM:TO"),
+	if (!a->values && !a->range && !a->search && !a->nslo)
+		return usage("give --values, --range, or --search (or --slo alone: a search from "
+			     "the spec's value)"),
 		       NULL;
+	/* the flags' shapes first: a bad flag is a usage error whatever SPEC is */
+	if (a->range && strchr(a->range, ':') == strrchr(a->range, ':'))
+		return usage("--range wants FROM:TO:STEPS[:log]"), NULL;
+	if (a->search) {
+		char *dup = xstrdup(a->search), *colon = strchr(dup, ':');
+		double x;
+		if (colon)
+			*colon = '\0';
+		int ok = number(dup, &x) == 0 && (!colon || number(colon + 1, &x) == 0);
+		free(dup);
+		if (!ok)
+			return usage("--search wants FROM[:TO]"), NULL;
+	}
 	json_t *spec = read_spec(a->pos);
 	if (!spec)
 		return NULL;
@@ -220,26 +235,31 @@ static json_t *build_body(const struct sargs *a, int *ex)
 		free(dup);
 		json_object_set_new(b, "values", arr);
 	}
+	if (!a->values && !a->range && !a->search) /* --slo alone: a search, the daemon's bracket */
+		json_object_set_new(b, "search", json_object());
 	if (a->range || a->search) {
 		const char *s = a->range ? a->range : a->search;
 		char *dup = xstrdup(s), *save = NULL, *part[4] = {0};
 		int n = 0;
 		for (char *t = strtok_r(dup, ":", &save); t && n < 4; t = strtok_r(NULL, ":", &save))
 			part[n++] = t;
-		double from, to, steps = 0;
-		int ok = n >= 2 && number(part[0], &from) == 0 && number(part[1], &to) == 0;
+		double from, to = 0, steps = 0;
+		int ok = n >= 1 && number(part[0], &from) == 0 && (n < 2 || number(part[1], &to) == 0);
 		if (a->range)
 			ok = ok && n >= 3 && number(part[2], &steps) == 0 &&
 			     (n == 3 || strcmp(part[3], "log") == 0 || strcmp(part[3], "linear") == 0);
 		else
-			ok = ok && n == 2;
+			ok = ok && n <= 2;
 		if (!ok) {
 			free(dup);
 			json_decref(b);
-			return usage(a->range ? "--range wants FROM:TO:STEPS[:log]" : "--search wants FROM:TO"),
+			return usage(a->range ? "--range wants FROM:TO:STEPS[:log]"
+					      : "--search wants FROM[:TO]"),
 			       NULL;
 		}
-		json_t *o = json_pack("{s:o, s:o}", "from", num_json(from), "to", num_json(to));
+		json_t *o = json_pack("{s:o}", "from", num_json(from));
+		if (n >= 2)
+			json_object_set_new(o, "to", num_json(to));
 		if (a->range) {
 			json_object_set_new(o, "steps", num_json(steps));
 			if (n == 4)

@@ -56,6 +56,19 @@ enum MHD_Result h_sweep_create(struct call *k)
 	}
 	json_t *normalised = json_incref(spec.json);
 	spec_release(&spec);
+	/* a search that grows without an end could pass any quota on the
+	 * variable: a token with load quotas gives the end, which is checked */
+	json_t *search = json_object_get(body, "search");
+	const struct auth_quota *q = k->auth ? &k->auth->quota : NULL;
+	if (json_is_object(search) && !json_is_number(json_object_get(search, "to")) && q &&
+	    (q->max_rate > 0 || q->max_concurrency > 0 || q->max_duration_s > 0 ||
+	     q->max_requests > 0)) {
+		json_decref(normalised);
+		json_decref(body);
+		return reply_error(k->conn, 403, "quota_exceeded", "search.to",
+				   "this token has load quotas: give 'search.to', the end of the "
+				   "search, which is checked against them");
+	}
 	char field[256], msg[256];
 	int64_t id = 0;
 	int rc = sweep_create(k->a->store, body, normalised, k->auth ? k->auth->who : NULL,

@@ -33,6 +33,7 @@ struct params {
 	double values[SWEEP_MAX_VALUES];
 	int nvalues;
 	double from, to, resolution; /* search; resolution absolute (0: relative) */
+	int grow; /* search without `to`: double from `from` until a value fails */
 	double resolution_rel;
 	int max_runs;
 	struct slo slo[SWEEP_MAX_SLOS];
@@ -285,7 +286,8 @@ static json_t *params_json(const struct params *p)
 	} else {
 		json_object_set_new(o, "search",
 				    json_pack("{s:o, s:o, s:o, s:f, s:i}", "from", value_json(p, p->from),
-					      "to", value_json(p, p->to), "resolution",
+					      "to", p->grow ? json_null() : value_json(p, p->to),
+					      "resolution",
 					      p->resolution > 0 ? json_real(p->resolution) : json_null(),
 					      "resolution_rel", p->resolution_rel, "max_runs",
 					      p->max_runs));
@@ -450,14 +452,34 @@ static int parse_params(json_t *body, json_t *spec, struct params *p, sweep_chec
 				return bad(field, msg, f, "'%s' is not a member of a search", f);
 			}
 		}
-		if (num(json_object_get(s, "from"), &p->from) < 0)
-			return bad(field, msg, "search.from", "'search.from' is required: a number");
-		if (num(json_object_get(s, "to"), &p->to) < 0)
-			return bad(field, msg, "search.to", "'search.to' is required: a number");
+		json_t *jf = json_object_get(s, "from"), *jt = json_object_get(s, "to");
+		if (jf && !json_is_null(jf)) {
+			if (num(jf, &p->from) < 0)
+				return bad(field, msg, "search.from", "'search.from' must be a number");
+		} else if (!cur || !(json_number_value(cur) > 0)) {
+			return bad(field, msg, "search.from",
+				   "'search.from' is required: the spec has no positive value at '%s' "
+				   "to start from",
+				   p->variable);
+		} else {
+			p->from = json_number_value(cur); /* the spec's own value */
+		}
 		p->from = as_value(p, p->from);
-		p->to = as_value(p, p->to);
-		if (!(p->to > p->from))
-			return bad(field, msg, "search.to", "'search.to' must be above 'search.from'");
+		if (jt && !json_is_null(jt)) {
+			if (num(jt, &p->to) < 0)
+				return bad(field, msg, "search.to", "'search.to' must be a number");
+			p->to = as_value(p, p->to);
+			if (!(p->to > p->from))
+				return bad(field, msg, "search.to",
+					   "'search.to' must be above 'search.from'");
+		} else {
+			/* no end: the bracket grows, doubling from `from` */
+			if (!(p->from > 0))
+				return bad(field, msg, "search.from",
+					   "a search without 'search.to' doubles from 'search.from', which "
+					   "must then be positive");
+			p->grow = 1;
+		}
 		json_t *res = json_object_get(s, "resolution"), *rel = json_object_get(s, "resolution_rel");
 		if (res && rel)
 			return bad(field, msg, "search.resolution",
@@ -497,7 +519,7 @@ static int parse_params(json_t *body, json_t *spec, struct params *p, sweep_chec
 				return rc;
 		}
 	} else if ((rc = check_value(p, p->from, "search.from", field, msg)) < 0 ||
-		   (rc = check_value(p, p->to, "search.to", field, msg)) < 0) {
+		   (!p->grow && (rc = check_value(p, p->to, "search.to", field, msg)) < 0)) {
 		return rc;
 	}
 	return 0;
@@ -1096,11 +1118,30 @@ static void decide(const struct params *p, struct step *steps, int ns, int runs_
 			d->repeat = steps[k].nruns;
 			return;
 		}
-	const struct step *lo_st = find_step(steps, ns, p->from), *hi_st = find_step(steps, ns, p->to);
-	if (!lo_st || !hi_st) { /* the bracket's ends first */
+	const struct step *lo_st = find_step(steps, ns, p->from);
+	const struct step *hi_st = p->grow ? NULL : find_step(steps, ns, p->to);
+	if (!lo_st || (!p->grow && !hi_st)) { /* the bracket's ends first */
 		d->queue = 1;
 		d->value = lo_st ? p->to : p->from;
 		return;
+	}
+	if (p->grow) {
+		/* no end given: double the largest value while every value passes */
+		int all_pass = 1;
+		double top = p->from;
+		for (int k = 0; k < ns; k++) {
+			all_pass &= steps[k].outcome == O_PASS;
+			if (steps[k].value > top)
+				top = steps[k].value;
+		}
+		if (all_pass && runs_spent < p->max_runs && top < p->from * 1048576.0) {
+			double next = as_value(p, top * 2);
+			if (next <= top)
+				next = top + 1;
+			d->queue = 1;
+			d->value = next;
+			return;
+		}
 	}
 	/* the largest passing value below the smallest value that does not pass */
 	const struct step *fail = NULL, *pass = NULL;
@@ -1196,7 +1237,7 @@ int sweep_create(struct store *s, json_t *body, json_t *spec_json, const char *w
 				rc = queue_run(s, a.id, &p, who, p.values[i], r, seq++, err);
 	} else {
 		rc = queue_run(s, a.id, &p, who, p.from, 0, seq++, err);
-		if (rc == 0)
+		if (rc == 0 && !p.grow)
 			rc = queue_run(s, a.id, &p, who, p.to, 0, seq++, err);
 	}
 	if (rc < 0) {
