@@ -49,7 +49,8 @@ TOKEN_RE = re.compile(r"^hr_[A-Za-z0-9_-]{43}$")
 SUBMIT_ROUTES = {("POST", "/api/v1/runs"), ("POST", "/api/v1/runs/{id}/cancel"),
                  ("PATCH", "/api/v1/runs/{id}"), ("POST", "/api/v1/datasets"),
                  ("POST", "/api/v1/calibrations"), ("PUT", "/api/v1/baselines/{name}"),
-                 ("POST", "/api/v1/sweeps"), ("POST", "/api/v1/sweeps/{id}/cancel")}
+                 ("POST", "/api/v1/sweeps"), ("POST", "/api/v1/sweeps/{id}/cancel"),
+                 ("POST", "/api/v1/imports")}
 ADMIN_GETS = {("GET", "/api/v1/tokens"), ("GET", "/api/v1/audit")}
 
 

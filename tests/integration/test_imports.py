@@ -20,6 +20,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(__file__))
 import hrtest  # noqa: E402
+import test_openapi  # noqa: E402  (api/openapi.yaml, to check every answer against)
 
 CLI = os.path.join(hrtest.BIN, "headroom")
 FIXTURE = os.path.join(os.path.dirname(__file__), "data", "peers", "vllm_mock_200.json")
@@ -34,6 +35,9 @@ VLLM_CARRIES = ["time_to_first_token", "inter_token_latency", "inter_chunk_laten
                 "request_throughput", "output_token_throughput", "total_token_throughput",
                 "error_rate"]
 AIPERF_CARRIES = VLLM_CARRIES + ["time_to_first_output_token"]
+
+
+DOC = test_openapi.Doc(test_openapi.load_doc())
 
 
 def ns_ms(seconds):
@@ -62,6 +66,8 @@ class Imports(hrtest.ServiceCase):
     def imp(self, body, status=201, query=""):
         st, doc, _ = self.api.call("POST", "/imports" + query, body)
         self.assertEqual(st, status, doc)
+        # every answer is as api/openapi.yaml documents it
+        DOC.validate(DOC.schema("Run" if st == 201 else "Error"), doc, "POST /imports")
         return doc
 
     def export(self, fmt):
