@@ -1,6 +1,7 @@
 /* api.c - REST routes, request bodies, JSON and streamed responses. */
 #include "api.h"
 #include "apiint.h"
+#include "log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -48,7 +49,11 @@ struct req {
 	const char *route;
 	char method[8];
 	unsigned status;
+	unsigned long long id; /* the request's number, for the access log */
+	char path[256];        /* its path, for the access log (truncated) */
 };
+
+static unsigned long long request_counter;
 
 /* The status of the answer queued on this thread during the current call
  * of on_request (every answer goes through api_queue_response). */
@@ -157,7 +162,7 @@ enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const cha
 
 enum MHD_Result reply_internal(struct MHD_Connection *c, const char *err)
 {
-	fprintf(stderr, "headroomd: internal error: %s\n", err);
+	hlog(LOG_ERROR, "api", "internal error: %s\n", err);
 	return reply_error(c, 500, "internal", NULL, "internal error: %s", err);
 }
 
@@ -1338,6 +1343,8 @@ static enum MHD_Result on_request_inner(void *cls, struct MHD_Connection *conn, 
 		*con_cls = rq;
 		rq->t0 = mono_ns();
 		rq->route = route_label(url, method);
+		rq->id = __atomic_add_fetch(&request_counter, 1, __ATOMIC_RELAXED);
+		snprintf(rq->path, sizeof rq->path, "%s", url);
 		snprintf(rq->method, sizeof rq->method, "%s", method);
 		/* Host, Origin, token, role and Content-Type, before a byte of
 		 * the body is read (auth.h) */
@@ -1408,9 +1415,26 @@ static void on_completed(void *cls, struct MHD_Connection *conn, void **con_cls,
 	struct req *rq = *con_cls;
 	if (!rq)
 		return;
-	if (rq->status)
-		selfmet_http(rq->route ? rq->route : "other", rq->method, rq->status,
-			     (double)(mono_ns() - rq->t0) / 1e9);
+	if (rq->status) {
+		double secs = (double)(mono_ns() - rq->t0) / 1e9;
+		selfmet_http(rq->route ? rq->route : "other", rq->method, rq->status, secs);
+		if (log_access_enabled()) {
+			char client[INET6_ADDRSTRLEN] = "?";
+			const union MHD_ConnectionInfo *ci =
+			    MHD_get_connection_info(conn, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+			if (ci && ci->client_addr) {
+				const struct sockaddr *sa = ci->client_addr;
+				if (sa->sa_family == AF_INET)
+					inet_ntop(AF_INET, &((const struct sockaddr_in *)sa)->sin_addr,
+						  client, sizeof client);
+				else if (sa->sa_family == AF_INET6)
+					inet_ntop(AF_INET6, &((const struct sockaddr_in6 *)sa)->sin6_addr,
+						  client, sizeof client);
+			}
+			hlog_access(rq->id, client, rq->auth.who[0] ? rq->auth.who : "local", rq->method,
+				    rq->path, rq->status, secs);
+		}
+	}
 	auth_done(((struct api *)cls)->store, conn, &rq->auth);
 	dynbuf_release(&rq->body);
 	ds_upload_free(rq->upload);

@@ -13,6 +13,7 @@
  */
 #include "auth.h"
 #include "apiint.h"
+#include "log.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -392,7 +393,7 @@ static int audit_job(struct store_tx *tx, void *arg, char *err)
 	if (e->detail[0])
 		sqlite3_bind_text(st, 6, e->detail, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) != SQLITE_DONE) {
-		fprintf(stderr, "headroomd: audit log: %s\n", sqlite3_errmsg(tx->db));
+		hlog(LOG_INFO, "auth", "audit log: %s\n", sqlite3_errmsg(tx->db));
 		return errf(err, "sqlite: %s", sqlite3_errmsg(tx->db));
 	}
 	return 0;
@@ -592,7 +593,7 @@ struct auth *auth_new(const struct auth_opts *o, const char *host, int port, int
 		       strcmp(host, "[::]") == 0;
 	if (wildcard && o->n_allowed_hosts == 0) {
 		g->check_host = 0;
-		fprintf(stderr, "headroomd: warning: listening on every address without "
+		hlog(LOG_WARN, "auth", "warning: listening on every address without "
 				"--allowed-host: the Host header is not checked (tokens are "
 				"required; docs/security.md)\n");
 	} else if (!wildcard) {

@@ -9,6 +9,7 @@
 #include <unistd.h>
 
 #include "limits.h"
+#include "log.h"
 #include "runs.h"
 #include "spec.h"
 #include "util.h"
@@ -582,9 +583,9 @@ static void settle(struct store *s, long long cid)
 	}
 	char err[HR_ERRLEN];
 	if (store_exec(s, update_job, &u, err) < 0)
-		fprintf(stderr, "headroomd: calibration %lld: %s\n", cid, err);
+		hlog(LOG_INFO, "calibrate", "calibration %lld: %s\n", cid, err);
 	else
-		fprintf(stderr, "headroomd: calibration %lld %s\n", cid, u.state);
+		hlog(LOG_INFO, "calibrate", "calibration %lld %s\n", cid, u.state);
 	free(u.result);
 	json_decref(sums);
 	json_decref(cal);

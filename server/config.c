@@ -24,6 +24,7 @@ static const struct {
     {"max-queued-runs", 0}, {"summary-memory-mb", 0}, {"allowed-host", 0},
     {"allow-target", 0},   {"secret", 0},        {"secrets-dir", 0},
     {"tls-cert", 0},       {"tls-key", 0},       {"backup-dir", 0},
+    {"log-format", 0},     {"log-level", 0},     {"access-log", 1},
     {"require-tokens", 1}, {"insecure-plaintext", 1}, {"no-migration-copy", 1},
 };
 

@@ -16,6 +16,7 @@
 #include <unistd.h>
 
 #include "limits.h"
+#include "log.h"
 #include "runs.h"
 #include "util.h"
 
@@ -130,7 +131,7 @@ int datasets_recover(struct store *s, char *err)
 		if (unlink(p) == 0)
 			removed++;
 		else
-			fprintf(stderr, "headroomd: cannot remove %s: %s\n", p, strerror(errno));
+			hlog(LOG_ERROR, "datasets", "cannot remove %s: %s\n", p, strerror(errno));
 		free(p);
 	}
 	sqlite3_finalize(st);
@@ -488,7 +489,7 @@ static int create(struct store *s, struct ds_upload *u, const struct ds_create *
 	if (rc < 0)
 		return rc == -404 ? errf(err, "dataset %lld vanished", (long long)a.id) : -1;
 	if (a.created)
-		fprintf(stderr, "headroomd: dataset %lld stored (%s, %lld entries, sha256 %s)\n",
+		hlog(LOG_INFO, "datasets", "dataset %lld stored (%s, %lld entries, sha256 %s)\n",
 		        (long long)a.id, format, (long long)a.entries, sha);
 	return a.created ? 201 : 200;
 }
@@ -568,7 +569,7 @@ int datasets_delete(struct store *s, int64_t id, int64_t *run, char *err)
 		char *dir = datasets_dir(s);
 		char *path = xasprintf("%s/%s", dir, a.sha);
 		if (unlink(path) < 0 && errno != ENOENT)
-			fprintf(stderr, "headroomd: dataset %lld deleted, but not its file %s: %s\n",
+			hlog(LOG_INFO, "datasets", "dataset %lld deleted, but not its file %s: %s\n",
 			        (long long)id, path, strerror(errno));
 		else
 			fsync_dir(dir);
@@ -584,7 +585,7 @@ int datasets_delete(struct store *s, int64_t id, int64_t *run, char *err)
 		*run = a.run;
 		return -409;
 	}
-	fprintf(stderr, "headroomd: dataset %lld deleted%s\n", (long long)id,
+	hlog(LOG_INFO, "datasets", "dataset %lld deleted%s\n", (long long)id,
 	        a.shared ? " (its file stays: another dataset reads it)" : "");
 	return 0;
 }

@@ -33,6 +33,7 @@
 #include "calibrate.h"
 #include "datasets.h"
 #include "disk.h"
+#include "log.h"
 #include "store.h"
 #include "summary.h"
 #include "sweep.h"
@@ -90,6 +91,11 @@ static void usage(FILE *f)
 	      "  --config FILE        read options from FILE first (key = value lines, the\n"
 	      "                       keys being these options without --; docs/operations.md)\n"
 	      "  --check-config       check the configuration and options, then exit\n"
+	      "  --log-format F       text (default: \"headroomd: message\"), logfmt or json\n"
+	      "                       (time, level, component, run, message per line)\n"
+	      "  --log-level L        debug, info (default), warn or error\n"
+	      "  --access-log         a log line per HTTP request (id, client, who, method,\n"
+	      "                       path, status, duration)\n"
 	      "  --no-migration-copy  migrate an older database without keeping a copy of\n"
 	      "                       it first (headroom.db.before-NNN)\n"
 	      "  --backup-dir DIR     where POST /api/v1/backups writes (default DATA/backups)\n"
@@ -135,12 +141,12 @@ static void *shutdown_watch(void *arg)
 	for (;;) {
 		int sig = sigtimedwait(set, &si, &limit);
 		if (sig > 0) {
-			fprintf(stderr, "headroomd: second signal %d, exiting at once\n", sig);
+			hlog(LOG_WARN, "main", "second signal %d, exiting at once\n", sig);
 			_exit(EXIT_SECOND_SIGNAL_BASE + sig);
 		}
 		if (errno == EINTR)
 			continue; /* limit is not updated: at worst a little late */
-		fprintf(stderr, "headroomd: shutdown took over %d s, exiting at once\n",
+		hlog(LOG_WARN, "main", "shutdown took over %d s, exiting at once\n",
 			SHUTDOWN_LIMIT_S);
 		_exit(EXIT_SHUTDOWN_TIMEOUT);
 	}
@@ -193,7 +199,7 @@ static int allow_self(struct netallow *allow, const char *address)
 	freeaddrinfo(ai);
 	if (!loopback && allow->n == 0) {
 		allow->closed = true;
-		fprintf(stderr, "headroomd: WARNING: listening beyond loopback without "
+		hlog(LOG_WARN, "main", "WARNING: listening beyond loopback without "
 				"--allow-target: every target is refused (docs/security.md)\n");
 	}
 	return 0;
@@ -212,6 +218,7 @@ int main(int argc, char **argv)
 	long long min_free_mb = HR_MIN_FREE_MB_DEFAULT;
 	const char *backup_dir = NULL;
 	char *backup_default = NULL;
+	int log_format = LOG_TEXT, log_level = LOG_INFO, log_access = 0;
 	struct api_opts ao = {.listen = NULL}; /* the bounds: 0 takes limits.h's default */
 	struct store_opts so = {0};
 	if (argc > 1 && strcmp(argv[1], "token") == 0)
@@ -256,6 +263,9 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--no-migration-copy") == 0) {
 			so.no_migration_copy = 1;
 			continue;
+		} else if (strcmp(a, "--access-log") == 0) {
+			log_access = 1;
+			continue;
 		} else if (strcmp(a, "--require-tokens") == 0 ||
 			   strcmp(a, "--insecure-plaintext") == 0) {
 			*(a[2] == 'r' ? &ao.auth.require_tokens : &ao.auth.insecure_plaintext) = 1;
@@ -266,6 +276,15 @@ int main(int argc, char **argv)
 			goto bad_option;
 		} else if (strcmp(a, "--listen") == 0) {
 			listen = v;
+		} else if (strcmp(a, "--log-format") == 0 || strcmp(a, "--log-level") == 0) {
+			int fmt_opt = a[6] == 'f';
+			int x = fmt_opt ? log_parse_format(v) : log_parse_level(v);
+			if (x < 0) {
+				fprintf(stderr, "headroomd: %s must be %s\n", a,
+					fmt_opt ? "text, logfmt or json" : "debug, info, warn or error");
+				goto bad_option;
+			}
+			*(fmt_opt ? &log_format : &log_level) = x;
 		} else if (strcmp(a, "--backup-dir") == 0) {
 			backup_dir = v;
 		} else if (strcmp(a, "--tls-cert") == 0 || strcmp(a, "--tls-key") == 0) {
@@ -371,6 +390,7 @@ int main(int argc, char **argv)
 		}
 		i++;
 	}
+	log_setup(log_format, log_level, log_access);
 	goto options_read;
 bad_option:
 	if (ca.origin[cur])
@@ -413,28 +433,28 @@ options_read:
 	struct api *api = NULL;
 	int status = 1;
 	if (store_open(data, &so, &store, err) < 0) {
-		fprintf(stderr, "headroomd: %s\n", err);
+		hlog(LOG_ERROR, "main", "%s\n", err);
 		goto out;
 	}
 	/* runs a crashed daemon left 'running' end 'interrupted' with a
 	 * summary of what was stored; runs_recover takes any left after that */
 	int n = runner_recover(store, default_workers, err);
 	if (n < 0)
-		fprintf(stderr, "headroomd: cannot recover interrupted runs: %s\n", err);
+		hlog(LOG_ERROR, "main", "cannot recover interrupted runs: %s\n", err);
 	int n2 = runs_recover(store, err);
 	if (n2 < 0) {
-		fprintf(stderr, "headroomd: %s\n", err);
+		hlog(LOG_ERROR, "main", "%s\n", err);
 		goto out;
 	}
 	/* uploads a crash interrupted, files no dataset reads */
 	int n3 = datasets_recover(store, err);
 	if (n3 < 0)
-		fprintf(stderr, "headroomd: cannot clean the datasets folder: %s\n", err);
+		hlog(LOG_ERROR, "main", "cannot clean the datasets folder: %s\n", err);
 	else if (n3 > 0)
-		fprintf(stderr, "headroomd: removed %d file(s) a crash left in the datasets folder\n",
+		hlog(LOG_INFO, "main", "removed %d file(s) a crash left in the datasets folder\n",
 			n3);
 	if (n > 0 || n2 > 0)
-		fprintf(stderr, "headroomd: %d run(s) were running when the daemon last stopped; "
+		hlog(LOG_INFO, "main", "%d run(s) were running when the daemon last stopped; "
 				"marked interrupted\n",
 			(n > 0 ? n : 0) + n2);
 	calib_settle_all(store); /* calibrations whose last run was interrupted */
@@ -444,7 +464,7 @@ options_read:
 	data_abs = realpath(data, NULL);
 	disk_configure(data_abs ? data_abs : data, min_free_mb);
 	if (disk_reserve_make(err) < 0) /* made again before each run */
-		fprintf(stderr, "headroomd: %s\n", err);
+		hlog(LOG_WARN, "main", "%s\n", err);
 	struct runner_opts ro = {.data_dir = data_abs ? data_abs : data,
 				 .worker_bin = worker_bin,
 				 .transport = transport,
@@ -456,7 +476,7 @@ options_read:
 				 .retain_per_fp = retain_per_fp,
 				 .allow = &allow};
 	if (runner_start(store, &ro, &runner, err) < 0) {
-		fprintf(stderr, "headroomd: %s\n", err);
+		hlog(LOG_ERROR, "main", "%s\n", err);
 		goto out;
 	}
 	ao.listen = listen;
@@ -466,11 +486,11 @@ options_read:
 	ao.secrets = &secrets;
 	ao.allow = &allow;
 	if (api_start(store, runner, &ao, &api, err) < 0) {
-		fprintf(stderr, "headroomd: %s\n", err);
+		hlog(LOG_ERROR, "main", "%s\n", err);
 		goto out;
 	}
 	if (allow_self(&allow, api_address(api)) < 0) {
-		fprintf(stderr, "headroomd: cannot resolve my own address %s\n", api_address(api));
+		hlog(LOG_ERROR, "main", "cannot resolve my own address %s\n", api_address(api));
 		goto out;
 	}
 	runner_allow_ready(runner);
@@ -480,11 +500,11 @@ options_read:
 	char ready[400];
 	snprintf(ready, sizeof ready, "READY=1\nSTATUS=listening on %.300s", api_address(api));
 	if (sd_notify_send(ready) < 0)
-		fprintf(stderr, "headroomd: could not tell systemd it is ready ($NOTIFY_SOCKET)\n");
+		hlog(LOG_ERROR, "main", "could not tell systemd it is ready ($NOTIFY_SOCKET)\n");
 
 	int sig = 0;
 	sigwait(&set, &sig);
-	fprintf(stderr, "headroomd: signal %d, shutting down (a second one exits at once)\n",
+	hlog(LOG_INFO, "main", "signal %d, shutting down (a second one exits at once)\n",
 		sig);
 	sd_notify_send("STOPPING=1\nSTATUS=stopping");
 	static sigset_t watch_set;

@@ -20,6 +20,7 @@
 #include <zmq.h>
 
 #include "calibrate.h"
+#include "log.h"
 #include "sweep.h"
 #include "satdet.h"
 #include "selfmet.h"
@@ -514,7 +515,7 @@ static void sat_tick(struct run_ctx *c, int64_t now)
 	satdet_inflight(c->sat, (double)(now - c->prof_start) / 1e9, (double)in_flight);
 	char why[400];
 	if (satdet_check(c->sat, why, sizeof why)) {
-		fprintf(stderr, "headroomd: run %lld stopped: %s\n", (long long)c->id, why);
+		hlog(LOG_INFO, "runner", "run %lld stopped: %s\n", (long long)c->id, why);
 		c->saturated = xstrdup(why);
 		send_stop(c, "oversaturated");
 	}
@@ -524,7 +525,7 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 {
 	int i = ident_index(c, m->ident);
 	if (i < 0) {
-		fprintf(stderr, "headroomd: run %lld: message from unknown peer '%s' ignored\n",
+		hlog(LOG_INFO, "runner", "run %lld: message from unknown peer '%s' ignored\n",
 			(long long)c->id, m->ident);
 		return;
 	}
@@ -851,7 +852,7 @@ static int finish_run(struct runner *r, int64_t id, const char *state, const cha
 		if (runs_finish(r->store, id, state, reason, attempt < 3 ? summary : NULL, err) ==
 		    0)
 			return 0;
-		fprintf(stderr, "headroomd: run %lld: cannot store its end (%s): %s\n",
+		hlog(LOG_ERROR, "runner", "run %lld: cannot store its end (%s): %s\n",
 			(long long)id, state, err);
 		struct timespec ts = {0, 200000000};
 		nanosleep(&ts, NULL);
@@ -873,7 +874,7 @@ static int retry_unfinished(struct runner *r)
 	if (runs_finish(r->store, r->unfinished_id, r->unfinished_state, r->unfinished_reason,
 			NULL, err) < 0)
 		return 1;
-	fprintf(stderr, "headroomd: run %lld %s (stored late, without its summary)\n",
+	hlog(LOG_INFO, "runner", "run %lld %s (stored late, without its summary)\n",
 		(long long)r->unfinished_id, r->unfinished_state);
 	r->unfinished_id = 0;
 	free(r->unfinished_reason);
@@ -893,7 +894,7 @@ static void check_store(struct run_ctx *c)
 	store_commit_status(c->r->store, &cf, msg, sizeof msg);
 	if (cf > c->commit_fails0 || runs_record_failures(msg, sizeof msg) > c->record_fails0) {
 		c->store_error = xstrdup(msg[0] ? msg : "unknown error");
-		fprintf(stderr, "headroomd: run %lld: the store failed: %s; stopping the run\n",
+		hlog(LOG_ERROR, "runner", "run %lld: the store failed: %s; stopping the run\n",
 			(long long)c->id, c->store_error);
 		send_stop(c, "the store failed");
 	}
@@ -915,7 +916,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	struct mockproc mock = {.pid = -1, .out = -1};
 	char why[HR_ERRLEN];
 	if (disk_check_floor(why) < 0 || disk_reserve_make(why) < 0) {
-		fprintf(stderr, "headroomd: run %lld failed: %s\n", (long long)id, why);
+		hlog(LOG_ERROR, "runner", "run %lld failed: %s\n", (long long)id, why);
 		finish_run(r, id, RUN_FAILED, why, NULL);
 		run_ended(r, id, spec_json);
 		return;
@@ -945,8 +946,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		/* the mock the daemon started is allowed, whatever the list says
 		 * (a full list leaves it to the open default: no list at all) */
 		if ((c.net.n > 0 || c.net.closed) && netallow_add(&c.net, mock.addr, err) < 0)
-			fprintf(stderr, "headroomd: run %lld: %s\n", (long long)id, err);
-		fprintf(stderr, "headroomd: run %lld: headroom-mock (pid %d) on %s\n", (long long)id,
+			hlog(LOG_INFO, "runner", "run %lld: %s\n", (long long)id, err);
+		hlog(LOG_INFO, "runner", "run %lld: headroom-mock (pid %d) on %s\n", (long long)id,
 			(int)mock.pid, mock.addr);
 	}
 	if (spec_from_json(run_json, r->o.default_workers, &c.spec, &serr) < 0) {
@@ -991,7 +992,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		c.n = (int)c.spec.load.requests; /* a worker with nothing to send is useless */
 	c.w = xcalloc((size_t)c.n, sizeof *c.w);
 	c.started = mono_ns();
-	fprintf(stderr, "headroomd: run %lld started with %d worker(s)\n", (long long)id, c.n);
+	hlog(LOG_INFO, "runner", "run %lld started with %d worker(s)\n", (long long)id, c.n);
 
 	/* telemetry from before the first request (the baseline) to after the last */
 	struct collector *tele = collector_start(r->store, id, &c.spec, r->o.nvml_lib,
@@ -1089,7 +1090,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	char store_why[400] = "";
 	long long have = runs_count_records(r->store, id);
 	if (c.store_error && disk_reserve_release())
-		fprintf(stderr, "headroomd: run %lld: released the store's %d MiB reserve for the "
+		hlog(LOG_WARN, "runner", "run %lld: released the store's %d MiB reserve for the "
 				"run's end\n",
 			(long long)id, HR_STORE_RESERVE_MB);
 	if (have >= 0 && have < c.records)
@@ -1102,7 +1103,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	long long valid = 0;
 	json_t *summary = summary_compute(r->store, id, &c.spec, c.t0_wall, &valid, err);
 	if (!summary)
-		fprintf(stderr, "headroomd: run %lld: summary failed: %s\n", (long long)id, err);
+		hlog(LOG_ERROR, "runner", "run %lld: summary failed: %s\n", (long long)id, err);
 	else
 		json_object_set_new(summary, "client", verdict_compute(r->store, id, &c.spec, c.n, summary));
 	if (summary) { /* what the schedule asked for but was never sent */
@@ -1119,7 +1120,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		/* validity and gates: the run's own figures first (a regression
 		 * gate against a group reads them), then the judgement */
 		if (history_index_summary(r->store, id, summary, err) < 0)
-			fprintf(stderr, "headroomd: run %lld: cannot index the summary: %s\n",
+			hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
 				(long long)id, err);
 		judge_run(r->store, id, &c.spec, summary);
 	}
@@ -1148,12 +1149,12 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		free(e);
 	}
 	if (finish_run(r, id, state, reason[0] ? reason : NULL, summary) < 0)
-		fprintf(stderr, "headroomd: run %lld: cannot store the result; retrying\n",
+		hlog(LOG_ERROR, "runner", "run %lld: cannot store the result; retrying\n",
 			(long long)id);
 	else if (summary && history_index_summary(r->store, id, summary, err) < 0)
-		fprintf(stderr, "headroomd: run %lld: cannot index the summary: %s\n",
+		hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
 			(long long)id, err);
-	fprintf(stderr, "headroomd: run %lld %s%s%s%s%s\n", (long long)id, state,
+	hlog(LOG_INFO, "runner", "run %lld %s%s%s%s%s\n", (long long)id, state,
 		reason[0] ? ": " : "", reason, summary ? ", client verdict " : "",
 		summary ? verdict_of(summary) : "");
 	run_ended(r, id, spec_json);
@@ -1176,9 +1177,9 @@ static void retain(struct runner *r)
 	char err[HR_ERRLEN];
 	int n = history_retain(r->store, r->o.retain_days, r->o.retain_per_fp, err);
 	if (n < 0)
-		fprintf(stderr, "headroomd: retention failed: %s\n", err);
+		hlog(LOG_ERROR, "runner", "retention failed: %s\n", err);
 	else if (n > 0)
-		fprintf(stderr, "headroomd: retention removed %d run(s)\n", n);
+		hlog(LOG_INFO, "runner", "retention removed %d run(s)\n", n);
 }
 
 /* A repeat group's pause between its runs (repeat.cooldown_s) after run
@@ -1223,7 +1224,7 @@ static void *runner_main(void *arg)
 		char err[HR_ERRLEN];
 		int rc = retry_unfinished(r) ? 0 : runs_claim_next(r->store, &id, &spec, err);
 		if (rc < 0)
-			fprintf(stderr, "headroomd: cannot take the next run: %s\n", err);
+			hlog(LOG_ERROR, "runner", "cannot take the next run: %s\n", err);
 		if (rc == 1) {
 			execute(r, id, spec);
 			double cool = json_number_value(
@@ -1283,30 +1284,30 @@ int runner_recover(struct store *s, int default_workers, char *err)
 			long long valid = 0;
 			summary = summary_compute(s, id, &sp, t0 > 0 ? t0 : 0, &valid, why);
 			if (!summary) {
-				fprintf(stderr, "headroomd: run %lld: summary failed: %s\n",
+				hlog(LOG_ERROR, "runner", "run %lld: summary failed: %s\n",
 					(long long)id, why);
 			} else {
 				json_object_set_new(summary, "client",
 						    verdict_compute(s, id, &sp, run_workers(&sp),
 								    summary));
 				if (history_index_summary(s, id, summary, why) < 0)
-					fprintf(stderr, "headroomd: run %lld: cannot index the "
+					hlog(LOG_ERROR, "runner", "run %lld: cannot index the "
 							"summary: %s\n",
 						(long long)id, why);
 				judge_run(s, id, &sp, summary);
 			}
 			spec_release(&sp);
 		} else {
-			fprintf(stderr, "headroomd: run %lld: its stored spec does not parse%s%s\n",
+			hlog(LOG_INFO, "runner", "run %lld: its stored spec does not parse%s%s\n",
 				(long long)id, json_is_object(spec_json) ? ": " : "",
 				json_is_object(spec_json) ? se.message : "");
 		}
 		if (runs_finish(s, id, RUN_INTERRUPTED, reason, summary, why) < 0) {
-			fprintf(stderr, "headroomd: run %lld: cannot store its end: %s\n",
+			hlog(LOG_ERROR, "runner", "run %lld: cannot store its end: %s\n",
 				(long long)id, why);
 		} else {
 			if (summary && history_index_summary(s, id, summary, why) < 0)
-				fprintf(stderr, "headroomd: run %lld: cannot index the summary: %s\n",
+				hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
 					(long long)id, why);
 			n++;
 		}
@@ -1333,7 +1334,7 @@ static void remove_stale_sockets(const char *dir)
 		snprintf(path, sizeof path, "%s/%s", dir, e->d_name);
 		struct stat st;
 		if (lstat(path, &st) == 0 && S_ISSOCK(st.st_mode) && unlink(path) == 0)
-			fprintf(stderr, "headroomd: removed the stale socket %s\n", path);
+			hlog(LOG_INFO, "runner", "removed the stale socket %s\n", path);
 	}
 	closedir(d);
 }

@@ -10,6 +10,7 @@
 #include <time.h>
 
 #include "limits.h"
+#include "log.h"
 #include "migrations.h"
 #include "history.h"
 #include "runs.h"
@@ -127,7 +128,7 @@ static int copy_before(sqlite3 *db, const char *path, int next, char *err)
 			  "--no-migration-copy to migrate without a copy)",
 		     dest, sqlite3_errmsg(db));
 	else
-		fprintf(stderr, "headroomd: the database before migration %03d is kept as %s\n", next,
+		hlog(LOG_INFO, "store", "the database before migration %03d is kept as %s\n", next,
 			dest);
 	sqlite3_finalize(q);
 	free(dest);
@@ -208,7 +209,7 @@ sqlite3_stmt *store_tx_stmt(struct store_tx *tx, const char *sql)
 	}
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v3(tx->db, sql, -1, SQLITE_PREPARE_PERSISTENT, &st, NULL) != SQLITE_OK) {
-		fprintf(stderr, "headroomd: cannot prepare statement: %s\n", sqlite3_errmsg(tx->db));
+		hlog(LOG_ERROR, "store", "cannot prepare statement: %s\n", sqlite3_errmsg(tx->db));
 		abort(); /* a programming error: every statement is static SQL */
 	}
 	if (slot >= 0) {
@@ -227,7 +228,7 @@ static void run_batch(struct store *s, struct job *batch)
 	int64_t t_begin = mono_ns();
 	int in_tx = db_exec(s->wdb, "BEGIN IMMEDIATE;", err) == 0;
 	if (!in_tx)
-		fprintf(stderr, "headroomd: store: %s\n", err);
+		hlog(LOG_INFO, "store", "store: %s\n", err);
 	for (struct job *j = batch; j; j = j->next) {
 		err[0] = '\0';
 		db_exec(s->wdb, "SAVEPOINT job;", NULL);
@@ -235,14 +236,14 @@ static void run_batch(struct store *s, struct job *batch)
 		if (j->rc < 0) {
 			db_exec(s->wdb, "ROLLBACK TO job;", NULL);
 			if (!j->sync && err[0])
-				fprintf(stderr, "headroomd: store job failed: %s\n", err);
+				hlog(LOG_ERROR, "store", "store job failed: %s\n", err);
 		}
 		db_exec(s->wdb, "RELEASE job;", NULL);
 		if (j->sync && j->err)
 			snprintf(j->err, HR_ERRLEN, "%s", err);
 	}
 	if (in_tx && db_exec(s->wdb, "COMMIT;", err) < 0) {
-		fprintf(stderr, "headroomd: store commit failed: %s\n", err);
+		hlog(LOG_ERROR, "store", "store commit failed: %s\n", err);
 		db_exec(s->wdb, "ROLLBACK;", NULL);
 		for (struct job *j = batch; j; j = j->next)
 			if (j->rc == 0) {

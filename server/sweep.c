@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "log.h"
 #include "history.h"
 #include "infer.h"
 #include "metrics.h"
@@ -631,7 +632,7 @@ static void finish(struct store *s, int64_t id, const char *state, json_t *resul
 	a.error = error ? xstrdup(error) : NULL;
 	char err[HR_ERRLEN];
 	if (store_exec(s, finish_job, &a, err) < 0)
-		fprintf(stderr, "headroomd: sweep %lld: %s\n", (long long)id, err);
+		hlog(LOG_INFO, "sweep", "sweep %lld: %s\n", (long long)id, err);
 	free(a.result);
 	free(a.error);
 }

@@ -12,6 +12,7 @@
 #include <time.h>
 
 #include "dynbuf.h"
+#include "log.h"
 #include "limits.h"
 #include "nvml.h"
 #include "prom.h"
@@ -772,7 +773,7 @@ struct collector *collector_start(struct store *s, int64_t run_id, const struct 
 	pthread_condattr_destroy(&cattr);
 	pthread_mutex_init(&c->mu, NULL);
 	if (pthread_create(&c->thread, NULL, collector_main, c) != 0) {
-		fprintf(stderr, "headroomd: cannot start the telemetry thread\n");
+		hlog(LOG_ERROR, "telemetry", "cannot start the telemetry thread\n");
 		collector_free(c);
 		return NULL;
 	}
@@ -807,7 +808,7 @@ int collector_wait_baseline(struct collector *c, int (*give_up)(void *ud), void 
 	if (quit)
 		return -1;
 	if (!done)
-		fprintf(stderr, "headroomd: run %lld: the telemetry baseline is late; starting "
+		hlog(LOG_INFO, "telemetry", "run %lld: the telemetry baseline is late; starting "
 				"without waiting longer\n",
 			(long long)c->run_id);
 	return done ? 0 : -1;
