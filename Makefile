@@ -42,9 +42,11 @@ check-plain:
 # The package of build-check's programs (already built and tested above):
 # its contents, lintian, the programs run from an extracted tree, the unit;
 # then the Dockerfile through two linters from npm.
+# PKG_BUILD names another (configured) build directory.
+PKG_BUILD ?= build-check
 check-packaging:
-	$(CMAKE) --build build-check -j $(JOBS) --target headroomd headroom-worker headroom-mock headroom
-	/usr/bin/python3 tests/packaging/test_package.py build-check
+	$(CMAKE) --build $(PKG_BUILD) -j $(JOBS) --target headroomd headroom-worker headroom-mock headroom
+	/usr/bin/python3 tests/packaging/test_package.py $(PKG_BUILD)
 	./packaging/lint-dockerfile.sh
 
 # Debian's build flags (hardening: stack protector, relro, bindnow, PIE) as a
