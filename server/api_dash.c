@@ -23,6 +23,14 @@ enum MHD_Result h_timeseries(struct call *k)
 	if (s && parse_int(s, 1, 86400000, &step) < 0)
 		return reply_error(k->conn, 400, "out_of_range", "step_ms",
 				   "'step_ms' must be an integer from 1 to 86400000 (ms)");
+	long long buckets = 0;
+	const char *b = arg(k->conn, "buckets");
+	if (b && parse_int(b, 1, HR_MAX_TS_BUCKETS, &buckets) < 0)
+		return reply_error(k->conn, 400, "out_of_range", "buckets",
+				   "'buckets' must be an integer from 1 to %d", HR_MAX_TS_BUCKETS);
+	if (s && b)
+		return reply_error(k->conn, 400, "invalid_value", "buckets",
+				   "give 'step_ms' or 'buckets', not both");
 	json_t *run;
 	char err[HR_ERRLEN];
 	int rc = runs_get(k->a->store, k->id, 0, &run, err);
@@ -33,7 +41,7 @@ enum MHD_Result h_timeseries(struct call *k)
 	json_decref(run);
 	struct dynbuf out;
 	dynbuf_init(&out, SIZE_MAX / 2);
-	rc = ts_build(k->a->store, k->id, step, &out, err);
+	rc = ts_build(k->a->store, k->id, step, (int)buckets, &out, err);
 	if (rc == -2) {
 		dynbuf_release(&out);
 		return reply_error(k->conn, 400, "out_of_range", "step_ms", "%s", err);
@@ -89,7 +97,7 @@ enum MHD_Result h_report(struct call *k)
 		}
 	struct dynbuf ts;
 	dynbuf_init(&ts, SIZE_MAX / 2);
-	rc = ts_build(k->a->store, k->id, 0, &ts, err);
+	rc = ts_build(k->a->store, k->id, 0, 200, &ts, err);
 	if (rc < 0) {
 		json_decref(run);
 		dynbuf_release(&ts);
@@ -167,14 +175,28 @@ enum MHD_Result h_distribution(struct call *k)
 	const char *m = arg(k->conn, "metric");
 	if (!m)
 		return reply_error(k->conn, 400, "missing_field", "metric",
-				   "'metric' names a per-request metric (time_to_first_token, ...)");
-	int metric = -1;
-	for (size_t i = 0; i < metric_defs_count; i++)
-		if (strcmp(metric_defs[i].tag, m) == 0)
-			metric = (int)i;
-	if (metric < 0)
-		return reply_error(k->conn, 400, "invalid_value", "metric",
-				   "'metric' is not a per-request metric (docs/metrics.md)");
+				   "'metric' names per-request metrics (time_to_first_token,...)");
+	int metrics[DASH_MAX_METRICS], n = 0;
+	for (const char *p = m;; p++) {
+		const char *e = strchr(p, ',');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		int found = -1;
+		for (size_t i = 0; i < metric_defs_count; i++)
+			if (strlen(metric_defs[i].tag) == len && memcmp(metric_defs[i].tag, p, len) == 0)
+				found = (int)i;
+		for (int j = 0; j < n && found >= 0; j++)
+			if (metrics[j] == found)
+				found = -2;
+		if (found < 0 || n == DASH_MAX_METRICS)
+			return reply_error(k->conn, 400, "invalid_value", "metric",
+					   "'metric' must be 1 to %d distinct per-request metrics "
+					   "(docs/metrics.md), separated by commas",
+					   DASH_MAX_METRICS);
+		metrics[n++] = found;
+		if (!e)
+			break;
+		p = e;
+	}
 	long long points = 1000;
 	const char *p = arg(k->conn, "points");
 	if (p && parse_int(p, 2, HR_MAX_DIST_POINTS, &points) < 0)
@@ -186,7 +208,7 @@ enum MHD_Result h_distribution(struct call *k)
 	struct dynbuf out;
 	char err[HR_ERRLEN];
 	dynbuf_init(&out, SIZE_MAX / 2);
-	if (dash_distribution(k->a->store, k->id, metric, (int)points, &out, err) < 0) {
+	if (dash_distribution(k->a->store, k->id, metrics, n, (int)points, &out, err) < 0) {
 		dynbuf_release(&out);
 		return reply_internal(k->conn, err);
 	}

@@ -11,13 +11,16 @@
 #include "dynbuf.h"
 #include "store.h"
 
-/* The JSON answer of GET /runs/{id}/distribution for metric (a tag of
- * metric_defs; the caller checked it) into out: the metric's values over
- * the valid profiling records (every sent one for a METRIC_SENT metric),
- * every value in order when there are at most points of them, else the
- * quantiles at fractions i / (points - 1). 0, or -1 with err. */
-int dash_distribution(struct store *s, int64_t run_id, int metric, int points,
-		      struct dynbuf *out, char *err);
+#define DASH_MAX_METRICS 8 /* metrics of one GET /runs/{id}/distribution */
+
+/* The JSON answer of GET /runs/{id}/distribution for n_metrics metrics
+ * (indexes of metric_defs, distinct; the caller checked them) into out,
+ * all from one read of the records: each metric's values over the valid
+ * profiling records (every sent one for a METRIC_SENT metric), every value
+ * in order when there are at most points of them, else the quantiles at
+ * fractions i / (points - 1). 0, or -1 with err. */
+int dash_distribution(struct store *s, int64_t run_id, const int *metrics, int n_metrics,
+		      int points, struct dynbuf *out, char *err);
 
 enum dash_order { DASH_SLOWEST, DASH_FAILED };
 

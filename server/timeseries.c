@@ -236,22 +236,25 @@ static void ts_free(struct ts *t)
 }
 
 /* The smallest step of 1, 2 or 5 times a power of ten ms giving at most
- * HR_TS_AUTO_BUCKETS buckets over [lo, hi]. */
-static long long auto_step_ms(int64_t lo, int64_t hi)
+ * max buckets over [lo, hi]. */
+static long long auto_step_ms(int64_t lo, int64_t hi, int max)
 {
 	for (long long p = 1;; p *= 10)
 		for (int k = 0; k < 3; k++) {
 			static const int mul[] = {1, 2, 5};
 			long long step = p * mul[k];
 			int64_t ns = step * 1000000LL;
-			if (floor_div(hi, ns) - floor_div(lo, ns) + 1 <= HR_TS_AUTO_BUCKETS ||
+			if (floor_div(hi, ns) - floor_div(lo, ns) + 1 <= max ||
 			    step >= 86400000LL * 1000)
 				return step;
 		}
 }
 
-int ts_build(struct store *s, int64_t run_id, long long step_ms, struct dynbuf *out, char *err)
+int ts_build(struct store *s, int64_t run_id, long long step_ms, int max_buckets,
+	     struct dynbuf *out, char *err)
 {
+	if (max_buckets <= 0 || max_buckets > HR_MAX_TS_BUCKETS)
+		max_buckets = HR_TS_AUTO_BUCKETS;
 	int defs[TS_NMET];
 	for (size_t m = 0; m < TS_NMET; m++) {
 		defs[m] = -1;
@@ -295,7 +298,7 @@ int ts_build(struct store *s, int64_t run_id, long long step_ms, struct dynbuf *
 		if (!step_ms)
 			step_ms = 1000;
 	} else if (!step_ms) {
-		step_ms = auto_step_ms(lo, hi);
+		step_ms = auto_step_ms(lo, hi, max_buckets);
 	}
 	t.step_ns = (int64_t)step_ms * 1000000LL;
 	t.first = floor_div(lo, t.step_ns);

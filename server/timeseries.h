@@ -13,10 +13,11 @@
 #include "store.h"
 
 /* Writes the JSON answer for run_id into out. step_ms 0 picks a step
- * (1, 2 or 5 times a power of ten ms) that makes at most
- * HR_TS_AUTO_BUCKETS buckets. Returns 0; -2 when step_ms would make more
- * than HR_MAX_TS_BUCKETS buckets (err says the smallest step allowed); -1
- * on error (err). */
-int ts_build(struct store *s, int64_t run_id, long long step_ms, struct dynbuf *out, char *err);
+ * (1, 2 or 5 times a power of ten ms) that makes at most max_buckets
+ * buckets (1..HR_MAX_TS_BUCKETS; 0: HR_TS_AUTO_BUCKETS). Returns 0; -2
+ * when step_ms would make more than HR_MAX_TS_BUCKETS buckets (err says
+ * the smallest step allowed); -1 on error (err). */
+int ts_build(struct store *s, int64_t run_id, long long step_ms, int max_buckets,
+	     struct dynbuf *out, char *err);
 
 #endif

@@ -75,8 +75,8 @@ export async function send(method, path, body) {
 	return text ? JSON.parse(text) : null;
 }
 
-// A metric's CDF of a run as {label, values, fractions} (GET /distribution).
-export async function distribution(id, metric, label) {
-	const d = await get(`/runs/${id}/distribution?metric=${metric}&points=1000`);
-	return { label, values: d.values, fractions: d.fractions, count: d.count };
+// Metrics' CDFs of a run, from one GET /distribution: {metric: {values, fractions, count}}.
+export async function distributions(id, metrics) {
+	const d = await get(`/runs/${id}/distribution?metric=${metrics.join(',')}&points=1000`);
+	return Object.fromEntries(d.metrics.map((m) => [m.metric, m]));
 }

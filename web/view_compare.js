@@ -2,7 +2,7 @@
 // each side, the delta table with intervals and verdicts coloured by
 // direction, warnings, spec and label differences, and (one run a side)
 // their CDFs overlaid.
-import { get, distribution } from './api.js';
+import { get, distributions } from './api.js';
 import { el, num, pct, stateBox } from './fmt.js';
 import { cdfChart } from './charts.js';
 
@@ -54,8 +54,9 @@ export async function compareView(out, url, show) {
 		out.append(el('h2', {}, 'Distributions overlaid'), box);
 		const metrics = [['time_to_first_token', 'TTFT'], ['request_latency', 'request latency'],
 			['inter_token_latency', 'inter-token latency']];
-		const sets = await Promise.all(metrics.map(([k]) => Promise.all([
-			distribution(c.base.runs[0], k, `base ${c.base.ref}`), distribution(c.head.runs[0], k, `head ${c.head.ref}`)])));
+		const [a, b] = await Promise.all([c.base.runs[0], c.head.runs[0]].map((id) =>
+			distributions(id, metrics.map(([k]) => k))));
+		const sets = metrics.map(([k]) => [{ label: `base ${c.base.ref}`, ...a[k] }, { label: `head ${c.head.ref}`, ...b[k] }]);
 		show();
 		metrics.forEach(([, t], i) => cdfChart(box, `CDF: ${t}`, sets[i], 'ms'));
 	}

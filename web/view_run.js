@@ -3,7 +3,7 @@
 // run's time series on one shared time axis (GET /runs/{id}/timeseries),
 // CDFs (GET /runs/{id}/distribution), and a drill-down into the slowest and
 // failed requests (GET /runs/{id}/requests): nothing downloads every record.
-import { get, raw, send, distribution } from './api.js';
+import { get, raw, send, distributions } from './api.js';
 import { el, num, stateBox, time, duration, withUnit } from './fmt.js';
 import { timeChart, sampledChart, cdfChart, resetGroup } from './charts.js';
 
@@ -61,15 +61,6 @@ function evidence(s) {
 		g.passed ? 'passed' : 'failed')), el('ul', {}, g.results.map((r) =>
 		el('li', { class: r.passed ? 'passed' : 'failed' }, r.message))));
 	return out;
-}
-
-// About 200 buckets over the run: 1, 2 or 5 times a power of ten ms.
-function stepFor(run) {
-	if (!run.started_at) return '';
-	const span = (run.finished_at ? Date.parse(run.finished_at) : Date.now()) - Date.parse(run.started_at);
-	for (let p = 1; p < 1e9; p *= 10)
-		for (const m of [1, 2, 5]) if (p * m * 200 >= span) return `?step_ms=${p * m}`;
-	return '';
 }
 
 function charts(ts) {
@@ -169,14 +160,15 @@ function clientCharts(parent, cl, o) {
 }
 
 async function cdfs(parent, id) {
-	const d = (m, label) => distribution(id, m, label);
-	const [ttft, sttft, itl, lat, slat] = await Promise.all([d('time_to_first_token', 'TTFT'),
-		d('scheduled_time_to_first_token', 'scheduled TTFT'), d('inter_token_latency', 'ITL'),
-		d('request_latency', 'latency'), d('scheduled_request_latency', 'scheduled latency')]);
+	const d = await distributions(id, ['time_to_first_token', 'scheduled_time_to_first_token',
+		'inter_token_latency', 'request_latency', 'scheduled_request_latency']);
+	const set = (m, label) => ({ label, values: d[m].values, fractions: d[m].fractions });
 	return () => {
-		cdfChart(parent, 'CDF: time to first token, plain and scheduled', [ttft, sttft], 'ms');
-		cdfChart(parent, 'CDF: inter-token latency (per request)', [itl], 'ms');
-		cdfChart(parent, 'CDF: request latency, plain and scheduled', [lat, slat], 'ms');
+		cdfChart(parent, 'CDF: time to first token, plain and scheduled', [set('time_to_first_token', 'TTFT'),
+			set('scheduled_time_to_first_token', 'scheduled TTFT')], 'ms');
+		cdfChart(parent, 'CDF: inter-token latency (per request)', [set('inter_token_latency', 'ITL')], 'ms');
+		cdfChart(parent, 'CDF: request latency, plain and scheduled', [set('request_latency', 'latency'),
+			set('scheduled_request_latency', 'scheduled latency')], 'ms');
 	};
 }
 
@@ -313,7 +305,7 @@ async function liveView(out, run, show) {
 	const here = location.pathname;
 	for (;;) {
 		resetGroup('run');
-		const ts = await get(`/runs/${id}/timeseries${stepFor(run)}`).catch(() => null);
+		const ts = await get(`/runs/${id}/timeseries?buckets=200`).catch(() => null);
 		if (location.pathname !== here) return;
 		const next = charts(ts || { buckets: 0 });
 		box.replaceChildren(...next.childNodes);
@@ -352,7 +344,7 @@ export async function runView(out, id, show) {
 	if (s) out.append(el('h2', {}, 'Verdict, validity and gates'), evidence(s), el('h2', {}, 'Summary'), summaryTable(s));
 	else out.append(stateBox('This run has no summary.'));
 	const none = { samples: [] };
-	const [ts, slow, bad, tele, cl, drawCdfs] = await Promise.all([get(`/runs/${id}/timeseries${stepFor(run)}`),
+	const [ts, slow, bad, tele, cl, drawCdfs] = await Promise.all([get(`/runs/${id}/timeseries?buckets=200`),
 		get(`/runs/${id}/requests?order=slowest&limit=15`), get(`/runs/${id}/requests?order=failed&limit=15`),
 		get(`/runs/${id}/telemetry`).catch(() => none), get(`/runs/${id}/client`).catch(() => none),
 		cdfs(cdfBox, id)]);

@@ -294,7 +294,7 @@ test('report.html: one file that opens from disk with its charts', async () => {
 			(td) => td.dataset.value);
 		assert.equal(Number(v), summary.metrics[metric][stat], `${metric}.${stat}`);
 	}
-	const ts = await json(`/runs/${run.id}/timeseries`);
+	const ts = await json(`/runs/${run.id}/timeseries?buckets=200`); // the report's
 	const charts = await page.$$eval('#timeseries .chart', (cs) => cs.map((c) =>
 		[Number(c.dataset.points), c.querySelectorAll('canvas').length]));
 	assert.equal(charts.length, 6);

@@ -2320,7 +2320,7 @@ class FinishedRunTest(_ApiBase):
                          'attachment; filename="headroom-run-%d.html"' % run_id)
         self.assertIn("window.HEADROOM_REPORT", report)
         dist, _ = self.req("GET", "/runs/%d/distribution?metric=request_latency" % run_id, 200)
-        self.assertEqual(dist["values"], sorted(r["request_latency"] for r in rows))
+        self.assertEqual(dist["metrics"][0]["values"], sorted(r["request_latency"] for r in rows))
         slow, _ = self.req("GET", "/runs/%d/requests?limit=3" % run_id, 200)
         self.assertEqual(len(slow["requests"]), 3)
         failed, _ = self.req("GET", "/runs/%d/requests?order=failed" % run_id, 200)

@@ -194,6 +194,23 @@ class TimeseriesTest(hrtest.ServiceCase):
         if smaller:
             self.assertGreater(expected(self.records, max(smaller))["buckets"], 500)
 
+    def test_buckets_asked(self):
+        for n in (1, 7, 200):
+            with self.subTest(buckets=n):
+                got = self.ts("?buckets=%d" % n)
+                self.assertLessEqual(got["buckets"], n)
+                self.check_against_records(got, got["step_ms"])
+                smaller = [m * 10 ** e for e in range(8) for m in (1, 2, 5)
+                           if m * 10 ** e < got["step_ms"]]
+                if smaller:  # the smallest such step
+                    self.assertGreater(expected(self.records, max(smaller))["buckets"], n)
+        for q, code, field in (("?buckets=0", "out_of_range", "buckets"),
+                               ("?buckets=10001", "out_of_range", "buckets"),
+                               ("?buckets=10&step_ms=5", "invalid_value", "buckets")):
+            st, body, _ = self.api.call("GET", "/runs/%d/timeseries%s" % (self.run_id, q))
+            self.assertEqual((st, body["error"]["code"], body["error"]["field"]),
+                             (400, code, field), body)
+
     def test_bucket_bound(self):
         span_ms = expected(self.records, 1)["buckets"]
         if span_ms <= 10000:  # a run this short fits at 1 ms: ask the bound another way
@@ -249,7 +266,7 @@ class DistributionRequestsTest(hrtest.ServiceCase):
         for m in METRICS + ("scheduled_time_to_first_token", "output_sequence_length"):
             with self.subTest(metric=m):
                 want = self.values(m)
-                got = self.get("distribution?metric=%s&points=10000" % m)
+                got = self.get("distribution?metric=%s&points=10000" % m)["metrics"][0]
                 self.assertEqual((got["metric"], got["count"], got["exact"]), (m, len(want), True))
                 self.assertEqual(got["values"], want)
                 self.assertEqual(got["fractions"], [(i + 1) / len(want) for i in range(len(want))])
@@ -261,13 +278,22 @@ class DistributionRequestsTest(hrtest.ServiceCase):
     def test_distribution_quantiles(self):
         want = self.values("request_latency")
         self.assertGreater(len(want), 50)
-        got = self.get("distribution?metric=request_latency&points=50")
+        got = self.get("distribution?metric=request_latency&points=50")["metrics"][0]
         self.assertEqual((got["count"], got["exact"], len(got["values"])), (len(want), False, 50))
         for i, v in enumerate(got["values"]):
             self.assertTrue(math.isclose(v, hrtest.numpy_percentile(want, 100 * i / 49),
                                          rel_tol=1e-12), i)
         self.assertEqual(got["fractions"], [i / 49 for i in range(50)])
-        self.assertEqual(self.get("distribution?metric=request_latency")["exact"], True)
+        self.assertEqual(self.get("distribution?metric=request_latency")["metrics"][0]["exact"],
+                         True)
+
+    def test_distribution_several(self):
+        """Several metrics from one read, each as it is alone, in the order asked."""
+        names = ["request_latency", "time_to_first_token", "schedule_lag"]
+        got = self.get("distribution?metric=%s&points=100" % ",".join(names))["metrics"]
+        self.assertEqual([g["metric"] for g in got], names)
+        for g, m in zip(got, names):
+            self.assertEqual(g, self.get("distribution?metric=%s&points=100" % m)["metrics"][0])
 
     def test_slowest_requests(self):
         valid = [r for r in self.records if r["valid"] and r["phase"] == "profiling"]
@@ -289,6 +315,10 @@ class DistributionRequestsTest(hrtest.ServiceCase):
         for path, st, code, field in (
                 ("distribution", 400, "missing_field", "metric"),
                 ("distribution?metric=nope", 400, "invalid_value", "metric"),
+                ("distribution?metric=request_latency,request_latency", 400, "invalid_value",
+                 "metric"),
+                ("distribution?metric=request_latency,", 400, "invalid_value", "metric"),
+                ("distribution?metric=" + ",".join(METRICS * 3), 400, "invalid_value", "metric"),
                 ("distribution?metric=request_latency&points=1", 400, "out_of_range", "points"),
                 ("distribution?metric=request_latency&points=10001", 400, "out_of_range",
                  "points"),
