@@ -120,11 +120,16 @@ static int opt_num(json_t *o, const char *key, const char *prefix, double *out,
 	return 0;
 }
 
-/* Seconds (or ms) as nanoseconds, checked. */
+/* Times of an imported file, in ns, stay below this (about 126 years:
+ * epoch times and every sum of them fit an int64 with room to spare). */
+#define IMPORT_MAX_NS 4000000000000000000LL
+
+/* Seconds (or ms) as nanoseconds, checked (at most ~11.6 days: a single
+ * request's time). */
 static int to_ns(double v, double scale, int64_t *out)
 {
 	double ns = v * scale;
-	if (!isfinite(ns) || ns < 0 || ns > 1e17)
+	if (!isfinite(ns) || ns < 0 || ns > 1e15)
 		return -1;
 	*out = (int64_t)llround(ns);
 	return 0;
@@ -136,17 +141,26 @@ static int to_ns(double v, double scale, int64_t *out)
  * in the file's order, at most conc in flight (0: no bound), one every
  * 1/rate seconds when a rate was set. Each record holds its times relative
  * to a start of 0; they are shifted here. */
-static void layout(struct hr_record *recs, size_t n, long long conc, double rate)
+static int layout(struct hr_record *recs, size_t n, long long conc, double rate)
 {
 	size_t slots = conc > 0 && (size_t)conc < n ? (size_t)conc : n;
 	if (slots == 0)
-		return;
+		return 0;
 	int64_t *heap = xcalloc(slots, sizeof *heap); /* min-heap of slot free times */
 	for (size_t i = 0; i < n; i++) {
 		struct hr_record *r = &recs[i];
-		int64_t arrival = rate > 0 ? (int64_t)llround((double)i / rate * 1e9) : 0;
-		int64_t start = heap[0] > arrival ? heap[0] : arrival;
+		double at = rate > 0 ? (double)i / rate * 1e9 : 0;
 		int64_t dur = r->done_ns - r->start_ns;
+		if (!(at < (double)IMPORT_MAX_NS) || heap[0] > IMPORT_MAX_NS - dur) {
+			free(heap);
+			return -1; /* the requests one after another pass IMPORT_MAX_NS */
+		}
+		int64_t arrival = (int64_t)llround(at);
+		int64_t start = heap[0] > arrival ? heap[0] : arrival;
+		if (start > IMPORT_MAX_NS - dur) {
+			free(heap);
+			return -1;
+		}
 		int64_t *t[] = {&r->start_ns, &r->first_output_ns, &r->end_ns, &r->done_ns};
 		for (size_t k = 0; k < HR_ARRAY_LEN(t); k++)
 			if (*t[k] != HR_NO_TIME)
@@ -171,6 +185,7 @@ static void layout(struct hr_record *recs, size_t n, long long conc, double rate
 		}
 	}
 	free(heap);
+	return 0;
 }
 
 static void record_blank(struct hr_record *r, size_t i)
@@ -387,7 +402,7 @@ static int vllm_records(json_t *doc, struct import_result *out, struct import_er
 		{
 			int64_t d;
 			if (!json_is_number(gv) || to_ns(json_number_value(gv), 1e9, &d) < 0 ||
-			    at > INT64_MAX / 4 - d) {
+			    at > IMPORT_MAX_NS - d) {
 				snprintf(f, sizeof f, "file.itls[%zu][%zu]", i, g);
 				free_recs(recs, i + 1);
 				return fail(e, "wrong_type", f, 0,
@@ -584,8 +599,12 @@ static int parse_vllm(json_t *doc, struct import_result *out, struct import_erro
 	if (out->n) {
 		json_t *mc = json_object_get(doc, "max_concurrency");
 		double r = json_is_number(rate) ? json_number_value(rate) : 0;
-		layout(out->recs, out->n, json_is_integer(mc) ? json_integer_value(mc) : 0,
-		       r > 0 && isfinite(r) ? r : 0);
+		if (layout(out->recs, out->n, json_is_integer(mc) ? json_integer_value(mc) : 0,
+			   r > 0 && isfinite(r) ? r : 0) < 0)
+			return fail(e, "out_of_range", "file.ttfts", 0,
+				    "the requests laid out as the file's load sends them would take "
+				    "more than a century: their times or 'file.request_rate' are "
+				    "out of range");
 		out->layout = 1;
 	} else {
 		out->summary = vllm_summary(doc, out->figures);
@@ -633,7 +652,7 @@ static int aiperf_line(json_t *o, long line, size_t idx, struct hr_record *r,
 			continue;
 		}
 		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
-		    json_integer_value(v) > 4000000000000000000LL) {
+		    json_integer_value(v) > IMPORT_MAX_NS / 2) {
 			char f[96];
 			snprintf(f, sizeof f, "jsonl.metadata.%s", times[k]);
 			return fail(e, "wrong_type", f, line,
@@ -721,7 +740,10 @@ static int aiperf_line(json_t *o, long line, size_t idx, struct hr_record *r,
 	if (!isnan(ms[4]))
 		r->osl = (int32_t)clampd(ms[4], 0, HR_MAX_OSL * 100.0);
 	int64_t ttft;
-	if (!isnan(ms[0]) && to_ns(ms[0], 1e6, &ttft) == 0) {
+	if (!isnan(ms[0]) && to_ns(ms[0], 1e6, &ttft) < 0)
+		return fail(e, "out_of_range", "jsonl.metrics.time_to_first_token", line,
+			    "'metrics.time_to_first_token' must be 0 to 1e9 ms");
+	if (!isnan(ms[0])) {
 		r->flags = HR_REC_STREAMED;
 		uint32_t cap = 0;
 		int64_t at = t[0] + ttft;
@@ -746,7 +768,7 @@ static int aiperf_line(json_t *o, long line, size_t idx, struct hr_record *r,
 			{
 				int64_t dn;
 				if (!json_is_number(gv) || to_ns(json_number_value(gv), scale, &dn) < 0 ||
-				    at > INT64_MAX / 4 - dn)
+				    at > IMPORT_MAX_NS - dn)
 					return fail(e, "wrong_type",
 						    "jsonl.metrics.inter_chunk_latency.value", line,
 						    "'metrics.inter_chunk_latency.value[%zu]' must be a "
@@ -773,6 +795,15 @@ static int aiperf_line(json_t *o, long line, size_t idx, struct hr_record *r,
 	if (r->end_ns < t[0])
 		return fail(e, "out_of_range", "jsonl.metadata.request_end_ns", line,
 			    "'metadata.request_end_ns' is before 'metadata.request_start_ns'");
+	if (r->n_chunks) { /* the last chunk by the metrics, the end by the metadata */
+		int64_t last = r->chunk_ns[r->n_chunks - 1];
+		if (r->end_ns < last - 1000)
+			return fail(e, "out_of_range", "jsonl.metadata.request_end_ns", line,
+				    "'metadata.request_end_ns' is before the last chunk that "
+				    "'metrics.time_to_first_token' and 'inter_chunk_latency' place");
+		if (r->end_ns < last) /* within a microsecond: rounding of the ms figures */
+			r->end_ns = last;
+	}
 	r->done_ns = r->end_ns;
 	return 0;
 }
@@ -926,11 +957,11 @@ static int parse_aiperf(json_t *doc, const char *jsonl, size_t jlen, struct impo
 			continue;
 		}
 		if (!json_is_object(v))
-			return fail(e, "wrong_type", f, 0, "'%s' must be an object {unit, avg, ...}",
+			return json_decref(metrics), fail(e, "wrong_type", f, 0, "'%s' must be an object {unit, avg, ...}",
 				    f);
 		json_t *unit = json_object_get(v, "unit");
 		if (unit && !json_is_string(unit))
-			return fail(e, "wrong_type", f, 0, "'%s.unit' must be a string", f);
+			return json_decref(metrics), fail(e, "wrong_type", f, 0, "'%s.unit' must be a string", f);
 		json_t *m = json_pack("{s:s}", "unit", unit ? json_string_value(unit) : "");
 		for (size_t i = 0; i < HR_ARRAY_LEN(aiperf_stats); i++) {
 			json_t *s = json_object_get(v, aiperf_stats[i]);
@@ -938,7 +969,7 @@ static int parse_aiperf(json_t *doc, const char *jsonl, size_t jlen, struct impo
 				continue;
 			if (!json_is_number(s)) {
 				json_decref(m);
-				return fail(e, "wrong_type", f, 0, "'%s.%s' must be a number", f,
+				return json_decref(metrics), fail(e, "wrong_type", f, 0, "'%s.%s' must be a number", f,
 					    aiperf_stats[i]);
 			}
 			json_object_set(m, aiperf_stats[i], s);
@@ -968,7 +999,7 @@ static int parse_aiperf(json_t *doc, const char *jsonl, size_t jlen, struct impo
 			else if (strcmp(key, "total_isl") != 0 && strcmp(key, "total_osl") != 0) {
 				if (!(a >= 0 && a <= 1e15)) {
 					json_decref(m);
-					return fail(e, "out_of_range", f, 0,
+					return json_decref(metrics), fail(e, "out_of_range", f, 0,
 						    "'%s.avg' must be a count, 0 or more", f);
 				}
 				json_int_t c = (json_int_t)llround(a);
