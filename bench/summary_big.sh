@@ -6,6 +6,10 @@
 #
 # Run:   bench/summary_big.sh [N] [TOKENS] [MEMORY_KB...]
 #        (default 10000000 256 and the daemon's default budget, 256 MiB)
+#        Mind the store's size: records of 256 tokens take ~4.4 KiB each in
+#        SQLite (their blob spills to overflow pages), so 10M of them are
+#        44 GiB, and a pass that does not fit in the page cache is bound by
+#        random reads (docs/performance.md §2b).
 # Needs: a build with headroomd, headroom-mock and hr-bench-records
 #        ($HEADROOM_BIN, default build-bench/bin: bench/build.sh), ~1 KiB of
 #        disk per record in $BENCH_DIR (default /tmp), /usr/bin/time.
@@ -47,7 +51,7 @@ start=$(date +%s)
 "$bin/hr-bench-records" "$work/data/headroom.db" 1 "$n" "$tokens"
 echo "generated $n records of $tokens tokens in $(( $(date +%s) - start )) s;" \
      "store $(du -sh "$work/data" | cut -f1)"
-cat "$root/build-bench/BUILD_INFO" 2>/dev/null || true
+echo "binaries: $bin ($("$bin/headroomd" --version))"
 for b in "${budgets[@]}"; do
 	args=(summarize --data "$work/data" --stats)
 	[ "$b" = default ] || args+=(--memory-kb "$b")
