@@ -85,16 +85,16 @@ function charts(ts) {
 		timeChart(parent, 'Requests in flight', xs, [{ label: 'in flight', values: ts.in_flight, unit: '' }],
 			{ ...o, yLabel: 'requests' });
 		timeChart(parent, 'Time to first token (by send time)', xs, ['p50', 'p90', 'p99'].map((p) =>
-			({ label: p, values: m.time_to_first_token[p], unit: 'ms' })), { ...o, yLabel: 'ms' });
+			({ label: p, values: m.time_to_first_token[p], unit: 'ms', gaps: true })), { ...o, yLabel: 'ms' });
 		timeChart(parent, 'Request latency and inter-token latency', xs, [
-			{ label: 'latency p50', values: m.request_latency.p50, unit: 'ms' },
-			{ label: 'latency p99', values: m.request_latency.p99, unit: 'ms' },
-			{ label: 'ITL p50', values: m.inter_token_latency.p50, unit: 'ms' },
-			{ label: 'ITL p99', values: m.inter_token_latency.p99, unit: 'ms' }], { ...o, yLabel: 'ms' });
+			{ label: 'latency p50', values: m.request_latency.p50, unit: 'ms', gaps: true },
+			{ label: 'latency p99', values: m.request_latency.p99, unit: 'ms', gaps: true },
+			{ label: 'ITL p50', values: m.inter_token_latency.p50, unit: 'ms', gaps: true },
+			{ label: 'ITL p99', values: m.inter_token_latency.p99, unit: 'ms', gaps: true }], { ...o, yLabel: 'ms' });
 		timeChart(parent, 'Output tokens per second', xs, [{ label: 'output', values: ts.output_tokens_per_s,
 			unit: 'tokens/s' }], { ...o, yLabel: 'tokens/s' });
 		timeChart(parent, 'Schedule lag (send − intended send)', xs, ['p50', 'p99'].map((p) =>
-			({ label: p, values: m.schedule_lag[p], unit: 'ms' })), { ...o, yLabel: 'ms' });
+			({ label: p, values: m.schedule_lag[p], unit: 'ms', gaps: true })), { ...o, yLabel: 'ms' });
 		const kinds = Object.entries(ts.error_kinds);
 		if (kinds.length) timeChart(parent, 'Errors by kind', xs, kinds.map(([k, v]) =>
 			({ label: k, values: v, unit: 'per step' })), { ...o, yLabel: 'errors per step' });
