@@ -54,6 +54,7 @@ export HEADROOM_URL="http://$API"
 
 echo "headroom-mock  http://$MOCK   (OpenAI-compatible, TTFT 20 ms, ITL 4 ms)"
 echo "headroomd      http://$API   (REST API under /api/v1, data in $DATA/)"
+echo "dashboard      http://$API/   (open it in a browser)"
 echo
 
 # Point the sample spec at the mock's actual address and submit it.
@@ -69,7 +70,7 @@ case $rc in
 esac
 
 echo
-echo "Still serving. Try:"
+echo "Still serving. Open the dashboard at http://$API/ or try:"
 echo "  HEADROOM_URL=http://$API $BIN/headroom list"
 echo "  curl -s http://$API/api/v1/runs | head -c 400"
 echo "Ctrl-C stops the demo."
