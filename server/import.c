@@ -64,7 +64,9 @@ static json_t *load_doc(const char *text, size_t len, const char *field, long li
 		return NULL;
 	}
 	json_error_t je;
-	json_t *doc = json_loadb(text, len, JSON_REJECT_DUPLICATES, &je);
+	/* a member given twice counts once, the last, as Python's json reads
+	 * it (the tools' own readers) */
+	json_t *doc = json_loadb(text, len, 0, &je);
 	if (!doc) {
 		if (line > 0)
 			fail(e, "invalid_json", field, line, "not JSON: %s (column %d)", je.text,
@@ -626,7 +628,7 @@ static int catalog_kind(const char *tag)
 
 /* One line of profile_export.jsonl into a record (times absolute, epoch
  * ns; the caller shifts them). */
-static int aiperf_line(json_t *o, long line, size_t idx, struct hr_record *r,
+static int aiperf_line(json_t *o, long line, size_t idx, json_t *workers, struct hr_record *r,
 		       struct import_error *e)
 {
 	record_blank(r, idx);
@@ -662,11 +664,18 @@ static int aiperf_line(json_t *o, long line, size_t idx, struct hr_record *r,
 	}
 	r->start_ns = t[0];
 	r->headers_ns = t[1];
+	/* workers numbered in the order they first appear (AIPerf's ids are
+	 * names, worker_359d423a; headroom's own export writes worker_N in
+	 * order, so N comes back) */
 	json_t *w = json_object_get(md, "worker_id");
-	unsigned wk;
-	if (json_is_string(w) && sscanf(json_string_value(w), "worker_%u", &wk) == 1 &&
-	    wk < 1000000)
-		r->worker = wk;
+	if (json_is_string(w) && json_string_length(w) <= 256) {
+		json_t *k = json_object_get(workers, json_string_value(w));
+		if (!k) {
+			k = json_integer((json_int_t)json_object_size(workers));
+			json_object_set_new(workers, json_string_value(w), k);
+		}
+		r->worker = (uint32_t)json_integer_value(k);
+	}
 	json_t *sn = json_object_get(md, "session_num");
 	if (json_is_integer(sn) && json_integer_value(sn) >= 0)
 		r->req_id = (uint64_t)json_integer_value(sn);
@@ -813,6 +822,7 @@ static int aiperf_jsonl(const char *text, size_t len, struct import_result *out,
 {
 	size_t cap = 1024, n = 0;
 	struct hr_record *recs = xcalloc(cap, sizeof *recs);
+	json_t *workers = json_object();
 	const char *p = text, *end = text + len;
 	long line = 0;
 	while (p < end) {
@@ -828,26 +838,30 @@ static int aiperf_jsonl(const char *text, size_t len, struct import_result *out,
 			continue;
 		if (n == HR_MAX_IMPORT_RECORDS) {
 			free_recs(recs, n);
+			json_decref(workers);
 			return fail(e, "too_large", "jsonl", line, "more than %d requests",
 				    HR_MAX_IMPORT_RECORDS);
 		}
 		json_t *o = load_doc(s, l, "jsonl", line, e);
 		if (!o) {
 			free_recs(recs, n);
+			json_decref(workers);
 			return -1;
 		}
 		if (n == cap) {
 			cap *= 2;
 			recs = xrealloc(recs, cap * sizeof *recs);
 		}
-		int rc = aiperf_line(o, line, (size_t)(line - 1), &recs[n], e);
+		int rc = aiperf_line(o, line, (size_t)(line - 1), workers, &recs[n], e);
 		json_decref(o);
 		n++;
 		if (rc < 0) {
 			free_recs(recs, n);
+			json_decref(workers);
 			return -1;
 		}
 	}
+	json_decref(workers);
 	if (n == 0) {
 		free(recs);
 		return fail(e, "invalid_value", "jsonl", 0, "'jsonl' holds no records");
@@ -1113,9 +1127,22 @@ int import_parse(const char *file, size_t len, const char *jsonl, size_t jlen,
 	out->figures = json_object();
 	int rc = fmt == 1 ? parse_vllm(doc, out, err) : parse_aiperf(doc, jsonl, jlen, out, err);
 	json_decref(doc);
-	if (rc < 0)
+	if (rc < 0) {
 		import_result_release(out);
-	return rc;
+		return rc;
+	}
+	/* a spec says when its run stops: the requests the file holds when it
+	 * states neither a count nor a duration */
+	json_t *load = json_object_get(out->spec, "load");
+	if (!json_object_get(load, "requests") && !json_object_get(load, "duration_s")) {
+		json_int_t k = (json_int_t)out->n;
+		if (!k)
+			k = json_integer_value(
+				json_object_get(json_object_get(out->summary, "counts"), "requests"));
+		json_object_set_new(load, "requests",
+				    json_integer(k < 1 ? 1 : k > HR_MAX_REQUESTS ? HR_MAX_REQUESTS : k));
+	}
+	return 0;
 }
 
 void import_result_release(struct import_result *r)

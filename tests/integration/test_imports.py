@@ -231,6 +231,34 @@ class Imports(hrtest.ServiceCase):
         self.assertIn("summary_only", [w["code"] for w in c["warnings"]])
         self.assertEqual(figs[("request_latency", "p99")]["head"], base["request_latency"]["p99"])
 
+    def test_aiperf_documented_records(self):
+        # the records of AIPerf's own documentation (data/peers/README.md):
+        # worker names, a member given twice (the last counts, as Python
+        # reads it), a cancelled request with status 499
+        with open(os.path.join(os.path.dirname(FIXTURE), "aiperf_doc_records.jsonl")) as fh:
+            jsonl = fh.read()
+        run = self.imp({"file": json.dumps({"schema_version": "1.0", "aiperf_version": "0.3.0"}),
+                        "jsonl": jsonl})
+        self.assertEqual((run["import"]["producer"], run["import"]["version"]),
+                         ("aiperf", "0.3.0"))
+        self.assertEqual(run["import"]["records"], 2)
+        st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl" % run["id"])
+        recs = [json.loads(x) for x in text.splitlines()]
+        ok, bad = recs
+        self.assertEqual((ok["worker"], bad["worker"]), (0, 1))
+        self.assertTrue(ok["valid"])
+        self.assertEqual(ok["time_to_first_token"], 4.898437)
+        self.assertEqual(ok["isl"], 550)
+        self.assertEqual(ok["osl"], 9)
+        self.assertEqual(ok["n_chunks"], 9)
+        self.assertEqual(ok["request_latency"], (1759813207838764604 - 1759813207532900363) / 1e6)
+        self.assertFalse(bad["valid"])
+        self.assertEqual(bad["error"], "cancelled")
+        self.assertEqual(bad["status"], 499)
+        self.assertEqual(bad["isl"], 550)
+        self.assertEqual(run["summary"]["counts"], {"requests": 2, "valid": 1, "errors": 1,
+                                                    "warmup": 0})
+
     # --- the CLI -----------------------------------------------------------------------
 
     def test_cli_import(self):
