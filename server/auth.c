@@ -1122,21 +1122,14 @@ int auth_token_command(int argc, char **argv)
 	struct auth_quota quota;
 	if (quota_args(qargs, nq, &quota) < 0)
 		return 2;
-	if (strcmp(cmd, "create") != 0) {
-		char *db = xasprintf("%s/headroom.db", data);
-		struct stat st;
-		int there = stat(db, &st) == 0;
-		free(db);
-		if (!there) {
-			fprintf(stderr, "headroomd token: no store in %s (give --data DIR)\n", data);
-			return 1;
-		}
-	}
+	/* create makes the store if need be; list and revoke need one */
 	char err[HR_ERRLEN];
 	struct store *s = NULL;
 	struct store_opts so = {.readers = 1, .exports = 1};
-	if (store_open(data, &so, &s, err) < 0) {
-		fprintf(stderr, "headroomd token: %s\n", err);
+	if (strcmp(cmd, "create") != 0 ? store_open_existing(data, "token", &s) < 0
+				       : store_open(data, &so, &s, err) < 0) {
+		if (strcmp(cmd, "create") == 0)
+			fprintf(stderr, "headroomd token: %s\n", err);
 		return 1;
 	}
 	int status = 0;

@@ -271,21 +271,10 @@ int backup_command(int argc, char **argv)
 	int rc = arg_pair(argc, argv, usage_text, &data, &dest);
 	if (rc >= 0)
 		return rc;
-	char *db = xasprintf("%s/headroom.db", data);
-	struct stat st;
-	int there = stat(db, &st) == 0;
-	free(db);
-	if (!there) {
-		fprintf(stderr, "headroomd backup: no store in %s (give --data DIR)\n", data);
-		return 1;
-	}
-	char err[HR_ERRLEN];
 	struct store *s = NULL;
-	struct store_opts so = {.readers = 1, .exports = 1};
-	if (store_open(data, &so, &s, err) < 0) {
-		fprintf(stderr, "headroomd backup: %s\n", err);
+	if (store_open_existing(data, "backup", &s) < 0)
 		return 1;
-	}
+	char err[HR_ERRLEN];
 	json_t *info = NULL;
 	rc = backup_make(s, dest, &info, err);
 	store_free(s);

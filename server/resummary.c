@@ -76,21 +76,10 @@ int resummary_command(int argc, char **argv)
 		usage(stderr);
 		return 2;
 	}
-	char *db = xasprintf("%s/headroom.db", data);
-	struct stat st;
-	int there = stat(db, &st) == 0;
-	free(db);
-	if (!there) {
-		fprintf(stderr, "headroomd summarize: no store in %s (give --data DIR)\n", data);
-		return 1;
-	}
-	char err[HR_ERRLEN];
 	struct store *s = NULL;
-	struct store_opts so = {.readers = 1, .exports = 1};
-	if (store_open(data, &so, &s, err) < 0) {
-		fprintf(stderr, "headroomd summarize: %s\n", err);
+	if (store_open_existing(data, "summarize", &s) < 0)
 		return 1;
-	}
+	char err[HR_ERRLEN];
 	int rc = 1;
 	json_t *run = NULL, *summary = NULL;
 	struct spec sp;

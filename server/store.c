@@ -451,6 +451,25 @@ const char *store_path(const struct store *s)
 	return s->path;
 }
 
+int store_open_existing(const char *dir, const char *what, struct store **out)
+{
+	char *db = xasprintf("%s/headroom.db", dir);
+	struct stat st;
+	int there = stat(db, &st) == 0;
+	free(db);
+	if (!there) {
+		fprintf(stderr, "headroomd %s: no store in %s (give --data DIR)\n", what, dir);
+		return -1;
+	}
+	char err[HR_ERRLEN];
+	struct store_opts so = {.readers = 1, .exports = 1};
+	if (store_open(dir, &so, out, err) < 0) {
+		fprintf(stderr, "headroomd %s: %s\n", what, err);
+		return -1;
+	}
+	return 0;
+}
+
 int store_open(const char *dir, const struct store_opts *o, struct store **out, char *err)
 {
 	int nreaders = o && o->readers > 0 ? o->readers : HR_READ_POOL_SIZE;

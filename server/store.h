@@ -52,6 +52,10 @@ struct store_opts {
  * DIR/headroom.db.before-NNN (NNN the first migration applied) unless
  * o->no_migration_copy (docs/operations.md, "Upgrades"). */
 int store_open(const char *dir, const struct store_opts *o, struct store **out, char *err);
+/* For the subcommands (token, summarize, backup): the store that must
+ * already be in dir, with one reader; prints "headroomd WHAT: ..." and
+ * returns -1 when there is none or it cannot be opened. */
+int store_open_existing(const char *dir, const char *what, struct store **out);
 /* Runs every queued job, stops the writer, closes all connections. NULL ok. */
 void store_free(struct store *s);
 
