@@ -294,21 +294,24 @@ enum MHD_Result h_import(struct call *k)
 			int known = 0;
 			for (size_t i = 0; i < HR_ARRAY_LEN(keys); i++)
 				known |= strcmp(key, keys[i]) == 0;
+			/* answered before env (which holds key) is released */
+			enum MHD_Result ret;
 			if (!known) {
+				ret = reply_error(k->conn, 400, "unknown_field", key,
+						  "unknown member '%s': an import is {file, jsonl, "
+						  "format, name, labels}",
+						  key);
 				json_decref(env);
 				json_decref(labels);
-				return reply_error(k->conn, 400, "unknown_field", key,
-						   "unknown member '%s': an import is {file, jsonl, "
-						   "format, name, labels}",
-						   key);
+				return ret;
 			}
 			if (strcmp(key, "labels") == 0 ? !json_is_object(v) : !json_is_string(v)) {
+				ret = reply_error(k->conn, 400, "wrong_type", key, "'%s' must be %s", key,
+						  strcmp(key, "labels") == 0 ? "an object of strings"
+									    : "a string");
 				json_decref(env);
 				json_decref(labels);
-				return reply_error(k->conn, 400, "wrong_type", key,
-						   "'%s' must be %s", key,
-						   strcmp(key, "labels") == 0 ? "an object of strings"
-									     : "a string");
+				return ret;
 			}
 		}
 		file = json_string_value(bf);
