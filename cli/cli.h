@@ -130,6 +130,10 @@ int cli_sink_open(struct cli_sink *s, const char *output);
 /* Keeps the output when ok, else removes a temporary file. 0, or -1 when
  * flushing or renaming failed (printed). */
 int cli_sink_close(struct cli_sink *s, const char *output, int ok);
+/* For the commands with flag sets of their own (dataset, sweep, import):
+ * prints "headroom: MESSAGE" and "Try 'headroom CMD --help'." and returns
+ * EXIT_USAGE (commands.c). */
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Installs the SIGINT/SIGTERM handler that sets cli_stop (commands.c). */
 void cli_catch_signals(void);
 /* A decimal long in [min, max] into *out: 0, or -1 (main.c). */

@@ -73,18 +73,7 @@ struct args {
 static const char *const filter_flags[4] = {"min-prompt", "max-prompt", "min-reply", "max-reply"};
 static const char *const filter_params[4] = {"min_prompt", "max_prompt", "min_reply", "max_reply"};
 
-static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-
-static int usage(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("headroom: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'headroom dataset --help'.\n", stderr);
-	return EXIT_USAGE;
-}
+#define usage(...) cli_usage_error("dataset", __VA_ARGS__)
 
 
 /* Reads argv into a. Returns EXIT_OK, or EXIT_USAGE (printed); *help set

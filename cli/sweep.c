@@ -62,17 +62,7 @@ struct sargs {
 	const char *pos;
 };
 
-static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
-static int usage(const char *fmt, ...)
-{
-	va_list ap;
-	fputs("headroom: ", stderr);
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputs("\nTry 'headroom sweep --help'.\n", stderr);
-	return EXIT_USAGE;
-}
+#define usage(...) cli_usage_error("sweep", __VA_ARGS__)
 
 static int parse(int argc, char **argv, struct sargs *a)
 {
