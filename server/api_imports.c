@@ -410,6 +410,8 @@ enum MHD_Result h_import(struct call *k)
 		}
 		valid = json_integer_value(json_object_get(json_object_get(res.summary, "counts"),
 							   "valid"));
+		if (summary)
+			apply_figures(summary, res.figures);
 	}
 	spec_release(&sp);
 	char reason[200] = "";

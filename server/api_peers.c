@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "dynbuf.h"
+#include "imports.h"
 #include "peerfmt.h"
 #include "runs.h"
 #include "store.h"
@@ -152,6 +153,13 @@ enum MHD_Result h_export(struct call *k)
 		json_decref(run);
 		return reply_error(k->conn, 409, "not_ready", NULL,
 				   "run %lld has no summary yet: it is exported once it ends",
+				   (long long)k->id);
+	}
+	if (imports_summary_only(run)) { /* no records, only the figures its file stated */
+		json_decref(run);
+		return reply_error(k->conn, 409, "conflict", NULL,
+				   "run %lld was imported without per-request records: its original "
+				   "file is the export (import.sha256)",
 				   (long long)k->id);
 	}
 	if (f == 2) {

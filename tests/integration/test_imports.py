@@ -165,6 +165,12 @@ class Imports(hrtest.ServiceCase):
                 self.assertEqual(m[tag][stat], self.fixture["%s_%s_ms" % (s, x)])
         self.assertEqual(run["summary"]["counts"]["valid"], self.fixture["completed"])
         self.assertTrue(run["summary"]["summary_only"])
+        self.assertEqual(m["request_throughput"]["avg"], self.fixture["request_throughput"])
+        self.assertEqual(m["total_token_throughput"]["avg"],
+                         self.fixture["total_token_throughput"])
+        # no records to write another tool's file from: its own file is the export
+        st, body, _ = self.api.call("GET", "/runs/%d/export?format=vllm" % run["id"])
+        self.assertEqual((st, body["error"]["code"]), (409, "conflict"), body)
         # compared with a run that has records: the figures, and it says why
         figs, c = self.compare(self.run_id, run["id"])
         self.assertEqual(c["level"], "runs")
