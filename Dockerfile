@@ -41,9 +41,11 @@ USER headroom
 WORKDIR /var/lib/headroom
 VOLUME ["/var/lib/headroom"]
 EXPOSE 8443
-# Beyond loopback headroomd requires TLS (docs/security.md): mount the PEM
-# certificate and key at /etc/headroom/tls/, or replace the command (for
-# example --insecure-plaintext behind a TLS-terminating proxy, with
+# Beyond loopback headroomd requires TLS and tokens and refuses every target
+# until --allow-target names some (docs/security.md): mount the PEM
+# certificate and key at /etc/headroom/tls/ and give the command with your
+# --allow-target entries, or replace it (for example --insecure-plaintext
+# behind a TLS-terminating proxy, with
 # HEADROOM_HEALTH_URL=http://127.0.0.1:PORT/api/v1/healthz).
 ENV HEADROOM_HEALTH_URL=https://127.0.0.1:8443/api/v1/healthz
 HEALTHCHECK --interval=30s --timeout=5s --retries=3 \
