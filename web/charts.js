@@ -152,3 +152,49 @@ export function cdfChart(parent, title, sets, unit) {
 	else draw();
 	return box;
 }
+
+// A histogram of one set {values (sorted), fractions, exact}: bins equal
+// bins of equal width from the smallest value to the largest, each bar the
+// share of requests in it (every value counted when exact; else the share
+// read off the CDF's quantiles, linear between them).
+export function histChart(parent, title, set, unit, bins = 40) {
+	const v = set.values;
+	const box = el('div', { class: 'chart', dataset: { chart: title } }, el('h3', {}, title));
+	parent.append(box);
+	if (!v.length) {
+		box.append(el('p', { class: 'state' }, 'no values to plot'));
+		return box;
+	}
+	const lo = v[0], hi = v[v.length - 1], w = (hi - lo) / bins || 1;
+	let share = new Array(bins).fill(0);
+	let counted = '';
+	if (set.exact) {
+		const counts = new Array(bins).fill(0);
+		for (const x of v) counts[Math.min(bins - 1, Math.floor((x - lo) / w))]++;
+		counted = counts.reduce((a, b) => a + b, 0);
+		share = counts.map((c) => c / v.length);
+	} else {
+		const cdf = (x) => { // linear between the quantile points
+			let i = 1;
+			while (i < v.length && v[i] < x) i++;
+			if (i >= v.length) return 1;
+			const a = v[i - 1], b = v[i], fa = set.fractions[i - 1], fb = set.fractions[i];
+			return b > a ? fa + (fb - fa) * (x - a) / (b - a) : fb;
+		};
+		for (let b = 0; b < bins; b++) share[b] = cdf(lo + (b + 1) * w) - (b ? cdf(lo + b * w) : 0);
+	}
+	box.dataset.bins = bins;
+	box.dataset.count = counted; // the values in the bins (exact sets)
+	const xs = share.map((_, b) => lo + (b + 0.5) * w);
+	new uPlot({
+		width: width(box), height: 220,
+		series: [{ label: unit, value: (u, x) => x === null ? '-' : `${+x.toPrecision(4)} ${unit}` },
+			{ label: 'share of requests', stroke: COLORS[0], fill: 'rgba(51,102,204,0.35)',
+				paths: uPlot.paths.bars({ size: [0.95, 100] }), points: { show: false },
+				value: (u, y) => y === null ? '-' : (y * 100).toFixed(1) + '%' }],
+		axes: axes(unit, 'share of requests'),
+		scales: { x: { time: false } },
+	}, [xs, share], box);
+	box.shares = share;
+	return box;
+}

@@ -5,7 +5,7 @@
 // failed requests (GET /runs/{id}/requests): nothing downloads every record.
 import { get, raw, send, distributions } from './api.js';
 import { el, num, stateBox, time, duration, withUnit } from './fmt.js';
-import { timeChart, sampledChart, cdfChart, resetGroup } from './charts.js';
+import { timeChart, sampledChart, cdfChart, histChart, resetGroup } from './charts.js';
 
 function specWords(spec) {
 	if (!spec) return '-';
@@ -162,13 +162,16 @@ function clientCharts(parent, cl, o) {
 async function cdfs(parent, id) {
 	const d = await distributions(id, ['time_to_first_token', 'scheduled_time_to_first_token',
 		'inter_token_latency', 'request_latency', 'scheduled_request_latency']);
-	const set = (m, label) => ({ label, values: d[m].values, fractions: d[m].fractions });
+	const set = (m, label) => ({ label, values: d[m].values, fractions: d[m].fractions, exact: d[m].exact });
 	return () => {
 		cdfChart(parent, 'CDF: time to first token, plain and scheduled', [set('time_to_first_token', 'TTFT'),
 			set('scheduled_time_to_first_token', 'scheduled TTFT')], 'ms');
 		cdfChart(parent, 'CDF: inter-token latency (per request)', [set('inter_token_latency', 'ITL')], 'ms');
 		cdfChart(parent, 'CDF: request latency, plain and scheduled', [set('request_latency', 'latency'),
 			set('scheduled_request_latency', 'scheduled latency')], 'ms');
+		histChart(parent, 'Histogram: time to first token', set('time_to_first_token', 'TTFT'), 'ms');
+		histChart(parent, 'Histogram: inter-token latency (per request)', set('inter_token_latency', 'ITL'), 'ms');
+		histChart(parent, 'Histogram: request latency', set('request_latency', 'latency'), 'ms');
 	};
 }
 

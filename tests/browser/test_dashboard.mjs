@@ -111,6 +111,26 @@ test('runs list: every run with the API figures, sorting, filters', async () => 
 		tr.children[tr.children.length - 2].textContent);
 	assert.equal(verdict, runs.main.run.verdict);
 	await shot('runs');
+	// the dark theme: the page's colours change, and the choice is kept
+	const bg = () => page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+	const light = await bg();
+	await page.click('#theme');
+	await page.waitForSelector('#runs tbody tr');
+	assert.notEqual(await bg(), light);
+	await shot('runs-dark');
+	await page.reload();
+	await page.waitForSelector('#runs tbody tr');
+	assert.notEqual(await bg(), light, 'kept across a reload');
+	await page.click('#theme');
+	await page.waitForSelector('#runs tbody tr');
+	assert.equal(await bg(), light);
+	// keyboard: a focused run link opens with Enter
+	await page.focus(`#runs tr[data-run="${runs.main.run.id}"] a`);
+	await page.keyboard.press('Enter');
+	await page.waitForURL(`${base}/runs/${runs.main.run.id}`);
+	await page.waitForSelector('#cdfs canvas'); // its reads done before leaving
+	await page.goto(base + '/');
+	await page.waitForSelector('#runs tbody tr');
 	// sort by TTFT p50, ascending: the faster mock's run first
 	await page.click('button[title="sort by TTFT p50"]'); // -p50 first (descending)
 	await page.waitForURL(/sort=-time_to_first_token.p50/);
@@ -256,6 +276,11 @@ test('one run: summary, time series, CDFs with a point per record, drill-down', 
 	assert.equal(cdf['CDF: request latency, plain and scheduled'],
 		`${count('request_latency')},${count('scheduled_request_latency')}`);
 	assert.equal(count('time_to_first_token'), summary.metrics.time_to_first_token.count);
+	// histograms: every value counted in one of the bins
+	const hist = Object.fromEntries(await page.$$eval('#cdfs .chart[data-bins]', (cs) => cs.map((c) =>
+		[c.dataset.chart, [Number(c.dataset.bins), Number(c.dataset.count), c.querySelectorAll('canvas').length]])));
+	assert.deepEqual(hist['Histogram: time to first token'], [40, count('time_to_first_token'), 1]);
+	assert.deepEqual(hist['Histogram: request latency'], [40, count('request_latency'), 1]);
 	await page.check('#cdfs input[type=checkbox]'); // log scale redraws
 	await shot('run');
 	// drill-down: the slowest request, then a failed one
@@ -358,11 +383,12 @@ test('submit: a bad spec is answered at its field; a good one is followed live, 
 		// live: the progress grows in place (no reload), the charts follow
 		const completed = async () => Number(((await page.textContent('#progress')).match(/([\d,]+) completed/)
 			|| [0, '0'])[1].replace(/,/g, ''));
+		await page.waitForSelector('#progress'); // the URL changes before the page is drawn
 		await page.waitForFunction(() => /[1-9][\d,]* completed/.test(
-			document.getElementById('progress').textContent), null, { timeout: 60000 });
+			document.getElementById('progress')?.textContent), null, { timeout: 60000 });
 		const first = await completed();
 		await page.waitForFunction((n) => {
-			const m = /([\d,]+) completed/.exec(document.getElementById('progress').textContent);
+			const m = /([\d,]+) completed/.exec(document.getElementById('progress')?.textContent);
 			return m && Number(m[1].replace(/,/g, '')) > n;
 		}, first, { timeout: 60000 });
 		await page.waitForSelector('#timeseries canvas');
