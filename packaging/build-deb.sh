@@ -6,8 +6,9 @@
 # package, no debhelper): the programs come from `cmake --install --strip`,
 # the manual pages from help2man over each program's --help (with
 # packaging/man/*.h2m), Depends from dpkg-shlibdeps over the programs, and
-# the rest from packaging/ (unit, /etc/default/headroomd, copyright,
-# maintainer scripts). docs/operations.md, "Packages and services", says why.
+# the rest from packaging/ (unit, /etc/headroom/headroomd.conf,
+# /etc/default/headroomd, copyright, maintainer scripts).
+# docs/operations.md, "Packages and services", says why.
 # Prints the path of the .deb on its last line. OUT_DIR defaults to
 # BUILD_DIR/deb; the staged tree is left in OUT_DIR/root for inspection.
 set -eu
@@ -76,8 +77,9 @@ WRAP
 	gzip -9n <"$h2m/$p.1" >"$root/usr/share/man/man1/$p.1.gz"
 done
 
-# The systemd unit and its default options (a conffile).
+# The systemd unit, the configuration file and the unit's environment (conffiles).
 install -D -m 0644 "$src/packaging/headroomd.service" "$root/lib/systemd/system/headroomd.service"
+install -D -m 0644 "$src/packaging/headroomd.conf" "$root/etc/headroom/headroomd.conf"
 install -D -m 0644 "$src/packaging/headroomd.default" "$root/etc/default/headroomd"
 
 # Documentation: copyright, changelog, the README and docs/, the API, example specs.
@@ -121,7 +123,7 @@ CONTROL
 for s in postinst prerm postrm; do
 	install -m 0755 "$src/packaging/deb/$s" "$root/DEBIAN/$s"
 done
-echo /etc/default/headroomd >"$root/DEBIAN/conffiles"
+printf '/etc/default/headroomd\n/etc/headroom/headroomd.conf\n' >"$root/DEBIAN/conffiles"
 chmod 0644 "$root/DEBIAN/control" "$root/DEBIAN/conffiles"
 (cd "$root" && find . -path ./DEBIAN -prune -o -type f -print | LC_ALL=C sort |
 	sed 's|^\./||' | xargs md5sum) >"$root/DEBIAN/md5sums"

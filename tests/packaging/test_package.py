@@ -91,7 +91,8 @@ class PackageTest(unittest.TestCase):
             entries[parts[5].lstrip(".")] = (parts[0], parts[1])
         want = ["/usr/bin/" + p for p in PROGRAMS]
         want += ["/usr/share/man/man1/%s.1.gz" % p for p in PROGRAMS]
-        want += ["/" + UNIT, "/etc/default/headroomd", "/usr/share/doc/headroom/copyright",
+        want += ["/" + UNIT, "/etc/default/headroomd", "/etc/headroom/headroomd.conf",
+                 "/usr/share/doc/headroom/copyright",
                  "/usr/share/doc/headroom/changelog.Debian.gz",
                  "/usr/share/doc/headroom/operations.md", "/usr/share/doc/headroom/api.md",
                  "/usr/share/doc/headroom/openapi.yaml", "/usr/share/doc/headroom/README.md",
@@ -103,13 +104,14 @@ class PackageTest(unittest.TestCase):
             self.assertEqual(entries["/usr/bin/" + p][0], "-rwxr-xr-x", p)
         # no build or source tree paths leaked in
         for path in entries:
-            self.assertRegex(path, r"^/(usr/(bin|share/(man|doc))|etc/default|lib/systemd)?",
+            self.assertRegex(path, r"^/(usr/(bin|share/(man|doc))|etc/(default|headroom)|lib/systemd)?",
                              path)
             self.assertNotIn("build", path)
         ctl = os.path.join(self.tmp.name, "control")
         self.assertEqual(run(["dpkg-deb", "-e", self.deb, ctl]).returncode, 0)
         with open(os.path.join(ctl, "conffiles")) as f:
-            self.assertEqual(f.read().split(), ["/etc/default/headroomd"])
+            self.assertEqual(f.read().split(),
+                             ["/etc/default/headroomd", "/etc/headroom/headroomd.conf"])
         for s in ("postinst", "prerm", "postrm"):
             self.assertTrue(os.access(os.path.join(ctl, s), os.X_OK), s)
         with open(os.path.join(ctl, "postinst")) as f:
@@ -155,7 +157,7 @@ class PackageTest(unittest.TestCase):
             self.assertNotIn("usage:", text, p)  # the synopsis was recognised
         r = run(["man", "-l", os.path.join(self.root, "usr/share/man/man1/headroomd.1.gz")])
         for opt in ("--listen", "--data", "--worker-bin", "/etc/default/headroomd",
-                    "/var/lib/headroom"):
+                    "/etc/headroom/headroomd.conf", "/var/lib/headroom"):
             self.assertIn(opt, r.stdout)
 
     def test_unit_verifies(self):
@@ -168,7 +170,9 @@ class PackageTest(unittest.TestCase):
                         "NoNewPrivileges=yes", "KillMode=mixed", "TimeoutStopSec=25",
                         "Restart=on-failure", "SystemCallFilter=@system-service",
                         "RestrictAddressFamilies=AF_UNIX AF_INET AF_INET6 AF_NETLINK",
-                        "EnvironmentFile=-/etc/default/headroomd"):
+                        "EnvironmentFile=-/etc/default/headroomd",
+                        "ExecStart=/usr/bin/headroomd --config /etc/headroom/headroomd.conf "
+                        "$HEADROOMD_OPTS"):
             self.assertRegex(unit, r"(?m)^%s$" % re.escape(setting))
         d = os.path.join(self.tmp.name, "unit")
         os.makedirs(d, exist_ok=True)
@@ -190,16 +194,37 @@ class PackageTest(unittest.TestCase):
         self.assertTrue(m, r.stdout + r.stderr)
         self.assertLessEqual(float(m.group(1)), 2.0, r.stdout)
 
+    def test_packaged_config(self):
+        """The packaged configuration file is valid as shipped (the unit's
+        --config), and a mistake in it is caught with its line."""
+        daemon = os.path.join(self.root, "usr/bin/headroomd")
+        conf = os.path.join(self.root, "etc/headroom/headroomd.conf")
+        r = run([daemon, "--config", conf, "--check-config"])
+        self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
+        with open(conf) as f:
+            text = f.read()
+        self.assertRegex(text, r"(?m)^listen = 127\.0\.0\.1:8080$")
+        self.assertRegex(text, r"(?m)^data = /var/lib/headroom$")
+        bad = os.path.join(self.tmp.name, "bad.conf")
+        with open(bad, "w") as f:
+            f.write(text + "allow-targt = 10.0.0.0/8\n")
+        r = run([daemon, "--config", bad, "--check-config"])
+        self.assertEqual(r.returncode, 2)
+        self.assertIn("bad.conf:%d:" % (text.count("\n") + 1), r.stderr)
+
     def test_unpacked_service_runs(self):
-        """The unpacked programs work together: headroomd finds the
-        headroom-worker beside it, measures the unpacked headroom-mock, and
-        serves the dashboard embedded in it."""
+        """The unpacked programs work together: headroomd (with the packaged
+        configuration, its listen and data overridden on the command line)
+        finds the headroom-worker beside it, measures the unpacked
+        headroom-mock, and serves the dashboard embedded in it."""
         hrtest.BIN = os.path.join(self.root, "usr/bin")
         data = tempfile.TemporaryDirectory(prefix="headroom-pkg-data-")
         self.addCleanup(data.cleanup)
         mock = hrtest.start_mock("--ttft-ms", "2", "--itl-ms", "1")
         self.addCleanup(lambda: self.assertEqual(mock.stop(), 0, "headroom-mock exit status"))
-        d = hrtest.start_daemon(data.name)
+        d = hrtest.start_daemon(data.name, "--config",
+                                os.path.join(self.root, "etc/headroom/headroomd.conf"))
+        self.assertTrue(os.path.exists(os.path.join(data.name, "headroom.db")))
         self.addCleanup(lambda: self.assertEqual(d.stop(), 0, "headroomd exit status"))
         self.assertTrue(os.path.samefile("/proc/%d/exe" % d.p.pid,
                                          os.path.join(self.root, "usr/bin/headroomd")))
@@ -293,10 +318,12 @@ class PackageTest(unittest.TestCase):
         self.assertEqual(run(["dpkg", "--remove", "headroom"]).returncode, 0)
         self.assertFalse(os.path.exists("/usr/bin/headroomd"))
         self.assertTrue(os.path.exists("/var/lib/headroom/keep"))
-        self.assertTrue(os.path.exists("/etc/default/headroomd"))  # a conffile until purge
+        self.assertTrue(os.path.exists("/etc/default/headroomd"))  # conffiles until purge
+        self.assertTrue(os.path.exists("/etc/headroom/headroomd.conf"))
         self.assertEqual(run(["dpkg", "--purge", "headroom"]).returncode, 0)
         self.assertFalse(os.path.exists("/var/lib/headroom"))
         self.assertFalse(os.path.exists("/etc/default/headroomd"))
+        self.assertFalse(os.path.exists("/etc/headroom/headroomd.conf"))
 
 
 if __name__ == "__main__":
