@@ -38,6 +38,36 @@ function listQuery(f, cursor) {
 		.join('&');
 }
 
+// An inline SVG of a series' values (oldest left), this run's point marked.
+function sparkline(s, id) {
+	if (!s || s.points.length < 2) return el('span', { class: 'muted' }, '-');
+	const v = s.points.map((p) => p.value), lo = Math.min(...v), hi = Math.max(...v);
+	const W = 80, H = 18, x = (i) => (i * (W - 4)) / (v.length - 1) + 2;
+	const y = (val) => (hi > lo ? H - 2 - ((val - lo) * (H - 4)) / (hi - lo) : H / 2);
+	const ns = 'http://www.w3.org/2000/svg';
+	const svg = document.createElementNS(ns, 'svg');
+	svg.setAttribute('width', W);
+	svg.setAttribute('height', H);
+	svg.setAttribute('role', 'img');
+	svg.setAttribute('aria-label', `TTFT p99 of ${v.length} runs of this spec: ${v.map((a) => num(a)).join(', ')} ms`);
+	svg.dataset.points = v.length;
+	const line = document.createElementNS(ns, 'polyline');
+	line.setAttribute('points', v.map((a, i) => `${x(i).toFixed(1)},${y(a).toFixed(1)}`).join(' '));
+	line.setAttribute('fill', 'none');
+	line.setAttribute('stroke', 'currentColor');
+	svg.append(line);
+	const at = s.points.findIndex((p) => String(p.key) === String(id));
+	if (at >= 0) {
+		const dot = document.createElementNS(ns, 'circle');
+		dot.setAttribute('cx', x(at));
+		dot.setAttribute('cy', y(v[at]));
+		dot.setAttribute('r', 2.5);
+		dot.setAttribute('fill', '#dc3912');
+		svg.append(dot);
+	}
+	return svg;
+}
+
 function field(label, input) {
 	return el('label', {}, label, input);
 }
@@ -81,6 +111,7 @@ export async function runsView(out, url, show) {
 	const cursors = [null];
 	let pageNo = 0;
 	let lastNext = null;
+	let trends = new Map();
 
 	function sortHeader(title, key) {
 		const cur = f.get('sort') || '-id';
@@ -100,6 +131,11 @@ export async function runsView(out, url, show) {
 		const figures = await Promise.all(list.runs.map((r) => r.state === 'queued' ||
 			r.state === 'running' ? null : get(`/runs/${r.id}/summary`).catch(() => null)));
 		const rows = list.runs.map((r, i) => ({ run: r, summary: figures[i] }));
+		// a small trend per fingerprint: its last 20 runs' TTFT p99 (GET /series)
+		const fps = [...new Set(list.runs.map((r) => r.fingerprint).filter(Boolean))];
+		const series = await Promise.all(fps.map((fp) => get(`/series?metric=time_to_first_token&stat=p99` +
+			`&fingerprint=${fp}&limit=20`).catch(() => null)));
+		trends = new Map(fps.map((fp, i) => [fp, series[i]]));
 		lastNext = list.next_cursor;
 		render(rows, lastNext);
 	}
@@ -111,6 +147,7 @@ export async function runsView(out, url, show) {
 			el('th', { class: 'num' }, 'requests'),
 			FIGURES.map(([t, , , key, unit]) => el('th', { class: 'num' }, sortHeader(`${t}`, key),
 				el('span', { class: 'muted' }, ` (${unit})`))),
+			el('th', {}, el('span', { title: 'TTFT p99 of the last 20 succeeded runs of the same spec' }, 'trend')),
 			el('th', {}, localSort('verdict', rows, (x) => x.run.verdict || '')),
 			el('th', {}, localSort('valid', rows, (x) => x.run.valid === null ? 2 : x.run.valid ? 0 : 1)));
 		const body = el('tbody');
@@ -140,6 +177,7 @@ export async function runsView(out, url, show) {
 					return el('td', { class: 'num', dataset: { metric: `${metric}.${stat}`,
 						value: v === undefined ? '' : v } }, num(v));
 				}),
+				el('td', {}, sparkline(trends.get(r.fingerprint), r.id)),
 				el('td', { class: r.verdict || 'muted' }, r.verdict || '-'),
 				el('td', { class: r.valid === null ? 'muted' : r.valid ? 'valid' : 'invalid' },
 					r.valid === null ? '-' : r.valid ? 'valid' : 'invalid')));

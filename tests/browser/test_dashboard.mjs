@@ -64,9 +64,10 @@ before(async () => {
 		'--itl-ms', '1', '--fail-500', '0.05', '--fail-seed', '3', '--dcgm-listen', '127.0.0.1:0']);
 	daemon = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', dataDir]);
 	api = daemonApi(daemon);
+	// main2 repeats main's spec (the same fingerprint: a trend of two runs)
 	for (const [key, mock, labels] of [['main', mockA, { branch: 'main' }],
-		['feature', mockB, { branch: 'feature' }]]) {
-		const { run, recs } = await api.runToEnd(spec(mock, `dash-${key}`, labels));
+		['feature', mockB, { branch: 'feature' }], ['main2', mockA, { branch: 'main' }]]) {
+		const { run, recs } = await api.runToEnd(spec(mock, `dash-${key.replace('2', '')}`, labels));
 		runs[key] = { run, recs, summary: await json(`/runs/${run.id}/summary`) };
 	}
 	browser = await chromium.launch({
@@ -99,7 +100,14 @@ test('runs list: every run with the API figures, sorting, filters', async () => 
 	await page.goto(base + '/');
 	await page.waitForSelector('#runs tbody tr');
 	const ids = await page.$$eval('#runs tbody tr', (rows) => rows.map((r) => Number(r.dataset.run)));
-	assert.deepEqual(ids, [runs.feature.run.id, runs.main.run.id]); // newest first
+	assert.deepEqual(ids, [runs.main2.run.id, runs.feature.run.id, runs.main.run.id]); // newest first
+	// the trend per fingerprint: main and main2 share one, of two points
+	assert.equal(runs.main.run.fingerprint, runs.main2.run.fingerprint);
+	const fpSeries = await json(`/series?metric=time_to_first_token&stat=p99&fingerprint=${runs.main.run.fingerprint}&limit=20`);
+	for (const k of ['main', 'main2'])
+		assert.equal(await page.$eval(`#runs tr[data-run="${runs[k].run.id}"] svg`, (e) => Number(e.dataset.points)),
+			fpSeries.points.length);
+	assert.equal(fpSeries.points.length, 2);
 	for (const { run, summary } of Object.values(runs))
 		for (const [metric, stat] of [['time_to_first_token', 'p50'], ['time_to_first_token', 'p99'],
 			['inter_token_latency', 'p50'], ['request_throughput', 'avg']]) {
@@ -136,9 +144,9 @@ test('runs list: every run with the API figures, sorting, filters', async () => 
 	await page.waitForURL(/sort=-time_to_first_token.p50/);
 	await page.waitForSelector('#runs tbody tr');
 	const desc = await page.$$eval('#runs tbody tr', (rows) => rows.map((r) => Number(r.dataset.run)));
-	const slower = runs.main.summary.metrics.time_to_first_token.p50 >
-		runs.feature.summary.metrics.time_to_first_token.p50 ? 'main' : 'feature';
-	assert.equal(desc[0], runs[slower].run.id);
+	const byP50 = Object.values(runs).sort((a, b) => b.summary.metrics.time_to_first_token.p50 -
+		a.summary.metrics.time_to_first_token.p50 || b.run.id - a.run.id);
+	assert.deepEqual(desc, byP50.map((x) => x.run.id));
 	// filter by label
 	await page.goto(base + '/');
 	await page.fill('input[name=labels]', 'branch=feature');
@@ -183,16 +191,17 @@ test('trends: a figure over the runs as GET /series gives it; a label narrows it
 	await page.goto(`${base}/trends?metric=time_to_first_token&stat=p99`);
 	await page.waitForSelector('#trend canvas');
 	const s = await json('/series?metric=time_to_first_token&stat=p99');
-	assert.equal(s.points.length, 2);
+	assert.equal(s.points.length, 3);
 	const rows = await page.$$eval('#trend-points tbody tr', (trs) => trs.map((tr) =>
 		[tr.dataset.key, Number(tr.children[3].dataset.value)]));
 	assert.deepEqual(rows, s.points.map((p) => [p.key, p.value]));
-	assert.equal(await page.$eval('#trend .chart', (c) => Number(c.dataset.points)), 2);
+	assert.equal(await page.$eval('#trend .chart', (c) => Number(c.dataset.points)), 3);
 	await page.fill('input[name=labels]', 'branch=main');
 	await page.click('form.filters button[type=submit]');
 	await page.waitForURL(/labels=branch%3Dmain/);
-	await page.waitForFunction(() => document.querySelectorAll('#trend-points tbody tr').length === 1);
-	assert.equal(await page.$eval('#trend-points tbody tr', (tr) => tr.dataset.key), String(runs.main.run.id));
+	await page.waitForFunction(() => document.querySelectorAll('#trend-points tbody tr').length === 2);
+	assert.deepEqual(await page.$$eval('#trend-points tbody tr', (trs) => trs.map((tr) => tr.dataset.key)),
+		[String(runs.main.run.id), String(runs.main2.run.id)]);
 	await shot('trends');
 	noProblems();
 });
@@ -205,7 +214,7 @@ test('throughput against speed per user: the picked runs and their Pareto front'
 	await page.click('#pareto');
 	await page.waitForURL(/\/pareto\?runs=\d+,\d+$/);
 	await page.waitForSelector('#pareto canvas');
-	const pts = Object.values(runs).map(({ run, summary }) => ({ id: run.id,
+	const pts = [runs.main, runs.feature].map(({ run, summary }) => ({ id: run.id,
 		x: summary.metrics.output_token_throughput.avg, y: summary.metrics.output_token_throughput_per_user.avg }));
 	const beaten = (p) => pts.some((q) => q !== p && q.x >= p.x && q.y >= p.y && (q.x > p.x || q.y > p.y));
 	const shown = Object.fromEntries(await page.$$eval('#pareto-runs tbody tr', (trs) => trs.map((tr) =>
