@@ -86,19 +86,24 @@ install -D -m 0644 "$src/packaging/headroomd.default" "$root/etc/default/headroo
 doc="$root/usr/share/doc/$pkg"
 install -d -m 0755 "$doc"
 install -m 0644 "$src/packaging/deb/copyright" "$doc/copyright"
-install -m 0644 "$src/README.md" "$src/docs/"*.md "$src/api/openapi.yaml" "$src/api/protocol.md" "$doc/"
+install -m 0644 "$src/README.md" "$src/docs/"*.md "$src/api/openapi.yaml" "$src/api/protocol.md" \
+	"$doc/"
 install -d -m 0755 "$doc/examples"
 install -m 0644 "$src/examples/"*.json "$doc/examples/"
 date_rfc=$(date -u -R -d "@$SOURCE_DATE_EPOCH")
-printf '%s (%s) unstable; urgency=medium\n\n  * Built from the headroom source tree (packaging/build-deb.sh).\n\n -- %s  %s\n' \
-	"$pkg" "$version" "$maintainer" "$date_rfc" | gzip -9n >"$doc/changelog.Debian.gz"
+{
+	printf '%s (%s) unstable; urgency=medium\n\n' "$pkg" "$version"
+	printf '  * Built from the headroom source tree (packaging/build-deb.sh).\n\n'
+	printf ' -- %s  %s\n' "$maintainer" "$date_rfc"
+} | gzip -9n >"$doc/changelog.Debian.gz"
 
 # Control: Depends computed from the programs' ELF dependencies.
 shl=$(mktemp -d)
 mkdir -p "$shl/debian"
 printf 'Source: %s\n\nPackage: %s\nArchitecture: any\n' "$pkg" "$pkg" >"$shl/debian/control"
-shlibs=$(cd "$shl" && dpkg-shlibdeps -O -e"$root/usr/bin/headroomd" -e"$root/usr/bin/headroom-worker" \
-	-e"$root/usr/bin/headroom-mock" -e"$root/usr/bin/headroom" 2>/dev/null |
+shlibs=$(cd "$shl" && dpkg-shlibdeps -O -e"$root/usr/bin/headroomd" \
+	-e"$root/usr/bin/headroom-worker" -e"$root/usr/bin/headroom-mock" -e"$root/usr/bin/headroom" \
+	2>/dev/null |
 	sed -n 's/^shlibs:Depends=//p')
 rm -rf "$shl"
 [ -n "$shlibs" ] || { echo "$0: dpkg-shlibdeps found no dependencies" >&2; exit 1; }

@@ -43,7 +43,8 @@ cp "$deb" "$root/root/headroom.deb"
 cp "$src/examples/mock.json" "$root/root/mock.json"
 rm -f "$root/root/hr-check.log" "$root/root/hr-check.result"
 cat >"$root/root/long.json" <<'SPEC'
-{"name": "long", "target": {"mock": true, "model": "mock-model", "endpoint": "chat", "stream": true},
+{"name": "long",
+ "target": {"mock": true, "model": "mock-model", "endpoint": "chat", "stream": true},
  "workload": {"osl": {"mean": 16}},
  "load": {"mode": "rate", "rate": 200, "arrival": "constant", "duration_s": 120}, "workers": 2}
 SPEC
@@ -57,7 +58,7 @@ check() {
 	desc=$1; shift
 	if "$@"; then ok "$desc"; else echo "FAIL - $desc"; fails=$((fails + 1)); fi
 }
-prop() { systemctl show -p "$1" --value headroomd; }
+prop() { hr-prop "$1"; }
 wait_for() { # seconds, command...
 	n=$1; shift
 	while [ "$n" -gt 0 ]; do "$@" && return 0; sleep 1; n=$((n - 1)); done
@@ -73,7 +74,7 @@ check "unit not enabled by the install" sh -c '! systemctl is-enabled -q headroo
 check "unit not started by the install" sh -c '! systemctl is-active -q headroomd'
 
 check "systemctl start" systemctl start headroomd
-check "active (running) once started" sh -c '[ "$(systemctl show -p SubState --value headroomd)" = running ]'
+check "active (running) once started" sh -c '[ "$(hr-prop SubState)" = running ]'
 check "Type=notify: status from the daemon" sh -c \
 	'systemctl show -p StatusText --value headroomd | grep -q listening'
 pid=$(prop MainPID)
@@ -93,7 +94,7 @@ t0=$(date +%s)
 check "systemctl stop during the run" systemctl stop headroomd
 check "stopped within TimeoutStopSec" [ $(($(date +%s) - t0)) -lt 25 ]
 check "exit status 0, result success" sh -c \
-	'[ "$(systemctl show -p ExecMainStatus --value headroomd):$(systemctl show -p Result --value headroomd)" = 0:success ]'
+	'[ "$(hr-prop ExecMainStatus):$(hr-prop Result)" = 0:success ]'
 check "no worker left" sh -c '! pgrep -x headroom-worker >/dev/null'
 systemctl start headroomd
 check "the stopped run ended interrupted with its records" wait_for 10 sh -c \
@@ -108,7 +109,7 @@ check "restarted after a crash" wait_for 15 sh -c \
 pid=$(prop MainPID)
 check "dpkg -i again (upgrade path)" dpkg -i /root/headroom.deb
 check "a running daemon is restarted by the upgrade" sh -c \
-	"systemctl is-active -q headroomd && [ \"\$(systemctl show -p MainPID --value headroomd)\" != $pid ]"
+	"systemctl is-active -q headroomd && [ \"\$(hr-prop MainPID)\" != $pid ]"
 
 check "dpkg -r" dpkg -r headroom
 check "removal stopped the daemon" sh -c '! systemctl is-active -q headroomd'
@@ -120,6 +121,12 @@ echo "$fails" >/root/hr-check.result
 systemctl poweroff
 CHECK
 chmod 755 "$root/usr/local/bin/hr-check"
+cat >"$root/usr/local/bin/hr-prop" <<'PROP'
+#!/bin/sh
+# hr-prop - one property of headroomd.service, for hr-check
+exec systemctl show -p "$1" --value headroomd
+PROP
+chmod 755 "$root/usr/local/bin/hr-prop"
 cat >"$root/etc/systemd/system/hr-check.service" <<'UNIT'
 [Unit]
 Description=headroom package check (packaging/systemd-check.sh)

@@ -17,7 +17,6 @@ container. Needs dpkg-dev, lintian, help2man and systemd (install-deps.sh)."""
 import gzip
 import os
 import re
-import shutil
 import signal
 import socket
 import subprocess
@@ -102,10 +101,12 @@ class PackageTest(unittest.TestCase):
             self.assertEqual(entries[path][1], "root/root", path)
         for p in PROGRAMS:
             self.assertEqual(entries["/usr/bin/" + p][0], "-rwxr-xr-x", p)
-        # no build or source tree paths leaked in
+        # nothing outside these folders (or their parents), no build tree paths
+        allowed = ("/usr/bin/", "/usr/share/man/man1/", "/usr/share/doc/headroom/",
+                   "/etc/default/", "/etc/headroom/", "/lib/systemd/system/")
         for path in entries:
-            self.assertRegex(path, r"^/(usr/(bin|share/(man|doc))|etc/(default|headroom)|lib/systemd)?",
-                             path)
+            d = path.rstrip("/") + "/"
+            self.assertTrue(any(path.startswith(a) or a.startswith(d) for a in allowed), path)
             self.assertNotIn("build", path)
         ctl = os.path.join(self.tmp.name, "control")
         self.assertEqual(run(["dpkg-deb", "-e", self.deb, ctl]).returncode, 0)
@@ -148,7 +149,7 @@ class PackageTest(unittest.TestCase):
     def test_man_pages(self):
         for p in PROGRAMS:
             page = os.path.join(self.root, "usr/share/man/man1/%s.1.gz" % p)
-            r = run(["man", "-l", page], env=dict(os.environ, MANWIDTH="100", MAN_KEEP_FORMATTING=""))
+            r = run(["man", "-l", page], env=dict(os.environ, MANWIDTH="100"))
             self.assertEqual(r.returncode, 0, p + r.stderr)
             text = r.stdout
             for section in ("NAME", "SYNOPSIS", "DESCRIPTION", "SEE ALSO"):
@@ -247,8 +248,8 @@ class PackageTest(unittest.TestCase):
         self.assertIn("succeeded", r.stdout)
         # the first run of docs/operations.md: the packaged example, against a
         # headroom-mock the daemon starts from beside itself
-        r = run(cli + ["submit", os.path.join(self.root, "usr/share/doc/headroom/examples/mock.json"),
-                       "--wait"])
+        example = os.path.join(self.root, "usr/share/doc/headroom/examples/mock.json")
+        r = run(cli + ["submit", example, "--wait"])
         self.assertEqual(r.returncode, 0, r.stdout + r.stderr)
         st, runs, _ = api.call("GET", "/runs")
         self.assertEqual(st, 200)
