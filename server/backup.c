@@ -96,6 +96,87 @@ static long long file_size(const char *path)
 	return stat(path, &st) == 0 ? (long long)st.st_size : 0;
 }
 
+/* The files kept beside the database, named by their SHA-256: which
+ * folder, the query naming them, and what to do in a backup when one is
+ * gone since the snapshot (a deleted dataset: forget it in the copy too;
+ * an imported run's original: keep the run, count it missing). */
+static const struct file_kind {
+	const char *dir, *query, *forget;
+} file_kinds[] = {
+    {"datasets", "SELECT DISTINCT sha256 FROM datasets", "DELETE FROM datasets WHERE sha256 = ?"},
+    {"imports",
+     "SELECT sha256 FROM run_imports UNION SELECT jsonl_sha256 FROM run_imports WHERE "
+     "jsonl_sha256 IS NOT NULL",
+     NULL},
+};
+
+/* The well-formed hashes the query names (never a path from the database
+ * as it is); an empty array when the table is not there. */
+static json_t *hashes(sqlite3 *db, const char *query)
+{
+	json_t *out = json_array();
+	sqlite3_stmt *st = NULL;
+	if (sqlite3_prepare_v2(db, query, -1, &st, NULL) == SQLITE_OK)
+		while (sqlite3_step(st) == SQLITE_ROW) {
+			const char *sha = (const char *)sqlite3_column_text(st, 0);
+			if (sha && strspn(sha, "0123456789abcdef") == 64 && !sha[64])
+				json_array_append_new(out, json_string(sha));
+		}
+	sqlite3_finalize(st);
+	return out;
+}
+
+/* Links (or copies) the files of one kind the backup's database names into
+ * dest/DIR: 0, or -1 with err. */
+static int backup_files(sqlite3 *bdb, const char *data, const char *dest,
+			const struct file_kind *fk, long long *files, long long *bytes,
+			long long *missing, char *err)
+{
+	char *dir = xasprintf("%s/%s", dest, fk->dir);
+	int rc = 0;
+	if (mkdir(dir, 0700) < 0 && errno != EEXIST) {
+		free(dir);
+		return errf(err, "cannot create %s/%s: %s", dest, fk->dir, strerror(errno));
+	}
+	json_t *shas = hashes(bdb, fk->query);
+	size_t k;
+	json_t *v;
+	json_array_foreach(shas, k, v) {
+		const char *sha = json_string_value(v);
+		char *src = xasprintf("%s/%s/%s", data, fk->dir, sha);
+		char *dst = xasprintf("%s/%s", dir, sha);
+		struct stat sst;
+		if (stat(src, &sst) < 0 && errno == ENOENT) {
+			(*missing)++;
+			sqlite3_stmt *st = NULL;
+			if (fk->forget && sqlite3_prepare_v2(bdb, fk->forget, -1, &st, NULL) == SQLITE_OK) {
+				sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
+				sqlite3_step(st);
+			}
+			sqlite3_finalize(st);
+		} else if (link(src, dst) == 0) {
+			*bytes += (long long)sst.st_size;
+			(*files)++;
+		} else {
+			long long n = copy_file(src, dst, err);
+			if (n < 0)
+				rc = -1;
+			else {
+				*bytes += n;
+				(*files)++;
+			}
+		}
+		free(src);
+		free(dst);
+		if (rc < 0)
+			break;
+	}
+	json_decref(shas);
+	fsync_path(dir, 1);
+	free(dir);
+	return rc;
+}
+
 int backup_make(struct store *s, const char *dest, json_t **info, char *err)
 {
 	double t0 = now_s();
@@ -103,11 +184,10 @@ int backup_make(struct store *s, const char *dest, json_t **info, char *err)
 		return errf(err, "cannot create the backup directory %s: %s%s", dest, strerror(errno),
 			    errno == EEXIST ? " (a backup goes to a new directory)" : "");
 	char *db_path = xasprintf("%s/headroom.db", dest);
-	char *ds_dir = xasprintf("%s/datasets", dest);
 	char *data = data_dir_of(s);
 	int rc = -1;
 	sqlite3 *bdb = NULL;
-	long long bytes = 0, datasets = 0, runs = 0, missing = 0;
+	long long bytes = 0, files[2] = {0, 0}, runs = 0, missing = 0;
 	/* the database as one read snapshot: consistent while runs write */
 	sqlite3 *r = store_reader(s);
 	sqlite3_stmt *st = NULL;
@@ -125,66 +205,15 @@ int backup_make(struct store *s, const char *dest, json_t **info, char *err)
 	store_reader_put(s, r);
 	if (step != SQLITE_DONE)
 		goto out;
-	/* the dataset files the copy names (immutable, named by their hash):
-	 * linked when the backup is on the same file system, else copied; a
-	 * dataset deleted since the snapshot leaves the copy too */
+	/* the files the copy names (immutable, named by their hash): linked
+	 * when the backup is on the same file system, else copied */
 	if (sqlite3_open_v2(db_path, &bdb, SQLITE_OPEN_READWRITE, NULL) != SQLITE_OK) {
 		errf(err, "cannot open the backup %s: %s", db_path, sqlite3_errmsg(bdb));
 		goto out;
 	}
-	if (mkdir(ds_dir, 0700) < 0 && errno != EEXIST) {
-		errf(err, "cannot create %s: %s", ds_dir, strerror(errno));
-		goto out;
-	}
-	json_t *shas = json_array();
-	if (sqlite3_prepare_v2(bdb, "SELECT DISTINCT sha256 FROM datasets", -1, &st, NULL) ==
-	    SQLITE_OK)
-		while (sqlite3_step(st) == SQLITE_ROW) {
-			const char *sha = (const char *)sqlite3_column_text(st, 0);
-			/* never a path from the database as it is */
-			if (sha && strspn(sha, "0123456789abcdef") == 64 && !sha[64])
-				json_array_append_new(shas, json_string(sha));
-		}
-	sqlite3_finalize(st);
-	st = NULL;
-	int failed = 0;
-	size_t k;
-	json_t *v;
-	json_array_foreach(shas, k, v) {
-		const char *sha = json_string_value(v);
-		char *src = xasprintf("%s/datasets/%s", data, sha);
-		char *dst = xasprintf("%s/%s", ds_dir, sha);
-		struct stat sst;
-		if (stat(src, &sst) < 0 && errno == ENOENT) {
-			/* deleted since the snapshot: the copy forgets it too */
-			missing++;
-			if (sqlite3_prepare_v2(bdb, "DELETE FROM datasets WHERE sha256 = ?", -1, &st,
-					       NULL) == SQLITE_OK) {
-				sqlite3_bind_text(st, 1, sha, -1, SQLITE_STATIC);
-				sqlite3_step(st);
-			}
-			sqlite3_finalize(st);
-			st = NULL;
-		} else if (link(src, dst) == 0) {
-			bytes += (long long)sst.st_size;
-			datasets++;
-		} else {
-			long long n = copy_file(src, dst, err);
-			if (n < 0)
-				failed = 1;
-			else {
-				bytes += n;
-				datasets++;
-			}
-		}
-		free(src);
-		free(dst);
-		if (failed)
-			break;
-	}
-	json_decref(shas);
-	if (failed)
-		goto out;
+	for (size_t i = 0; i < HR_ARRAY_LEN(file_kinds); i++)
+		if (backup_files(bdb, data, dest, &file_kinds[i], &files[i], &bytes, &missing, err) < 0)
+			goto out;
 	if (sqlite3_prepare_v2(bdb, "SELECT count(*) FROM runs", -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW)
 		runs = sqlite3_column_int64(st, 0);
@@ -193,18 +222,17 @@ int backup_make(struct store *s, const char *dest, json_t **info, char *err)
 	bdb = NULL;
 	bytes += file_size(db_path);
 	fsync_path(db_path, 0);
-	fsync_path(ds_dir, 1);
 	fsync_path(dest, 1);
 	if (info)
-		*info = json_pack("{s:s, s:I, s:I, s:I, s:f}", "path", dest, "runs", (json_int_t)runs,
-				  "datasets", (json_int_t)datasets, "bytes", (json_int_t)bytes,
-				  "seconds", now_s() - t0);
+		*info = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f}", "path", dest, "runs",
+				  (json_int_t)runs, "datasets", (json_int_t)files[0], "imports",
+				  (json_int_t)files[1], "missing", (json_int_t)missing, "bytes",
+				  (json_int_t)bytes, "seconds", now_s() - t0);
 	rc = 0;
 out:
 	if (bdb)
 		sqlite3_close(bdb);
 	free(db_path);
-	free(ds_dir);
 	free(data);
 	return rc;
 }
@@ -282,9 +310,11 @@ int backup_command(int argc, char **argv)
 		fprintf(stderr, "headroomd backup: %s\n", err);
 		return 1;
 	}
-	printf("backup %s: %lld run(s), %lld dataset file(s), %lld bytes in %.2f s\n", dest,
-	       (long long)json_integer_value(json_object_get(info, "runs")),
+	printf("backup %s: %lld run(s), %lld dataset file(s), %lld imported file(s), %lld bytes in "
+	       "%.2f s\n",
+	       dest, (long long)json_integer_value(json_object_get(info, "runs")),
 	       (long long)json_integer_value(json_object_get(info, "datasets")),
+	       (long long)json_integer_value(json_object_get(info, "imports")),
 	       (long long)json_integer_value(json_object_get(info, "bytes")),
 	       json_number_value(json_object_get(info, "seconds")));
 	json_decref(info);
@@ -358,41 +388,42 @@ int restore_command(int argc, char **argv)
 		}
 	}
 	out_db = xasprintf("%s/headroom.db", data);
-	out_ds = xasprintf("%s/datasets", data);
-	if (mkdir(out_ds, 0700) < 0 && errno != EEXIST) {
-		fprintf(stderr, "headroomd restore: cannot create %s: %s\n", out_ds, strerror(errno));
-		goto out;
-	}
-	if (sqlite3_prepare_v2(db, "SELECT DISTINCT sha256 FROM datasets", -1, &st, NULL) !=
-	    SQLITE_OK) {
-		fprintf(stderr, "headroomd restore: %s\n", sqlite3_errmsg(db));
-		goto out;
-	}
-	while (sqlite3_step(st) == SQLITE_ROW) {
-		const char *sha = (const char *)sqlite3_column_text(st, 0);
-		if (!sha || strspn(sha, "0123456789abcdef") != 64 || sha[64]) {
-			fprintf(stderr, "headroomd restore: a dataset's sha256 is malformed\n");
+	for (size_t i = 0; i < HR_ARRAY_LEN(file_kinds); i++) {
+		free(out_ds);
+		out_ds = xasprintf("%s/%s", data, file_kinds[i].dir);
+		if (mkdir(out_ds, 0700) < 0 && errno != EEXIST) {
+			fprintf(stderr, "headroomd restore: cannot create %s: %s\n", out_ds,
+				strerror(errno));
 			goto out;
 		}
-		char *from = xasprintf("%s/datasets/%s", src, sha);
-		char *to = xasprintf("%s/%s", out_ds, sha);
-		char hex[65];
-		int ok = sha256_file(from, hex) == 0 && strcmp(hex, sha) == 0;
-		if (!ok)
-			fprintf(stderr, "headroomd restore: dataset file %s is missing or damaged\n",
-				from);
-		else if (copy_file(from, to, err) < 0) {
-			fprintf(stderr, "headroomd restore: %s\n", err);
-			ok = 0;
+		json_t *shas = hashes(db, file_kinds[i].query);
+		size_t k;
+		json_t *v;
+		int ok = 1;
+		json_array_foreach(shas, k, v) {
+			const char *sha = json_string_value(v);
+			char *from = xasprintf("%s/%s/%s", src, file_kinds[i].dir, sha);
+			char *to = xasprintf("%s/%s", out_ds, sha);
+			char hex[65];
+			ok = sha256_file(from, hex) == 0 && strcmp(hex, sha) == 0;
+			if (!ok)
+				fprintf(stderr, "headroomd restore: %s file %s is missing or damaged\n",
+					file_kinds[i].dir, from);
+			else if (copy_file(from, to, err) < 0) {
+				fprintf(stderr, "headroomd restore: %s\n", err);
+				ok = 0;
+			}
+			free(from);
+			free(to);
+			if (!ok)
+				break;
+			files++;
 		}
-		free(from);
-		free(to);
+		json_decref(shas);
+		fsync_path(out_ds, 1);
 		if (!ok)
 			goto out;
-		files++;
 	}
-	sqlite3_finalize(st);
-	st = NULL;
 	if (sqlite3_prepare_v2(db, "SELECT count(*) FROM runs", -1, &st, NULL) == SQLITE_OK &&
 	    sqlite3_step(st) == SQLITE_ROW)
 		runs = sqlite3_column_int64(st, 0);
@@ -402,9 +433,9 @@ int restore_command(int argc, char **argv)
 		fprintf(stderr, "headroomd restore: %s\n", err);
 		goto out;
 	}
-	fsync_path(out_ds, 1);
 	fsync_path(data, 1);
-	printf("restored %lld run(s) and %lld dataset file(s) into %s; start headroomd --data %s\n",
+	printf("restored %lld run(s) and %lld dataset and import file(s) into %s; start headroomd "
+	       "--data %s\n",
 	       runs, files, data, data);
 	rc = 0;
 out:

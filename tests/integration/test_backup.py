@@ -28,6 +28,7 @@ import urllib.request
 import hrtest
 
 HEADROOMD = os.path.join(hrtest.BIN, "headroomd")
+VLLM = os.path.join(hrtest.SRC, "tests", "integration", "data", "peers", "vllm_mock_200.json")
 DATASET = (b'{"text": "What is the capital of France?", "output_length": 8}\n'
            b'{"text": "Write a haiku about the sea"}\n')
 
@@ -57,6 +58,11 @@ class BackupRestore(unittest.TestCase):
             try:
                 api = hrtest.Api(d.addr)
                 ds = upload(d.addr, DATASET)
+                with open(VLLM, "rb") as f:
+                    vllm = f.read()
+                st, imported, _ = api.call("POST", "/imports?format=vllm", raw=vllm,
+                                           headers={"Content-Type": "application/json"})
+                self.assertEqual(st, 201, imported)
                 done = api.submit(hrtest.spec(mock.addr, requests=30))
                 self.assertEqual(api.wait(done)["state"], "succeeded")
                 long_spec = hrtest.spec(mock.addr, concurrency=4)
@@ -74,7 +80,9 @@ class BackupRestore(unittest.TestCase):
                 st, info, _ = api.call("POST", "/backups")
                 self.assertEqual(st, 201, info)
                 self.assertEqual(info["datasets"], 1)
-                self.assertEqual(info["runs"], 2)
+                self.assertEqual(info["imports"], 1)
+                self.assertEqual(info["missing"], 0)
+                self.assertEqual(info["runs"], 3)
                 self.assertTrue(info["path"].startswith(os.path.join(
                     os.path.realpath(data), "backups")))
                 # the command beside the running daemon, too
@@ -82,7 +90,7 @@ class BackupRestore(unittest.TestCase):
                 p = subprocess.run([HEADROOMD, "backup", "--data", data, cli_dest],
                                    capture_output=True, text=True, timeout=120)
                 self.assertEqual(p.returncode, 0, p.stderr)
-                self.assertIn("2 run(s), 1 dataset file(s)", p.stdout)
+                self.assertIn("3 run(s), 1 dataset file(s), 1 imported file(s)", p.stdout)
                 self.assertEqual(api.call("POST", "/backups", raw=b"[1]")[0], 400)
                 api.call("POST", "/runs/%d/cancel" % running)
                 api.wait(running)
@@ -94,7 +102,7 @@ class BackupRestore(unittest.TestCase):
                     p = subprocess.run([HEADROOMD, "restore", src, "--data", new],
                                        capture_output=True, text=True, timeout=120)
                     self.assertEqual(p.returncode, 0, p.stderr)
-                    self.assertIn("restored 2 run(s) and 1 dataset file(s)", p.stdout)
+                    self.assertIn("restored 3 run(s) and 2 dataset and import file(s)", p.stdout)
                     restored = hrtest.start_daemon(new)
                     rapi = hrtest.Api(restored.addr)
                     self.assertEqual(records(rapi, done), want)
@@ -106,6 +114,10 @@ class BackupRestore(unittest.TestCase):
                     self.assertEqual(len(records(rapi, running)),
                                      run["summary"]["counts"]["requests"] +
                                      run["summary"]["counts"]["warmup"])
+                    st, imp, _ = rapi.call("GET", "/runs/%d" % imported["id"])
+                    self.assertEqual(imp["import"]["sha256"], hashlib.sha256(vllm).hexdigest())
+                    with open(os.path.join(new, "imports", imp["import"]["sha256"]), "rb") as f:
+                        self.assertEqual(f.read(), vllm)
                     st, got, _ = rapi.call("GET", "/datasets/%d" % ds["id"])
                     self.assertEqual(st, 200)
                     with open(os.path.join(new, "datasets", ds["sha256"]), "rb") as f:
