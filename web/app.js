@@ -59,9 +59,10 @@ async function route() {
 // same-origin links navigate inside the app
 document.addEventListener('click', (ev) => {
 	const a = ev.target.closest('a');
-	if (!a || a.target || ev.ctrlKey || ev.metaKey || ev.shiftKey || ev.button !== 0) return;
+	if (!a || a.target || a.hasAttribute('download') || ev.ctrlKey || ev.metaKey || ev.shiftKey ||
+		ev.button !== 0) return;
 	const url = new URL(a.href, location.href);
-	if (url.origin !== location.origin || url.pathname.startsWith('/api/')) return;
+	if (!/^https?:$/.test(url.protocol) || url.origin !== location.origin || url.pathname.startsWith('/api/')) return;
 	ev.preventDefault();
 	go(url.pathname + url.search);
 });

@@ -278,11 +278,14 @@ function exportsBar(run) {
 	const items = [['summary.json', 'summary?format=json'], ['summary.csv', 'summary?format=csv'],
 		['records.jsonl', 'records?format=jsonl'], ['records.csv', 'records?format=csv'],
 		['telemetry.json', 'telemetry?format=json'], ['telemetry.csv', 'telemetry?format=csv'],
-		['client.json', 'client?format=json'], ['client.csv', 'client?format=csv'], ['report.html', 'report.html']];
+		['client.json', 'client?format=json'], ['client.csv', 'client?format=csv'], ['report.html', 'report.html'],
+		['AIPerf json', 'export?format=aiperf-json'], ['AIPerf csv', 'export?format=aiperf-csv'],
+		['AIPerf jsonl', 'export?format=aiperf-jsonl'], ['vLLM json', 'export?format=vllm']];
 	const msg = el('span', { class: 'error', role: 'alert' });
 	return el('div', { class: 'actions', id: 'exports' }, el('span', { class: 'muted' }, 'Download:'),
 		items.map(([name, q]) => el('button', { type: 'button', onclick: () => download(`/runs/${run.id}/${q}`,
-			`run-${run.id}-${name}`).catch((e) => { msg.textContent = e.message; }) }, name)), msg);
+			`run-${run.id}-${name.toLowerCase().replace(' ', '.')}`).catch((e) => { msg.textContent = e.message; }) },
+		name)), msg);
 }
 
 function progressText(run) {

@@ -365,6 +365,13 @@ test('labels: added and removed from the run page, as the API then says', async 
 	await page.waitForSelector('#labels [data-label=reviewed]', { state: 'detached' });
 	assert.equal((await json(`/runs/${id}`)).labels.reviewed, undefined);
 	assert.equal((await json(`/runs/${id}`)).labels.branch, 'main');
+	// downloads carry the token's way (fetch, then saved): the API's bytes
+	for (const [button, path] of [['summary.csv', 'summary?format=csv'], ['vLLM json', 'export?format=vllm']]) {
+		const [dl] = await Promise.all([page.waitForEvent('download'), page.click(`#exports button:text-is("${button}")`)]);
+		const got = fs.readFileSync(await dl.path(), 'utf8');
+		const want = await (await api.call('GET', `/runs/${id}/${path}`)).text;
+		assert.equal(got, want, button);
+	}
 	noProblems();
 });
 
