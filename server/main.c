@@ -236,8 +236,10 @@ int main(int argc, char **argv)
 	int check_config = 0;
 	config_add(&ca, argv[0], NULL);
 	for (int i = 1; i < argc; i++)
-		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc && config_load(argv[++i], &ca) < 0)
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc && config_load(argv[++i], &ca) < 0) {
+			config_free(&ca);
 			return 2;
+		}
 	for (int i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc)
 			i++;
@@ -247,19 +249,23 @@ int main(int argc, char **argv)
 			config_add(&ca, argv[i], NULL);
 	}
 	int cur = 0; /* the argument being read, for the error of a bad one */
+	int early_rc = 2; /* the status of an exit before the daemon starts */
 	for (int i = 1; i < ca.argc; i++) {
 		cur = i;
 		const char *a = ca.argv[i];
 		const char *v = i + 1 < ca.argc ? ca.argv[i + 1] : NULL;
 		if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
 			usage(stdout);
-			return 0;
+			early_rc = 0;
+			goto options_exit;
 		} else if (strcmp(a, "--version") == 0) {
 			puts("headroomd " HEADROOM_VERSION " (" HEADROOM_COMMIT ")");
-			return 0;
+			early_rc = 0;
+			goto options_exit;
 		} else if (strcmp(a, "--list-routes") == 0) {
 			api_list_routes(stdout);
-			return 0;
+			early_rc = 0;
+			goto options_exit;
 		} else if (strcmp(a, "--no-migration-copy") == 0) {
 			so.no_migration_copy = 1;
 			continue;
@@ -395,7 +401,12 @@ int main(int argc, char **argv)
 bad_option:
 	if (ca.origin[cur])
 		fprintf(stderr, "headroomd: (that option is set in %s)\n", ca.origin[cur]);
-	return 2;
+options_exit: /* help, version, a bad option: what the options held is freed */
+	free(worker_bin);
+	free(mock_bin);
+	secrets_free(&secrets);
+	config_free(&ca);
+	return early_rc;
 options_read:
 	if (!worker_bin)
 		worker_bin = beside_self("headroom-worker");
@@ -404,18 +415,13 @@ options_read:
 	if (access(worker_bin, X_OK) != 0) {
 		fprintf(stderr, "headroomd: worker program %s is not executable: %s\n", worker_bin,
 			strerror(errno));
-		free(worker_bin);
-		free(mock_bin);
-		secrets_free(&secrets);
-		return 1;
+		early_rc = 1;
+		goto options_exit;
 	}
 	if (check_config) {
 		printf("headroomd: the configuration and command line are valid\n");
-		free(worker_bin);
-		free(mock_bin);
-		secrets_free(&secrets);
-		config_free(&ca);
-		return 0;
+		early_rc = 0;
+		goto options_exit;
 	}
 
 	/* Signals: block them in every thread, wait for them here. */
