@@ -10,13 +10,8 @@
 #include "record.h"
 #include "runs.h"
 #include "stats.h"
+#include "timeseries.h"
 #include "util.h"
-
-static int dbl_cmp(const void *a, const void *b)
-{
-	double x = *(const double *)a, y = *(const double *)b;
-	return x < y ? -1 : x > y;
-}
 
 static void put_num(struct dynbuf *out, double v)
 {
@@ -58,8 +53,7 @@ int dash_distribution(struct store *s, int64_t run_id, const int *metrics, int n
 	dynbuf_printf(out, "{\"run_id\":%lld,\"metrics\":[", (long long)run_id);
 	for (int m = 0; m < n_metrics; m++) {
 		const struct metric_def *d = &metric_defs[metrics[m]];
-		if (v[m].n)
-			qsort(v[m].v, v[m].n, sizeof *v[m].v, dbl_cmp);
+		ts_sort_doubles(v[m].v, v[m].n);
 		int all = v[m].n <= (size_t)points;
 		size_t n = all ? v[m].n : (size_t)points;
 		dynbuf_printf(out, "%s{\"metric\":\"%s\",\"unit\":\"%s\",\"count\":%zu,\"exact\":%s,"

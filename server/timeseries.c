@@ -49,14 +49,6 @@ static void pairs_push(struct pairs *ps, uint32_t b, double v)
 	ps->p[ps->n++] = (struct pair){b, v};
 }
 
-static int pair_cmp(const void *a, const void *b)
-{
-	const struct pair *x = a, *y = b;
-	if (x->b != y->b)
-		return x->b < y->b ? -1 : 1;
-	return x->v < y->v ? -1 : x->v > y->v;
-}
-
 /* When a request ended (its answer complete or abandoned), or HR_NO_TIME. */
 static int64_t end_of(const struct hr_record *r)
 {
@@ -178,31 +170,85 @@ static void put_counts(struct dynbuf *out, const char *name, const long long *c,
 }
 
 /* The percentiles of one metric: {"unit", "count": [...], "p50": [...], ...}. */
+/* A double's bits as an unsigned key in the same order (negative values
+ * flipped whole, positive ones with the sign bit set). */
+static uint64_t dkey(double d)
+{
+	uint64_t u;
+	memcpy(&u, &d, sizeof u);
+	return (u >> 63) ? ~u : u | (1ULL << 63);
+}
+
+static int dbl_cmp(const void *a, const void *b)
+{
+	double x = *(const double *)a, y = *(const double *)b;
+	return x < y ? -1 : x > y;
+}
+
+void ts_sort_doubles(double *v, size_t n)
+{
+	if (n < 64) { /* a radix sort's eight passes cost more than this */
+		if (n)
+			qsort(v, n, sizeof *v, dbl_cmp);
+		return;
+	}
+	/* LSD radix sort, 8-bit digits: eight stable counting passes */
+	double *tmp = xmalloc(n * sizeof *tmp);
+	size_t *cnt = xmalloc(256 * sizeof *cnt);
+	double *src = v, *dst = tmp;
+	for (int pass = 0; pass < 8; pass++) {
+		int sh = pass * 8;
+		memset(cnt, 0, 256 * sizeof *cnt);
+		for (size_t i = 0; i < n; i++)
+			cnt[(dkey(src[i]) >> sh) & 0xff]++;
+		size_t sum = 0;
+		for (size_t d = 0; d < 256; d++) {
+			size_t c = cnt[d];
+			cnt[d] = sum;
+			sum += c;
+		}
+		for (size_t i = 0; i < n; i++)
+			dst[cnt[(dkey(src[i]) >> sh) & 0xff]++] = src[i];
+		double *t = src;
+		src = dst;
+		dst = t;
+	}
+	/* an even number of passes: the sorted values are back in v */
+	free(cnt);
+	free(tmp);
+}
+
 static void put_metric(struct dynbuf *out, struct ts *t, size_t m, const char *unit)
 {
 	struct pairs *ps = &t->vals[m];
-	if (ps->n) /* qsort wants an array, even of none */
-		qsort(ps->p, ps->n, sizeof *ps->p, pair_cmp);
 	double *pct[TS_NPCT];
 	long long *count = xcalloc(t->n, sizeof *count);
+	/* the values grouped by bucket (a counting sort), then each bucket sorted */
+	size_t *start = xcalloc(t->n + 1, sizeof *start);
+	for (size_t i = 0; i < ps->n; i++)
+		count[ps->p[i].b]++;
+	for (size_t b = 0; b < t->n; b++)
+		start[b + 1] = start[b] + (size_t)count[b];
 	double *vals = xmalloc((ps->n ? ps->n : 1) * sizeof *vals);
+	size_t *at = xmalloc((t->n ? t->n : 1) * sizeof *at);
+	memcpy(at, start, t->n * sizeof *at);
+	for (size_t i = 0; i < ps->n; i++)
+		vals[at[ps->p[i].b]++] = ps->p[i].v;
+	free(at);
 	for (int k = 0; k < TS_NPCT; k++) {
-		pct[k] = xmalloc(t->n * sizeof(double));
+		pct[k] = xmalloc((t->n ? t->n : 1) * sizeof(double));
 		for (size_t i = 0; i < t->n; i++)
 			pct[k][i] = NAN;
 	}
-	for (size_t i = 0; i < ps->n;) {
-		size_t j = i;
-		while (j < ps->n && ps->p[j].b == ps->p[i].b) {
-			vals[j - i] = ps->p[j].v;
-			j++;
-		}
-		uint32_t b = ps->p[i].b;
-		count[b] = (long long)(j - i);
+	for (size_t b = 0; b < t->n; b++) {
+		size_t nb = start[b + 1] - start[b];
+		if (!nb)
+			continue;
+		ts_sort_doubles(vals + start[b], nb);
 		for (int k = 0; k < TS_NPCT; k++)
-			pct[k][b] = stats_percentile_sorted(vals, j - i, ts_pcts[k]);
-		i = j;
+			pct[k][b] = stats_percentile_sorted(vals + start[b], nb, ts_pcts[k]);
 	}
+	free(start);
 	dynbuf_printf(out, "%s\"%s\":{\"unit\":\"%s\"", m ? "," : "", ts_metrics[m], unit);
 	put_counts(out, "count", count, t->n);
 	for (int k = 0; k < TS_NPCT; k++) {

@@ -7,6 +7,7 @@
 #ifndef HR_TIMESERIES_H
 #define HR_TIMESERIES_H
 
+#include <stddef.h>
 #include <stdint.h>
 
 #include "dynbuf.h"
@@ -19,5 +20,8 @@
  * the smallest step allowed); -1 on error (err). */
 int ts_build(struct store *s, int64_t run_id, long long step_ms, int max_buckets,
 	     struct dynbuf *out, char *err);
+
+/* Sorts n doubles (no NaN) ascending: a radix sort past 64. */
+void ts_sort_doubles(double *v, size_t n);
 
 #endif
