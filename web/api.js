@@ -24,7 +24,7 @@ export class ApiError extends Error {
 }
 
 function explain(status) {
-	if (status === 401) return 'this daemon requires an API token: type it in above';
+	if (status === 401) return 'this daemon requires an API token (or the one given is unknown): type it in above';
 	if (status === 403) return 'this token may not do that';
 	if (status === 503) return 'the daemon is busy: try again in a moment';
 	return `the daemon answered ${status}`;
@@ -45,8 +45,9 @@ export async function raw(path, opts = {}) {
 		let body = null;
 		try { body = await res.json(); } catch (e) { /* not JSON */ }
 		const err = body && body.error;
+		// a missing or unknown token is the reader's to fix here: say where
 		throw new ApiError(res.status, err ? err.code : 'http',
-			err ? err.message : explain(res.status), err ? err.field : null);
+			res.status === 401 || !err ? explain(res.status) : err.message, err ? err.field : null);
 	}
 	return res;
 }

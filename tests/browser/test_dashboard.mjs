@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import fs from 'node:fs';
 import path from 'node:path';
 import { after, before, test } from 'node:test';
-import { spawn } from 'node:child_process';
+import { execFileSync, spawn } from 'node:child_process';
 import readline from 'node:readline';
 import { chromium } from 'playwright-core';
 import { bin, daemonApi, start, stop } from '../js/harness.mjs';
@@ -420,3 +420,30 @@ test('submit: a bad spec is answered at its field; a good one is followed live, 
 		assert.equal((await json(`/runs/${id}`)).labels.branch, 'live');
 		noProblems();
 	});
+
+test('a daemon that needs a token: the page says so, then works with one typed in', async () => {
+	const dir = fs.mkdtempSync('/tmp/headroom-browser-token-');
+	const secret = execFileSync(path.join(bin, 'headroomd'), ['token', 'create', '--name', 'viewer',
+		'--role', 'read', '--data', dir], { encoding: 'utf8' }).trim();
+	const d = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', dir]);
+	try {
+		const p = await browser.newPage();
+		const errors = [];
+		p.on('pageerror', (e) => errors.push(e.message));
+		await p.goto(`http://${d.addr}/`);
+		await p.waitForSelector('.state.error');
+		assert.match(await p.textContent('.state.error'), /requires an API token/);
+		await p.fill('#token', secret);
+		await p.press('#token', 'Enter');
+		await p.dispatchEvent('#token', 'change');
+		await p.waitForSelector('text=No runs yet');
+		// kept for this tab only: sessionStorage, never a cookie
+		assert.equal(await p.evaluate(() => sessionStorage.getItem('headroom-token')), secret);
+		assert.deepEqual(await p.context().cookies(), []);
+		assert.deepEqual(errors, []);
+		await p.close();
+	} finally {
+		assert.equal(await stop(d), 0);
+		fs.rmSync(dir, { recursive: true, force: true });
+	}
+});
