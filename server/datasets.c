@@ -90,37 +90,33 @@ static int content_name(const char *n)
 	return i == 64;
 }
 
-int datasets_recover(struct store *s, char *err)
+int store_files_recover(struct store *s, const char *dir, const char *tmp_prefix,
+			const char *query, const char *what, char *err)
 {
-	char *dir = datasets_dir(s);
 	DIR *d = opendir(dir);
 	if (!d) {
 		int e = errno;
-		int rc = e == ENOENT ? 0 : errf(err, "cannot read %s: %s", dir, strerror(e));
-		free(dir);
-		return rc;
+		return e == ENOENT ? 0 : errf(err, "cannot read %s: %s", dir, strerror(e));
 	}
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
-	if (!db || sqlite3_prepare_v2(db, "SELECT 1 FROM datasets WHERE sha256 = ? LIMIT 1", -1,
-				      &st, NULL) != SQLITE_OK) {
-		errf(err, "datasets query: %s", db ? sqlite3_errmsg(db) : "no reader");
+	if (!db || sqlite3_prepare_v2(db, query, -1, &st, NULL) != SQLITE_OK) {
+		errf(err, "%s query: %s", what, db ? sqlite3_errmsg(db) : "no reader");
 		if (db)
 			store_reader_put(s, db);
 		closedir(d);
-		free(dir);
 		return -1;
 	}
 	int removed = 0, rc = 0;
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
-		int stale = strncmp(e->d_name, TMP_PREFIX, strlen(TMP_PREFIX)) == 0;
+		int stale = strncmp(e->d_name, tmp_prefix, strlen(tmp_prefix)) == 0;
 		if (!stale && content_name(e->d_name)) {
 			sqlite3_bind_text(st, 1, e->d_name, -1, SQLITE_STATIC);
 			int step = sqlite3_step(st);
 			sqlite3_reset(st);
 			if (step != SQLITE_ROW && step != SQLITE_DONE) {
-				rc = errf(err, "datasets query: %s", sqlite3_errmsg(db));
+				rc = errf(err, "%s query: %s", what, sqlite3_errmsg(db));
 				break;
 			}
 			stale = step == SQLITE_DONE;
@@ -139,11 +135,23 @@ int datasets_recover(struct store *s, char *err)
 	closedir(d);
 	if (removed)
 		fsync_dir(dir);
-	free(dir);
-	pthread_mutex_lock(&dir_lock);
-	dir_ready = rc == 0; /* what prepare_dir would do is done */
-	pthread_mutex_unlock(&dir_lock);
 	return rc < 0 ? rc : removed;
+}
+
+int datasets_recover(struct store *s, char *err)
+{
+	char *dir = datasets_dir(s);
+	struct stat sb;
+	int exists = stat(dir, &sb) == 0;
+	int rc = store_files_recover(s, dir, TMP_PREFIX,
+				     "SELECT 1 FROM datasets WHERE sha256 = ? LIMIT 1", "datasets", err);
+	free(dir);
+	if (exists) {
+		pthread_mutex_lock(&dir_lock);
+		dir_ready = rc >= 0; /* what prepare_dir would do is done */
+		pthread_mutex_unlock(&dir_lock);
+	}
+	return rc;
 }
 
 struct ds_upload *ds_upload_begin(struct store *s, char *err)

@@ -60,6 +60,12 @@ int datasets_create(struct store *s, struct ds_upload *u, const struct ds_create
  * rename and its row, or between a delete's row and its file). Returns how
  * many files it removed, or -1 with err. */
 int datasets_recover(struct store *s, char *err);
+/* The same for any folder of files named by their SHA-256 (imports/ too):
+ * removes the files starting with tmp_prefix and those query (one
+ * parameter, the name) finds no row for. Returns how many it removed, or
+ * -1 with err; 0 when the folder does not exist. */
+int store_files_recover(struct store *s, const char *dir, const char *tmp_prefix,
+			const char *query, const char *what, char *err);
 /* One dataset (new reference): 0, -404, or -1 with err. */
 int datasets_get(struct store *s, int64_t id, json_t **out, char *err);
 /* Deletes dataset id, and its file when no other dataset reads the same

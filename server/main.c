@@ -459,6 +459,18 @@ options_read:
 	else if (n3 > 0)
 		hlog(LOG_INFO, "main", "removed %d file(s) a crash left in the datasets folder\n",
 			n3);
+	/* imported files no imported run names (a deleted run's, a crash's) */
+	char *imports = xasprintf("%s/imports", data_abs ? data_abs : data);
+	int n4 = store_files_recover(store, imports, ".tmp-",
+				     "SELECT 1 FROM run_imports WHERE sha256 = ?1 OR "
+				     "jsonl_sha256 = ?1 LIMIT 1",
+				     "imports", err);
+	free(imports);
+	if (n4 < 0)
+		hlog(LOG_ERROR, "main", "cannot clean the imports folder: %s\n", err);
+	else if (n4 > 0)
+		hlog(LOG_INFO, "main", "removed %d file(s) no imported run names from the imports "
+			"folder\n", n4);
 	if (n > 0 || n2 > 0)
 		hlog(LOG_INFO, "main", "%d run(s) were running when the daemon last stopped; "
 				"marked interrupted\n",

@@ -389,5 +389,47 @@ class Imports(hrtest.ServiceCase):
         self.assertTrue(data.startswith(b"HTTP/1.1 413"), data[:200])
 
 
+class ImportFilesKept(unittest.TestCase):
+    """The original file of an imported run stays while a run names it; a
+    deleted run's file is removed when the daemon next starts (with any
+    temporary file a crash left), another run's is kept."""
+
+    def test_deleted_runs_file_goes_at_the_next_start(self):
+        import hashlib
+        import tempfile as tf
+        with tf.TemporaryDirectory() as tmp:
+            with open(FIXTURE, "rb") as f:
+                raw = f.read()
+            doc = json.loads(raw)
+            doc["model_id"] = "another-model"  # other bytes: another file
+            other = json.dumps(doc).encode()
+            d = hrtest.start_daemon(tmp)
+            try:
+                api = hrtest.Api(d.addr)
+                ids = []
+                for body in (raw, other):
+                    st, run, _ = api.call("POST", "/imports?format=vllm", raw=body,
+                                          headers={"Content-Type": "application/json"})
+                    self.assertEqual(st, 201, run)
+                    ids.append(run["id"])
+                st, _, _ = api.call("DELETE", "/runs/%d" % ids[0])
+                self.assertIn(st, (200, 204))
+            finally:
+                d.stop()
+            imports = os.path.join(tmp, "imports")
+            gone = hashlib.sha256(raw).hexdigest()
+            kept = hashlib.sha256(other).hexdigest()
+            self.assertTrue(os.path.exists(os.path.join(imports, gone)))  # until the restart
+            with open(os.path.join(imports, ".tmp-%s-1" % gone), "wb") as f:
+                f.write(b"half")  # what a crash mid-write would leave
+            d = hrtest.start_daemon(tmp)
+            try:
+                st, run, _ = hrtest.Api(d.addr).call("GET", "/runs/%d" % ids[1])
+                self.assertEqual(st, 200)
+            finally:
+                d.stop()
+            self.assertEqual(sorted(os.listdir(imports)), [kept])
+
+
 if __name__ == "__main__":
     unittest.main()
