@@ -51,19 +51,10 @@ def value(text, name, labels=None):
     return None
 
 
-class SelfMetrics(unittest.TestCase):
+class SelfMetrics(hrtest.ServiceCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.mock = hrtest.start_mock()
-        cls.daemon = hrtest.start_daemon(cls.tmp.name)
-        cls.api = hrtest.Api(cls.daemon.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.stop()
-        cls.mock.stop()
-        cls.tmp.cleanup()
+        cls.start_service(mock_args=())
 
     def test_metrics_follow_a_run(self):
         rid = self.api.submit(hrtest.spec(self.mock.addr, requests=37))

@@ -9,7 +9,6 @@ run. Also the command's refusals."""
 import json
 import os
 import subprocess
-import tempfile
 import unittest
 
 import hrtest
@@ -17,19 +16,10 @@ import hrtest
 SUMMARY_KEYS = ("metrics", "counts", "errors", "tokens", "window_s")
 
 
-class SummaryPasses(unittest.TestCase):
+class SummaryPasses(hrtest.ServiceCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.mock = hrtest.start_mock()
-        cls.daemon = hrtest.start_daemon(cls.tmp.name)
-        cls.api = hrtest.Api(cls.daemon.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.stop()
-        cls.mock.stop()
-        cls.tmp.cleanup()
+        cls.start_service(mock_args=())
 
     def summarize(self, *args):
         p = subprocess.run([os.path.join(hrtest.BIN, "headroomd"), "summarize", "--data",

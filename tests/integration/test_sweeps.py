@@ -50,19 +50,10 @@ def base_spec(addr, duration=4, allow_client_bound=True):
 SLO = [{"metric": "time_to_first_token", "stat": "p90", "max": 150}]
 
 
-class Sweeps(unittest.TestCase):
+class Sweeps(hrtest.ServiceCase):
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.mock = hrtest.start_mock("--max-batch", "4", "--decode-ms", "10")
-        cls.daemon = hrtest.start_daemon(cls.tmp.name)
-        cls.api = hrtest.Api(cls.daemon.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.stop()
-        cls.mock.stop()
-        cls.tmp.cleanup()
+        cls.start_service(mock_args=("--max-batch", "4", "--decode-ms", "10"))
 
     def wait_sweep(self, sid, timeout=300):
         import time
@@ -313,22 +304,13 @@ class StarvedClient(unittest.TestCase):
                 mock.stop()
 
 
-class Saturation(unittest.TestCase):
+class Saturation(hrtest.ServiceCase):
     """load.stop_on_saturation on plain runs: an open-loop run far above
     the mock's capacity stops early; one well below it runs its course."""
 
     @classmethod
     def setUpClass(cls):
-        cls.tmp = tempfile.TemporaryDirectory()
-        cls.mock = hrtest.start_mock("--max-batch", "4", "--decode-ms", "10")
-        cls.daemon = hrtest.start_daemon(cls.tmp.name)
-        cls.api = hrtest.Api(cls.daemon.addr)
-
-    @classmethod
-    def tearDownClass(cls):
-        cls.daemon.stop()
-        cls.mock.stop()
-        cls.tmp.cleanup()
+        cls.start_service(mock_args=("--max-batch", "4", "--decode-ms", "10"))
 
     def test_stop_and_no_stop(self):
         over = base_spec(self.mock.addr, duration=20)
