@@ -532,15 +532,28 @@ enum MHD_Result not_found(struct call *k)
 			   (long long)k->id);
 }
 
+int api_run_get(struct call *k, int with_spec, json_t **run, enum MHD_Result *ret)
+{
+	json_t *r;
+	char err[HR_ERRLEN];
+	int rc = runs_get(k->a->store, k->id, with_spec, &r, err);
+	if (rc < 0) {
+		*ret = rc == -404 ? not_found(k) : reply_internal(k->conn, err);
+		return -1;
+	}
+	if (run)
+		*run = r;
+	else
+		json_decref(r);
+	return 0;
+}
+
 static enum MHD_Result h_get(struct call *k)
 {
 	json_t *out;
-	char err[HR_ERRLEN];
-	int rc = runs_get(k->a->store, k->id, 1, &out, err);
-	if (rc == -404)
-		return not_found(k);
-	if (rc < 0)
-		return reply_internal(k->conn, err);
+	enum MHD_Result ret;
+	if (api_run_get(k, 1, &out, &ret) < 0)
+		return ret;
 	auth_run_members(k->a->store, k->id, out);
 	return reply_json(k->conn, 200, out);
 }
@@ -743,14 +756,9 @@ static enum MHD_Result h_records(struct call *k)
 	if (want_format(k, fmts, &fmt) < 0)
 		return reply_error(k->conn, 400, "invalid_value", "format",
 				   "'format' must be jsonl or csv");
-	json_t *run;
-	char err[HR_ERRLEN];
-	int rc = runs_get(k->a->store, k->id, 0, &run, err);
-	if (rc == -404)
-		return not_found(k);
-	if (rc < 0)
-		return reply_internal(k->conn, err);
-	json_decref(run);
+	enum MHD_Result ret;
+	if (api_run_get(k, 0, NULL, &ret) < 0)
+		return ret;
 	struct row_stream *rs = xcalloc(1, sizeof *rs);
 	rs->fmt = strcmp(fmt, "csv") == 0 ? EXPORT_CSV : EXPORT_JSONL;
 	dynbuf_init(&rs->buf, (size_t)HR_MAX_CHUNKS_PER_REQUEST * 24 + EXPORT_BLOCK * 2);

@@ -31,17 +31,13 @@ enum MHD_Result h_timeseries(struct call *k)
 	if (s && b)
 		return reply_error(k->conn, 400, "invalid_value", "buckets",
 				   "give 'step_ms' or 'buckets', not both");
-	json_t *run;
+	enum MHD_Result ret;
+	if (api_run_get(k, 0, NULL, &ret) < 0)
+		return ret;
 	char err[HR_ERRLEN];
-	int rc = runs_get(k->a->store, k->id, 0, &run, err);
-	if (rc == -404)
-		return not_found(k);
-	if (rc < 0)
-		return reply_internal(k->conn, err);
-	json_decref(run);
 	struct dynbuf out;
 	dynbuf_init(&out, SIZE_MAX / 2);
-	rc = ts_build(k->a->store, k->id, step, (int)buckets, &out, err);
+	int rc = ts_build(k->a->store, k->id, step, (int)buckets, &out, err);
 	if (rc == -2) {
 		dynbuf_release(&out);
 		return reply_error(k->conn, 400, "out_of_range", "step_ms", "%s", err);
@@ -82,12 +78,9 @@ static void add_script_json(struct dynbuf *out, const char *json, size_t len)
 enum MHD_Result h_report(struct call *k)
 {
 	json_t *run;
-	char err[HR_ERRLEN];
-	int rc = runs_get(k->a->store, k->id, 1, &run, err);
-	if (rc == -404)
-		return not_found(k);
-	if (rc < 0)
-		return reply_internal(k->conn, err);
+	enum MHD_Result ret;
+	if (api_run_get(k, 1, &run, &ret) < 0)
+		return ret;
 	const struct web_asset *parts[] = {asset("/uPlot.min.css"), asset("/style.css"),
 					   asset("/uPlot.iife.min.js"), asset("/report.js")};
 	for (size_t i = 0; i < HR_ARRAY_LEN(parts); i++)
@@ -97,7 +90,8 @@ enum MHD_Result h_report(struct call *k)
 		}
 	struct dynbuf ts;
 	dynbuf_init(&ts, SIZE_MAX / 2);
-	rc = ts_build(k->a->store, k->id, 0, 200, &ts, err);
+	char err[HR_ERRLEN];
+	int rc = ts_build(k->a->store, k->id, 0, 200, &ts, err);
 	if (rc < 0) {
 		json_decref(run);
 		dynbuf_release(&ts);
@@ -139,7 +133,7 @@ enum MHD_Result h_report(struct call *k)
 	MHD_add_response_header(r, "Content-Disposition", disp);
 	MHD_add_response_header(r, "X-Content-Type-Options", "nosniff");
 	MHD_add_response_header(r, MHD_HTTP_HEADER_CACHE_CONTROL, "no-store");
-	enum MHD_Result ret = MHD_queue_response(k->conn, 200, r);
+	ret = MHD_queue_response(k->conn, 200, r);
 	MHD_destroy_response(r);
 	return ret;
 }
@@ -150,24 +144,6 @@ static enum MHD_Result reply_dynbuf(struct call *k, struct dynbuf *out)
 	size_t len;
 	char *text = dynbuf_take(out, &len);
 	return reply_text(k->conn, 200, "application/json", text, len);
-}
-
-/* 0 when the run exists; else the answer (404, 500) is in *ret. */
-static int run_exists(struct call *k, enum MHD_Result *ret)
-{
-	json_t *run;
-	char err[HR_ERRLEN];
-	int rc = runs_get(k->a->store, k->id, 0, &run, err);
-	if (rc == -404) {
-		*ret = not_found(k);
-		return -1;
-	}
-	if (rc < 0) {
-		*ret = reply_internal(k->conn, err);
-		return -1;
-	}
-	json_decref(run);
-	return 0;
 }
 
 enum MHD_Result h_distribution(struct call *k)
@@ -203,7 +179,7 @@ enum MHD_Result h_distribution(struct call *k)
 		return reply_error(k->conn, 400, "out_of_range", "points",
 				   "'points' must be an integer from 2 to %d", HR_MAX_DIST_POINTS);
 	enum MHD_Result ret;
-	if (run_exists(k, &ret) < 0)
+	if (api_run_get(k, 0, NULL, &ret) < 0)
 		return ret;
 	struct dynbuf out;
 	char err[HR_ERRLEN];
@@ -230,7 +206,7 @@ enum MHD_Result h_requests(struct call *k)
 		return reply_error(k->conn, 400, "out_of_range", "limit",
 				   "'limit' must be an integer from 1 to 100");
 	enum MHD_Result ret;
-	if (run_exists(k, &ret) < 0)
+	if (api_run_get(k, 0, NULL, &ret) < 0)
 		return ret;
 	struct dynbuf out;
 	char err[HR_ERRLEN];

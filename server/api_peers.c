@@ -143,12 +143,9 @@ enum MHD_Result h_export(struct call *k)
 				   "'detail' applies to format vllm only (aiperf-jsonl is the "
 				   "per-request AIPerf file)");
 	json_t *run;
-	char err[HR_ERRLEN];
-	int rc = runs_get(k->a->store, k->id, 1, &run, err);
-	if (rc == -404)
-		return not_found(k);
-	if (rc < 0)
-		return reply_internal(k->conn, err);
+	enum MHD_Result ret;
+	if (api_run_get(k, 1, &run, &ret) < 0)
+		return ret;
 	if (!json_is_object(json_object_get(run, "summary"))) {
 		json_decref(run);
 		return reply_error(k->conn, 409, "not_ready", NULL,
@@ -175,7 +172,7 @@ enum MHD_Result h_export(struct call *k)
 	peer_vllm_arrays_init(&arr, PEER_MAX_DOC);
 	int too_big = 0;
 	struct rec_cursor *c = rec_cursor_open(k->a->store, k->id);
-	rc = c ? 1 : -1;
+	int rc = c ? 1 : -1;
 	const struct hr_record *r;
 	while (c && (rc = rec_cursor_next(c, &r)) == 1) {
 		peer_totals_add(&t, r);

@@ -62,6 +62,9 @@ enum MHD_Result reply_retry(struct MHD_Connection *c, unsigned status, const cha
 	__attribute__((format(printf, 5, 6)));
 /* 404 for the {id} of a run route. */
 enum MHD_Result not_found(struct call *k);
+/* The run of the route's {id} (runs_get; run NULL: only that it exists):
+ * 0, or -1 with the answer (404, 500) in *ret. */
+int api_run_get(struct call *k, int with_spec, json_t **run, enum MHD_Result *ret);
 /* A query argument, or NULL. */
 const char *arg(struct MHD_Connection *c, const char *name);
 
