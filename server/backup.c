@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 #include <unistd.h>
 
 #include <sqlite3.h>
@@ -16,13 +15,6 @@
 #include "migrations.h"
 #include "store.h"
 #include "util.h"
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
 
 static int fsync_path(const char *path, int dir)
 {
@@ -179,7 +171,7 @@ static int backup_files(sqlite3 *bdb, const char *data, const char *dest,
 
 int backup_make(struct store *s, const char *dest, json_t **info, char *err)
 {
-	double t0 = now_s();
+	int64_t t0 = mono_ns();
 	if (mkdir(dest, 0700) < 0)
 		return errf(err, "cannot create the backup directory %s: %s%s", dest, strerror(errno),
 			    errno == EEXIST ? " (a backup goes to a new directory)" : "");
@@ -227,7 +219,7 @@ int backup_make(struct store *s, const char *dest, json_t **info, char *err)
 		*info = json_pack("{s:s, s:I, s:I, s:I, s:I, s:I, s:f}", "path", dest, "runs",
 				  (json_int_t)runs, "datasets", (json_int_t)files[0], "imports",
 				  (json_int_t)files[1], "missing", (json_int_t)missing, "bytes",
-				  (json_int_t)bytes, "seconds", now_s() - t0);
+				  (json_int_t)bytes, "seconds", (double)(mono_ns() - t0) / 1e9);
 	rc = 0;
 out:
 	if (bdb)
@@ -292,7 +284,8 @@ int backup_command(int argc, char **argv)
 	static const char usage_text[] =
 	    "usage: headroomd backup [--data DIR] DEST\n"
 	    "  writes a consistent copy of the store in DIR (default headroom-data) to the\n"
-	    "  new directory DEST: headroom.db and the dataset files it names. Safe while\n"
+	    "  new directory DEST: headroom.db, and the dataset and imported files it\n"
+	    "  names. Safe while\n"
 	    "  a daemon runs on DIR and writes (a read snapshot). DEST is a data\n"
 	    "  directory: restore it with `headroomd restore DEST --data NEWDIR`.\n";
 	const char *data = "headroom-data", *dest = NULL;
@@ -327,7 +320,7 @@ int restore_command(int argc, char **argv)
 	    "usage: headroomd restore [--data NEWDIR] BACKUP\n"
 	    "  checks the backup BACKUP (made by `headroomd backup` or POST\n"
 	    "  /api/v1/backups): the database's integrity and schema version, and every\n"
-	    "  dataset file against its SHA-256; then copies it into NEWDIR (default\n"
+	    "  dataset and imported file against its SHA-256; then copies it into NEWDIR (default\n"
 	    "  headroom-data), which must not exist or be empty. Start the daemon on\n"
 	    "  NEWDIR afterwards.\n";
 	const char *data = "headroom-data", *src = NULL;

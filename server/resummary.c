@@ -9,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/resource.h>
-#include <time.h>
 
 #include "runs.h"
 #include "store.h"
@@ -27,13 +26,6 @@ static void usage(FILE *f)
 	      "  --stats         also print the time taken and the peak memory of the\n"
 	      "                  process on standard error\n",
 	      f);
-}
-
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
 }
 
 int resummary_command(int argc, char **argv)
@@ -100,10 +92,10 @@ int resummary_command(int argc, char **argv)
 	}
 	have_spec = 1;
 	int64_t t0 = runs_t0_wall(s, id);
-	double t_start = now_s();
+	int64_t t_start = mono_ns();
 	struct summary_cost cost = {0};
 	summary = summary_compute_ex(s, id, &sp, t0 > 0 ? t0 : 0, NULL, &cost, err);
-	double took = now_s() - t_start;
+	double took = (double)(mono_ns() - t_start) / 1e9;
 	if (!summary) {
 		fprintf(stderr, "headroomd summarize: run %lld: %s\n", id, err);
 		goto out;

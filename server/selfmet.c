@@ -6,7 +6,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "disk.h"
 #include "dynbuf.h"
@@ -54,13 +53,6 @@ static unsigned long long commit_failures;
 static atomic_llong records;
 static atomic_int workers;
 static atomic_llong runner_tick_ns;
-
-static int64_t now_ns(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
-}
 
 void selfmet_http(const char *route, const char *method, unsigned status, double seconds)
 {
@@ -111,13 +103,13 @@ void selfmet_workers(int alive)
 
 void selfmet_runner_tick(void)
 {
-	atomic_store(&runner_tick_ns, now_ns());
+	atomic_store(&runner_tick_ns, mono_ns());
 }
 
 double selfmet_runner_idle_s(void)
 {
 	long long t = atomic_load(&runner_tick_ns);
-	return t ? (double)(now_ns() - t) / 1e9 : 1e9;
+	return t ? (double)(mono_ns() - t) / 1e9 : 1e9;
 }
 
 static void head(struct dynbuf *b, const char *name, const char *type, const char *help)
