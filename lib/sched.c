@@ -21,6 +21,15 @@ void sched_init(struct sched *s, int law, double rate, double smoothness, double
 	s->stream = stream;
 	s->k = 0;
 	s->s = 0;
+	s->batch = 0;
+	s->jitter_s = 0;
+	s->last = 0;
+}
+
+void sched_set_batch(struct sched *s, int batch, double jitter_s)
+{
+	s->batch = batch > 1 ? batch : 0;
+	s->jitter_s = jitter_s > 0 ? jitter_s : 0;
 }
 
 static double unif(uint64_t seed, uint64_t stream, uint64_t idx)
@@ -55,27 +64,47 @@ double sched_gamma(uint64_t seed, uint64_t stream, uint64_t index, double shape)
 	return d * boost; /* practically unreachable: ~20 rejections in a row */
 }
 
-static double interval(const struct sched *s)
+/* Interval number k of a process at `rate`. */
+static double interval(const struct sched *s, uint64_t k, double rate)
 {
 	switch (s->law) {
 	case SCHED_CONSTANT:
-		return 1.0 / s->rate;
+		return 1.0 / rate;
 	case SCHED_POISSON:
-		return -log(unif(s->seed, s->stream, s->k * SUB)) / s->rate;
+		return -log(unif(s->seed, s->stream, k * SUB)) / rate;
 	default:
-		return sched_gamma(s->seed, s->stream, s->k, s->smoothness) /
-		       (s->smoothness * s->rate);
+		return sched_gamma(s->seed, s->stream, k, s->smoothness) / (s->smoothness * rate);
 	}
+}
+
+/* Operational time -> time since the phase start (the ramp). */
+static double wall_of(const struct sched *s, double op)
+{
+	if (s->ramp_s > 0 && op < s->ramp_s / 2)
+		return sqrt(2.0 * s->ramp_s * op);
+	return op + s->ramp_s / 2;
 }
 
 int64_t sched_next(struct sched *s)
 {
-	double op = s->s, t;
-	if (s->ramp_s > 0 && op < s->ramp_s / 2)
-		t = sqrt(2.0 * s->ramp_s * op);
-	else
-		t = op + s->ramp_s / 2;
-	s->s += interval(s);
+	if (s->batch > 1) {
+		uint64_t b = s->k / (uint64_t)s->batch, j = s->k % (uint64_t)s->batch;
+		if (j == 0 && s->k > 0)
+			s->s += interval(s, b - 1, s->rate / s->batch);
+		double t = wall_of(s, s->s);
+		/* the last of the stream's SUB indices: never a gamma draw */
+		if (s->jitter_s > 0)
+			t += s->jitter_s * ((double)j + unif(s->seed, s->stream, s->k * SUB + SUB - 1)) /
+			     s->batch;
+		s->k++;
+		int64_t ns = ns_of_s(t);
+		if (ns < s->last)
+			ns = s->last;
+		s->last = ns;
+		return ns;
+	}
+	double t = wall_of(s, s->s);
+	s->s += interval(s, s->k, s->rate);
 	s->k++;
 	return ns_of_s(t); /* clamped: t grows without bound at tiny rates */
 }

@@ -2,6 +2,7 @@
 #include "spec.h"
 
 #include <ctype.h>
+#include <stdlib.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -220,6 +221,49 @@ static int not_for_mode(struct vctx *v, json_t *o, const char *prefix, const cha
 	return fail(v, "invalid_value", path, "'%s' does not apply to mode \"%s\"", path, mode);
 }
 
+/* load.batch: `size` requests released together every `interval_s` (the
+ * arrival law spaces the batches), each request of a batch a further
+ * jitter_s * (j + u) / size late (j its place in the batch, u uniform):
+ * jobs waking up together. The request rate is size / interval_s. */
+static int parse_batch(struct vctx *v, json_t *o, json_t *b, const char *prefix,
+                       struct spec_load *out)
+{
+	char p[128], pb[112];
+	snprintf(pb, sizeof pb, "%s.batch", prefix);
+	if (!json_is_object(b))
+		return fail(v, "wrong_type", pb, "'%s' must be an object {size, interval_s, jitter_s}",
+		            pb);
+	static const char *const keys[] = {"size", "interval_s", "jitter_s", NULL};
+	if (check_keys(v, b, pb, keys) < 0)
+		return -1;
+	json_t *r = json_object_get(o, "rate");
+	if (r && !json_is_null(r)) {
+		snprintf(p, sizeof p, "%s.rate", prefix);
+		return fail(v, "invalid_value", p,
+		            "give '%s' or '%s' (whose rate is size / interval_s), not both", p, pb);
+	}
+	json_object_del(o, "rate");
+	double d;
+	snprintf(p, sizeof p, "%s.size", pb);
+	if (get_num(v, b, "size", p, 0, 0, 1, HR_MAX_BATCH_SIZE, 1, &d) < 0)
+		return -1;
+	out->batch_size = (int)d;
+	snprintf(p, sizeof p, "%s.interval_s", pb);
+	if (get_num(v, b, "interval_s", p, 0, 0, 0.001, HR_MAX_DURATION_S, 0,
+	            &out->batch_interval_s) < 0)
+		return -1;
+	snprintf(p, sizeof p, "%s.jitter_s", pb);
+	if (get_num(v, b, "jitter_s", p, 0, 1, 0, HR_MAX_DURATION_S, 0, &out->batch_jitter_s) < 0)
+		return -1;
+	out->rate = out->batch_size / out->batch_interval_s;
+	if (out->rate > HR_MAX_RATE) {
+		snprintf(p, sizeof p, "%s.interval_s", pb);
+		return fail(v, "out_of_range", p, "'%s' gives more than %g requests per second", pb,
+		            (double)HR_MAX_RATE);
+	}
+	return 0;
+}
+
 /* The load shape: mode and its parameters. base (may be NULL) gives the
  * defaults (a warm-up inherits the run's shape). */
 static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const struct spec_load *base,
@@ -230,6 +274,13 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 	const char *defmode = "concurrency";
 	if (base && base->mode != SPEC_LOAD_TRACE)
 		defmode = mode_names[base->mode];
+	json_t *batch = json_object_get(o, "batch");
+	if (batch && json_is_null(batch)) {
+		json_object_del(o, "batch");
+		batch = NULL;
+	}
+	if (batch)
+		defmode = "rate"; /* batches are a rate-mode arrival process */
 	snprintf(p, sizeof p, "%s.mode", prefix);
 	const char *mode = get_str(v, o, "mode", p, defmode, 32);
 	if (!mode)
@@ -247,7 +298,8 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 		if (not_for_mode(v, o, prefix, "rate", mode) < 0 ||
 		    not_for_mode(v, o, prefix, "arrival", mode) < 0 ||
 		    not_for_mode(v, o, prefix, "smoothness", mode) < 0 ||
-		    not_for_mode(v, o, prefix, "max_concurrency", mode) < 0)
+		    not_for_mode(v, o, prefix, "max_concurrency", mode) < 0 ||
+		    not_for_mode(v, o, prefix, "batch", mode) < 0)
 			return -1;
 		snprintf(p, sizeof p, "%s.concurrency", prefix);
 		if (get_num(v, o, "concurrency", p, same ? base->concurrency : 1, 1, 1,
@@ -257,14 +309,23 @@ static int parse_shape(struct vctx *v, json_t *o, const char *prefix, const stru
 	} else {
 		if (not_for_mode(v, o, prefix, "concurrency", mode) < 0)
 			return -1;
-		if (out->mode == SPEC_LOAD_RATE) {
+		if (out->mode == SPEC_LOAD_RATE && batch) {
+			if (parse_batch(v, o, batch, prefix, out) < 0)
+				return -1;
+		} else if (out->mode == SPEC_LOAD_RATE) {
 			snprintf(p, sizeof p, "%s.rate", prefix);
 			if (get_num(v, o, "rate", p, same ? base->rate : 0, same, 0.000001,
 			            HR_MAX_RATE, 0, &out->rate) < 0)
 				return -1;
+		} else if (batch) {
+			snprintf(p, sizeof p, "%s.batch", prefix);
+			return fail(v, "invalid_value", p, "'%s' needs mode \"rate\"", p);
+		}
+		if (out->mode == SPEC_LOAD_RATE) {
 			snprintf(p, sizeof p, "%s.arrival", prefix);
 			const char *law = get_str(v, o, "arrival", p,
-			                          same ? law_names[base->arrival] : "poisson", 32);
+			                          batch ? "constant"
+			                          : same ? law_names[base->arrival] : "poisson", 32);
 			if (!law)
 				return -1;
 			out->arrival = -1;
@@ -1247,12 +1308,253 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 	return 0;
 }
 
-static int validate(struct vctx *v, json_t *root, int default_workers, struct spec *s)
+/* --- traffic classes (docs/classes.md) ------------------------------------ */
+
+/* The target fields a class may set over the run's (the API key stays the run's). */
+static const char *const class_target_keys[] = {
+    "url", "endpoint", "model", "stream", "headers", "extra_body", "timeout_s", "mock",
+    "max_tokens_field", "template", NULL};
+
+static int class_name_ok(const char *n)
+{
+	if (!*n)
+		return 0;
+	for (; *n; n++)
+		if (!isalnum((unsigned char)*n) && *n != '_' && *n != '-' && *n != '.')
+			return 0;
+	return 1;
+}
+
+/* Class k's whole spec as JSON: base (the run's fields as given, without
+ * classes, gates, repeat and validity) with the class's fields over it.
+ * The class's target is merged key by key; its workload replaces the
+ * run's; its load replaces the run's shape, taking the run's bound
+ * (requests or duration_s), grace and cancellation when it sets none;
+ * its goodput replaces the run's. A class without a workload seed gets
+ * the run's seed + k + 1, so that its prompts and arrivals differ from
+ * every other class's and still follow from the one seed. */
+static json_t *class_merge(json_t *base, json_t *c, int k, uint64_t run_seed)
+{
+	json_t *m = json_deep_copy(base);
+	json_t *ct = json_object_get(c, "target");
+	if (ct) {
+		json_t *mt = json_object_get(m, "target");
+		if (!json_is_object(mt)) {
+			mt = json_object();
+			json_object_set_new(m, "target", mt);
+		}
+		if (json_object_get(ct, "url"))
+			json_object_del(mt, "mock");
+		if (json_is_true(json_object_get(ct, "mock")))
+			json_object_del(mt, "url");
+		json_object_update(mt, ct);
+	}
+	json_t *cw = json_object_get(c, "workload");
+	if (cw)
+		json_object_set(m, "workload", cw);
+	json_t *mw = json_object_get(m, "workload");
+	if (!json_is_object(mw)) {
+		mw = json_object();
+		json_object_set_new(m, "workload", mw);
+	}
+	if (!json_object_get(mw, "seed") || !cw) {
+		json_t *copy = json_deep_copy(mw);
+		json_object_set_new(copy, "seed", json_integer((json_int_t)((run_seed + (uint64_t)k + 1) &
+		                                                             0x1fffffffffffffull)));
+		json_object_set_new(m, "workload", copy);
+	}
+	json_t *cl = json_object_get(c, "load");
+	if (cl) {
+		json_t *bl = json_object_get(base, "load");
+		json_t *ml = json_deep_copy(cl);
+		if (json_is_object(bl) && json_is_object(ml)) {
+			if (!json_object_get(ml, "requests") && !json_object_get(ml, "duration_s")) {
+				if (json_object_get(bl, "requests"))
+					json_object_set(ml, "requests", json_object_get(bl, "requests"));
+				if (json_object_get(bl, "duration_s"))
+					json_object_set(ml, "duration_s", json_object_get(bl, "duration_s"));
+			}
+			static const char *const inherit[] = {"grace_s", "cancel", "stop_on_saturation",
+			                                      NULL};
+			for (const char *const *key = inherit; *key; key++)
+				if (!json_object_get(ml, *key) && json_object_get(bl, *key))
+					json_object_set(ml, *key, json_object_get(bl, *key));
+		}
+		json_object_set_new(m, "load", ml);
+	}
+	json_t *cg = json_object_get(c, "goodput");
+	if (cg)
+		json_object_set(m, "goodput", cg);
+	json_t *cwk = json_object_get(c, "workers");
+	if (cwk)
+		json_object_set(m, "workers", cwk);
+	return m;
+}
+
+/* spec.classes: each class parsed as a whole spec (errors named under
+ * classes[k]), then written back normalised: name, workers, and the
+ * class's complete target, workload, load and goodput. */
+static int parse_classes(struct vctx *v, json_t *root, json_t *given, int default_workers,
+                         struct spec *s)
+{
+	json_t *arr = json_object_get(root, "classes");
+	if (!arr || json_is_null(arr)) {
+		json_object_del(root, "classes");
+		return 0;
+	}
+	if (!json_is_array(arr))
+		return fail(v, "wrong_type", "classes", "'classes' must be an array of objects");
+	size_t n = json_array_size(arr);
+	if (n < 1 || n > HR_MAX_CLASSES)
+		return fail(v, "out_of_range", "classes", "'classes' needs 1 to %d classes",
+		            HR_MAX_CLASSES);
+	/* the run's workers are the classes': given at the top (a normalised
+	 * spec has it), it must be their sum */
+	json_t *gw = json_object_get(given, "workers");
+	if (gw && !json_is_null(gw) && !json_is_integer(gw))
+		return fail(v, "invalid_value", "workers",
+		            "with 'classes', give 'workers' per class (classes[k].workers)");
+	json_t *base = json_deep_copy(given);
+	static const char *const run_only[] = {"classes", "gates", "repeat", "validity", "workers",
+	                                       NULL};
+	for (const char *const *key = run_only; *key; key++)
+		json_object_del(base, *key);
+	/* every class gets its share of the default pool, at least one worker */
+	int defw = default_workers < 1 ? 1 : default_workers;
+	defw = (defw + (int)n - 1) / (int)n;
+	int total = 0, rc = 0;
+	for (size_t k = 0; k < n && rc == 0; k++) {
+		char path[64], fp[96];
+		snprintf(path, sizeof path, "classes[%zu]", k);
+		json_t *c = json_array_get(arr, k);
+		if (!json_is_object(c)) {
+			rc = fail(v, "wrong_type", path, "'%s' must be an object", path);
+			break;
+		}
+		static const char *const ckeys[] = {"name", "target", "workload", "load", "goodput",
+		                                    "workers", NULL};
+		if (check_keys(v, c, path, ckeys) < 0) {
+			rc = -1;
+			break;
+		}
+		snprintf(fp, sizeof fp, "%s.name", path);
+		const char *name = get_str(v, c, "name", fp, NULL, HR_MAX_CLASS_NAME);
+		if (!name) {
+			rc = -1;
+			break;
+		}
+		if (!class_name_ok(name)) {
+			rc = fail(v, "invalid_value", fp,
+			          "'%s' must be letters, digits, '_', '-' or '.' (up to %d)", fp,
+			          HR_MAX_CLASS_NAME);
+			break;
+		}
+		for (size_t j = 0; j < k && rc == 0; j++)
+			if (strcmp(s->classes[j].name, name) == 0)
+				rc = fail(v, "invalid_value", fp,
+				          "'%s': another class (classes[%zu]) is named \"%s\"", fp, j,
+				          name);
+		if (rc)
+			break;
+		static const char *const objs[] = {"target", "workload", "load", "goodput", NULL};
+		for (const char *const *key = objs; *key && rc == 0; key++) {
+			json_t *o = json_object_get(c, *key);
+			snprintf(fp, sizeof fp, "%s.%s", path, *key);
+			if (o && !json_is_object(o))
+				rc = fail(v, "wrong_type", fp, "'%s' must be an object", fp);
+			else if (o && json_object_size(o) == 0)
+				rc = fail(v, "invalid_value", fp,
+				          "'%s' is empty: give its fields, or leave it out to take "
+				          "the run's",
+				          fp);
+		}
+		if (rc)
+			break;
+		json_t *ct = json_object_get(c, "target");
+		if (ct) {
+			snprintf(fp, sizeof fp, "%s.target", path);
+			if (check_keys(v, ct, fp, class_target_keys) < 0) {
+				rc = -1;
+				break;
+			}
+		}
+		json_t *m = class_merge(base, c, (int)k, s->workload.seed);
+		struct spec *cs = xcalloc(1, sizeof *cs);
+		struct spec_error ce;
+		if (spec_from_json(m, defw, cs, &ce) < 0) {
+			json_decref(m);
+			free(cs);
+			char f[640];
+			snprintf(f, sizeof f, "%s%s%.500s", path, ce.field[0] ? "." : "", ce.field);
+			rc = fail(v, ce.code, f, "class \"%s\": %.700s", name, ce.message);
+			break;
+		}
+		json_decref(m);
+		/* a worker with nothing to send is useless */
+		if (cs->load.mode == SPEC_LOAD_CONCURRENCY && cs->load.requests > 0 &&
+		    cs->load.requests < cs->workers) {
+			cs->workers = (int)cs->load.requests;
+			json_object_set_new(cs->json, "workers", json_integer(cs->workers));
+		}
+		if (total + cs->workers > HR_MAX_WORKERS) {
+			spec_release(cs);
+			free(cs);
+			snprintf(fp, sizeof fp, "%s.workers", path);
+			rc = fail(v, "out_of_range", fp, "the classes' workers add up to more than %d",
+			          HR_MAX_WORKERS);
+			break;
+		}
+		struct spec_class *sc = &s->classes[s->n_classes++];
+		sc->spec = cs;
+		sc->first_worker = total;
+		sc->workers = cs->workers;
+		total += cs->workers;
+		/* normalised: the class as the workers run it */
+		json_t *norm = json_pack("{s:s, s:i, s:O, s:O, s:O}", "name", name, "workers",
+		                         cs->workers, "target", json_object_get(cs->json, "target"),
+		                         "workload", json_object_get(cs->json, "workload"), "load",
+		                         json_object_get(cs->json, "load"));
+		if (json_object_get(cs->json, "goodput"))
+			json_object_set(norm, "goodput", json_object_get(cs->json, "goodput"));
+		json_array_set_new(arr, k, norm);
+		sc->name = json_string_value(json_object_get(norm, "name"));
+	}
+	json_decref(base);
+	if (rc)
+		return -1;
+	if (json_is_integer(gw) && json_integer_value(gw) != total)
+		return fail(v, "invalid_value", "workers",
+		            "with 'classes', give 'workers' per class (classes[k].workers): "
+		            "'workers' is their sum (%d)",
+		            total);
+	s->workers = total;
+	json_object_set_new(root, "workers", json_integer(total));
+	return 0;
+}
+
+int spec_class_of_worker(const struct spec *s, uint32_t w)
+{
+	for (int k = 0; k < s->n_classes; k++)
+		if (w >= (uint32_t)s->classes[k].first_worker &&
+		    w < (uint32_t)(s->classes[k].first_worker + s->classes[k].workers))
+			return k;
+	return -1;
+}
+
+const struct spec *spec_for_worker(const struct spec *s, uint32_t w)
+{
+	int k = spec_class_of_worker(s, w);
+	return k < 0 ? s : s->classes[k].spec;
+}
+
+static int validate(struct vctx *v, json_t *root, json_t *given, int default_workers,
+                    struct spec *s)
 {
 	static const char *const top[] = {"name",	"labels",    "target", "workload",
 	                                  "load",	"workers",   "warmup", "telemetry",
 	                                  "client",	"goodput",   "repeat",
-	                                  "validity",	"gates",     NULL};
+	                                  "validity",	"gates",     "classes",
+	                                  NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -1489,6 +1791,7 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 		return -1;
 	static const char *const lkeys[] = {"mode",       "concurrency",     "rate",   "arrival",
 	                                    "smoothness", "max_concurrency", "ramp_s", "requests",
+	                                    "batch",
 	                                    "duration_s", "grace_s",         "cancel", "speedup",
 	                                    "start_s",    "end_s",           "stop_on_saturation",
 	                                    NULL};
@@ -1556,6 +1859,10 @@ static int validate(struct vctx *v, json_t *root, int default_workers, struct sp
 	if (parse_repeat(v, root, s) < 0 || parse_validity(v, root, s) < 0 ||
 	    parse_gates(v, root, s) < 0)
 		return -1;
+	json_t *classes = json_object_get(root, "classes");
+	if (classes && !json_is_null(classes))
+		return parse_classes(v, root, given, default_workers, s);
+	json_object_del(root, "classes");
 
 	/* workers: default from the core count, never more than the slots */
 	int cap =
@@ -1604,9 +1911,8 @@ int spec_from_json(json_t *root, int default_workers, struct spec *out, struct s
 	out->json = json_deep_copy(root);
 	if (!out->json)
 		xalloc_die();
-	if (validate(&v, out->json, default_workers, out) < 0) {
-		json_decref(out->json);
-		memset(out, 0, sizeof *out);
+	if (validate(&v, out->json, root, default_workers, out) < 0) {
+		spec_release(out);
 		return -1;
 	}
 	return 0;
@@ -1633,6 +1939,10 @@ int spec_parse(const char *text, size_t len, int default_workers, struct spec *o
 
 void spec_release(struct spec *s)
 {
+	for (int k = 0; k < s->n_classes; k++) {
+		spec_release(s->classes[k].spec);
+		free(s->classes[k].spec);
+	}
 	if (s->json)
 		json_decref(s->json);
 	memset(s, 0, sizeof *s);

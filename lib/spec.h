@@ -12,10 +12,12 @@
  *    stream_path}}, workload{kind, isl{mean,stddev}, osl{mean,stddev}, seed,
  *    sessions{turns, think_time_s}, trace, passages, batch_size},
  *    load{mode, concurrency | rate, arrival, smoothness, max_concurrency,
- *    ramp_s, requests | duration_s, grace_s, cancel{fraction, after_s},
+ *    ramp_s, batch{size, interval_s, jitter_s}, requests | duration_s, grace_s,
+ *    cancel{fraction, after_s},
  *    speedup, start_s, end_s}, warmup{requests | duration_s, load{...}},
  *    telemetry{nvml, interval_ms, scrape_timeout_ms, dcgm_urls[],
- *    server_metrics, metrics_urls[]}, workers}
+ *    server_metrics, metrics_urls[]}, workers, classes[{name, target, workload,
+ *    load, goodput, workers}]}
  */
 #ifndef HR_SPEC_H
 #define HR_SPEC_H
@@ -68,6 +70,8 @@ struct spec_load {
 	double smoothness;   /* gamma shape k (CV = 1/sqrt(k)) */
 	int max_concurrency; /* rate and trace modes: ceiling, 0 = none */
 	double ramp_s;       /* rate and concurrency rise linearly over this */
+	int batch_size;      /* rate mode, load.batch: requests released together; 0 = none */
+	double batch_interval_s, batch_jitter_s; /* rate = batch_size / batch_interval_s */
 	int64_t requests;    /* 0 when not bounded by a count */
 	double duration_s;   /* 0 when not bounded by time */
 };
@@ -174,9 +178,24 @@ struct spec {
 		double confidence;
 	} gates[HR_MAX_GATES];
 	int n_gates;
-	int workers;
+	int workers; /* with classes: the sum of the classes' workers */
+	/* spec.classes (docs/classes.md): traffic classes, each a whole spec of
+	 * its own (the run's fields with the class's target, workload, load
+	 * and goodput over them), run side by side on consecutive workers:
+	 * class k has workers first_worker .. first_worker + workers - 1. */
+	int n_classes;
+	struct spec_class {
+		const char *name; /* borrowed from json */
+		struct spec *spec; /* owned */
+		int first_worker, workers;
+	} classes[HR_MAX_CLASSES];
 	json_t *json; /* owned: the normalised spec (all defaults filled) */
 };
+
+/* The class whose workers include worker w, or -1 (no classes, or out of range). */
+int spec_class_of_worker(const struct spec *s, uint32_t w);
+/* The spec that governs worker w's requests: its class's, else s itself. */
+const struct spec *spec_for_worker(const struct spec *s, uint32_t w);
 
 /* Comparison operators of threshold gates. */
 enum spec_op { SPEC_OP_LT = 0, SPEC_OP_LE, SPEC_OP_GT, SPEC_OP_GE };

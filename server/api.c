@@ -642,6 +642,7 @@ struct row_stream {
 	void *cur;                /* ... a time series export (struct series) */
 	const struct series *ser;
 	enum export_format fmt;   /* records: JSONL or CSV */
+	struct export_classes classes; /* records: the run's traffic classes */
 	int csv;                  /* a time series: CSV, else one JSON document */
 	struct dynbuf buf;
 	size_t off;
@@ -654,7 +655,8 @@ static int row_next(struct row_stream *rs)
 	if (rs->rec) {
 		const struct hr_record *r;
 		int rc = rec_cursor_next(rs->rec, &r);
-		if (rc == 1 && export_record(&rs->buf, rs->fmt, r) < 0)
+		if (rc == 1 && export_record_ex(&rs->buf, rs->fmt, r,
+						export_class_name(&rs->classes, r->worker)) < 0)
 			return -1;
 		return rc;
 	}
@@ -757,9 +759,12 @@ static enum MHD_Result h_records(struct call *k)
 		return reply_error(k->conn, 400, "invalid_value", "format",
 				   "'format' must be jsonl or csv");
 	enum MHD_Result ret;
-	if (api_run_get(k, 0, NULL, &ret) < 0)
+	json_t *run;
+	if (api_run_get(k, 1, &run, &ret) < 0)
 		return ret;
 	struct row_stream *rs = xcalloc(1, sizeof *rs);
+	export_classes_of(json_object_get(run, "spec"), &rs->classes);
+	json_decref(run);
 	rs->fmt = strcmp(fmt, "csv") == 0 ? EXPORT_CSV : EXPORT_JSONL;
 	dynbuf_init(&rs->buf, (size_t)HR_MAX_CHUNKS_PER_REQUEST * 24 + EXPORT_BLOCK * 2);
 	sqlite3 *api_db, *ex;
@@ -774,7 +779,7 @@ static enum MHD_Result h_records(struct call *k)
 		return reply_internal(k->conn, "cannot open the records");
 	}
 	if (rs->fmt == EXPORT_CSV)
-		export_csv_header(&rs->buf);
+		export_csv_header_ex(&rs->buf, rs->classes.n > 0);
 	return reply_stream(k->conn, rs,
 			    rs->fmt == EXPORT_CSV ? "text/csv; charset=utf-8"
 						  : "application/x-ndjson");

@@ -21,8 +21,16 @@ static const char *const fixed_cols[] = {
 
 void export_csv_header(struct dynbuf *out)
 {
-	for (size_t i = 0; i < HR_ARRAY_LEN(fixed_cols); i++)
+	export_csv_header_ex(out, 0);
+}
+
+void export_csv_header_ex(struct dynbuf *out, int with_class)
+{
+	for (size_t i = 0; i < HR_ARRAY_LEN(fixed_cols); i++) {
 		dynbuf_printf(out, "%s%s", i ? "," : "", fixed_cols[i]);
+		if (i == 0 && with_class)
+			dynbuf_addstr(out, ",class");
+	}
 	for (size_t i = 0; i < metric_defs_count; i++)
 		dynbuf_printf(out, ",%s", metric_defs[i].tag);
 	dynbuf_addstr(out, "\n");
@@ -184,7 +192,8 @@ static inline void f_dbl(struct row *w, const char *name, size_t nlen, double v)
 
 /* Writes r as one line into out: 0, or -1 (out unchanged) when the longest
  * form the row could take does not fit under out's bound. */
-static int write_row(struct dynbuf *out, enum export_format fmt, const struct hr_record *r)
+static int write_row(struct dynbuf *out, enum export_format fmt, const struct hr_record *r,
+		     const char *cls)
 {
 	int json = fmt == EXPORT_JSONL;
 	const char *phase = hr_phase_name(r->phase), *err = hr_err_name(r->error);
@@ -198,13 +207,16 @@ static int write_row(struct dynbuf *out, enum export_format fmt, const struct hr
 			tags += strlen(metric_defs[i].tag);
 	size_t bound = FIXED_NAMES_LEN + tags + (FIXED_FIELDS + metric_defs_count) * (4 + VALUE_MAX) +
 		       6 * (lphase + lerr + lmsg + lisrc + losrc) + 5 * 2 +
-		       (json ? sizeof CHUNKS_HEAD + 2 + (size_t)r->n_chunks * 21 : 0) + 1;
+		       (json ? sizeof CHUNKS_HEAD + 2 + (size_t)r->n_chunks * 21 : 0) + 1 +
+		       (cls ? 6 * strlen(cls) + 16 : 0);
 	char *start = dynbuf_space(out, bound);
 	if (!start)
 		return -1;
 	struct row w = {.p = start, .json = json};
 	int valid = record_is_valid(r);
 	f_int(&w, NAME("worker"), r->worker);
+	if (cls)
+		f_str(&w, NAME("class"), cls, strlen(cls));
 	f_int(&w, NAME("seq"), (long long)r->seq);
 	f_int(&w, NAME("req_id"), (long long)r->req_id);
 	f_str(&w, NAME("phase"), phase, lphase);
@@ -255,15 +267,49 @@ static int write_row(struct dynbuf *out, enum export_format fmt, const struct hr
 
 int export_record(struct dynbuf *out, enum export_format fmt, const struct hr_record *r)
 {
-	if (write_row(out, fmt, r) == 0)
+	return export_record_ex(out, fmt, r, NULL);
+}
+
+int export_record_ex(struct dynbuf *out, enum export_format fmt, const struct hr_record *r,
+		     const char *cls)
+{
+	if (write_row(out, fmt, r, cls) == 0)
 		return 0;
 	/* Near the buffer's bound the row's longest form may not fit where
 	 * the row itself does: write it alone, then append it whole or not
 	 * at all, as dynbuf_add does. */
 	struct dynbuf row;
 	dynbuf_init(&row, SIZE_MAX / 2);
-	write_row(&row, fmt, r);
+	write_row(&row, fmt, r, cls);
 	int rc = dynbuf_add(out, row.data, row.len);
 	dynbuf_release(&row);
 	return rc;
+}
+
+void export_classes_of(json_t *spec, struct export_classes *out)
+{
+	memset(out, 0, sizeof *out);
+	size_t i;
+	json_t *c;
+	uint32_t first = 0;
+	json_array_foreach(json_object_get(spec, "classes"), i, c)
+	{
+		const char *name = json_string_value(json_object_get(c, "name"));
+		json_t *w = json_object_get(c, "workers");
+		if (!name || !json_is_integer(w) || out->n >= HR_MAX_CLASSES)
+			break;
+		struct export_class *e = &out->c[out->n++];
+		snprintf(e->name, sizeof e->name, "%s", name);
+		e->first = first;
+		e->count = (uint32_t)json_integer_value(w);
+		first += e->count;
+	}
+}
+
+const char *export_class_name(const struct export_classes *c, uint32_t worker)
+{
+	for (int k = 0; k < c->n; k++)
+		if (worker >= c->c[k].first && worker - c->c[k].first < c->c[k].count)
+			return c->c[k].name;
+	return NULL;
 }

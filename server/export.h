@@ -8,7 +8,11 @@
 #ifndef HR_EXPORT_H
 #define HR_EXPORT_H
 
+#include <jansson.h>
+#include <stdint.h>
+
 #include "dynbuf.h"
+#include "limits.h"
 #include "record.h"
 
 enum export_format { EXPORT_JSONL, EXPORT_CSV };
@@ -17,9 +21,27 @@ enum export_format { EXPORT_JSONL, EXPORT_CSV };
  * quote or line break. */
 void export_csv_cell(struct dynbuf *out, const char *s);
 
-/* The CSV header line (with newline). */
+/* The CSV header line (with newline); with_class: a `class` column after
+ * `worker` (runs with traffic classes). */
 void export_csv_header(struct dynbuf *out);
+void export_csv_header_ex(struct dynbuf *out, int with_class);
 /* Appends one record as a line (with newline). Returns 0 or -1 when out is full. */
 int export_record(struct dynbuf *out, enum export_format fmt, const struct hr_record *r);
+/* The same, naming the record's traffic class (cls, or NULL for none). */
+int export_record_ex(struct dynbuf *out, enum export_format fmt, const struct hr_record *r,
+		     const char *cls);
+
+/* A run's traffic classes by worker, from its normalised spec (spec.classes:
+ * consecutive pools of `workers` each). n is 0 for a run without classes. */
+struct export_classes {
+	int n;
+	struct export_class {
+		char name[HR_MAX_CLASS_NAME + 1];
+		uint32_t first, count;
+	} c[HR_MAX_CLASSES];
+};
+void export_classes_of(json_t *spec, struct export_classes *out);
+/* The class of worker's records, or NULL. */
+const char *export_class_name(const struct export_classes *c, uint32_t worker);
 
 #endif

@@ -48,6 +48,7 @@ extern char **environ;
 #define START_LEAD_NS 50000000LL     /* t0 is this far after the last READY */
 #define PROGRESS_EVERY_NS 500000000LL
 #define WARMUP_REQ_OFFSET (1LL << 40) /* warm-up request indices: prompts unlike the run's */
+#define CLASS_REQ_OFFSET (1LL << 43)  /* class k's request indices start at k times this */
 
 struct runner {
 	struct store *store;
@@ -99,8 +100,10 @@ struct run_ctx {
 	int cancelled, interrupted;
 	long long records;
 	long long stored_base; /* runner.stored when the run began */
-	struct dataset_ref ds; /* workload.kind dataset: the file the workers load */
-	int have_ds;
+	/* workload.kind dataset: the file the workers load; one per class
+	 * (ds[k] for class k) with spec.classes, else ds[0] */
+	struct dataset_ref ds[HR_MAX_CLASSES];
+	int have_ds[HR_MAX_CLASSES];
 	char **envp;           /* workers' environment: the daemon's pid, any API key */
 	char *key_var;         /* the entry of envp holding the key (wiped at the end) */
 	char parent_var[48];   /* PARENT_ENV=<the daemon's pid> */
@@ -225,6 +228,11 @@ static json_t *phase_share(const struct spec_load *ld, int i, int n, int stream,
 					  "smoothness", ld->smoothness, "ramp_s", ld->ramp_s, "stream",
 					  stream, "total_requests", (json_int_t)ld->requests,
 					  "duration_s", ld->duration_s));
+		if (ld->mode == SPEC_LOAD_RATE && ld->batch_size > 0) {
+			json_t *rt = json_object_get(p, "rate");
+			json_object_set_new(rt, "batch_size", json_integer(ld->batch_size));
+			json_object_set_new(rt, "jitter_s", json_real(ld->batch_jitter_s));
+		}
 	}
 	json_object_set_new(p, "requests", json_integer(req));
 	json_object_set_new(p, "req_id_base", json_integer(base));
@@ -252,10 +260,20 @@ static json_t *net_share(const struct netallow *a)
 	return json_pack("{s:o, s:o, s:b}", "allow", allow, "self", self, "closed", a->closed);
 }
 
-static json_t *make_share(const struct run_ctx *c, int i)
+static json_t *make_share(const struct run_ctx *c, int gi)
 {
+	/* with classes, worker gi is worker i of its class's pool of n */
 	const struct spec *sp = &c->spec;
-	json_t *share = phase_share(&sp->load, i, c->n, RNG_STREAM_ARRIVAL, 0);
+	int k = spec_class_of_worker(sp, (uint32_t)gi), i = gi, n = c->n;
+	long long off = 0;
+	if (k >= 0) {
+		i = gi - sp->classes[k].first_worker;
+		n = sp->classes[k].workers;
+		off = (long long)k * CLASS_REQ_OFFSET;
+		sp = sp->classes[k].spec;
+	}
+	int dk = k < 0 ? 0 : k;
+	json_t *share = phase_share(&sp->load, i, n, RNG_STREAM_ARRIVAL, off);
 	json_object_set_new(share, "grace_s", json_real(sp->grace_s));
 	json_object_set_new(share, "cancel",
 			    json_pack("{s:f, s:f}", "fraction", sp->cancel_fraction, "after_s",
@@ -271,25 +289,41 @@ static json_t *make_share(const struct run_ctx *c, int i)
 		json_object_set_new(share, "trace",
 				    json_pack("{s:f, s:f, s:f}", "speedup", sp->speedup, "start_s",
 					      sp->trace_start_s, "end_s", sp->trace_end_s));
-	if (c->have_ds) {
+	if (c->have_ds[dk]) {
 		static const char *const sampling[] = {"", "sequential", "random", "shuffle"};
+		const struct dataset_ref *ds = &c->ds[dk];
 		int sm = sp->workload.sampling;
 		if (sm == SPEC_SAMPLE_DEFAULT) /* a random pool is drawn from; the rest walked */
-			sm = c->ds.format == DS_RANDOM_POOL ? SPEC_SAMPLE_RANDOM
-							    : SPEC_SAMPLE_SEQUENTIAL;
+			sm = ds->format == DS_RANDOM_POOL ? SPEC_SAMPLE_RANDOM
+							  : SPEC_SAMPLE_SEQUENTIAL;
 		json_object_set_new(share, "dataset",
-				    json_pack("{s:s, s:s, s:o, s:s, s:I}", "path", c->ds.path,
-					      "format", ds_format_name(c->ds.format), "options",
-					      ds_options_json(c->ds.format, &c->ds.opts), "sampling",
-					      sampling[sm], "entries", (json_int_t)c->ds.entries));
+				    json_pack("{s:s, s:s, s:o, s:s, s:I}", "path", ds->path,
+					      "format", ds_format_name(ds->format), "options",
+					      ds_options_json(ds->format, &ds->opts), "sampling",
+					      sampling[sm], "entries", (json_int_t)ds->entries));
 	}
 	if (sp->has_warmup)
 		json_object_set_new(share, "warmup",
-				    phase_share(&sp->warmup, i, c->n, RNG_STREAM_WARMUP_ARRIVAL,
-						WARMUP_REQ_OFFSET));
+				    phase_share(&sp->warmup, i, n, RNG_STREAM_WARMUP_ARRIVAL,
+						WARMUP_REQ_OFFSET + off));
 	json_object_set_new(share, "net", net_share(&c->net));
-	return json_pack("{s:I, s:i, s:i, s:O, s:o}", "run_id", (json_int_t)c->id, "worker", i,
-			 "workers", c->n, "spec", sp->json, "share", share);
+	json_t *msg = json_pack("{s:I, s:i, s:i, s:O, s:o}", "run_id", (json_int_t)c->id, "worker",
+				gi, "workers", c->n, "spec", sp->json, "share", share);
+	if (k >= 0) /* the class's pool: the share's worker and workers are its own */
+		json_object_set_new(msg, "class",
+				    json_pack("{s:s, s:i, s:i, s:I}", "name", c->spec.classes[k].name,
+					      "worker", i, "workers", n, "req_offset",
+					      (json_int_t)off));
+	return msg;
+}
+
+static void release_datasets(struct run_ctx *c)
+{
+	for (int k = 0; k < HR_MAX_CLASSES; k++)
+		if (c->have_ds[k]) {
+			dataset_ref_release(&c->ds[k]);
+			c->have_ds[k] = 0;
+		}
 }
 
 static int spawn_worker(struct run_ctx *c, int i)
@@ -925,7 +959,12 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		c.net = *r->o.allow;
 	json_t *run_json = json_incref(spec_json);
 	json_t *tgt = json_object_get(spec_json, "target");
-	if (json_is_true(json_object_get(tgt, "mock"))) {
+	int want_mock = json_is_true(json_object_get(tgt, "mock"));
+	size_t ci;
+	json_t *cl;
+	json_array_foreach(json_object_get(spec_json, "classes"), ci, cl)
+		want_mock |= json_is_true(json_object_get(json_object_get(cl, "target"), "mock"));
+	if (want_mock) {
 		/* a headroom-mock of our own for this run: the workers get its
 		 * address as target.url */
 		if (!r->o.mock_bin || mockproc_start(&mock, r->o.mock_bin, err) < 0) {
@@ -938,11 +977,21 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		}
 		json_decref(run_json);
 		run_json = json_deep_copy(spec_json);
-		json_t *t = json_object_get(run_json, "target");
 		char url[160];
 		snprintf(url, sizeof url, "http://%s", mock.addr);
-		json_object_set_new(t, "url", json_string(url));
-		json_object_del(t, "mock");
+		json_t *t = json_object_get(run_json, "target");
+		if (json_is_true(json_object_get(t, "mock"))) {
+			json_object_set_new(t, "url", json_string(url));
+			json_object_del(t, "mock");
+		}
+		json_array_foreach(json_object_get(run_json, "classes"), ci, cl)
+		{ /* a class on the run's mock (its own target.mock, or the run's) */
+			t = json_object_get(cl, "target");
+			if (json_is_true(json_object_get(t, "mock"))) {
+				json_object_set_new(t, "url", json_string(url));
+				json_object_del(t, "mock");
+			}
+		}
 		/* the mock the daemon started is allowed, whatever the list says
 		 * (a full list leaves it to the open default: no list at all) */
 		if ((c.net.n > 0 || c.net.closed) && netallow_add(&c.net, mock.addr, err) < 0)
@@ -958,26 +1007,35 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		return;
 	}
 	json_decref(run_json);
-	if (c.spec.workload.kind == SPEC_WL_DATASET) {
-		int dr = datasets_ref(r->store, c.spec.workload.dataset_id, &c.ds, err);
+	/* the datasets the workers load: the run's, or each class's */
+	int nds = c.spec.n_classes ? c.spec.n_classes : 1;
+	for (int k = 0; k < nds; k++) {
+		const struct spec *ks = c.spec.n_classes ? c.spec.classes[k].spec : &c.spec;
+		if (ks->workload.kind != SPEC_WL_DATASET)
+			continue;
+		int dr = datasets_ref(r->store, ks->workload.dataset_id, &c.ds[k], err);
 		if (dr < 0) {
-			snprintf(why, sizeof why, "workload.dataset: %.200s",
-				 dr == -404 ? "the dataset is gone" : err);
+			if (c.spec.n_classes)
+				snprintf(why, sizeof why, "classes[%d].workload.dataset: %.200s", k,
+					 dr == -404 ? "the dataset is gone" : err);
+			else
+				snprintf(why, sizeof why, "workload.dataset: %.200s",
+					 dr == -404 ? "the dataset is gone" : err);
 			finish_run(r, id, RUN_FAILED, why, NULL);
 			run_ended(r, id, spec_json);
 			mockproc_stop(&mock);
+			release_datasets(&c);
 			spec_release(&c.spec);
 			return;
 		}
-		c.have_ds = 1;
+		c.have_ds[k] = 1;
 	}
 	if ((c.spec.target.api_key_secret || c.spec.target.api_key_env) &&
 	    resolve_secret(&c, why) < 0) {
 		finish_run(r, id, RUN_FAILED, why, NULL);
 		run_ended(r, id, spec_json);
 		mockproc_stop(&mock);
-		if (c.have_ds)
-			dataset_ref_release(&c.ds);
+		release_datasets(&c);
 		spec_release(&c.spec);
 		return;
 	}
@@ -986,9 +1044,9 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	c.stored_base = atomic_load(&r->stored);
 	store_commit_status(r->store, &c.commit_fails0, NULL, 0);
 	c.record_fails0 = runs_record_failures(NULL, 0);
-	c.n = c.spec.workers;
-	if (c.spec.load.mode == SPEC_LOAD_CONCURRENCY && c.spec.load.requests > 0 &&
-	    c.spec.load.requests < c.n)
+	c.n = c.spec.workers; /* with classes, spec parsing already dropped idle workers */
+	if (!c.spec.n_classes && c.spec.load.mode == SPEC_LOAD_CONCURRENCY &&
+	    c.spec.load.requests > 0 && c.spec.load.requests < c.n)
 		c.n = (int)c.spec.load.requests; /* a worker with nothing to send is useless */
 	c.w = xcalloc((size_t)c.n, sizeof *c.w);
 	c.started = mono_ns();
@@ -1070,8 +1128,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	selfmet_workers(0); /* before the run's end is written: none left */
 	judge_late_exits(&c, mono_ns(), 1);
 	forget_secret(&c);
-	if (c.have_ds)
-		dataset_ref_release(&c.ds);
+	release_datasets(&c);
 	post_progress(&c);
 	collector_stop(tele, c.cancelled || c.interrupted);
 	mockproc_stop(&mock);

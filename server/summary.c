@@ -8,6 +8,7 @@
 
 #include "dynbuf.h"
 #include "infer.h"
+#include "interfere.h"
 #include "metrics.h"
 #include "runs.h"
 #include "spill.h"
@@ -83,11 +84,25 @@ static json_t *load_json(const struct spec *spec, struct spill *starts, struct s
 {
 	json_t *o = json_object();
 	const struct spec_load *ld = &spec->load;
-	json_object_set_new(o, "mode", json_string(spec_mode_name(ld->mode)));
-	json_object_set_new(o, "requested_rate",
-			    ld->mode == SPEC_LOAD_RATE ? json_real(ld->rate) : json_null());
-	int conc = ld->mode == SPEC_LOAD_CONCURRENCY ? ld->concurrency : ld->max_concurrency;
-	json_object_set_new(o, "requested_concurrency", conc ? json_integer(conc) : json_null());
+	if (spec->n_classes) {
+		/* several shapes side by side: each class's summary has its own */
+		json_object_set_new(o, "mode", json_string("classes"));
+		json_object_set_new(o, "requested_rate", json_null());
+		json_object_set_new(o, "requested_concurrency", json_null());
+	} else {
+		json_object_set_new(o, "mode", json_string(spec_mode_name(ld->mode)));
+		json_object_set_new(o, "requested_rate",
+				    ld->mode == SPEC_LOAD_RATE ? json_real(ld->rate) : json_null());
+		int conc =
+		    ld->mode == SPEC_LOAD_CONCURRENCY ? ld->concurrency : ld->max_concurrency;
+		json_object_set_new(o, "requested_concurrency",
+				    conc ? json_integer(conc) : json_null());
+		if (ld->mode == SPEC_LOAD_RATE && ld->batch_size > 0)
+			json_object_set_new(o, "batch",
+					    json_pack("{s:i, s:f, s:f}", "size", ld->batch_size,
+						      "interval_s", ld->batch_interval_s,
+						      "jitter_s", ld->batch_jitter_s));
+	}
 	size_t ns = spill_count(starts), nd = spill_count(dones);
 	json_object_set_new(o, "sent", json_integer((json_int_t)ns));
 	/* sweep: +1 at each start, -1 at each done (ends first on ties) */
@@ -307,9 +322,10 @@ static int first_pass_add(struct firstpass *f, const struct spec *spec,
 		return 0;
 	}
 	f->valid++;
-	if (spec->n_slo && summary_meets_slos(spec, r))
+	const struct spec *rs = spec_for_worker(spec, r->worker); /* its class's objectives */
+	if (rs->n_slo && summary_meets_slos(rs, r))
 		f->good++;
-	tokacc_add(&f->tok, r, spec->workload.discrepancy_pct);
+	tokacc_add(&f->tok, r, rs->workload.discrepancy_pct);
 	if (r->isl > 0)
 		f->sum_isl += r->isl;
 	if (r->osl > 0)
@@ -321,10 +337,16 @@ static int first_pass_add(struct firstpass *f, const struct spec *spec,
 	return 0;
 }
 
+/* The records a summary covers: the run's, or one class's workers
+ * [w_lo, w_hi). */
+struct scope {
+	uint32_t w_lo, w_hi;
+};
+
 /* One pass over the run's records: 1 when the samples want another, 0
  * when done, -1 with err. */
 static int summary_pass(struct store *s, int64_t run_id, const struct spec *spec,
-			struct samples *sm, struct firstpass *f, char *err)
+			const struct scope *sc, struct samples *sm, struct firstpass *f, char *err)
 {
 	struct rec_cursor *c = rec_cursor_open(s, run_id);
 	if (!c)
@@ -332,6 +354,8 @@ static int summary_pass(struct store *s, int64_t run_id, const struct spec *spec
 	const struct hr_record *r;
 	int rc;
 	while ((rc = rec_cursor_next(c, &r)) == 1) {
+		if (r->worker < sc->w_lo || r->worker >= sc->w_hi)
+			continue;
 		if (r->phase != HR_PHASE_PROFILING) {
 			if (f)
 				f->warmup++;
@@ -355,9 +379,60 @@ json_t *summary_compute(struct store *s, int64_t run_id, const struct spec *spec
 	return summary_compute_ex(s, run_id, spec, t0_wall, valid_out, NULL, err);
 }
 
+/* Whether any objective applies: the run's, or any class's. */
+static int has_slos(const struct spec *spec)
+{
+	int n = spec->n_slo;
+	for (int k = 0; k < spec->n_classes; k++)
+		n += spec->classes[k].spec->n_slo;
+	return n > 0;
+}
+
+static json_t *compute(struct store *s, int64_t run_id, const struct spec *spec,
+		       const struct scope *sc, int64_t t0_wall, long long *valid_out,
+		       struct summary_cost *cost, int whole, char *err);
+
 json_t *summary_compute_ex(struct store *s, int64_t run_id, const struct spec *spec,
 			   int64_t t0_wall, long long *valid_out, struct summary_cost *cost,
 			   char *err)
+{
+	struct scope all = {0, UINT32_MAX};
+	json_t *out = compute(s, run_id, spec, &all, t0_wall, valid_out, cost, 1, err);
+	if (!out || !spec->n_classes)
+		return out;
+	/* traffic classes: each one's summary over its own workers' records,
+	 * against its own spec, then how they slowed each other down */
+	json_t *classes = json_object();
+	for (int k = 0; k < spec->n_classes; k++) {
+		const struct spec_class *c = &spec->classes[k];
+		struct scope one = {(uint32_t)c->first_worker,
+				    (uint32_t)(c->first_worker + c->workers)};
+		json_t *cs = compute(s, run_id, c->spec, &one, t0_wall, NULL, NULL, 0, err);
+		if (!cs) {
+			json_decref(classes);
+			json_decref(out);
+			return NULL;
+		}
+		json_object_del(cs, "run_id");
+		json_object_del(cs, "metrics_version");
+		json_object_set_new(cs, "workers", json_pack("{s:i, s:i}", "first", c->first_worker,
+							     "count", c->workers));
+		json_object_set_new(classes, c->name, cs);
+	}
+	json_object_set_new(out, "classes", classes);
+	json_t *itf = interfere_compute(s, run_id, spec, err);
+	if (!itf && spec->n_classes >= 2) {
+		json_decref(out);
+		return NULL;
+	}
+	if (itf)
+		json_object_set_new(out, "interference", itf);
+	return out;
+}
+
+static json_t *compute(struct store *s, int64_t run_id, const struct spec *spec,
+		       const struct scope *sc, int64_t t0_wall, long long *valid_out,
+		       struct summary_cost *cost, int whole, char *err)
 {
 	struct samples sm;
 	samples_init(&sm);
@@ -367,9 +442,9 @@ json_t *summary_compute_ex(struct store *s, int64_t run_id, const struct spec *s
 	f.dones = spill_new(tcap, NULL);
 	json_t *out = NULL;
 	int passes = 1;
-	int rc = summary_pass(s, run_id, spec, &sm, &f, err);
+	int rc = summary_pass(s, run_id, spec, sc, &sm, &f, err);
 	while (rc == 1 && ++passes)
-		rc = summary_pass(s, run_id, spec, &sm, NULL, err);
+		rc = summary_pass(s, run_id, spec, sc, &sm, NULL, err);
 	if (rc < 0 || spill_finish(f.starts, err) < 0 || spill_finish(f.dones, err) < 0)
 		goto done;
 	if (cost) {
@@ -397,7 +472,7 @@ json_t *summary_compute_ex(struct store *s, int64_t run_id, const struct spec *s
 		json_object_set_new(
 		    metrics, "total_token_throughput",
 		    scalar_json("tokens/sec", (double)(f.sum_isl + f.sum_osl) / window_s));
-		if (spec->n_slo)
+		if (has_slos(spec))
 			json_object_set_new(metrics, "goodput",
 					    scalar_json("requests/sec", (double)f.good / window_s));
 	}
@@ -411,14 +486,18 @@ json_t *summary_compute_ex(struct store *s, int64_t run_id, const struct spec *s
 		ws = t0_wall + f.first_start;
 		we = t0_wall + f.last_end;
 	}
-	json_t *tele = telesum_compute(s, run_id, ws, we, f.sum_osl);
+	/* telemetry is the run's: in a class's summary too it would be the
+	 * whole server's, so only the run's summary has it */
+	json_t *tele = whole ? telesum_compute(s, run_id, ws, we, f.sum_osl) : json_object();
 	out = json_pack("{s:I, s:i, s:f, s:{s:I, s:I, s:I, s:I}, s:o, s:o, s:o, s:o}", "run_id",
 			(json_int_t)run_id, "metrics_version", METRICS_VERSION, "window_s",
 			window_s, "counts", "requests", (json_int_t)f.requests, "valid",
 			(json_int_t)valid, "errors", (json_int_t)nerr, "warmup",
 			(json_int_t)f.warmup, "errors", errors, "load", load, "metrics", metrics,
 			"telemetry", tele);
-	if (out && spec->n_slo) /* goodput: how many valid requests met every objective */
+	if (out && !whole)
+		json_object_del(out, "telemetry");
+	if (out && has_slos(spec)) /* goodput: how many valid requests met every objective */
 		json_object_set_new(json_object_get(out, "counts"), "good", json_integer(f.good));
 	if (out)
 		json_object_set_new(out, "tokens",

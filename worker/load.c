@@ -486,7 +486,7 @@ void load_init(struct load *l, const struct load_cfg *cfg)
 	l->mode = ph->mode;
 	tnode_init(&l->pump, TN_PUMP);
 	tnode_init(&l->endn, TN_PUMP);
-	l->req_off = cfg->phase == HR_PHASE_WARMUP ? LOAD_WARMUP_OFFSET : 0;
+	l->req_off = (cfg->phase == HR_PHASE_WARMUP ? LOAD_WARMUP_OFFSET : 0) + cfg->req_offset;
 	l->limit = -1;
 	l->end = INT64_MAX;
 	if (l->c.workers < 1)
@@ -504,6 +504,7 @@ void load_init(struct load *l, const struct load_cfg *cfg)
 		l->ceiling = ph->slots;
 		sched_init(&l->sched, ph->rate.law, ph->rate.rate, ph->rate.smoothness,
 		           ph->rate.ramp_s, cfg->seed, ph->rate.stream);
+		sched_set_batch(&l->sched, ph->rate.batch_size, ph->rate.jitter_s);
 		int64_t total = ph->rate.total_requests;
 		if (total > 0) {
 			int64_t w = cfg->worker, nw = l->c.workers;

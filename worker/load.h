@@ -121,6 +121,7 @@ struct load_cfg {
 	int phase;                    /* HR_PHASE_* */
 	int worker, workers;
 	uint64_t seed;
+	uint64_t req_offset; /* a traffic class's request ids start here (SCHEDULE class) */
 	bool sessions; /* synthetic sessions */
 	struct spec_dist turns, think_s;
 	const struct trace_plan *tp; /* trace mode */

@@ -544,6 +544,7 @@ void run_begin(struct run *r, int phase, int64_t t0, int64_t phase_start_ns)
 	    .worker = r->sh.worker,
 	    .workers = r->sh.workers,
 	    .seed = r->cfg.seed,
+	    .req_offset = r->sh.req_offset,
 	    .sessions = r->sh.sessions || (r->have_dp && r->dp.sessions),
 	    .turns = r->sh.turns,
 	    .think_s = r->sh.think_s,

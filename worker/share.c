@@ -115,6 +115,11 @@ static int parse_rate(json_t *s, const char *where, struct share_phase *p, uint6
 	p->rate.ramp_s = p->ramp_s;
 	if (get_real(r, w, "ramp_s", 0, HR_MAX_RAMP_S, &p->rate.ramp_s, err) < 0)
 		return -1;
+	if ((rc = get_int(r, w, "batch_size", 0, HR_MAX_BATCH_SIZE, &v, err)) < 0)
+		return -1;
+	p->rate.batch_size = rc ? (int)v : 0;
+	if (get_real(r, w, "jitter_s", 0, HR_MAX_DURATION_S, &p->rate.jitter_s, err) < 0)
+		return -1;
 	p->rate.stream = def_stream;
 	if ((rc = get_int(r, w, "stream", 0, MAX_SAFE_INT, &v, err)) < 0)
 		return -1;
@@ -285,11 +290,33 @@ static int parse_share(json_t *msg, json_t *s, int index, struct share *sh, char
 	if (parse_phase(s, "share", &sh->prof, RNG_STREAM_ARRIVAL, err) < 0)
 		return -1;
 
-	/* who am I: the share's fields, else the message's, else alone */
+	/* who am I: the share's fields, else the message's, else alone; with
+	 * traffic classes the message's `class` gives my place in my class's
+	 * pool, which the share's fields then describe */
+	json_t *cls = json_object_get(msg, "class");
+	if (cls && !json_is_null(cls)) {
+		if (!json_is_object(cls))
+			return errf(err, "SCHEDULE: 'class' must be an object");
+		if ((rc = get_int(cls, "class", "workers", 1, HR_MAX_WORKERS, &v, err)) < 0)
+			return -1;
+		if (rc == 0)
+			return errf(err, "SCHEDULE: class.workers is required");
+		sh->workers = (int)v;
+		if ((rc = get_int(cls, "class", "worker", 0, HR_MAX_WORKERS - 1, &v, err)) < 0)
+			return -1;
+		if (rc == 0)
+			return errf(err, "SCHEDULE: class.worker is required");
+		index = (int)v;
+		double off = 0;
+		if (get_int(cls, "class", "req_offset", 0, MAX_SAFE_INT / 2, &off, err) < 0)
+			return -1;
+		sh->req_offset = (uint64_t)off;
+	} else {
+		sh->workers = 1;
+		if (json_is_integer(json_object_get(msg, "workers")))
+			sh->workers = (int)json_integer_value(json_object_get(msg, "workers"));
+	}
 	sh->worker = index;
-	sh->workers = 1;
-	if (json_is_integer(json_object_get(msg, "workers")))
-		sh->workers = (int)json_integer_value(json_object_get(msg, "workers"));
 	if ((rc = get_int(s, "share", "workers", 1, HR_MAX_WORKERS, &v, err)) < 0)
 		return -1;
 	if (rc)

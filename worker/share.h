@@ -40,6 +40,8 @@ struct share_phase {
 		uint64_t stream;
 		int64_t total_requests; /* 0: none */
 		double duration_s;      /* 0: none */
+		int batch_size;         /* load.batch: requests released together, 0 = none */
+		double jitter_s;        /* ... spread over this after the batch's time */
 	} rate;
 };
 
@@ -47,7 +49,10 @@ struct share {
 	struct share_phase prof;
 	bool has_warmup;
 	struct share_phase warm;
-	int worker, workers; /* this worker's index and the pool size */
+	/* this worker's index and the pool size: with traffic classes
+	 * (SCHEDULE's `class`), its index in its class's pool and that pool's */
+	int worker, workers;
+	uint64_t req_offset; /* SCHEDULE class.req_offset: the class's request ids (0: none) */
 	double grace_s;
 	double cancel_fraction, cancel_after_s;
 	bool sessions;

@@ -203,8 +203,52 @@ static void test_sched_far_future(void)
 	CHECK(ns_of_s(1.5e-9) == 2 && ns_of_s(-1e300) == -HR_FAR_NS);
 }
 
+/* load.batch: `size` arrivals at each batch time, the batches spaced by
+ * the law at rate / size; jitter spreads a batch over [t, t + jitter) in
+ * order; the mean rate stays the requested one. */
+static void test_sched_batches(void)
+{
+	struct sched s;
+	sched_init(&s, SCHED_CONSTANT, 4.0, 1, 0, 7, 4); /* 4/s in batches of 4: 1 s apart */
+	sched_set_batch(&s, 4, 0);
+	for (int b = 0; b < 5; b++)
+		for (int j = 0; j < 4; j++)
+			CHECK_EQ_INT(sched_next(&s), (long long)b * 1000000000LL);
+	sched_init(&s, SCHED_CONSTANT, 4.0, 1, 0, 7, 4);
+	sched_set_batch(&s, 4, 0.2);
+	int64_t prev = -1;
+	for (int b = 0; b < 50; b++)
+		for (int j = 0; j < 4; j++) {
+			int64_t t = sched_next(&s), lo = (int64_t)b * 1000000000LL;
+			CHECK(t >= lo + j * 50000000LL && t < lo + (j + 1) * 50000000LL);
+			CHECK(t >= prev);
+			prev = t;
+		}
+	/* Poisson batches: 20000 batches of 5 at 10/s are 2/s, mean gap 0.5 s */
+	sched_init(&s, SCHED_POISSON, 10.0, 1, 0, 3, 4);
+	sched_set_batch(&s, 5, 0);
+	int64_t first = sched_next(&s), last = first;
+	for (int k = 1; k < 100000; k++) {
+		int64_t t = sched_next(&s);
+		CHECK(t >= last);
+		if (k % 5)
+			CHECK(t == last);
+		last = t;
+	}
+	double mean_gap = (double)(last - first) / 1e9 / 19999;
+	CHECK(fabs(mean_gap - 0.5) < 0.02);
+	/* batch 1 is no batching: the plain process, arrival for arrival */
+	struct sched a, b;
+	sched_init(&a, SCHED_GAMMA, 3.0, 0.5, 2.0, 9, 4);
+	sched_init(&b, SCHED_GAMMA, 3.0, 0.5, 2.0, 9, 4);
+	sched_set_batch(&b, 1, 0.3);
+	for (int k = 0; k < 1000; k++)
+		CHECK(sched_next(&a) == sched_next(&b));
+}
+
 int main(void)
 {
+	test_sched_batches();
 	test_held_then_freed_after_the_end();
 	test_blocked_before_anything_was_due();
 	test_held_then_freed_before_the_end();

@@ -1,8 +1,10 @@
 /* test_spec.c - run spec validation: defaults, every error names its field. */
 #include <jansson.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
+#include "sched.h"
 #include "spec.h"
 #include "tap.h"
 
@@ -451,8 +453,97 @@ static void test_api_key_header(void)
 	}
 }
 
+/* spec.classes: each class a whole spec, on consecutive workers, seeded
+ * from the run's seed; batches; errors named under classes[k]. */
+static void test_classes(void)
+{
+	const char *j =
+	    "{\"target\":{\"url\":\"http://127.0.0.1:8000\",\"model\":\"m\"},"
+	    "\"workload\":{\"seed\":40},\"load\":{\"duration_s\":30,\"grace_s\":5},"
+	    "\"goodput\":{\"request_latency\":900},"
+	    "\"classes\":[{\"name\":\"chat\",\"load\":{\"mode\":\"rate\",\"rate\":5},"
+	    "\"goodput\":{\"time_to_first_token\":200},\"workers\":2},"
+	    "{\"name\":\"agents\",\"target\":{\"url\":\"http://127.0.0.2:9000\"},"
+	    "\"workload\":{\"isl\":{\"mean\":4000}},"
+	    "\"load\":{\"batch\":{\"size\":8,\"interval_s\":4,\"jitter_s\":0.5},"
+	    "\"requests\":64}}]}";
+	struct spec s;
+	struct spec_error e;
+	if (!CHECK_EQ_INT(spec_parse(j, strlen(j), 4, &s, &e), 0)) {
+		fprintf(stderr, "# %s: %s\n", e.field, e.message);
+		return;
+	}
+	CHECK_EQ_INT(s.n_classes, 2);
+	CHECK_STR(s.classes[0].name, "chat");
+	CHECK_EQ_INT(s.classes[0].first_worker, 0);
+	CHECK_EQ_INT(s.classes[0].workers, 2);
+	CHECK_EQ_INT(s.classes[1].first_worker, 2);
+	CHECK_EQ_INT(s.classes[1].workers, 2); /* half the default 4 */
+	CHECK_EQ_INT(s.workers, 4);
+	const struct spec *c0 = s.classes[0].spec, *c1 = s.classes[1].spec;
+	CHECK(c0->workload.seed == 41 && c1->workload.seed == 42);
+	CHECK(c0->load.mode == SPEC_LOAD_RATE && c0->load.duration_s == 30 && c0->grace_s == 5);
+	CHECK(c0->n_slo == 1 && c1->n_slo == 1); /* its own, and the run's */
+	CHECK_STR(c1->target.url, "http://127.0.0.2:9000");
+	CHECK_STR(c1->target.model, "m");
+	CHECK(c1->load.mode == SPEC_LOAD_RATE && c1->load.batch_size == 8 &&
+	      c1->load.rate == 2.0 && c1->load.batch_jitter_s == 0.5 &&
+	      c1->load.arrival == SCHED_CONSTANT && c1->load.requests == 64 &&
+	      c1->load.duration_s == 0);
+	CHECK(c1->workload.isl.mean == 4000);
+	CHECK_EQ_INT(spec_class_of_worker(&s, 1), 0);
+	CHECK_EQ_INT(spec_class_of_worker(&s, 3), 1);
+	CHECK_EQ_INT(spec_class_of_worker(&s, 4), -1);
+	CHECK(spec_for_worker(&s, 2) == c1);
+	/* the normalised spec parses to the same classes (keys may move) */
+	char *norm = json_dumps(s.json, JSON_COMPACT | JSON_SORT_KEYS);
+	struct spec t;
+	if (CHECK_EQ_INT(spec_parse(norm, strlen(norm), 1, &t, &e), 0)) {
+		char *again = json_dumps(t.json, JSON_COMPACT | JSON_SORT_KEYS);
+		CHECK_STR(again, norm);
+		free(again);
+		CHECK(t.n_classes == 2 && t.workers == 4 && t.classes[1].spec->workload.seed == 42);
+		spec_release(&t);
+	}
+	free(norm);
+	spec_release(&s);
+
+	static const struct {
+		const char *classes, *field;
+	} bad[] = {
+	    {"[{\"name\":\"a\"},{\"name\":\"a\"}]", "classes[1].name"},
+	    {"[{\"name\":\"a b\"}]", "classes[0].name"},
+	    {"[{}]", "classes[0].name"},
+	    {"[{\"name\":\"a\",\"workload\":{}}]", "classes[0].workload"},
+	    {"[{\"name\":\"a\",\"target\":{\"api_key_env\":\"K\"}}]",
+	     "classes[0].target.api_key_env"},
+	    {"[{\"name\":\"a\",\"load\":{\"mode\":\"rate\"}}]", "classes[0].load.rate"},
+	    {"[{\"name\":\"a\",\"load\":{\"batch\":{\"size\":4}}}]",
+	     "classes[0].load.batch.interval_s"},
+	    {"[{\"name\":\"a\",\"load\":{\"batch\":{\"size\":4,\"interval_s\":1},"
+	     "\"rate\":3}}]",
+	     "classes[0].load.rate"},
+	    {"[{\"name\":\"a\",\"load\":{\"mode\":\"concurrency\",\"batch\":{\"size\":4,"
+	     "\"interval_s\":1}}}]",
+	     "classes[0].load.batch"},
+	    {"[]", "classes"},
+	    {"{}", "classes"},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		char buf[1024];
+		snprintf(buf, sizeof buf,
+			 "{\"target\":{\"url\":\"http://h:1\",\"model\":\"m\"},"
+			 "\"load\":{\"duration_s\":3},\"classes\":%s}",
+			 bad[i].classes);
+		if (!CHECK_EQ_INT(spec_parse(buf, strlen(buf), 1, &s, &e), -1))
+			spec_release(&s);
+		CHECK_STR(e.field, bad[i].field);
+	}
+}
+
 int main(void)
 {
+	test_classes();
 	test_defaults();
 	test_api_key_header();
 	test_modes();
