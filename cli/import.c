@@ -1,7 +1,8 @@
 /* import.c - `headroom import FILE`: another tool's result file (vLLM's
  * bench serve result JSON, AIPerf's profile_export_aiperf.json with its
- * profile_export.jsonl) sent to POST /api/v1/imports and kept as an
- * imported run (docs/formats.md, "Imports"; docs/cli.md). */
+ * profile_export.jsonl, a GuideLLM report in JSON or YAML) sent to POST
+ * /api/v1/imports and kept as imported runs (docs/formats.md, "Imports";
+ * docs/cli.md). */
 #include <curl/curl.h>
 #include <errno.h>
 #include <stdarg.h>
@@ -22,22 +23,27 @@ static const char import_help[] =
     "                       [--name N] [--json]\n"
     "\n"
     "Reads another tool's result file into the run history as a read-only\n"
-    "imported run, and prints its id. See docs/formats.md (\"Imports\").\n"
+    "imported run (one per benchmark of a GuideLLM report), and prints each\n"
+    "run's id. See docs/formats.md (\"Imports\").\n"
     "\n"
     "  FILE               vLLM's result JSON (benchmark_serving.py --save-result,\n"
     "                     `vllm bench serve`), with or without its per-request\n"
-    "                     arrays, or AIPerf's profile_export_aiperf.json\n"
+    "                     arrays, AIPerf's profile_export_aiperf.json, or\n"
+    "                     GuideLLM's benchmarks report (benchmarks.json or\n"
+    "                     benchmarks.yaml: one run per benchmark)\n"
     "  --jsonl FILE       AIPerf's per-request profile_export.jsonl, for its\n"
     "                     records (without it an AIPerf file is summary only)\n"
     "  --label K=V        a label for the run (repeatable)\n"
-    "  --format F         auto (default: detected), vllm or aiperf\n"
-    "  --name N           the run's name (default: \"<producer> import\")\n"
-    "  --json             print the imported run as the daemon answers it\n"
+    "  --format F         auto (default: detected), vllm, aiperf or guidellm\n"
+    "  --name N           the run's name (default: \"<producer> import\"; a report\n"
+    "                     of several benchmarks names them \"N 1/3\", \"N 2/3\"...)\n"
+    "  --json             print what the daemon answers: the imported run, or\n"
+    "                     {\"runs\": [...]} for a GuideLLM report\n"
     "  --url URL          the daemon (default $HEADROOM_URL, else " HEADROOM_DEFAULT_URL ")\n"
     "\n"
     "exit codes: 0 imported; 2 usage error or unreadable file; 3 the daemon is\n"
     "unreachable or refused the file (its message names the field, and the\n"
-    "line of a JSONL file); 130 interrupted.\n";
+    "line of a JSONL or YAML file); 130 interrupted.\n";
 
 static int usage(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 
@@ -189,13 +195,20 @@ int cmd_import(int argc, char **argv)
 			fwrite(r.body.data, 1, r.body.len, stdout);
 			fputc('\n', stdout);
 		} else if (run) {
-			json_t *imp = json_object_get(run, "import");
-			long long recs = json_integer_value(json_object_get(imp, "records"));
-			printf("imported run %lld (%s, %s; %s)\n",
-			       (long long)json_integer_value(json_object_get(run, "id")),
-			       json_string_value(json_object_get(imp, "producer")),
-			       json_string_value(json_object_get(run, "state")),
-			       recs ? "per-request records" : "summary only");
+			/* one run, or a GuideLLM report's {"runs": [...]} */
+			json_t *list = json_object_get(run, "runs");
+			size_t n = json_is_array(list) ? json_array_size(list) : 1;
+			for (size_t i = 0; i < n; i++) {
+				json_t *one = json_is_array(list) ? json_array_get(list, i) : run;
+				json_t *imp = json_object_get(one, "import");
+				long long recs = json_integer_value(json_object_get(imp, "records"));
+				const char *prod = json_string_value(json_object_get(imp, "producer"));
+				const char *state = json_string_value(json_object_get(one, "state"));
+				printf("imported run %lld (%s, %s; %s)\n",
+				       (long long)json_integer_value(json_object_get(one, "id")),
+				       prod ? prod : "?", state ? state : "?",
+				       recs ? "per-request records" : "summary only");
+			}
 		}
 		json_decref(run);
 		http_resp_release(&r);

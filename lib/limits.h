@@ -100,6 +100,10 @@
 #define HR_MAX_IMPORT_RECORDS 1000000     /* requests of one imported file */
 #define HR_MAX_IMPORT_DEPTH 32            /* nesting of arrays and objects in an imported file */
 #define HR_MAX_IMPORT_UNMAPPED (64u << 10) /* one unmapped member kept with the run, as JSON */
+#define HR_MAX_IMPORT_BENCHMARKS 1000     /* benchmarks of one GuideLLM report */
+#define HR_MAX_IMPORT_CHUNKS (16u << 20)  /* chunks laid out for one GuideLLM report's requests */
+#define HR_MAX_YAML_ALIASED 1000000u      /* nodes the aliases of one YAML file copy, in all */
+#define HR_MAX_YAML_ANCHORS 10000u        /* anchors of one YAML file */
 
 /* daemon */
 #define HR_STORE_QUEUE_MAX 1024           /* writer commands waiting; producers block beyond */

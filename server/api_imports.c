@@ -1,5 +1,6 @@
-/* api_imports.c - POST /api/v1/imports: a vLLM or AIPerf result file
- * stored as a read-only imported run (server/import.c reads it; this file
+/* api_imports.c - POST /api/v1/imports: a vLLM or AIPerf result file, or
+ * a GuideLLM report (one run per benchmark), stored as read-only imported
+ * runs (server/import.c reads it; this file
  * keeps the original by content hash, inserts the run, its records through
  * the normal record path and its summary; docs/formats.md, "Imports"). */
 #include "apiint.h"
@@ -227,6 +228,71 @@ static void add_records(struct store *s, int64_t id, struct import_result *res)
 	}
 }
 
+/* One parsed result stored as an imported run: the run row and its origin,
+ * its records, its summary, its index rows. -1 with err (the run removed)
+ * when the store fails. */
+static int store_one(struct call *k, struct import_result *res, struct spec *sp,
+		     const char *sha, const char *jsha, size_t flen, size_t jlen, int64_t *id,
+		     char *err)
+{
+	struct insert_args a = {.spec = sp->json, .res = res, .who = k->auth ? k->auth->who : NULL,
+				.sha = sha, .jsha = jsha,
+				.bytes = flen, .jbytes = jlen};
+	if (store_exec(k->a->store, insert_job, &a, err) < 0)
+		return -1;
+	json_t *summary = NULL;
+	long long valid = 0;
+	int failed = 0;
+	if (res->n) {
+		size_t n = res->n;
+		add_records(k->a->store, a.id, res);
+		if (runs_sync(k->a->store) < 0 || runs_count_records(k->a->store, a.id) != (long long)n) {
+			snprintf(err, HR_ERRLEN, "the store could not write the imported records");
+			failed = 1;
+		} else {
+			summary = summary_compute(k->a->store, a.id, sp, res->t0_wall_ns, &valid, err);
+			failed = !summary;
+		}
+		if (summary)
+			apply_figures(summary, res->figures);
+	} else {
+		/* summary only: the file's figures over the shape of a summary
+		 * (its load and telemetry sections, from no records) */
+		summary = summary_compute(k->a->store, a.id, sp, 0, NULL, err);
+		failed = !summary;
+		const char *key;
+		json_t *v;
+		json_object_foreach(res->summary, key, v)
+		{
+			if (summary && strcmp(key, "metrics") == 0)
+				json_object_update(json_object_get(summary, "metrics"), v);
+			else if (summary)
+				json_object_set(summary, key, v);
+		}
+		valid = json_integer_value(json_object_get(json_object_get(res->summary, "counts"),
+							   "valid"));
+		if (summary)
+			apply_figures(summary, res->figures);
+	}
+	char reason[200] = "";
+	if (!failed && valid == 0)
+		snprintf(reason, sizeof reason, "no request of the imported file succeeded");
+	if (failed || runs_finish(k->a->store, a.id, reason[0] ? RUN_FAILED : RUN_SUCCEEDED,
+				  reason[0] ? reason : NULL, summary, err) < 0 ||
+	    history_index_summary(k->a->store, a.id, summary, err) < 0) {
+		/* nothing half-imported stays: ended first (a running run is
+		 * not deleted), then removed */
+		char e2[HR_ERRLEN];
+		if (runs_finish(k->a->store, a.id, RUN_FAILED, "the import failed", NULL, e2) == 0)
+			history_delete(k->a->store, a.id, e2);
+		json_decref(summary);
+		return -1;
+	}
+	json_decref(summary);
+	*id = a.id;
+	return 0;
+}
+
 /* --- the request ------------------------------------------------------------------------ */
 
 /* A file refused: 400 invalid_import naming the field and the line (null
@@ -334,108 +400,97 @@ enum MHD_Result h_import(struct call *k)
 		return reply_error(k->conn, 400, "missing_field", "file",
 				   "the body must be the file to import (or {\"file\": its text})");
 	}
-	struct import_result res;
+	struct import_result *res;
+	size_t nres;
 	struct import_error ie;
-	if (import_parse(file, flen, jsonl, jlen, format, &res, &ie) < 0) {
+	if (import_parse_all(file, flen, jsonl, jlen, format, &res, &nres, &ie) < 0) {
 		json_decref(env);
 		json_decref(labels);
 		return import_refused(k, &ie);
 	}
-	/* the spec: what the file states, named and labelled, checked as any */
-	char dname[128];
-	snprintf(dname, sizeof dname, "%s import", res.producer);
-	json_object_set_new(res.spec, "name", json_string(name ? name : dname));
-	json_object_set(res.spec, "labels", labels);
-	json_decref(labels);
-	struct spec sp;
-	struct spec_error se;
-	if (spec_from_json(res.spec, 1, &sp, &se) < 0) {
-		json_decref(env);
-		import_result_release(&res);
-		if (strncmp(se.field, "labels", 6) == 0 || strcmp(se.field, "name") == 0)
-			return reply_error(k->conn, 400, se.code, se.field, "%s", se.message);
-		return reply_error(k->conn, 400, "invalid_value", "file",
-				   "the load the file states is not one headroom can describe (%s: %s)",
-				   se.field, se.message);
+	/* the specs: what the file states, named and labelled, checked as any
+	 * (all of them before anything is stored) */
+	struct spec *sps = xcalloc(nres, sizeof *sps);
+	for (size_t i = 0; i < nres; i++) {
+		char base[256], dname[300];
+		if (name)
+			snprintf(base, sizeof base, "%s", name);
+		else
+			snprintf(base, sizeof base, "%s import", res[i].producer);
+		if (nres > 1) /* a report's benchmarks: "NAME 2/5" */
+			snprintf(dname, sizeof dname, "%s %zu/%zu", base, i + 1, nres);
+		else
+			snprintf(dname, sizeof dname, "%s", base);
+		json_object_set_new(res[i].spec, "name", json_string(dname));
+		json_object_set(res[i].spec, "labels", labels);
+		struct spec_error se;
+		if (spec_from_json(res[i].spec, 1, &sps[i], &se) < 0) {
+			for (size_t j = 0; j < i; j++)
+				spec_release(&sps[j]);
+			free(sps);
+			json_decref(env);
+			json_decref(labels);
+			import_results_release(res, nres);
+			if (strncmp(se.field, "labels", 6) == 0 || strcmp(se.field, "name") == 0)
+				return reply_error(k->conn, 400, se.code, se.field, "%s", se.message);
+			return reply_error(k->conn, 400, "invalid_value", "file",
+					   "the load the file states is not one headroom can "
+					   "describe (%s: %s)",
+					   se.field, se.message);
+		}
 	}
+	json_decref(labels);
 	char err[HR_ERRLEN], sha[65], jsha[65];
 	sha256_hex(file, flen, sha);
 	if (jsonl)
 		sha256_hex(jsonl, jlen, jsha);
+	int64_t *ids = xcalloc(nres, sizeof *ids);
+	size_t stored = 0;
+	int rc = 0;
 	if (keep_file(k->a->store, file, flen, sha, err) < 0 ||
-	    (jsonl && keep_file(k->a->store, jsonl, jlen, jsha, err) < 0)) {
-		json_decref(env);
-		spec_release(&sp);
-		import_result_release(&res);
-		return reply_internal(k->conn, err);
-	}
-	struct insert_args a = {.spec = sp.json, .res = &res, .who = k->auth ? k->auth->who : NULL,
-				.sha = sha, .jsha = jsonl ? jsha : NULL, .bytes = flen,
-				.jbytes = jlen};
+	    (jsonl && keep_file(k->a->store, jsonl, jlen, jsha, err) < 0))
+		rc = -1;
+	const char *jsp = jsonl ? jsha : NULL;
 	json_decref(env); /* file and jsonl are not read past here */
 	file = jsonl = NULL;
-	if (store_exec(k->a->store, insert_job, &a, err) < 0) {
-		spec_release(&sp);
-		import_result_release(&res);
-		return reply_internal(k->conn, err);
+	for (size_t i = 0; rc == 0 && i < nres; i++) {
+		rc = store_one(k, &res[i], &sps[i], sha, jsp, flen, jlen, &ids[i], err);
+		stored += rc == 0;
 	}
-	json_t *summary = NULL;
-	long long valid = 0;
-	int failed = 0;
-	if (res.n) {
-		size_t n = res.n;
-		add_records(k->a->store, a.id, &res);
-		if (runs_sync(k->a->store) < 0 || runs_count_records(k->a->store, a.id) != (long long)n) {
-			snprintf(err, sizeof err, "the store could not write the imported records");
-			failed = 1;
-		} else {
-			summary = summary_compute(k->a->store, a.id, &sp, res.t0_wall_ns, &valid, err);
-			failed = !summary;
-		}
-		if (summary)
-			apply_figures(summary, res.figures);
-	} else {
-		/* summary only: the file's figures over the shape of a summary
-		 * (its load and telemetry sections, from no records) */
-		summary = summary_compute(k->a->store, a.id, &sp, 0, NULL, err);
-		failed = !summary;
-		const char *key;
-		json_t *v;
-		json_object_foreach(res.summary, key, v)
-		{
-			if (summary && strcmp(key, "metrics") == 0)
-				json_object_update(json_object_get(summary, "metrics"), v);
-			else if (summary)
-				json_object_set(summary, key, v);
-		}
-		valid = json_integer_value(json_object_get(json_object_get(res.summary, "counts"),
-							   "valid"));
-		if (summary)
-			apply_figures(summary, res.figures);
-	}
-	spec_release(&sp);
-	char reason[200] = "";
-	if (!failed && valid == 0)
-		snprintf(reason, sizeof reason, "no request of the imported file succeeded");
-	if (failed || runs_finish(k->a->store, a.id, reason[0] ? RUN_FAILED : RUN_SUCCEEDED,
-				  reason[0] ? reason : NULL, summary, err) < 0 ||
-	    history_index_summary(k->a->store, a.id, summary, err) < 0) {
-		/* nothing half-imported stays: ended first (a running run is
-		 * not deleted), then removed */
+	for (size_t i = 0; i < nres; i++)
+		spec_release(&sps[i]);
+	free(sps);
+	int many = strncmp(res[0].format, "guidellm", 8) == 0;
+	import_results_release(res, nres);
+	if (rc < 0) { /* nothing half-imported stays: the runs stored already go */
 		char e2[HR_ERRLEN];
-		if (runs_finish(k->a->store, a.id, RUN_FAILED, "the import failed", NULL, e2) == 0)
-			history_delete(k->a->store, a.id, e2);
-		json_decref(summary);
-		import_result_release(&res);
+		for (size_t i = 0; i < stored; i++)
+			history_delete(k->a->store, ids[i], e2);
+		free(ids);
 		return reply_internal(k->conn, err);
 	}
-	json_decref(summary);
-	import_result_release(&res);
-	json_t *run;
-	int rc = runs_get(k->a->store, a.id, 1, &run, err);
-	if (rc < 0)
-		return reply_internal(k->conn, err);
-	if (k->auth)
-		snprintf(k->auth->detail, sizeof k->auth->detail, "run %lld", (long long)a.id);
+	json_t *runs = json_array();
+	for (size_t i = 0; i < nres; i++) {
+		json_t *run;
+		if (runs_get(k->a->store, ids[i], 1, &run, err) < 0) {
+			json_decref(runs);
+			free(ids);
+			return reply_internal(k->conn, err);
+		}
+		json_array_append_new(runs, run);
+	}
+	if (k->auth) {
+		if (nres == 1)
+			snprintf(k->auth->detail, sizeof k->auth->detail, "run %lld",
+				 (long long)ids[0]);
+		else
+			snprintf(k->auth->detail, sizeof k->auth->detail, "runs %lld-%lld",
+				 (long long)ids[0], (long long)ids[nres - 1]);
+	}
+	free(ids);
+	if (many) /* a GuideLLM report: every benchmark's run */
+		return reply_json(k->conn, 201, json_pack("{s:o}", "runs", runs));
+	json_t *run = json_incref(json_array_get(runs, 0));
+	json_decref(runs);
 	return reply_json(k->conn, 201, run);
 }

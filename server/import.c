@@ -1,4 +1,5 @@
-/* import.c - vLLM and AIPerf result files read into a spec, records and a
+/* import.c - vLLM and AIPerf result files and GuideLLM reports (JSON or
+ * YAML, one result per benchmark) read into a spec, records and a
  * summary (see import.h; the mappings are docs/formats.md, "Imports"). */
 #include "import.h"
 
@@ -11,6 +12,7 @@
 #include "limits.h"
 #include "metrics.h"
 #include "util.h"
+#include "yaml2json.h"
 
 static int fail(struct import_error *e, const char *code, const char *field, long line,
 		const char *fmt, ...) __attribute__((format(printf, 5, 6)));
@@ -1055,6 +1057,661 @@ static int parse_aiperf(json_t *doc, const char *jsonl, size_t jlen, struct impo
 	return 0;
 }
 
+/* --- GuideLLM --------------------------------------------------------------------------- */
+
+struct gctx {
+	const struct yaml_lines *lines; /* the YAML's lines, NULL for JSON */
+	struct import_error *e;
+	size_t chunks;
+};
+
+static int gfail(struct gctx *g, json_t *node, const char *code, const char *field,
+		 const char *fmt, ...) __attribute__((format(printf, 5, 6)));
+
+static int gfail(struct gctx *g, json_t *node, const char *code, const char *field,
+		 const char *fmt, ...)
+{
+	char m[400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(m, sizeof m, fmt, ap);
+	va_end(ap);
+	return fail(g->e, code, field, yaml_line_of(g->lines, node), "%s", m);
+}
+
+/* A number member of o (NAN when absent or null); -1 when another type. */
+static int gnum(struct gctx *g, json_t *o, const char *key, const char *prefix, double *out)
+{
+	json_t *v = json_object_get(o, key);
+	*out = NAN;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_number(v)) {
+		char f[700];
+		snprintf(f, sizeof f, "%s.%s", prefix, key);
+		return gfail(g, v, "wrong_type", f, "'%s' must be a number", f);
+	}
+	*out = json_number_value(v);
+	return 0;
+}
+
+/* An object member (NULL when absent or null); -1 when another type. */
+static int gobj(struct gctx *g, json_t *o, const char *key, const char *prefix, json_t **out)
+{
+	json_t *v = json_object_get(o, key);
+	*out = NULL;
+	if (!v || json_is_null(v))
+		return 0;
+	if (!json_is_object(v)) {
+		char f[700];
+		snprintf(f, sizeof f, "%s.%s", prefix, key);
+		return gfail(g, v, "wrong_type", f, "'%s' must be an object", f);
+	}
+	*out = v;
+	return 0;
+}
+
+/* GuideLLM's distributions (StatusDistributionSummary: successful, errored,
+ * incomplete, total, each a DistributionSummary) with a headroom tag. */
+static const struct {
+	const char *key, *tag, *unit;
+	double scale;
+} g_dists[] = {
+	{"time_to_first_token_ms", "time_to_first_token", "ms", 1},
+	{"time_to_first_output_token_ms", "time_to_first_output_token", "ms", 1},
+	{"inter_token_latency_ms", "inter_token_latency", "ms", 1},
+	{"request_latency", "request_latency", "ms", 1000},
+	{"prompt_token_count", "input_sequence_length", "tokens", 1},
+	{"output_token_count", "output_sequence_length", "tokens", 1},
+};
+
+/* Rates over the benchmark's time: their successful mean is the run-level figure. */
+static const char *const g_rates[][2] = {
+	{"requests_per_second", "request_throughput"},
+	{"output_tokens_per_second", "output_token_throughput"},
+	{"tokens_per_second", "total_token_throughput"},
+};
+
+/* Stated with the run but without a headroom counterpart. */
+static const char *const g_stated_only[] = {"time_per_output_token_ms", "request_concurrency",
+					    "request_totals"};
+
+static const char *const g_pcts[][2] = {{"p01", "p1"},	{"p05", "p5"},	{"p10", "p10"},
+				       {"p25", "p25"},	{"p50", "p50"}, {"p75", "p75"},
+				       {"p90", "p90"},	{"p95", "p95"}, {"p99", "p99"}};
+
+/* The successful requests' DistributionSummary of v as headroom's
+ * statistics (scaled); NULL in *out when the file has none. */
+static int g_dist(struct gctx *g, json_t *v, const char *f, double scale, const char *unit,
+		  json_t **out)
+{
+	*out = NULL;
+	if (!json_is_object(v))
+		return gfail(g, v, "wrong_type", f, "'%s' must be an object {successful, errored, "
+						    "incomplete, total}", f);
+	char p[600];
+	snprintf(p, sizeof p, "%s", f);
+	json_t *s;
+	if (gobj(g, v, "successful", p, &s) < 0)
+		return -1;
+	if (!s)
+		return 0;
+	snprintf(p, sizeof p, "%s.successful", f);
+	static const char *const plain[][2] = {
+		{"mean", "avg"}, {"min", "min"}, {"max", "max"}, {"std_dev", "std"}};
+	json_t *m = json_pack("{s:s}", "unit", unit);
+	double x;
+	for (size_t i = 0; i < HR_ARRAY_LEN(plain); i++) {
+		if (gnum(g, s, plain[i][0], p, &x) < 0)
+			return json_decref(m), -1;
+		if (isfinite(x))
+			json_object_set_new(m, plain[i][1], json_real(x * scale));
+	}
+	json_t *pc;
+	if (gobj(g, s, "percentiles", p, &pc) < 0)
+		return json_decref(m), -1;
+	char pp[700];
+	snprintf(pp, sizeof pp, "%s.percentiles", p);
+	for (size_t i = 0; pc && i < HR_ARRAY_LEN(g_pcts); i++) {
+		if (gnum(g, pc, g_pcts[i][0], pp, &x) < 0)
+			return json_decref(m), -1;
+		if (isfinite(x))
+			json_object_set_new(m, g_pcts[i][1], json_real(x * scale));
+	}
+	/* older reports have no p50 in percentiles: the median is it */
+	if (!json_object_get(m, "p50")) {
+		if (gnum(g, s, "median", p, &x) < 0)
+			return json_decref(m), -1;
+		if (isfinite(x))
+			json_object_set_new(m, "p50", json_real(x * scale));
+	}
+	*out = m;
+	return 0;
+}
+
+/* One request of a report as times (epoch seconds) and lengths. Current
+ * reports (GenerativeRequestStats): info.timings.{request_start,
+ * first_token_iteration, last_token_iteration, token_iterations,
+ * first_output_token_iteration, request_end}, info.error; older ones
+ * (0.3): start_time, first_token_time, last_token_time, end_time, error. */
+struct greq {
+	double start, end, first, last, first_out, isl, osl, iters;
+	const char *err;
+	json_t *node;
+	char field[600];
+};
+
+static int g_request(struct gctx *g, json_t *r, const char *f, struct greq *q)
+{
+	memset(q, 0, sizeof *q);
+	snprintf(q->field, sizeof q->field, "%s", f);
+	q->node = r;
+	if (!json_is_object(r))
+		return gfail(g, r, "wrong_type", f, "'%s' must be an object", f);
+	json_t *info, *tm = NULL;
+	char p[600];
+	if (gobj(g, r, "info", f, &info) < 0)
+		return -1;
+	if (info) {
+		snprintf(p, sizeof p, "%s.info", f);
+		if (gobj(g, info, "timings", p, &tm) < 0)
+			return -1;
+		snprintf(p, sizeof p, "%s.info.timings", f);
+		double rs, rvs, re, rve;
+		if (gnum(g, tm, "request_start", p, &rs) < 0 ||
+		    gnum(g, tm, "resolve_start", p, &rvs) < 0 ||
+		    gnum(g, tm, "request_end", p, &re) < 0 ||
+		    gnum(g, tm, "resolve_end", p, &rve) < 0 ||
+		    gnum(g, tm, "first_token_iteration", p, &q->first) < 0 ||
+		    gnum(g, tm, "last_token_iteration", p, &q->last) < 0 ||
+		    gnum(g, tm, "first_output_token_iteration", p, &q->first_out) < 0 ||
+		    gnum(g, tm, "token_iterations", p, &q->iters) < 0)
+			return -1;
+		q->start = isnan(rs) ? rvs : rs;
+		q->end = isnan(re) ? rve : re;
+		json_t *er = json_object_get(info, "error");
+		if (er && !json_is_null(er) && !json_is_string(er)) {
+			snprintf(p, sizeof p, "%s.info.error", f);
+			return gfail(g, er, "wrong_type", p, "'%s' must be a string or null", p);
+		}
+		q->err = json_string_value(er);
+	} else {
+		if (gnum(g, r, "start_time", f, &q->start) < 0 ||
+		    gnum(g, r, "end_time", f, &q->end) < 0 ||
+		    gnum(g, r, "first_token_time", f, &q->first) < 0 ||
+		    gnum(g, r, "last_token_time", f, &q->last) < 0)
+			return -1;
+		json_t *er = json_object_get(r, "error");
+		if (er && !json_is_null(er) && !json_is_string(er)) {
+			snprintf(p, sizeof p, "%s.error", f);
+			return gfail(g, er, "wrong_type", p, "'%s' must be a string or null", p);
+		}
+		q->err = json_string_value(er);
+		q->iters = NAN;
+	}
+	if (gnum(g, r, "prompt_tokens", f, &q->isl) < 0 ||
+	    gnum(g, r, "output_tokens", f, &q->osl) < 0)
+		return -1;
+	json_t *im = json_object_get(r, "input_metrics"), *om = json_object_get(r, "output_metrics");
+	if (isnan(q->isl) && json_is_number(json_object_get(im, "total_tokens")))
+		q->isl = json_number_value(json_object_get(im, "total_tokens"));
+	if (isnan(q->osl) && json_is_number(json_object_get(om, "total_tokens")))
+		q->osl = json_number_value(json_object_get(om, "total_tokens"));
+	if (isnan(q->osl) && q->iters > 0) /* as GuideLLM: one token per iteration */
+		q->osl = q->iters;
+	if (isnan(q->iters))
+		q->iters = q->osl;
+	static const char *const names[][2] = {{"isl", "prompt_tokens"}, {"osl", "output_tokens"}};
+	double *lens[] = {&q->isl, &q->osl, &q->iters};
+	for (int k = 0; k < 3; k++)
+		if (!isnan(*lens[k]) && !(*lens[k] >= 0 && *lens[k] <= 1e9 &&
+					  *lens[k] == floor(*lens[k]))) {
+			snprintf(p, sizeof p, "%s.%s", f,
+				 k < 2 ? names[k][1] : info ? "info.timings.token_iterations"
+							    : "output_tokens");
+			return gfail(g, r, "out_of_range", p, "'%s' must be a whole count, 0 or more",
+				     p);
+		}
+	double *times[] = {&q->start, &q->end, &q->first, &q->last, &q->first_out};
+	for (int k = 0; k < 5; k++)
+		if (!isnan(*times[k]) && !(*times[k] >= 0 && *times[k] < 4e9)) {
+			snprintf(p, sizeof p, "%s", f);
+			return gfail(g, r, "out_of_range", p,
+				     "the times of '%s' must be epoch seconds from 0 to 4e9", p);
+		}
+	return 0;
+}
+
+/* Seconds b - a as ns (a <= b, both known): -1 when out of order or range. */
+static int g_ns(double a, double b, int64_t *out)
+{
+	if (isnan(a) || isnan(b) || b < a)
+		return -1;
+	return to_ns(b - a, 1e9, out);
+}
+
+static int g_record(struct gctx *g, const struct greq *q, int status, double t0, size_t idx,
+		    struct hr_record *r)
+{
+	record_blank(r, idx);
+	int64_t s0;
+	if (g_ns(t0, q->start, &s0) < 0)
+		return gfail(g, q->node, "out_of_range", q->field,
+			     "'%s' starts more than 11 days after the report's first request",
+			     q->field);
+	r->start_ns = s0;
+	if (!isnan(q->isl))
+		r->isl = (int32_t)clampd(q->isl, 0, HR_MAX_ISL * 100.0);
+	int64_t d;
+	if (status != 0) { /* errored (1) or incomplete (2) */
+		const char *m = q->err && q->err[0] ? q->err : status == 2 ? "incomplete" : "error";
+		const char *rest;
+		r->error = (uint8_t)(status == 2 ? HR_ERR_CANCELLED
+						 : err_category(m, HR_ERR_TRANSPORT, &rest));
+		if (status == 2)
+			rest = m;
+		r->error_msg = short_msg(rest);
+		r->end_ns = r->done_ns = g_ns(q->start, q->end, &d) == 0 ? s0 + d : s0;
+		return 0;
+	}
+	r->http_status = 200;
+	if (!isnan(q->osl))
+		r->osl = (int32_t)clampd(q->osl, 0, HR_MAX_OSL * 100.0);
+	if (isnan(q->first)) { /* not streamed: its end only */
+		if (g_ns(q->start, q->end, &d) < 0)
+			return gfail(g, q->node, "out_of_range", q->field,
+				     "'%s' needs an end at or after its start", q->field);
+		r->end_ns = r->done_ns = s0 + d;
+		return 0;
+	}
+	int64_t ft, lt;
+	double last = isnan(q->last) ? q->first : q->last;
+	if (g_ns(q->start, q->first, &ft) < 0 || g_ns(q->start, last, &lt) < 0 || lt < ft)
+		return gfail(g, q->node, "out_of_range", q->field,
+			     "'%s' must have start <= first token <= last token", q->field);
+	size_t n = q->iters >= 1 ? (size_t)q->iters : 1;
+	if (n < 2 && lt > ft)
+		n = 2;
+	if (n >= HR_MAX_CHUNKS_PER_REQUEST || g->chunks + n > HR_MAX_IMPORT_CHUNKS)
+		return gfail(g, q->node, "too_large", q->field,
+			     "'%s': more than %u token iterations in one request or %u in the "
+			     "report",
+			     q->field, HR_MAX_CHUNKS_PER_REQUEST - 1, HR_MAX_IMPORT_CHUNKS);
+	g->chunks += n;
+	r->flags = HR_REC_STREAMED;
+	uint32_t cap = 0;
+	/* the iterations evenly spaced from the first token to the last, as
+	 * GuideLLM itself spaces them (GenerativeRequestStats.iter_tokens_timings) */
+	for (size_t k = 0; k < n; k++) {
+		int64_t at = n == 1 ? ft
+				    : ft + (int64_t)llround((double)(lt - ft) * (double)k /
+							    (double)(n - 1));
+		record_add_chunk(r, s0 + at, &cap);
+	}
+	r->first_output_ns = r->chunk_ns[0];
+	int64_t fo;
+	if (g_ns(q->start, q->first_out, &fo) == 0 && fo >= ft && fo <= lt)
+		r->first_output_ns = s0 + fo;
+	r->end_ns = s0 + lt; /* the last content chunk: headroom's request end */
+	r->done_ns = g_ns(q->start, q->end, &d) == 0 && d > lt ? s0 + d : r->end_ns;
+	return 0;
+}
+
+/* The benchmark's per-request lists into records when they are complete
+ * (as many as request_totals counts: GuideLLM may keep only a sample). */
+static int g_records(struct gctx *g, json_t *b, const char *bf, json_t *totals, double bstart,
+		     struct import_result *out, int *complete)
+{
+	static const char *const st[] = {"successful", "errored", "incomplete"};
+	json_t *reqs = json_object_get(b, "requests"), *lists[3];
+	char f[400];
+	*complete = 0;
+	if (!reqs || json_is_null(reqs))
+		return 0;
+	snprintf(f, sizeof f, "%s.requests", bf);
+	if (!json_is_object(reqs))
+		return gfail(g, reqs, "wrong_type", f, "'%s' must be an object {successful, "
+						       "errored, incomplete}", f);
+	size_t n = 0;
+	int full = 1;
+	for (int k = 0; k < 3; k++) {
+		lists[k] = json_object_get(reqs, st[k]);
+		snprintf(f, sizeof f, "%s.requests.%s", bf, st[k]);
+		if (lists[k] && !json_is_null(lists[k]) && !json_is_array(lists[k]))
+			return gfail(g, lists[k], "wrong_type", f, "'%s' must be an array or null",
+				     f);
+		size_t len = json_array_size(lists[k]);
+		if (len > HR_MAX_IMPORT_RECORDS || n + len > HR_MAX_IMPORT_RECORDS)
+			return gfail(g, lists[k], "too_large", f,
+				     "'%s': more than %d requests in one benchmark", f,
+				     HR_MAX_IMPORT_RECORDS);
+		n += len;
+		json_t *t = json_object_get(totals, st[k]);
+		if (!json_is_integer(t) || (size_t)json_integer_value(t) != len)
+			full = 0;
+	}
+	if (!full || n == 0)
+		return 0; /* a sample, or nothing: the file's figures only */
+	struct greq *q = xcalloc(n, sizeof *q);
+	int *status = xcalloc(n, sizeof *status);
+	size_t i = 0;
+	double t0 = INFINITY;
+	for (int k = 0; k < 3; k++) {
+		size_t j;
+		json_t *r;
+		json_array_foreach(lists[k], j, r)
+		{
+			snprintf(f, sizeof f, "%s.requests.%s[%zu]", bf, st[k], j);
+			if (g_request(g, r, f, &q[i]) < 0)
+				goto bad;
+			if (isnan(q[i].start)) {
+				if (k == 0 || isnan(bstart)) {
+					gfail(g, r, "missing_field", f,
+					      "'%s' has no start time (request_start)", f);
+					goto bad;
+				}
+				q[i].start = bstart; /* never sent: at the benchmark's start */
+			}
+			if (q[i].start < t0)
+				t0 = q[i].start;
+			status[i++] = k;
+		}
+	}
+	struct hr_record *recs = xcalloc(n, sizeof *recs);
+	for (i = 0; i < n; i++)
+		if (g_record(g, &q[i], status[i], t0, i, &recs[i]) < 0) {
+			free_recs(recs, i + 1);
+			goto bad;
+		}
+	free(q);
+	free(status);
+	out->recs = recs;
+	out->n = n;
+	out->t0_wall_ns = (int64_t)llround(t0 * 1e9);
+	*complete = 1;
+	return 0;
+bad:
+	free(q);
+	free(status);
+	return -1;
+}
+
+/* The first string of o's members keys (an object's), for the spec. */
+static const char *g_str(json_t *o, const char *const *keys)
+{
+	for (; *keys; keys++) {
+		const char *s = json_string_value(json_object_get(o, *keys));
+		if (s && s[0])
+			return s;
+	}
+	return NULL;
+}
+
+static json_t *g_spec(json_t *doc, json_t *b, json_t *metrics, json_int_t total)
+{
+	json_t *cfg = json_object_get(b, "config"), *args = json_object_get(b, "args");
+	json_t *where[] = {json_object_get(cfg, "backend"), json_object_get(b, "worker"),
+			   json_object_get(json_object_get(json_object_get(doc, "config"), "spec"),
+					   "backend"),
+			   json_object_get(doc, "config")};
+	static const char *const mkeys[] = {"model", "backend_model", NULL};
+	static const char *const tkeys[] = {"target", "backend_target", NULL};
+	const char *model = NULL, *url = NULL;
+	for (size_t i = 0; i < HR_ARRAY_LEN(where) && (!model || !url); i++) {
+		if (!model)
+			model = g_str(where[i], mkeys);
+		if (!url)
+			url = g_str(where[i], tkeys);
+	}
+	json_t *target = json_pack("{s:s, s:s}", "url", "http://imported.invalid", "model",
+				   model && strlen(model) <= HR_MAX_NAME_LEN ? model : "unknown");
+	if (url && strlen(url) <= HR_MAX_URL_LEN &&
+	    (strncmp(url, "http://", 7) == 0 || strncmp(url, "https://", 8) == 0) &&
+	    !strchr(url, '@') && !strchr(url, '?'))
+		json_object_set_new(target, "url", json_string(url));
+	json_t *strat = json_object_get(cfg, "strategy");
+	if (!strat)
+		strat = json_object_get(args, "strategy");
+	const char *type = json_string_value(json_object_get(strat, "type_"));
+	json_t *load = json_object();
+	double rate = json_number_value(json_object_get(strat, "rate"));
+	json_t *streams = json_object_get(strat, "streams"), *mc = json_object_get(strat,
+										     "max_concurrency");
+	if (type && (strcmp(type, "constant") == 0 || strcmp(type, "poisson") == 0) && rate > 0 &&
+	    isfinite(rate)) {
+		json_object_set_new(load, "mode", json_string("rate"));
+		json_object_set_new(load, "rate", json_real(clampd(rate, 1e-6, HR_MAX_RATE)));
+		json_object_set_new(load, "arrival", json_string(type));
+		if (json_is_integer(mc) && json_integer_value(mc) >= 1)
+			json_object_set_new(load, "max_concurrency",
+					    json_integer((json_int_t)clampd(
+						(double)json_integer_value(mc), 1,
+						HR_MAX_CONCURRENCY)));
+	} else {
+		long long c = 1;
+		if (type && strcmp(type, "concurrent") == 0 && json_is_integer(streams))
+			c = json_integer_value(streams);
+		else if (type && strcmp(type, "throughput") == 0)
+			c = json_is_integer(mc) ? json_integer_value(mc) : total;
+		json_object_set_new(load, "mode", json_string("concurrency"));
+		json_object_set_new(load, "concurrency",
+				    json_integer((json_int_t)clampd((double)c, 1,
+								    HR_MAX_CONCURRENCY)));
+	}
+	if (total >= 1)
+		json_object_set_new(load, "requests",
+				    json_integer(total > HR_MAX_REQUESTS ? HR_MAX_REQUESTS : total));
+	json_t *workload = json_object();
+	static const char *const lens[][2] = {{"prompt_token_count", "isl"},
+					      {"output_token_count", "osl"}};
+	for (size_t i = 0; i < 2; i++) {
+		json_t *mean = json_object_get(
+		    json_object_get(json_object_get(metrics, lens[i][0]), "successful"), "mean");
+		if (json_is_number(mean) && json_number_value(mean) >= 0)
+			json_object_set_new(
+			    workload, lens[i][1],
+			    json_pack("{s:I}", "mean",
+				      (json_int_t)clampd(llround(json_number_value(mean)), 0,
+							 i ? HR_MAX_OSL : HR_MAX_ISL)));
+	}
+	return json_pack("{s:o, s:o, s:o, s:i, s:{s:b, s:b}}", "target", target, "load", load,
+			 "workload", workload, "workers", 1, "telemetry", "nvml", 0,
+			 "server_metrics", 0);
+}
+
+static int g_benchmark(struct gctx *g, json_t *doc, json_t *b, size_t idx, size_t count,
+		       int yaml, struct import_result *out)
+{
+	char bf[64], f[400];
+	snprintf(bf, sizeof bf, "file.benchmarks[%zu]", idx);
+	if (!json_is_object(b))
+		return gfail(g, b, "wrong_type", bf, "'%s' must be an object", bf);
+	const char *ver = json_string_value(
+	    json_object_get(json_object_get(doc, "metadata"), "guidellm_version"));
+	snprintf(out->producer, sizeof out->producer, "guidellm");
+	snprintf(out->version, sizeof out->version, "%s",
+		 ver && strlen(ver) < sizeof out->version ? ver : "");
+	snprintf(out->format, sizeof out->format, yaml ? "guidellm-yaml" : "guidellm-json");
+	json_t *metrics;
+	if (gobj(g, b, "metrics", bf, &metrics) < 0)
+		return -1;
+	if (!metrics) {
+		snprintf(f, sizeof f, "%s.metrics", bf);
+		return gfail(g, b, "missing_field", f, "'%s' is required", f);
+	}
+	snprintf(f, sizeof f, "%s.metrics", bf);
+	/* counts: metrics.request_totals (current) or request_totals (0.3) */
+	json_t *totals = json_object_get(metrics, "request_totals");
+	const char *tf = "metrics.request_totals";
+	if (!totals) {
+		totals = json_object_get(b, "request_totals");
+		tf = "request_totals";
+	}
+	json_int_t cnt[4] = {0, 0, 0, -1};
+	static const char *const ck[] = {"successful", "errored", "incomplete", "total"};
+	if (totals && !json_is_object(totals)) {
+		snprintf(f, sizeof f, "%s.%s", bf, tf);
+		return gfail(g, totals, "wrong_type", f, "'%s' must be an object", f);
+	}
+	for (int k = 0; k < 4; k++) {
+		json_t *v = json_object_get(totals, ck[k]);
+		if (!v || json_is_null(v))
+			continue;
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > (json_int_t)1e15) {
+			snprintf(f, sizeof f, "%s.%s.%s", bf, tf, ck[k]);
+			return gfail(g, v, "wrong_type", f, "'%s' must be a count, 0 or more", f);
+		}
+		cnt[k] = json_integer_value(v);
+	}
+	if (cnt[3] < 0)
+		cnt[3] = cnt[0] + cnt[1] + cnt[2];
+	/* the measured window */
+	double start, end, dur;
+	if (gnum(g, b, "start_time", bf, &start) < 0 || gnum(g, b, "end_time", bf, &end) < 0 ||
+	    gnum(g, b, "duration", bf, &dur) < 0)
+		return -1;
+	if (isnan(dur) && end >= start)
+		dur = end - start;
+	if (isfinite(dur) && dur > 0)
+		json_object_set_new(out->figures, "window_s", json_real(dur));
+	/* the distributions */
+	json_t *hm = json_object();
+	char mf[400];
+	for (size_t i = 0; i < HR_ARRAY_LEN(g_dists); i++) {
+		json_t *v = json_object_get(metrics, g_dists[i].key), *m;
+		if (!v || json_is_null(v))
+			continue;
+		snprintf(mf, sizeof mf, "%s.metrics.%s", bf, g_dists[i].key);
+		if (g_dist(g, v, mf, g_dists[i].scale, g_dists[i].unit, &m) < 0)
+			return json_decref(hm), -1;
+		keep_unmapped(out->stated, g_dists[i].key, v);
+		if (m)
+			json_object_set_new(hm, g_dists[i].tag, m);
+	}
+	for (size_t i = 0; i < HR_ARRAY_LEN(g_rates); i++) {
+		json_t *v = json_object_get(metrics, g_rates[i][0]), *m;
+		if (!v || json_is_null(v))
+			continue;
+		snprintf(mf, sizeof mf, "%s.metrics.%s", bf, g_rates[i][0]);
+		if (g_dist(g, v, mf, 1, "", &m) < 0)
+			return json_decref(hm), -1;
+		keep_unmapped(out->stated, g_rates[i][0], v);
+		json_t *avg = json_object_get(m, "avg");
+		if (json_is_number(avg) && isfinite(json_number_value(avg)))
+			json_object_set_new(out->figures, g_rates[i][1],
+					    json_real(json_number_value(avg)));
+		json_decref(m);
+	}
+	const char *key;
+	json_t *v;
+	json_t *um = json_object();
+	json_object_foreach(metrics, key, v)
+	{
+		int mapped = 0;
+		for (size_t i = 0; i < HR_ARRAY_LEN(g_dists); i++)
+			mapped |= strcmp(key, g_dists[i].key) == 0;
+		for (size_t i = 0; i < HR_ARRAY_LEN(g_rates); i++)
+			mapped |= strcmp(key, g_rates[i][0]) == 0;
+		for (size_t i = 0; i < HR_ARRAY_LEN(g_stated_only); i++)
+			if (strcmp(key, g_stated_only[i]) == 0) {
+				keep_unmapped(out->stated, key, v);
+				mapped = 1;
+			}
+		if (!mapped)
+			keep_unmapped(um, key, v);
+	}
+	if (json_object_size(um))
+		json_object_set_new(out->unmapped, "metrics", um);
+	else
+		json_decref(um);
+	if (strcmp(tf, "request_totals") == 0 && totals)
+		keep_unmapped(out->stated, "request_totals", totals);
+	json_object_set_new(out->stated, "benchmark",
+			    json_pack("{s:I, s:I, s:O?}", "index", (json_int_t)idx, "of",
+				      (json_int_t)count, "id",
+				      json_is_string(json_object_get(b, "id_"))
+					  ? json_object_get(b, "id_")
+					  : json_object_get(json_object_get(b, "config"), "id_")));
+	/* the per-request lists */
+	int complete;
+	if (g_records(g, b, bf, totals, start, out, &complete) < 0)
+		return json_decref(hm), -1;
+	json_object_foreach(b, key, v)
+	{
+		static const char *const mapped[] = {"metrics", "start_time", "end_time",
+						     "duration", "request_totals"};
+		int m = complete && strcmp(key, "requests") == 0;
+		for (size_t i = 0; i < HR_ARRAY_LEN(mapped); i++)
+			m |= strcmp(key, mapped[i]) == 0;
+		if (!m)
+			keep_unmapped(out->unmapped, key, v);
+	}
+	json_object_foreach(doc, key, v) /* the report's own members, with each run */
+		if (strcmp(key, "benchmarks") != 0)
+			keep_unmapped(out->unmapped, key, v);
+	out->spec = g_spec(doc, b, metrics, cnt[3]);
+	if (complete) {
+		json_decref(hm);
+		return 0;
+	}
+	out->summary = json_pack("{s:i, s:f, s:{s:I, s:I, s:I, s:i}, s:{}, s:o, s:b}",
+				 "metrics_version", METRICS_VERSION, "window_s",
+				 isfinite(dur) && dur > 0 ? dur : 0.0, "counts", "requests", cnt[3],
+				 "valid", cnt[0], "errors", cnt[3] - cnt[0], "warmup", 0, "errors",
+				 "metrics", hm, "summary_only", 1);
+	return 0;
+}
+
+/* Every benchmark of a GuideLLM report: one result each. */
+static int parse_guidellm(json_t *doc, const struct yaml_lines *lines, int yaml,
+			  struct import_result **outp, size_t *np, struct import_error *e)
+{
+	struct gctx g = {.lines = lines, .e = e};
+	json_t *bs = json_object_get(doc, "benchmarks");
+	if (!json_is_array(bs))
+		return gfail(&g, bs ? bs : doc, bs ? "wrong_type" : "missing_field",
+			     "file.benchmarks", "'file.benchmarks' must be an array (GuideLLM's "
+					       "report: one entry per benchmark)");
+	size_t n = json_array_size(bs);
+	if (n == 0)
+		return gfail(&g, bs, "invalid_value", "file.benchmarks",
+			     "'file.benchmarks' is empty: no benchmark to import");
+	if (n > HR_MAX_IMPORT_BENCHMARKS)
+		return gfail(&g, bs, "too_large", "file.benchmarks",
+			     "'file.benchmarks' has %zu entries: at most %d", n,
+			     HR_MAX_IMPORT_BENCHMARKS);
+	json_t *md = json_object_get(doc, "metadata");
+	if (md && !json_is_null(md) && !json_is_object(md))
+		return gfail(&g, md, "wrong_type", "file.metadata", "'file.metadata' must be an "
+								     "object");
+	json_t *gv = json_object_get(md, "guidellm_version");
+	if (gv && !json_is_null(gv) && !json_is_string(gv))
+		return gfail(&g, gv, "wrong_type", "file.metadata.guidellm_version",
+			     "'file.metadata.guidellm_version' must be a string");
+	struct import_result *out = xcalloc(n, sizeof *out);
+	size_t total = 0;
+	for (size_t i = 0; i < n; i++) {
+		out[i].stated = json_object();
+		out[i].unmapped = json_object();
+		out[i].figures = json_object();
+		if (g_benchmark(&g, doc, json_array_get(bs, i), i, n, yaml, &out[i]) < 0 ||
+		    (total += out[i].n) > HR_MAX_IMPORT_RECORDS) {
+			if (total > HR_MAX_IMPORT_RECORDS)
+				fail(e, "too_large", "file.benchmarks", 0,
+				     "the report holds more than %d requests",
+				     HR_MAX_IMPORT_RECORDS);
+			for (size_t k = 0; k <= i; k++)
+				import_result_release(&out[k]);
+			free(out);
+			return -1;
+		}
+	}
+	*outp = out;
+	*np = n;
+	return 0;
+}
+
 /* --- detection ------------------------------------------------------------------------------ */
 
 static int looks_vllm(json_t *doc)
@@ -1074,12 +1731,26 @@ static int looks_aiperf(json_t *doc)
 	return json_is_object(t) && json_object_get(t, "unit");
 }
 
-int import_parse(const char *file, size_t len, const char *jsonl, size_t jlen,
-		 const char *format, struct import_result *out, struct import_error *err)
+/* The first byte that is not white space (or a BOM) opens JSON's object
+ * or array: JSON; otherwise YAML (GuideLLM's benchmarks.yaml). */
+static int is_json_text(const char *s, size_t len)
 {
-	memset(out, 0, sizeof *out);
+	size_t i = 0;
+	if (len >= 3 && memcmp(s, "\xEF\xBB\xBF", 3) == 0)
+		i = 3;
+	while (i < len && (s[i] == ' ' || s[i] == '\t' || s[i] == '\r' || s[i] == '\n'))
+		i++;
+	return i < len && (s[i] == '{' || s[i] == '[');
+}
+
+int import_parse_all(const char *file, size_t len, const char *jsonl, size_t jlen,
+		     const char *format, struct import_result **outp, size_t *np,
+		     struct import_error *err)
+{
+	*outp = NULL;
+	*np = 0;
 	memset(err, 0, sizeof *err);
-	int fmt = 0; /* 1 vllm, 2 aiperf */
+	int fmt = 0; /* 1 vllm, 2 aiperf, 3 guidellm */
 	if (!format || strcmp(format, "auto") == 0)
 		fmt = 0;
 	else if (strcmp(format, "vllm") == 0)
@@ -1087,62 +1758,104 @@ int import_parse(const char *file, size_t len, const char *jsonl, size_t jlen,
 	else if (strcmp(format, "aiperf") == 0)
 		fmt = 2;
 	else if (strcmp(format, "guidellm") == 0)
-		return fail(err, "unsupported_format", "format", 0,
-			    "GuideLLM reports are not imported yet: formats are vllm and aiperf");
+		fmt = 3;
 	else
 		return fail(err, "invalid_value", "format", 0,
-			    "'format' must be auto, vllm or aiperf");
+			    "'format' must be auto, vllm, aiperf or guidellm");
 	if (len > HR_MAX_IMPORT_BYTES || jlen > HR_MAX_IMPORT_BYTES)
 		return fail(err, "too_large", len > HR_MAX_IMPORT_BYTES ? "file" : "jsonl", 0,
 			    "an imported file may have at most %u MiB",
 			    HR_MAX_IMPORT_BYTES >> 20);
-	json_t *doc = load_doc(file, len, "file", 0, err);
-	if (!doc)
-		return -1;
-	if (fmt == 0) {
-		if (json_is_array(json_object_get(doc, "benchmarks"))) {
+	json_t *doc;
+	struct yaml_lines lines = {0};
+	int yaml = (fmt == 0 || fmt == 3) && !is_json_text(file, len);
+	if (yaml) {
+		long line;
+		char msg[300];
+		doc = yaml_to_json(file, len, HR_MAX_IMPORT_DEPTH, &lines, &line, msg, sizeof msg);
+		if (!doc)
+			return fail(err, "invalid_yaml", "file", line,
+				    "'file' is neither JSON nor YAML headroom reads: %s", msg);
+		if (!json_is_object(doc)) {
 			json_decref(doc);
-			return fail(err, "unsupported_format", "file", 0,
-				    "this looks like a GuideLLM report, which is not imported yet: "
-				    "formats are vLLM's result JSON and AIPerf's "
-				    "profile_export_aiperf.json");
+			yaml_lines_release(&lines);
+			return fail(err, "wrong_type", "file", 0,
+				    "'file' must be a JSON object or a YAML mapping");
 		}
-		fmt = looks_vllm(doc) ? 1 : looks_aiperf(doc) ? 2 : 0;
+	} else {
+		doc = load_doc(file, len, "file", 0, err);
+		if (!doc)
+			return -1;
+	}
+	if (fmt == 0) {
+		fmt = json_is_array(json_object_get(doc, "benchmarks")) ? 3
+		      : looks_vllm(doc)					? 1
+		      : looks_aiperf(doc)				? 2
+									: 0;
 		if (!fmt) {
 			json_decref(doc);
+			yaml_lines_release(&lines);
 			return fail(err, "unsupported_format", "file", 0,
 				    "not a file headroom imports: neither vLLM's result JSON "
-				    "(ttfts, mean_ttft_ms, num_prompts and backend) nor AIPerf's "
+				    "(ttfts, mean_ttft_ms, num_prompts and backend), AIPerf's "
 				    "profile_export_aiperf.json (schema_version, input_config, "
-				    "metrics as {unit, avg, ...})");
+				    "metrics as {unit, avg, ...}) nor a GuideLLM report (benchmarks)");
 		}
 	}
 	if (jsonl && fmt != 2) {
 		json_decref(doc);
+		yaml_lines_release(&lines);
 		return fail(err, "invalid_value", "jsonl", 0,
 			    "'jsonl' (AIPerf's profile_export.jsonl) goes with an AIPerf file only");
 	}
-	out->stated = json_object();
-	out->unmapped = json_object();
-	out->figures = json_object();
-	int rc = fmt == 1 ? parse_vllm(doc, out, err) : parse_aiperf(doc, jsonl, jlen, out, err);
-	json_decref(doc);
-	if (rc < 0) {
-		import_result_release(out);
-		return rc;
+	struct import_result *out = NULL;
+	size_t n = 0;
+	int rc;
+	if (fmt == 3) {
+		rc = parse_guidellm(doc, &lines, yaml, &out, &n, err);
+	} else {
+		out = xcalloc(1, sizeof *out);
+		n = 1;
+		out->stated = json_object();
+		out->unmapped = json_object();
+		out->figures = json_object();
+		rc = fmt == 1 ? parse_vllm(doc, out, err) : parse_aiperf(doc, jsonl, jlen, out, err);
+		if (rc < 0) {
+			import_result_release(out);
+			free(out);
+			out = NULL;
+			n = 0;
+		}
 	}
+	json_decref(doc);
+	yaml_lines_release(&lines);
+	if (rc < 0)
+		return rc;
 	/* a spec says when its run stops: the requests the file holds when it
 	 * states neither a count nor a duration */
-	json_t *load = json_object_get(out->spec, "load");
-	if (!json_object_get(load, "requests") && !json_object_get(load, "duration_s")) {
-		json_int_t k = (json_int_t)out->n;
-		if (!k)
-			k = json_integer_value(
-				json_object_get(json_object_get(out->summary, "counts"), "requests"));
-		json_object_set_new(load, "requests",
-				    json_integer(k < 1 ? 1 : k > HR_MAX_REQUESTS ? HR_MAX_REQUESTS : k));
+	for (size_t i = 0; i < n; i++) {
+		json_t *load = json_object_get(out[i].spec, "load");
+		if (!json_object_get(load, "requests") && !json_object_get(load, "duration_s")) {
+			json_int_t k = (json_int_t)out[i].n;
+			if (!k)
+				k = json_integer_value(json_object_get(
+				    json_object_get(out[i].summary, "counts"), "requests"));
+			json_object_set_new(load, "requests",
+					    json_integer(k < 1		       ? 1
+							 : k > HR_MAX_REQUESTS ? HR_MAX_REQUESTS
+									       : k));
+		}
 	}
+	*outp = out;
+	*np = n;
 	return 0;
+}
+
+void import_results_release(struct import_result *r, size_t n)
+{
+	for (size_t i = 0; r && i < n; i++)
+		import_result_release(&r[i]);
+	free(r);
 }
 
 void import_result_release(struct import_result *r)

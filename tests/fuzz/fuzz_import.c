@@ -1,17 +1,19 @@
 /* fuzz_import.c - libFuzzer target for the import parsers (server/import.c:
  * vLLM's result JSON, AIPerf's profile_export_aiperf.json and its
- * profile_export.jsonl).
+ * profile_export.jsonl, GuideLLM's reports in JSON and in YAML through
+ * server/yaml2json.c).
  *
  * The first byte picks the format hint (byte % 4: auto, vllm, aiperf,
- * "guidellm"); with bit 2 the rest is split at its first NUL into the
- * file and an AIPerf JSONL file. When it is accepted: a producer and a
+ * guidellm); with bit 2 the rest is split at its first NUL into the
+ * file and an AIPerf JSONL file. When it is accepted: one result or more
+ * (more only for a GuideLLM report), each with a producer and a
  * format, a spec, figures, stated and unmapped objects, a summary exactly
- * when there are no records, at most HR_MAX_IMPORT_RECORDS records, each
+ * when there are no records, at most HR_MAX_IMPORT_RECORDS records in all, each
  * with its times in order (start <= first chunk <= ... <= last chunk <=
  * end, ends and starts known), valid records with a status of 200 and
  * failed ones with an error category, and every JSON part encodable. When
  * it is rejected: a code, a field and a message, the line 0 or a line the
- * JSONL input has, and nothing left allocated. Any violation aborts.
+ * JSONL or YAML input has, and nothing left allocated. Any violation aborts.
  *
  * Build: make fuzz (tests/CMakeLists.txt: HR_FUZZ_SRC_import).
  * Without libFuzzer: linked with tests/fuzz/standalone.c, it replays
@@ -51,45 +53,60 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			flen = (size_t)(nul - file);
 		}
 	}
-	long lines = 1;
+	long lines = 1, flines = 1;
 	for (size_t i = 0; jsonl && i < jlen; i++)
 		lines += jsonl[i] == '\n';
-	struct import_result r;
+	for (size_t i = 0; i < flen; i++)
+		flines += file[i] == '\n' || file[i] == '\r';
+	if (flines > lines)
+		lines = flines;
+	struct import_result *all = NULL;
+	size_t n = 0;
 	struct import_error e;
-	if (import_parse(file, flen, jsonl, jlen, hint, &r, &e) < 0) {
+	if (import_parse_all(file, flen, jsonl, jlen, hint, &all, &n, &e) < 0) {
 		REQUIRE(e.code[0] && e.field[0] && e.message[0]);
 		REQUIRE(e.line >= 0 && e.line <= lines);
-		REQUIRE(!r.spec && !r.summary && !r.recs && !r.n);
+		REQUIRE(!all && !n);
 		return 0;
 	}
-	REQUIRE(r.producer[0] && r.format[0]);
-	REQUIRE(json_is_object(r.spec) && json_is_object(r.figures));
-	REQUIRE(json_is_object(r.stated) && json_is_object(r.unmapped));
-	REQUIRE((r.summary != NULL) == (r.n == 0));
-	REQUIRE(!jsonl || r.n > 0);
-	REQUIRE(r.n <= HR_MAX_IMPORT_RECORDS);
-	encodable(r.spec);
-	encodable(r.figures);
-	encodable(r.stated);
-	encodable(r.unmapped);
-	if (r.summary)
-		encodable(r.summary);
-	for (size_t i = 0; i < r.n; i++) {
-		const struct hr_record *x = &r.recs[i];
-		REQUIRE(x->start_ns >= 0 && x->end_ns >= x->start_ns && x->done_ns >= x->end_ns);
-		REQUIRE(x->phase < HR_PHASE__COUNT);
-		if (x->error == HR_ERR_NONE)
-			REQUIRE(x->http_status == 200);
-		else
-			REQUIRE(x->error < HR_ERR__COUNT && x->error_msg &&
-				strlen(x->error_msg) <= HR_MAX_ERROR_MSG);
-		int64_t prev = x->start_ns;
-		for (uint32_t k = 0; k < x->n_chunks; k++) {
-			REQUIRE(x->chunk_ns[k] >= prev);
-			prev = x->chunk_ns[k];
+	REQUIRE(all && n >= 1);
+	REQUIRE(n == 1 || strncmp(all[0].format, "guidellm", 8) == 0);
+	size_t total = 0;
+	for (size_t j = 0; j < n; j++) {
+		struct import_result *rp = &all[j];
+#define r (*rp)
+		REQUIRE(r.producer[0] && r.format[0]);
+		REQUIRE(json_is_object(r.spec) && json_is_object(r.figures));
+		REQUIRE(json_is_object(r.stated) && json_is_object(r.unmapped));
+		REQUIRE((r.summary != NULL) == (r.n == 0));
+		REQUIRE(!jsonl || r.n > 0);
+		total += r.n;
+		REQUIRE(total <= HR_MAX_IMPORT_RECORDS);
+		encodable(r.spec);
+		encodable(r.figures);
+		encodable(r.stated);
+		encodable(r.unmapped);
+		if (r.summary)
+			encodable(r.summary);
+		for (size_t i = 0; i < r.n; i++) {
+			const struct hr_record *x = &r.recs[i];
+			REQUIRE(x->start_ns >= 0 && x->end_ns >= x->start_ns &&
+				x->done_ns >= x->end_ns);
+			REQUIRE(x->phase < HR_PHASE__COUNT);
+			if (x->error == HR_ERR_NONE)
+				REQUIRE(x->http_status == 200);
+			else
+				REQUIRE(x->error < HR_ERR__COUNT && x->error_msg &&
+					strlen(x->error_msg) <= HR_MAX_ERROR_MSG);
+			int64_t prev = x->start_ns;
+			for (uint32_t k = 0; k < x->n_chunks; k++) {
+				REQUIRE(x->chunk_ns[k] >= prev);
+				prev = x->chunk_ns[k];
+			}
+			REQUIRE(prev <= x->end_ns);
 		}
-		REQUIRE(prev <= x->end_ns);
+#undef r
 	}
-	import_result_release(&r);
+	import_results_release(all, n);
 	return 0;
 }

@@ -8,15 +8,26 @@ back as the file states them; a headroom run exported as vLLM and as
 AIPerf files and imported back compares with the original figure for
 figure; summary-only files compare as such; the imported run lists with
 its labels, shows its origin and refuses cancel; malformed and hostile
-files get a 4xx naming the field (and the line of a JSONL file)."""
+files get a 4xx naming the field (and the line of a JSONL file). GuideLLM
+reports, JSON and YAML (tests/integration/data/guidellm, and reports of
+the current schema built here from GuideLLM's models), give one run per
+benchmark, recomputed from the requests when all are listed, else its
+figures; hostile YAML (alias bombs, deep nesting, tags) is refused with
+its line.
+
+    HEADROOM_BIN=build-check/bin /usr/bin/python3 tests/integration/test_imports.py"""
 
 import hashlib
 import json
+import math
 import os
+import random
 import socket
 import subprocess
 import sys
 import unittest
+
+import yaml
 
 sys.path.insert(0, os.path.dirname(__file__))
 import hrtest  # noqa: E402
@@ -311,7 +322,6 @@ class Imports(hrtest.ServiceCase):
         self.refused({"file": "[1, 2]"}, "file")
         self.refused({"file": "{\"hello\": 1}"}, "file")  # neither format
         self.refused({"file": "[" * 100000 + "]" * 100000}, "file")  # deep nesting
-        self.refused({"file": json.dumps({"benchmarks": []})}, "file")  # GuideLLM: not yet
         self.refused(with_(ttfts="fast"), "file.ttfts")
         self.refused(with_(ttfts=f["ttfts"][:3] + ["x"] + f["ttfts"][4:]), "file.ttfts[3]")
         self.refused(with_(ttfts=f["ttfts"][:-1]), "file.itls")
@@ -387,6 +397,487 @@ class Imports(hrtest.ServiceCase):
                     break
                 data += chunk
         self.assertTrue(data.startswith(b"HTTP/1.1 413"), data[:200])
+
+
+# --- GuideLLM reports ------------------------------------------------------------------
+
+GUIDE_DIR = os.path.join(os.path.dirname(__file__), "data", "guidellm")
+GUIDE_PCTS = {"p001": 0.001, "p01": 0.01, "p05": 0.05, "p10": 0.1, "p25": 0.25, "p50": 0.5,
+              "p75": 0.75, "p90": 0.9, "p95": 0.95, "p99": 0.99, "p999": 0.999}
+# GuideLLM's distributions and headroom's tags (the scale makes ms)
+GUIDE_TAGS = {"time_to_first_token_ms": ("time_to_first_token", 1),
+              "inter_token_latency_ms": ("inter_token_latency", 1),
+              "request_latency": ("request_latency", 1000),
+              "prompt_token_count": ("input_sequence_length", 1),
+              "output_token_count": ("output_sequence_length", 1)}
+GUIDE_STATS = {"mean": "avg", "min": "min", "max": "max", "std_dev": "std"}
+
+
+def guide_dist(values):
+    """A DistributionSummary as GuideLLM computes one from equally weighted
+    values (src/guidellm/schemas/statistics.py: from_values, from_pdf)."""
+    if not values:
+        z = {"mean": 0.0, "median": 0.0, "mode": 0.0, "variance": 0.0, "std_dev": 0.0,
+             "min": 0.0, "max": 0.0, "count": 0, "total_sum": 0.0,
+             "percentiles": {k: 0.0 for k in GUIDE_PCTS}, "pdf": None}
+        return z
+    v = sorted(float(x) for x in values)
+    n = len(v)
+    cdf = [(i + 1) / n for i in range(n)]
+    pct = {}
+    for k, p in GUIDE_PCTS.items():
+        i = next(j for j, c in enumerate(cdf) if c >= p - 1e-12)  # searchsorted, left
+        pct[k] = v[i]
+    mean = sum(v) / n
+    var = sum((x - mean) ** 2 for x in v) / n
+    return {"mean": mean, "median": pct["p50"], "mode": v[0], "variance": var,
+            "std_dev": math.sqrt(var), "min": v[0], "max": v[-1], "count": n,
+            "total_sum": mean * n, "percentiles": pct, "pdf": None}
+
+
+def guide_status(ok, err=(), inc=()):
+    return {"successful": guide_dist(ok), "errored": guide_dist(err),
+            "incomplete": guide_dist(inc), "total": guide_dist(list(ok) + list(err) + list(inc))}
+
+
+def guide_request(rid, start, ttft, itl, osl, isl, error=None, status="completed", end_gap=0.0004):
+    """One GenerativeRequestStats as GuideLLM's model_dump(mode="json")
+    writes it (src/guidellm/schemas/request_stats.py, info.py, request.py):
+    its fields, RequestInfo with RequestTimings, and the computed fields."""
+    first = start + ttft if ttft is not None else None
+    last = first + itl * (osl - 1) if first is not None else None
+    end = (last if last is not None else start + 0.01) + end_gap
+    iters = osl if first is not None else 0
+    usage_in = {"text_tokens": isl, "cached_tokens": None, "text_words": None,
+                "text_characters": None, "total_tokens": isl}
+    usage_out = {"text_tokens": osl, "cached_tokens": None, "text_words": None,
+                 "text_characters": None, "total_tokens": osl}
+    lat = end - start
+    return {
+        "type_": "generative_request_stats", "request_id": rid, "response_id": None,
+        "request_args": None, "output": None, "reasoning_output": None, "tool_calls": None,
+        "info": {"request_id": rid, "conversation_id": None, "history_len": 0, "turn_index": 0,
+                 "node_id": None, "agent_id": None, "parent_node_ids": [], "status": status,
+                 "scheduler_node_id": 0, "scheduler_process_id": 0,
+                 "scheduler_start_time": start - 1.0,
+                 "timings": {"targeted_start": start - 0.0002, "queued": start - 0.5,
+                             "dequeued": start - 0.0003, "scheduled_at": start - 0.0003,
+                             "resolve_start": start - 0.0001, "request_start": start,
+                             "first_request_iteration": first, "first_token_iteration": first,
+                             "first_output_token_iteration": first,
+                             "last_token_iteration": last, "last_request_iteration": last,
+                             "request_iterations": iters + (1 if iters else 0),
+                             "token_iterations": iters, "request_end": end,
+                             "resolve_end": end + 0.0001, "finalized": end + 0.0002},
+                 "settings": {"relative_timestamp": None, "requeue_delay": None},
+                 "error": error, "traceback": None},
+        "input_metrics": usage_in, "output_metrics": usage_out,
+        "request_start_time": start, "request_end_time": end,
+        "request_latency": lat, "prompt_tokens": isl, "cached_tokens": None,
+        "output_tokens": osl, "total_tokens": isl + osl,
+        "time_to_first_token_ms": 1000 * (first - start) if first is not None else None,
+        "time_per_output_token_ms": 1000 * (last - start) / osl if first is not None else None,
+        "inter_token_latency_ms": (1000 * (last - first) / (osl - 1)
+                                   if first is not None and osl > 1 else None),
+        "tokens_per_second": (isl + osl) / lat, "output_tokens_per_second": osl / lat,
+        "time_to_first_output_token_ms": 1000 * (first - start) if first is not None else None,
+        "iter_tokens_per_iteration": 1.0 if iters > 1 else None,
+        "output_tokens_per_iteration": 1.0 if iters else None,
+    }
+
+
+def guide_benchmark(index, strategy, n_ok, n_err=0, n_inc=0, seed=1, t0=1764590000.0):
+    """One GenerativeBenchmark (src/guidellm/benchmark/schemas/benchmark.py,
+    metrics.py) with every request listed (no sampling)."""
+    rnd = random.Random(seed)
+    ok, err, inc = [], [], []
+    t = t0
+    for i in range(n_ok + n_err + n_inc):
+        t += rnd.uniform(0.002, 0.02)
+        isl = rnd.randint(64, 256)
+        if i < n_ok:
+            ok.append(guide_request("ok-%d-%d" % (index, i), t, rnd.uniform(0.02, 0.05),
+                                    rnd.uniform(0.003, 0.006), rnd.randint(2, 40), isl))
+        elif i < n_ok + n_err:
+            err.append(guide_request("err-%d-%d" % (index, i), t, None, 0, 0, isl,
+                                     error="HTTPStatusError: 500 Internal Server Error",
+                                     status="errored"))
+        else:
+            inc.append(guide_request("inc-%d-%d" % (index, i), t, 0.03, 0.004, 3, isl,
+                                     status="cancelled"))
+    start = t0
+    end = max(r["request_end_time"] for r in ok + err + inc)
+    dur = end - start
+    osl_sum = sum(r["output_tokens"] for r in ok)
+    tok_sum = sum(r["output_tokens"] + r["prompt_tokens"] for r in ok)
+
+    def vals(key, rs=ok):
+        return [r[key] for r in rs if r[key] is not None]
+
+    metrics = {
+        "request_totals": {"successful": n_ok, "incomplete": n_inc, "errored": n_err,
+                           "total": n_ok + n_err + n_inc},
+        "requests_per_second": guide_status([n_ok / dur] * 3),
+        "request_concurrency": guide_status([1.0, 2.0, 2.0, 3.0]),
+        "request_latency": guide_status(vals("request_latency"), vals("request_latency", err)),
+        "request_streaming_iterations_count": guide_status(
+            [r["info"]["timings"]["request_iterations"] for r in ok]),
+        "prompt_token_count": guide_status(vals("prompt_tokens")),
+        "output_token_count": guide_status(vals("output_tokens")),
+        "total_token_count": guide_status(vals("total_tokens")),
+        "time_to_first_token_ms": guide_status(vals("time_to_first_token_ms")),
+        "time_to_first_output_token_ms": guide_status(vals("time_to_first_output_token_ms")),
+        "time_per_output_token_ms": guide_status(vals("time_per_output_token_ms")),
+        "inter_token_latency_ms": guide_status(vals("inter_token_latency_ms")),
+        "prompt_tokens_per_second": guide_status([tok_sum / dur - osl_sum / dur]),
+        "output_tokens_per_second": guide_status([osl_sum / dur]),
+        "tokens_per_second": guide_status([tok_sum / dur]),
+        "output_tokens_per_iteration": guide_status(vals("output_tokens_per_iteration")),
+        "iter_tokens_per_iteration": guide_status(vals("iter_tokens_per_iteration")),
+        "text": {"tokens": None, "words": None, "characters": None},
+    }
+    return {
+        "type_": "generative_benchmark",
+        "config": {"id_": "bench-%d" % index, "run_id": "run-1", "run_index": index,
+                   "strategy": strategy, "constraints": {"max_requests": {"max_num": 1000}},
+                   "sample_size": None,
+                   "warmup": {"percent": None, "value": None, "mode": "prefer_duration"},
+                   "cooldown": {"percent": None, "value": None, "mode": "prefer_duration"},
+                   "prefer_response_metrics": True,
+                   "profile": {"type_": "sweep", "sweep_size": 3},
+                   "requests": {"data": ["prompt_tokens=128,output_tokens=32"]},
+                   "backend": {"type_": "openai_http", "target": "http://127.0.0.1:8000",
+                               "model": "llama-guide"},
+                   "environment": {"type_": "non_distributed"}},
+        "scheduler_state": {"node_id": 0, "num_processes": 1, "start_time": start - 1.0,
+                            "end_time": end + 0.1, "end_queuing_time": end,
+                            "created_requests": n_ok + n_err + n_inc},
+        "scheduler_metrics": {"start_time": start - 1.0, "request_start_time": start,
+                              "measure_start_time": start, "measure_end_time": end,
+                              "request_end_time": end, "end_time": end + 0.1,
+                              "requests_made": metrics["request_totals"],
+                              "queued_time_avg": 0.5, "resolve_start_delay_avg": 0.0001,
+                              "resolve_targeted_start_delay_avg": 0.0002,
+                              "request_start_delay_avg": 0.0001,
+                              "request_targeted_start_delay_avg": 0.0002,
+                              "request_time_avg": 0.1, "resolve_end_delay_avg": 0.0001,
+                              "resolve_time_avg": 0.1, "finalized_delay_avg": 0.0001,
+                              "processed_delay_avg": 0.0001},
+        "metrics": metrics,
+        "requests": {"successful": ok, "incomplete": inc, "errored": err, "total": None},
+        "start_time": start, "end_time": end, "duration": dur, "warmup_duration": 0.0,
+        "cooldown_duration": 0.0,
+    }
+
+
+def guide_report():
+    """A GuideLLM report of the current schema (GenerativeBenchmarksReport,
+    src/guidellm/benchmark/schemas/report.py, metadata version 2): a
+    synchronous, a concurrent and a constant-rate benchmark."""
+    return {
+        "metadata": {"version": 2, "guidellm_version": "0.7.1", "python_version": "3.12.3",
+                     "platform": "Linux-6.1.0-x86_64-with-glibc2.36"},
+        "config": {"metadata": {"labels": {}}, "spec": {"backend": {
+            "kind": "openai_http", "target": "http://127.0.0.1:8000", "model": "llama-guide"}}},
+        "benchmarks": [
+            guide_benchmark(0, {"type_": "synchronous"}, 30, seed=1),
+            guide_benchmark(1, {"type_": "concurrent", "streams": 4, "rampup_duration": 0.0},
+                            40, n_err=3, n_inc=2, seed=2),
+            guide_benchmark(2, {"type_": "constant", "rate": 12.5, "max_concurrency": None},
+                            25, n_err=1, seed=3),
+        ],
+    }
+
+
+class GuidellmImports(hrtest.ServiceCase):
+    """GuideLLM's reports (docs/formats.md, "GuideLLM"): one imported run per
+    benchmark, from JSON and from YAML, per-request records when the report
+    lists every request, its own figures otherwise."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.start_service()
+        cls.report = guide_report()
+        cls.json_text = json.dumps(cls.report)
+        cls.yaml_text = yaml.dump(cls.report)  # as GuideLLM's save_file writes it
+
+    def imp(self, body, status=201, query=""):
+        st, doc, _ = self.api.call("POST", "/imports" + query, body)
+        self.assertEqual(st, status, doc)
+        if st == 201:
+            DOC.validate(DOC.schema("ImportedRuns"), doc, "POST /imports")
+        else:
+            DOC.validate(DOC.schema("Error"), doc, "POST /imports")
+        return doc
+
+    def refused(self, text, field, line=None, code="invalid_import", query=""):
+        doc = self.imp({"file": text}, status=400, query=query)
+        self.assertEqual(doc["error"]["code"], code, doc)
+        self.assertEqual(doc["error"]["field"], field, doc)
+        if code == "invalid_import":
+            self.assertEqual(doc["error"]["line"], line, doc)
+        return doc
+
+    def check_recomputed(self, run, bench):
+        """A run with records against its benchmark: counts, the figures
+        recomputed from the records, the run-level figures stated."""
+        ok = bench["requests"]["successful"]
+        tot = bench["metrics"]["request_totals"]
+        s = run["summary"]
+        self.assertEqual(s["counts"]["requests"], tot["total"])
+        self.assertEqual(s["counts"]["valid"], tot["successful"])
+        self.assertEqual(s["counts"]["errors"], tot["errored"] + tot["incomplete"])
+        m = s["metrics"]
+        # headroom keeps whole nanoseconds: TTFT and the last token from the start
+        ttft = [round((r["info"]["timings"]["first_token_iteration"] - r["request_start_time"])
+                      * 1e9) for r in ok]
+        last = [round((r["info"]["timings"]["last_token_iteration"] - r["request_start_time"])
+                      * 1e9) for r in ok]
+        osl = [r["output_tokens"] for r in ok]
+        itl = [(lt - ft) / 1e6 / (n - 1) for ft, lt, n in zip(ttft, last, osl) if n > 1]
+        for pct in (50, 90, 99):
+            self.assertEqual(m["time_to_first_token"]["p%d" % pct],
+                             hrtest.numpy_percentile([x / 1e6 for x in ttft], pct))
+            self.assertAlmostEqual(m["inter_token_latency"]["p%d" % pct],
+                                   hrtest.numpy_percentile(itl, pct), delta=1e-9)
+            self.assertEqual(m["request_latency"]["p%d" % pct],
+                             hrtest.numpy_percentile([x / 1e6 for x in last], pct))
+        # the file's own TTFT and ITL: the same to within the nanosecond rounding
+        gm = bench["metrics"]
+        for key in ("time_to_first_token_ms", "inter_token_latency_ms"):
+            tag = GUIDE_TAGS[key][0]
+            for gs, hs in GUIDE_STATS.items():
+                if gs == "std_dev":
+                    continue  # GuideLLM's is the population's, headroom's the sample's
+                self.assertAlmostEqual(m[tag][hs], gm[key]["successful"][gs], delta=2e-6,
+                                       msg="%s %s" % (key, gs))
+        self.assertEqual(m["input_sequence_length"]["avg"],
+                         gm["prompt_token_count"]["successful"]["mean"])
+        self.assertEqual(m["output_sequence_length"]["max"],
+                         gm["output_token_count"]["successful"]["max"])
+        # the run-level figures are the file's
+        self.assertEqual(m["request_throughput"]["avg"],
+                         gm["requests_per_second"]["successful"]["mean"])
+        self.assertEqual(m["output_token_throughput"]["avg"],
+                         gm["output_tokens_per_second"]["successful"]["mean"])
+        self.assertEqual(m["total_token_throughput"]["avg"],
+                         gm["tokens_per_second"]["successful"]["mean"])
+        self.assertEqual(s["window_s"], bench["duration"])
+
+    def test_json_and_yaml_reports(self):
+        runs = {}
+        for kind, text in (("json", self.json_text), ("yaml", self.yaml_text)):
+            doc = self.imp({"file": text, "labels": {"origin": "guide-" + kind}})
+            runs[kind] = doc["runs"]
+            self.assertEqual(len(doc["runs"]), 3)
+            for i, (run, bench) in enumerate(zip(doc["runs"], self.report["benchmarks"])):
+                imp = run["import"]
+                self.assertEqual(run["state"], "succeeded", run.get("reason"))
+                self.assertEqual(run["name"], "guidellm import %d/3" % (i + 1))
+                self.assertEqual((imp["producer"], imp["version"], imp["format"]),
+                                 ("guidellm", "0.7.1", "guidellm-" + kind))
+                self.assertEqual(imp["sha256"], hashlib.sha256(text.encode()).hexdigest())
+                self.assertEqual(imp["records"], bench["metrics"]["request_totals"]["total"])
+                self.assertEqual(imp["start_times"], "file")
+                self.assertFalse(imp["summary_only"])
+                self.assertEqual(imp["stated"]["benchmark"],
+                                 {"index": i, "of": 3, "id": "bench-%d" % i})
+                self.assertEqual(imp["stated"]["time_to_first_token_ms"],
+                                 bench["metrics"]["time_to_first_token_ms"])
+                # what has no counterpart stays readable with the run
+                self.assertEqual(imp["unmapped"]["scheduler_metrics"], bench["scheduler_metrics"])
+                self.assertEqual(imp["unmapped"]["metadata"], self.report["metadata"])
+                self.assertEqual(imp["unmapped"]["metrics"]["total_token_count"],
+                                 bench["metrics"]["total_token_count"])
+                self.assertEqual(run["spec"]["target"]["model"], "llama-guide")
+                self.assertEqual(run["spec"]["target"]["url"], "http://127.0.0.1:8000")
+                self.check_recomputed(run, bench)
+            spec = [r["spec"]["load"] for r in doc["runs"]]
+            self.assertEqual((spec[0]["mode"], spec[0]["concurrency"]), ("concurrency", 1))
+            self.assertEqual((spec[1]["mode"], spec[1]["concurrency"]), ("concurrency", 4))
+            self.assertEqual((spec[2]["mode"], spec[2]["rate"], spec[2]["arrival"]),
+                             ("rate", 12.5, "constant"))
+        # JSON and YAML give the same runs
+        for a, b in zip(runs["json"], runs["yaml"]):
+            self.assertEqual(a["summary"]["metrics"], b["summary"]["metrics"])
+        # the records are the report's requests, failures with their category
+        rid = runs["json"][1]["id"]
+        st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl" % rid)
+        recs = [json.loads(x) for x in text.splitlines()]
+        self.assertEqual(len(recs), 45)
+        self.assertEqual(sorted(r["error"] for r in recs if not r["valid"]),
+                         ["cancelled"] * 2 + ["transport"] * 3)
+        # listed by label, shown, compared, read-only as any imported run
+        st, lst, _ = self.api.call("GET", "/runs?label.origin=guide-yaml")
+        self.assertEqual(sorted(r["id"] for r in lst["runs"]),
+                         sorted(r["id"] for r in runs["yaml"]))
+        st, c, _ = self.api.call("GET", "/compare?base=%d&head=%d"
+                                 % (runs["json"][1]["id"], runs["yaml"][1]["id"]))
+        self.assertEqual(st, 200, c)
+        self.assertEqual(c["level"], "requests")
+        self.assertEqual(c["counts"]["better"] + c["counts"]["worse"] + c["counts"]["changed"],
+                         0, c["counts"])
+        st, body, _ = self.api.call("POST", "/runs/%d/cancel" % rid)
+        self.assertEqual(st, 409, body)
+        # the original file, kept once by its content
+        path = os.path.join(self.tmp.name, "imports", runs["yaml"][0]["import"]["sha256"])
+        with open(path) as fh:
+            self.assertEqual(fh.read(), self.yaml_text)
+
+    def test_sampled_requests_are_summary_only(self):
+        # GuideLLM may keep a sample of the requests: the file's figures then
+        rep = guide_report()
+        del rep["benchmarks"][1:]
+        b = rep["benchmarks"][0]
+        b["requests"]["successful"] = b["requests"]["successful"][:5]
+        doc = self.imp({"file": yaml.dump(rep), "name": "sampled"})
+        run = doc["runs"][0]
+        self.assertEqual(run["name"], "sampled")
+        self.assertTrue(run["import"]["summary_only"])
+        m = run["summary"]["metrics"]
+        for key, (tag, scale) in GUIDE_TAGS.items():
+            src = b["metrics"][key]["successful"]
+            for gs, hs in GUIDE_STATS.items():
+                self.assertEqual(m[tag][hs], src[gs] * scale, (key, gs))
+            for p in ("p01", "p05", "p10", "p25", "p50", "p75", "p90", "p95", "p99"):
+                self.assertEqual(m[tag]["p%d" % int(p[1:])], src["percentiles"][p] * scale,
+                                 (key, p))
+        self.assertEqual(run["summary"]["counts"]["valid"], 30)
+        self.assertEqual(len(run["import"]["unmapped"]["requests"]["successful"]), 5)
+
+    def test_guidellm_own_fixtures(self):
+        # the report GuideLLM's own tests read (data/guidellm/README.md): an
+        # older schema (0.3: run_stats, args, worker), one request of 46 kept
+        for name, fmt in (("benchmarks_stripped.json", "guidellm-json"),
+                          ("benchmarks_stripped.yaml", "guidellm-yaml")):
+            with open(os.path.join(GUIDE_DIR, name)) as fh:
+                text = fh.read()
+            with open(os.path.join(GUIDE_DIR, "benchmarks_stripped.json")) as fh:
+                src = json.load(fh)
+            b = src["benchmarks"][0]
+            run = self.imp({"file": text})["runs"][0]
+            self.assertEqual(run["import"]["format"], fmt)
+            self.assertTrue(run["import"]["summary_only"])
+            self.assertEqual(run["spec"]["target"]["model"], "example_model")
+            c = run["summary"]["counts"]
+            self.assertEqual((c["requests"], c["valid"], c["errors"]), (47, 46, 1))
+            m = run["summary"]["metrics"]
+            for key, (tag, scale) in GUIDE_TAGS.items():
+                s = b["metrics"][key]["successful"]
+                self.assertEqual(m[tag]["avg"], s["mean"] * scale)
+                self.assertEqual(m[tag]["p50"], s["median"] * scale)  # no p50 there
+                self.assertEqual(m[tag]["p99"], s["percentiles"]["p99"] * scale)
+            self.assertEqual(m["request_throughput"]["avg"],
+                             b["metrics"]["requests_per_second"]["successful"]["mean"])
+            self.assertEqual(run["summary"]["window_s"], b["duration"])
+            self.assertEqual(run["import"]["unmapped"]["run_stats"], b["run_stats"])
+
+    def test_cli_import_yaml(self):
+        with hrtest.tempdir() as d:
+            path = os.path.join(d, "benchmarks.yaml")
+            with open(path, "w") as fh:
+                fh.write(self.yaml_text)
+            out = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "import", path,
+                                  "--label", "via=cli"], capture_output=True, text=True,
+                                 timeout=60 * hrtest.time_scale())
+            self.assertEqual(out.returncode, 0, out.stderr)
+            lines = out.stdout.splitlines()
+            self.assertEqual(len(lines), 3, out.stdout)
+            self.assertTrue(all("(guidellm, succeeded; per-request records)" in x
+                                for x in lines), out.stdout)
+            bad = os.path.join(d, "bad.yaml")
+            with open(bad, "w") as fh:
+                fh.write(self.yaml_text.replace("version: 2", "version: [2", 1))
+            out = subprocess.run([CLI, "--url", "http://" + self.daemon.addr, "import", bad],
+                                 capture_output=True, text=True, timeout=60 * hrtest.time_scale())
+            self.assertEqual(out.returncode, 3, out.stderr)
+            self.assertIn("line ", out.stderr)
+        out = subprocess.run([CLI, "import", "--help"], capture_output=True, text=True)
+        self.assertIn("GuideLLM", out.stdout)
+
+    def test_bad_reports(self):
+        rep = guide_report()
+        text = self.json_text
+        self.refused(text[:5000], "file")  # truncated JSON
+        self.refused(self.yaml_text[:3000] + "\n  - [unclosed", "file",
+                     line=self.yaml_text[:3000].count("\n") + 2)  # broken YAML: its line
+        self.refused(json.dumps({"benchmarks": []}), "file.benchmarks")
+        self.refused(json.dumps({"benchmarks": 5}), "file.benchmarks", query="?format=guidellm")
+        self.refused(json.dumps({"benchmarks": [rep["benchmarks"][0], 7]}),
+                     "file.benchmarks[1]")
+        self.refused(json.dumps({"metadata": {}, "benchmarks": [{"requests": {}}]}),
+                     "file.benchmarks[0].metrics")
+        self.refused(self.fixture_vllm(), "file.benchmarks", query="?format=guidellm")
+
+        def broken(path, value):
+            r = guide_report()
+            o = r
+            for k in path[:-1]:
+                o = o[k]
+            o[path[-1]] = value
+            return r
+        b = ["benchmarks", 1]
+        for path, value, field in (
+                (b + ["metrics", "time_to_first_token_ms", "successful", "mean"], "x",
+                 "file.benchmarks[1].metrics.time_to_first_token_ms.successful.mean"),
+                (b + ["metrics", "request_totals", "errored"], -3,
+                 "file.benchmarks[1].metrics.request_totals.errored"),
+                (b + ["metrics", "inter_token_latency_ms", "successful", "percentiles"], [],
+                 "file.benchmarks[1].metrics.inter_token_latency_ms.successful.percentiles"),
+                (b + ["requests", "successful"], {"a": 1},
+                 "file.benchmarks[1].requests.successful"),
+                (b + ["requests", "successful", 7, "info", "timings", "request_start"], "soon",
+                 "file.benchmarks[1].requests.successful[7].info.timings.request_start"),
+                (b + ["requests", "errored", 1, "info", "error"], 500,
+                 "file.benchmarks[1].requests.errored[1].info.error"),
+                (b + ["requests", "successful", 3, "info", "timings", "token_iterations"],
+                 10 ** 8, "file.benchmarks[1].requests.successful[3]"),
+                (["metadata", "guidellm_version"], 7, "file.metadata.guidellm_version")):
+            r = broken(path, value)
+            self.refused(json.dumps(r), field)
+            # in YAML too, with the line of the value at fault
+            y = yaml.dump(r)
+            doc = self.imp({"file": y}, status=400)
+            self.assertEqual(doc["error"]["field"], field, doc)
+            self.assertIsInstance(doc["error"]["line"], int, doc)
+            self.assertIn("line %d: " % doc["error"]["line"], doc["error"]["message"])
+        # the line is the value's: the wrong mean
+        r = broken(b + ["metrics", "time_to_first_token_ms", "successful", "mean"], "x")
+        y = yaml.dump(r)
+        doc = self.imp({"file": y}, status=400)
+        self.assertIn("mean: x", y.splitlines()[doc["error"]["line"] - 1])
+        # the start after its first token
+        r = guide_report()
+        q = r["benchmarks"][0]["requests"]["successful"][2]
+        q["info"]["timings"]["first_token_iteration"] = q["request_start_time"] - 1
+        self.refused(json.dumps(r), "file.benchmarks[0].requests.successful[2]")
+        # hostile YAML: an alias bomb, deep nesting, tags, documents, huge lists
+        bomb = "a: &a [x, x, x, x, x, x, x, x, x]\n"
+        for i in range(1, 12):
+            bomb += "%s: &%s [*%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s, *%s]\n" % (
+                chr(97 + i), chr(97 + i), *([chr(96 + i)] * 9))
+        bomb += "benchmarks: [*l]\n"
+        doc = self.refused(bomb, "file", line=7)  # where the copies pass 1,000,000 nodes
+        self.assertIn("alias", doc["error"]["message"])
+        deep = "benchmarks:\n" + "".join("  " * i + "- \n" for i in range(1, 60))
+        self.refused(deep, "file", line=33)  # the 33rd level
+        self.refused("benchmarks: " + "[" * 100 + "]" * 100 + "\n", "file", line=1)
+        self.refused("benchmarks: !!python/object:os.system [ls]\n", "file", line=1)
+        self.refused("benchmarks: []\n---\nbenchmarks: []\n", "file", line=2)
+        self.refused("- 1\n- 2\n", "file")
+        self.refused("benchmarks:\n" + "- 1\n" * 1001, "file.benchmarks", line=2)
+        many = {"benchmarks": [{"metrics": {"request_totals": {"successful": 1000001}},
+                                "requests": {"successful": [0] * 1000001}}]}
+        self.refused(json.dumps(many), "file.benchmarks[0].requests.successful")
+        # nothing of the refused files became a run
+        st, lst, _ = self.api.call("GET", "/runs?limit=1000")
+        for r in lst["runs"]:
+            self.assertNotEqual(r["state"], "running", r)
+
+    @staticmethod
+    def fixture_vllm():
+        with open(FIXTURE) as fh:
+            return fh.read()
 
 
 class ImportFilesKept(unittest.TestCase):
