@@ -737,6 +737,29 @@ static void gates_block(FILE *out, json_t *summary)
 	}
 }
 
+/* The run's credibility card (docs/card.md): every item with its value and
+ * where it came from, or "unknown" and how to fill it. */
+static void card_block(FILE *out, json_t *card)
+{
+	json_t *items = json_object_get(card, "items");
+	if (!json_is_array(items))
+		return;
+	fputs("\nCard\n", out);
+	size_t i;
+	json_t *it;
+	json_array_foreach(items, i, it) {
+		char *title = view_clean(view_str(it, "title"));
+		char *text = view_clean(view_str(it, "text"));
+		int unknown = json_is_true(json_object_get(it, "unknown"));
+		char *more = view_clean(view_str(it, unknown ? "fill" : "source"));
+		fprintf(out, "  %-34s %s%s%s%s\n", title, text, unknown ? "; " : " (",
+			more, unknown ? "" : ")");
+		free(title);
+		free(text);
+		free(more);
+	}
+}
+
 void show_run(FILE *out, json_t *run)
 {
 	header(out, run);
@@ -747,6 +770,7 @@ void show_run(FILE *out, json_t *run)
 		                   strcmp(st, "cancelled") == 0 || strcmp(st, "interrupted") == 0);
 		fputs(ended ? "\nNo summary: the run ended without one.\n" : "\nNo summary yet.\n",
 		      out);
+		card_block(out, json_object_get(run, "card"));
 		return;
 	}
 	double window;
@@ -770,4 +794,5 @@ void show_run(FILE *out, json_t *run)
 	telemetry_block(out, json_object_get(summary, "telemetry"));
 	validity_block(out, summary);
 	gates_block(out, summary);
+	card_block(out, json_object_get(run, "card"));
 }

@@ -93,7 +93,9 @@ const char *http_reason(int status)
 void http_respond(struct conn *c, int status, const char *ctype, const char *body, size_t len,
                   const char *extra)
 {
-	out_printf(c, "HTTP/1.1 %d %s\r\nContent-Type: %s\r\nContent-Length: %zu\r\n%s%s\r\n",
+	out_printf(c,
+	           "HTTP/1.1 %d %s\r\nServer: " MOCK_SERVER "\r\nContent-Type: %s\r\n"
+	           "Content-Length: %zu\r\n%s%s\r\n",
 	           status, http_reason(status), ctype, len, extra ? extra : "",
 	           c->close_after ? "Connection: close\r\n" : "");
 	if (!c->head)

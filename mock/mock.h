@@ -29,6 +29,9 @@
 
 struct tok; /* tokenizer.h */
 
+/* The Server header of every answer (a benchmark's card names the server). */
+#define MOCK_SERVER "headroom-mock/" HEADROOM_VERSION
+
 /* Bounds of the mock beyond those in limits.h. */
 #define MOCK_MAX_HEADER_BYTES (16u << 10) /* request line + headers -> 431 */
 #define MOCK_MAX_HEADERS 100              /* header lines per request -> 431 */

@@ -841,7 +841,8 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 		return;
 	srv->nstreams++;
 	out_printf(c,
-	           "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream; charset=utf-8\r\n"
+	           "HTTP/1.1 200 OK\r\nServer: " MOCK_SERVER "\r\n"
+	           "Content-Type: text/event-stream; charset=utf-8\r\n"
 	           "Cache-Control: no-cache\r\n%s\r\n",
 	           s->chunked
 	               ? (c->close_after ? "Transfer-Encoding: chunked\r\nConnection: close\r\n"

@@ -17,6 +17,7 @@
 #include "auth.h"
 #include "backup.h"
 #include "calibrate.h"
+#include "card.h"
 #include "client.h"
 #include "datasets.h"
 #include "disk.h"
@@ -555,6 +556,22 @@ static enum MHD_Result h_get(struct call *k)
 	if (api_run_get(k, 1, &out, &ret) < 0)
 		return ret;
 	auth_run_members(k->a->store, k->id, out);
+	card_run_member(k->a->store, k->id, out);
+	return reply_json(k->conn, 200, out);
+}
+
+/* GET /runs/{id}/card: the run's credibility card (card.h, docs/card.md). */
+static enum MHD_Result h_card(struct call *k)
+{
+	json_t *run;
+	enum MHD_Result ret;
+	if (api_run_get(k, 0, &run, &ret) < 0)
+		return ret;
+	json_t *c = card_read(k->a->store, k->id);
+	json_t *out = card_view(c, json_object_get(run, "labels"));
+	json_decref(c);
+	json_decref(run);
+	json_object_set_new(out, "run_id", json_integer((json_int_t)k->id));
 	return reply_json(k->conn, 200, out);
 }
 
@@ -1147,6 +1164,7 @@ static const struct route routes[] = {
 	{"DELETE", "/api/v1/runs/{id}", h_delete},
 	{"POST", "/api/v1/runs/{id}/cancel", h_cancel},
 	{"GET", "/api/v1/runs/{id}/summary", h_summary},
+	{"GET", "/api/v1/runs/{id}/card", h_card},
 	{"GET", "/api/v1/runs/{id}/records", h_records},
 	{"GET", "/api/v1/runs/{id}/telemetry", h_telemetry},
 	{"GET", "/api/v1/runs/{id}/client", h_client},

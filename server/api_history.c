@@ -10,6 +10,7 @@
 
 #include "apiint.h"
 #include "auth.h"
+#include "card.h"
 #include "compare.h"
 #include "history.h"
 #include "metrics.h"
@@ -192,6 +193,7 @@ enum MHD_Result h_patch(struct call *k)
 	if (runs_get(k->a->store, k->id, 1, &run, err) < 0)
 		return reply_internal(k->conn, err);
 	auth_run_members(k->a->store, k->id, run); /* as GET /runs/{id} */
+	card_run_member(k->a->store, k->id, run);
 	return reply_json(k->conn, 200, run);
 }
 

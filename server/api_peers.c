@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "card.h"
 #include "dynbuf.h"
 #include "imports.h"
 #include "peerfmt.h"
@@ -146,6 +147,7 @@ enum MHD_Result h_export(struct call *k)
 	enum MHD_Result ret;
 	if (api_run_get(k, 1, &run, &ret) < 0)
 		return ret;
+	card_run_member(k->a->store, k->id, run); /* the exports carry the card */
 	if (!json_is_object(json_object_get(run, "summary"))) {
 		json_decref(run);
 		return reply_error(k->conn, 409, "not_ready", NULL,

@@ -156,6 +156,31 @@ static size_t distributions(const json_t *run, const char **tags, const char **l
 	return n;
 }
 
+/* The run's credibility card (run.card, docs/card.md) as one flat object:
+ * each item's text, or "unknown; " and how to fill it. NULL without one. */
+static json_t *card_flat(const json_t *run)
+{
+	const json_t *items = member(run, "card.items");
+	if (!json_is_array(items))
+		return NULL;
+	json_t *o = json_object();
+	size_t i;
+	const json_t *it;
+	json_array_foreach(items, i, it) {
+		const char *key = str(it, "key"), *text = str(it, "text"), *fill = str(it, "fill");
+		if (!key)
+			continue;
+		if (json_is_true(json_object_get(it, "unknown"))) {
+			char *u = xasprintf("unknown; %s", fill ? fill : "");
+			json_object_set_new(o, key, json_string(u));
+			free(u);
+		} else {
+			json_object_set_new(o, key, json_string(text ? text : ""));
+		}
+	}
+	return o;
+}
+
 /* AIPerf's UserConfig, in the parts a headroom spec can fill. */
 static json_t *aiperf_input_config(const json_t *run)
 {
@@ -179,7 +204,11 @@ static json_t *aiperf_input_config(const json_t *run)
 	const json_t *wu = member(spec, "warmup.requests");
 	if (wu)
 		json_object_set(lg, "warmup_request_count", (json_t *)wu);
-	return json_pack("{s:o, s:o}", "endpoint", ep, "loadgen", lg);
+	json_t *cfg = json_pack("{s:o, s:o}", "endpoint", ep, "loadgen", lg);
+	json_t *card = card_flat(run);
+	if (card) /* what AIPerf's config cannot say: the host, server, lengths sent */
+		json_object_set_new(cfg, "headroom_card", card);
+	return cfg;
 }
 
 json_t *peer_aiperf_json(const json_t *run, const struct peer_totals *t, const char *version)
@@ -510,6 +539,9 @@ void peer_vllm_head(struct dynbuf *out, const json_t *run, const struct peer_tot
 			json_object_set_new(o, key, json_real(or0(num(d, pcts[k]))));
 		}
 	}
+	json_t *card = card_flat(run);
+	if (card) /* beside the fields, as vLLM's --metadata keys are */
+		json_object_set_new(o, "headroom_card", card);
 	char *s = json_dumps(o, JSON_COMPACT | JSON_REAL_PRECISION(17));
 	json_decref(o);
 	size_t n = s ? strlen(s) : 0;

@@ -20,6 +20,7 @@
 #include <zmq.h>
 
 #include "calibrate.h"
+#include "card.h"
 #include "log.h"
 #include "sweep.h"
 #include "satdet.h"
@@ -1052,6 +1053,9 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	c.started = mono_ns();
 	hlog(LOG_INFO, "runner", "run %lld started with %d worker(s)\n", (long long)id, c.n);
 
+	/* the credibility card: the client host and the server's identity */
+	json_t *card = card_begin(r->store, id, c.spec.json, &c.spec, &c.net,
+				  c.key_var ? strchr(c.key_var, '=') + 1 : NULL);
 	/* telemetry from before the first request (the baseline) to after the last */
 	struct collector *tele = collector_start(r->store, id, &c.spec, r->o.nvml_lib,
 						  &c.net);
@@ -1181,6 +1185,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 				(long long)id, err);
 		judge_run(r->store, id, &c.spec, summary);
 	}
+	card_end(r->store, id, card, summary); /* lengths sent, verdict, GPUs */
 	const char *state = RUN_SUCCEEDED;
 	char reason[600] = "";
 	if (c.interrupted) {
