@@ -252,7 +252,10 @@ static void header(FILE *out, json_t *run)
 	if (json_is_object(spec)) {
 		static const char *const load_order[] = {"mode",     "concurrency", "rate",
 		                                         "requests", "duration_s",  NULL};
-		pairs_line(out, "load", json_object_get(spec, "load"), load_order);
+		if (json_array_size(json_object_get(spec, "classes")))
+			kv_line(out, "load", "traffic classes, each with its own (Classes, below)");
+		else
+			pairs_line(out, "load", json_object_get(spec, "load"), load_order);
 		json_t *workers = json_object_get(spec, "workers");
 		if (json_is_integer(workers))
 			kv_line(out, "workers", view_scalar(buf, sizeof(buf), workers));
@@ -790,6 +793,7 @@ void show_run(FILE *out, json_t *run)
 	}
 	load_line(out, json_object_get(summary, "load"));
 	tokens_lines(out, json_object_get(summary, "tokens"));
+	show_classes(out, run);
 	errors_table(out, json_object_get(summary, "errors"));
 	telemetry_block(out, json_object_get(summary, "telemetry"));
 	validity_block(out, summary);

@@ -12,6 +12,9 @@
  * state, reason, times, target, load, progress), then the metrics table,
  * counts and errors by category, or a note that there is no summary yet. */
 void show_run(FILE *out, json_t *run);
+/* The per-class table and interference lines of a run with traffic
+ * classes (cli/classes.c); nothing for other runs. */
+void show_classes(FILE *out, json_t *run);
 
 /* Display name of a metric tag: the fixed name of a known tag, else the
  * tag with '_' as spaces and each word capitalised. Caller frees. */

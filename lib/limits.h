@@ -20,6 +20,7 @@
 #define HR_MAX_PREFIX_PROMPTS 100000      /* workload.prefix_prompts.count */
 #define HR_MAX_MIX 64                     /* workload.mix entries */
 #define HR_MAX_SLOS 16                    /* goodput objectives */
+#define HR_MAX_TOOL_TIMES 8               /* workload.sessions.tool_time_s components */
 #define HR_MAX_CLASSES 8                  /* traffic classes of one run (spec.classes) */
 #define HR_MAX_CLASS_NAME 32              /* bytes of a class's name */
 #define HR_MAX_BATCH_SIZE 4096            /* load.batch.size */

@@ -23,6 +23,9 @@ enum rng_stream {
 	RNG_STREAM_DATASET = 9,        /* which dataset entry a request takes (random, shuffle) */
 	RNG_STREAM_PREFIX = 10,        /* which shared prefix prompt a request takes */
 	RNG_STREAM_MIX = 11,           /* which (isl, osl) pair of workload.mix */
+	RNG_STREAM_TOOL = 12,          /* which tool-time component a turn waits by */
+	RNG_STREAM_DOC = 13,           /* whether a turn appends a document */
+	RNG_STREAM_DOC_LEN = 14,       /* the document's length */
 };
 
 /* A 64-bit hash of the triple (splitmix64 finaliser over a mix). */

@@ -458,6 +458,70 @@ static int parse_trace_window(struct vctx *v, json_t *ld, struct spec *s)
 	return 0;
 }
 
+/* workload.sessions.tool_time_s: [{weight, mean, stddev}], a mixture */
+static int parse_tool_times(struct vctx *v, json_t *tt, struct spec_agent *a)
+{
+	const char *path = "workload.sessions.tool_time_s";
+	if (!json_is_array(tt) || json_array_size(tt) < 1 ||
+	    json_array_size(tt) > HR_MAX_TOOL_TIMES)
+		return fail(v, "invalid_value", path,
+		            "'%s' must be an array of 1 to %d {weight, mean, stddev} objects", path,
+		            HR_MAX_TOOL_TIMES);
+	static const char *const keys[] = {"weight", "mean", "stddev", NULL};
+	size_t i;
+	json_t *c;
+	json_array_foreach(tt, i, c)
+	{
+		char p[96], f[128];
+		snprintf(p, sizeof p, "%s[%zu]", path, i);
+		if (!json_is_object(c))
+			return fail(v, "wrong_type", p, "'%s' must be an object", p);
+		if (check_keys(v, c, p, keys) < 0)
+			return -1;
+		struct spec_tool *t = &a->tool[i];
+		snprintf(f, sizeof f, "%s.weight", p);
+		if (get_num(v, c, "weight", f, 1, 1, 1e-9, 1e9, 0, &t->weight) < 0)
+			return -1;
+		snprintf(f, sizeof f, "%s.mean", p);
+		if (get_num(v, c, "mean", f, 0, 0, 0, HR_MAX_THINK_S, 0, &t->mean) < 0)
+			return -1;
+		snprintf(f, sizeof f, "%s.stddev", p);
+		if (get_num(v, c, "stddev", f, 0, 1, 0, HR_MAX_THINK_S, 0, &t->stddev) < 0)
+			return -1;
+	}
+	a->n_tool = (int)json_array_size(tt);
+	return 0;
+}
+
+/* workload.sessions.documents: {probability, tokens{mean, stddev}} */
+static int parse_documents(struct vctx *v, json_t *se, struct spec_agent *a)
+{
+	json_t *d = json_object_get(se, "documents");
+	if (!d || json_is_null(d)) {
+		json_object_del(se, "documents");
+		return 0;
+	}
+	const char *path = "workload.sessions.documents";
+	if (!json_is_object(d))
+		return fail(v, "wrong_type", path, "'%s' must be an object {probability, tokens}",
+		            path);
+	static const char *const keys[] = {"probability", "tokens", NULL};
+	if (check_keys(v, d, path, keys) < 0)
+		return -1;
+	if (get_num(v, d, "probability", "workload.sessions.documents.probability", 0, 0, 0, 1, 0,
+	            &a->doc_probability) < 0)
+		return -1;
+	json_t *t = get_obj(v, d, "tokens", "workload.sessions.documents.tokens", 1);
+	static const char *const dk[] = {"mean", "stddev", NULL};
+	if (!t || check_keys(v, t, "workload.sessions.documents.tokens", dk) < 0 ||
+	    get_num(v, t, "mean", "workload.sessions.documents.tokens.mean", 0, 0, 1, HR_MAX_ISL, 1,
+	            &a->doc_tokens.mean) < 0 ||
+	    get_num(v, t, "stddev", "workload.sessions.documents.tokens.stddev", 0, 1, 0,
+	            HR_MAX_ISL, 0, &a->doc_tokens.stddev) < 0)
+		return -1;
+	return 0;
+}
+
 static int parse_sessions(struct vctx *v, json_t *wl, struct spec *s)
 {
 	json_t *se = json_object_get(wl, "sessions");
@@ -468,8 +532,23 @@ static int parse_sessions(struct vctx *v, json_t *wl, struct spec *s)
 	if (!json_is_object(se))
 		return fail(v, "wrong_type", "workload.sessions",
 		            "'workload.sessions' must be an object");
-	static const char *const keys[] = {"turns", "think_time_s", NULL};
+	static const char *const keys[] = {"turns", "think_time_s", "tool_time_s", "documents",
+	                                   NULL};
 	if (check_keys(v, se, "workload.sessions", keys) < 0)
+		return -1;
+	json_t *tt = json_object_get(se, "tool_time_s");
+	if (tt && !json_is_null(tt)) {
+		json_t *th0 = json_object_get(se, "think_time_s");
+		if (th0 && !json_is_null(th0))
+			return fail(v, "invalid_value", "workload.sessions.tool_time_s",
+			            "give 'workload.sessions.think_time_s' or "
+			            "'workload.sessions.tool_time_s', not both");
+		if (parse_tool_times(v, tt, &s->workload.agent) < 0)
+			return -1;
+	} else {
+		json_object_del(se, "tool_time_s");
+	}
+	if (parse_documents(v, se, &s->workload.agent) < 0)
 		return -1;
 	static const char *const dk[] = {"mean", "stddev", NULL};
 	json_t *t = get_obj(v, se, "turns", "workload.sessions.turns", 1);
@@ -479,6 +558,10 @@ static int parse_sessions(struct vctx *v, json_t *wl, struct spec *s)
 	    get_num(v, t, "stddev", "workload.sessions.turns.stddev", 0, 1, 0, HR_MAX_TURNS, 0,
 	            &s->workload.turns.stddev) < 0)
 		return -1;
+	if (s->workload.agent.n_tool) { /* the tool times replace it */
+		s->workload.sessions = 1;
+		return 0;
+	}
 	json_t *th = get_obj(v, se, "think_time_s", "workload.sessions.think_time_s", 0);
 	if (!th || check_keys(v, th, "workload.sessions.think_time_s", dk) < 0 ||
 	    get_num(v, th, "mean", "workload.sessions.think_time_s.mean", 0, 1, 0, HR_MAX_THINK_S,

@@ -76,6 +76,19 @@ struct spec_load {
 	double duration_s;   /* 0 when not bounded by time */
 };
 
+/* Agent sessions (workload.sessions.tool_time_s and .documents): the wait
+ * before each next turn drawn from a mixture of normals (a quick tool
+ * call, a long one...) instead of think_time_s, and turns after the first
+ * that append a document of doc_tokens with probability doc_probability. */
+struct spec_agent {
+	int n_tool; /* 0: think_time_s */
+	struct spec_tool {
+		double weight, mean, stddev;
+	} tool[HR_MAX_TOOL_TIMES];
+	double doc_probability;
+	struct spec_dist doc_tokens;
+};
+
 /* target.url of a spec with target.mock until the daemon fills in the
  * address of the headroom-mock it started. */
 #define SPEC_MOCK_URL "http://127.0.0.1:0"
@@ -107,6 +120,7 @@ struct spec {
 		uint64_t seed;
 		int sessions; /* multi-turn sessions enabled */
 		struct spec_dist turns, think_s;
+		struct spec_agent agent; /* sessions: tool times and documents (agent sessions) */
 		const char *tokenizer; /* borrowed: path of the tokenizer file, or NULL */
 		int64_t dataset_id;    /* dataset kind: the uploaded dataset (docs/datasets.md) */
 		int sampling;          /* SPEC_SAMPLE_*; DEFAULT: by the dataset's format */

@@ -309,6 +309,9 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		json_object_set_new(o, "in_flight_max", json_integer((json_int_t)w->in_flight_max));
 		json_object_set_new(o, "queued_max", json_integer((json_int_t)w->queued_max));
 		json_object_set_new(o, "port_errors", json_integer((json_int_t)w->port_errors));
+		int wk_class = spec_class_of_worker(spec, (uint32_t)i);
+		if (wk_class >= 0) /* a worker's class: whose sends a busy loop held back */
+			json_object_set_new(o, "class", json_string(spec->classes[wk_class].name));
 		json_array_append_new(per, o);
 		if (share >= max_share && share > 0) {
 			bound = busy_hit = 1;
@@ -316,6 +319,10 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 			       "worker %d loop busy %.0f%% or more for %.0f%% of the window "
 			       "(peak %.0f%%, average %.0f%%)",
 			       i, max_busy * 100, share * 100, w->busy_max * 100, busy_avg * 100);
+			if (wk_class >= 0)
+				json_object_set_new(
+				    json_array_get(reasons, json_array_size(reasons) - 1), "class",
+				    json_string(spec->classes[wk_class].name));
 		} else if (busy_avg >= BUSY_NEAR) {
 			unsure = 1;
 			reason(notes, "loop_busy_near", i, busy_avg, BUSY_NEAR,
@@ -325,19 +332,37 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 	}
 	free(ws);
 
-	/* lag: the records' own evidence */
+	/* lag: the records' own evidence; with traffic classes, each class's
+	 * sends against its own schedule (a class under a ceiling waits by
+	 * design), naming the classes that fell behind */
 	const struct spec_load *ld = &spec->load;
 	int ceilinged = ld->mode != SPEC_LOAD_CONCURRENCY && ld->max_concurrency > 0;
 	double lag_p99 = metric(summary, "schedule_lag", "p99");
-	double lag_n = metric(summary, "schedule_lag", "count");
 	int lag_hit = 0;
-	if (!ceilinged && lag_n >= LAG_MIN_SENDS && lag_p99 > max_lag) {
+	json_t *behind = json_array();
+	int nscope = spec->n_classes ? spec->n_classes : 1;
+	for (int k = 0; k < nscope; k++) {
+		const struct spec *ks = spec->n_classes ? spec->classes[k].spec : spec;
+		const char *cname = spec->n_classes ? spec->classes[k].name : NULL;
+		json_t *ksum = cname ? json_object_get(json_object_get(summary, "classes"), cname)
+				     : summary;
+		int kceil = ks->load.mode != SPEC_LOAD_CONCURRENCY && ks->load.max_concurrency > 0;
+		double kp99 = metric(ksum, "schedule_lag", "p99");
+		double kn = metric(ksum, "schedule_lag", "count");
+		if (kceil || !(kn >= LAG_MIN_SENDS) || !(kp99 > max_lag))
+			continue;
 		bound = lag_hit = 1;
 		char a[32], b[32];
-		reason(reasons, "schedule_lag", -1, lag_p99, max_lag,
-		       "schedule lag p99 %s ms over the %s ms limit%s",
-		       ms_text(a, sizeof a, lag_p99), ms_text(b, sizeof b, max_lag),
+		reason(reasons, "schedule_lag", -1, kp99, max_lag,
+		       "%s%s%sschedule lag p99 %s ms over the %s ms limit%s", cname ? "class " : "",
+		       cname ? cname : "", cname ? ": " : "", ms_text(a, sizeof a, kp99),
+		       ms_text(b, sizeof b, max_lag),
 		       busy_hit ? "" : " (no worker loop was busy: the host may be overcommitted)");
+		if (cname) {
+			json_object_set_new(json_array_get(reasons, json_array_size(reasons) - 1),
+					    "class", json_string(cname));
+			json_array_append_new(behind, json_string(cname));
+		}
 	}
 	/* the p99 lies in one bucket of the histogram: [lo, hi) */
 	int64_t hi_ns = wakeups ? csample_late_quantile(late_all, 0.99) : 0;
@@ -402,6 +427,10 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 	json_object_set_new(head, "timer_late_p99_ms", real_or_null(late_p99));
 	json_object_set_new(head, "timer_late_max_ms", json_real((double)late_max / 1e6));
 	json_object_set_new(head, "schedule_lag_p99_ms", real_or_null(lag_p99));
+	if (spec->n_classes) /* the classes whose sends fell behind their schedules */
+		json_object_set_new(head, "classes_behind", behind);
+	else
+		json_decref(behind);
 	json_object_set_new(head, "requested_rate", real_or_null(req_rate > 0 ? req_rate : NAN));
 	json_object_set_new(head, "achieved_rate", real_or_null(ach_rate > 0 ? ach_rate : NAN));
 	json_object_set_new(head, "in_flight_max", json_integer((json_int_t)in_flight_max));

@@ -342,8 +342,17 @@ static void issue_turn(struct load *l, struct conv *c, struct issue *is, int64_t
 		is->hash_ids = e->hash_ids;
 		is->n_hash = e->n_hash;
 	} else {
-		is->req_id = c->s * LOAD_TURN_STRIDE + (uint64_t)j + l->req_off;
+		uint64_t key = c->s * LOAD_TURN_STRIDE + (uint64_t)j;
+		is->req_id = key + l->req_off;
 		is->isl = is->osl = -1;
+		const struct spec_agent *a = l->c.agent;
+		/* agent sessions: a later turn may bring a large document (a
+		 * tool's result, a file) into the context */
+		if (a && j > 0 && a->doc_probability > 0 && !(l->c.dp && l->c.dp->sessions) &&
+		    rng_uniform(l->c.seed, RNG_STREAM_DOC, key) < a->doc_probability)
+			is->doc_tokens = rng_length(l->c.seed, RNG_STREAM_DOC_LEN, key,
+			                            a->doc_tokens.mean, a->doc_tokens.stddev, 1,
+			                            HR_MAX_ISL);
 	}
 	is->more = c->turn < c->turns;
 	c->in_flight = true;
@@ -587,11 +596,25 @@ void load_done(struct load *l, struct conv *c, int64_t now, bool ok)
 		double ms = d->e[d->s[c->dsess].first + (uint32_t)c->turn].delay_ms;
 		due = now + (ms > 0 ? ns_of(ms / 1000.0) : 0);
 	} else {
-		double th = l->c.think_s.mean;
-		if (l->c.think_s.stddev > 0)
-			th += l->c.think_s.stddev *
-			      rng_normal(l->c.seed, RNG_STREAM_THINK,
-			                 c->s * LOAD_TURN_STRIDE + (uint64_t)c->turn);
+		uint64_t key = c->s * LOAD_TURN_STRIDE + (uint64_t)c->turn;
+		double mean = l->c.think_s.mean, sd = l->c.think_s.stddev;
+		const struct spec_agent *a = l->c.agent;
+		if (a && a->n_tool) { /* agent sessions: which kind of tool call this was */
+			double tot = 0;
+			for (int i = 0; i < a->n_tool; i++)
+				tot += a->tool[i].weight;
+			double u = rng_uniform(l->c.seed, RNG_STREAM_TOOL, key) * tot;
+			int i = 0;
+			while (i < a->n_tool - 1 && u >= a->tool[i].weight) {
+				u -= a->tool[i].weight;
+				i++;
+			}
+			mean = a->tool[i].mean;
+			sd = a->tool[i].stddev;
+		}
+		double th = mean;
+		if (sd > 0)
+			th += sd * rng_normal(l->c.seed, RNG_STREAM_THINK, key);
 		due = now + (th > 0 ? ns_of(th) : 0);
 	}
 	if (due >= l->end) { /* nothing starts at or after the end */

@@ -86,6 +86,7 @@ struct issue {
 	uint64_t req_id;
 	uint32_t session, turn; /* 0, 0 outside sessions */
 	int isl, osl;           /* -1: drawn from the workload with req_id */
+	int doc_tokens;         /* agent sessions: a document appended to this turn, 0: none */
 	const uint64_t *hash_ids;
 	uint32_t n_hash;
 	struct conv *conv; /* NULL outside sessions */
@@ -124,6 +125,7 @@ struct load_cfg {
 	uint64_t req_offset; /* a traffic class's request ids start here (SCHEDULE class) */
 	bool sessions; /* synthetic sessions */
 	struct spec_dist turns, think_s;
+	const struct spec_agent *agent; /* agent sessions' tool times and documents, or NULL */
 	const struct trace_plan *tp; /* trace mode */
 	const struct dsplan *dp;     /* a dataset: multi_turn conversations drive sessions */
 	struct theap *heap;          /* borrowed: where the model's timers go */

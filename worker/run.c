@@ -227,6 +227,15 @@ static void send_one(struct run *r, const struct issue *is)
 		dataset_prompt(r, is, &p);
 	else if (!r->have_tp)
 		synthetic_extras(r, is, &p);
+	if (is->doc_tokens > 0 && p.isl != -2) {
+		/* agent sessions: this turn's new text carries a document too */
+		long long base = p.isl >= 0 ? p.isl
+		                            : rng_length(r->cfg.seed, RNG_STREAM_ISL, is->req_id,
+		                                         r->cfg.isl.mean, r->cfg.isl.stddev, 1,
+		                                         HR_MAX_ISL);
+		base += is->doc_tokens;
+		p.isl = base < HR_MAX_ISL ? (int)base : HR_MAX_ISL;
+	}
 	if (r->sys_hist.len) { /* the shared system prompt opens every conversation */
 		bool with = !is->conv;
 		if (!is->conv) {
@@ -437,6 +446,7 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 		r->cfg.tok = r->tok;
 	}
 	r->sh = *sh;
+	r->agent = spec->workload.agent;
 	if (shared_prompts_init(r, spec, err) < 0) {
 		free_prompts(r);
 		req_cfg_release(&r->cfg);
@@ -548,6 +558,7 @@ void run_begin(struct run *r, int phase, int64_t t0, int64_t phase_start_ns)
 	    .sessions = r->sh.sessions || (r->have_dp && r->dp.sessions),
 	    .turns = r->sh.turns,
 	    .think_s = r->sh.think_s,
+	    .agent = &r->agent,
 	    .tp = r->have_tp ? &r->tp : NULL,
 	    .dp = r->have_dp ? &r->dp : NULL,
 	    .heap = &r->heap,

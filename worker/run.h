@@ -86,6 +86,7 @@ struct run {
 	bool have_dp;
 	struct tok *tok;      /* workload.tokenizer, loaded at init; NULL without */
 	struct tokprompt tprompt; /* valid with tok; cfg.tp points here */
+	struct spec_agent agent;  /* the spec's agent sessions settings (load_cfg.agent) */
 };
 
 /* Prepares a run from a validated spec and share (both borrowed; nothing

@@ -77,7 +77,15 @@ static void check_same(const struct spec *a, const struct spec *b)
 	REQUIRE(a->load.rate == b->load.rate);
 	REQUIRE(a->load.requests == b->load.requests);
 	REQUIRE(a->load.duration_s == b->load.duration_s);
+	REQUIRE(a->load.batch_size == b->load.batch_size);
 	REQUIRE(a->workers == b->workers);
+	REQUIRE(a->n_classes == b->n_classes);
+	for (int k = 0; k < a->n_classes; k++) {
+		REQUIRE(same_str(a->classes[k].name, b->classes[k].name));
+		REQUIRE(a->classes[k].first_worker == b->classes[k].first_worker);
+		REQUIRE(a->classes[k].workers == b->classes[k].workers);
+		check_same(a->classes[k].spec, b->classes[k].spec);
+	}
 }
 
 static void check_accepted(const uint8_t *data, size_t size, const struct spec *s)
@@ -109,7 +117,26 @@ static void check_accepted(const uint8_t *data, size_t size, const struct spec *
 	if (s->load.mode == SPEC_LOAD_RATE)
 		REQUIRE(s->load.rate >= 0.000001 && s->load.rate <= HR_MAX_RATE);
 	REQUIRE(s->workers >= 1 && s->workers <= HR_MAX_WORKERS);
-	REQUIRE(slots == 0 || s->workers <= slots);
+	/* with classes the workers are the classes': each class a whole spec
+	 * on consecutive workers, capped by its own slots */
+	REQUIRE(s->n_classes >= 0 && s->n_classes <= HR_MAX_CLASSES);
+	int sum = 0;
+	for (int k = 0; k < s->n_classes; k++) {
+		const struct spec *c = s->classes[k].spec;
+		REQUIRE(c && c->n_classes == 0 && c->workers == s->classes[k].workers);
+		REQUIRE(s->classes[k].first_worker == sum && c->workers >= 1);
+		int cs = c->load.mode == SPEC_LOAD_CONCURRENCY ? c->load.concurrency
+		                                                 : c->load.max_concurrency;
+		REQUIRE(cs == 0 || c->workers <= cs);
+		REQUIRE(spec_class_of_worker(s, (uint32_t)sum) == k);
+		sum += c->workers;
+	}
+	if (s->n_classes) {
+		REQUIRE(s->workers == sum);
+		REQUIRE(spec_class_of_worker(s, (uint32_t)sum) == -1);
+	} else {
+		REQUIRE(slots == 0 || s->workers <= slots);
+	}
 	if (s->load.mode == SPEC_LOAD_TRACE)
 		REQUIRE(!(s->load.requests > 0 && s->load.duration_s > 0));
 	else
@@ -131,7 +158,7 @@ static void check_accepted(const uint8_t *data, size_t size, const struct spec *
 	json_t *in = json_loadb((const char *)data, size, JSON_REJECT_DUPLICATES, NULL);
 	REQUIRE(json_is_object(in));
 	json_t *w = json_object_get(in, "workers");
-	if (!w || json_is_null(w)) {
+	if ((!w || json_is_null(w)) && !s->n_classes) {
 		int want = slots > 0 && slots < DEFAULT_WORKERS ? slots : DEFAULT_WORKERS;
 		REQUIRE(s->workers == want);
 	}

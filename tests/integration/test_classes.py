@@ -18,8 +18,8 @@ mock the two splits are alike.
 import csv
 import io
 import json
-import math
 import os
+import subprocess
 import unittest
 
 import numpy as np
@@ -201,6 +201,77 @@ class Classes(hrtest.ServiceCase):
             n = min(len(sa), len(sb)) - 8  # the ends may differ by what the window held
             self.assertGreater(n, 10)
             self.assertEqual(sa[:n], sb[:n], cls)
+
+    def test_agent_sessions(self):
+        """Agent sessions: each next turn waits a tool time drawn from the
+        mixture (here 0 s three times in four, 0.5 s otherwise) after the
+        previous answer, and some turns bring a 1500-token document into
+        the context."""
+        spec = classes_spec(self.mock.addr, self.mock.addr, duration=5)
+        spec["classes"][1] = {
+            "name": "agents",
+            "workload": {"isl": {"mean": 40, "stddev": 0}, "osl": {"mean": 8, "stddev": 0},
+                         "sessions": {"turns": {"mean": 6, "stddev": 0},
+                                      "tool_time_s": [{"weight": 3, "mean": 0},
+                                                      {"weight": 1, "mean": 0.5}],
+                                      "documents": {"probability": 0.4,
+                                                    "tokens": {"mean": 1500, "stddev": 0}}}},
+            "load": {"mode": "concurrency", "concurrency": 4},
+            "workers": 1}
+        rid = self.api.submit(spec)
+        run = self.api.wait(rid, timeout=120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        st, got, _ = self.api.call("GET", "/runs/%d" % rid)
+        sess = got["spec"]["classes"][1]["workload"]["sessions"]
+        self.assertNotIn("think_time_s", sess)
+        self.assertEqual(len(sess["tool_time_s"]), 2)
+        turns = {}
+        for r in records(self.api, rid):
+            if r["class"] == "agents" and r["phase"] == "profiling" and r["valid"]:
+                turns.setdefault(r["session"], {})[r["turn"]] = r
+        short = long_ = docs = plain = 0
+        for ts in turns.values():
+            for j in sorted(ts):
+                if j == 0 or j - 1 not in ts:
+                    continue
+                prev, cur = ts[j - 1], ts[j]
+                wait = (cur["intended_ns"] - prev["done_ns"]) / 1e9
+                self.assertGreaterEqual(wait, 0)
+                if wait < 0.2:
+                    short += 1
+                else:
+                    self.assertTrue(0.5 <= wait < 0.8, wait)
+                    long_ += 1
+                # the server's prompt count grows by the answer and the new
+                # text: 40 words, or 40 + 1500 with a document
+                grew = cur["usage_isl"] - prev["usage_isl"] - prev["usage_osl"]
+                if grew >= 1500:
+                    docs += 1
+                else:
+                    self.assertLess(grew, 200, grew)
+                    plain += 1
+        self.assertGreaterEqual(short + long_, 20)
+        self.assertGreater(short, long_)
+        self.assertGreater(long_, 0)
+        self.assertGreater(docs, 0)
+        self.assertGreater(plain, 0)
+
+    def test_cli_show(self):
+        out = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "--url",
+                              "http://" + self.daemon.addr, "show", str(self.shared_id)],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        text = out.stdout
+        self.assertIn("\nClasses\n", text)
+        self.assertRegex(text, r"\| interactive +\| rate 25(\.00)?/s poisson")
+        self.assertRegex(text, r"\| agents +\| batches of 6 every 1\.50? s")
+        head = self.shared["summary"]["interference"]["headlines"]
+        # interactive's split always has both sides; agents' may have no
+        # idle side (interactive requests are nearly always in flight)
+        self.assertIn(1, (len(head), len(head) - 1))
+        self.assertTrue(head[0].startswith("interactive time_to_first_token p99"), head)
+        for h in head:
+            self.assertIn(h, text)
 
     def test_bad_classes(self):
         base = classes_spec(self.mock.addr, self.mock.addr)
