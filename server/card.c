@@ -675,7 +675,13 @@ static void load_text(json_t *ld, char *buf, size_t cap)
 	if (json_is_number(json_object_get(ld, "rate")))
 		dynbuf_printf(&b, " %g/s", num(json_object_get(ld, "rate")));
 	const char *arr = json_string_value(json_object_get(ld, "arrival"));
-	if (arr)
+	json_t *batch = json_object_get(ld, "batch"); /* load.batch: the law spaces batches */
+	if (json_is_object(batch))
+		dynbuf_printf(&b, " batches of %g every %g s (%s), jitter %g s",
+			      num(json_object_get(batch, "size")),
+			      num(json_object_get(batch, "interval_s")), arr ? arr : "constant",
+			      num(json_object_get(batch, "jitter_s")));
+	else if (arr)
 		dynbuf_printf(&b, " %s arrivals", arr);
 	if (num(json_object_get(ld, "max_concurrency")) > 0)
 		dynbuf_printf(&b, ", at most %g in flight", num(json_object_get(ld, "max_concurrency")));

@@ -682,6 +682,21 @@ char *summary_to_csv(json_t *summary)
 			csv_num(&b, json_object_get(m, cols[i]));
 		dynbuf_addstr(&b, "\n");
 	}
+	/* traffic classes: each class's metrics as rows classes.NAME.TAG (names
+	 * are letters, digits, '_', '-', '.': no quoting) */
+	const char *cname;
+	json_t *cs;
+	json_object_foreach(json_object_get(summary, "classes"), cname, cs)
+	{
+		json_object_foreach(json_object_get(cs, "metrics"), tag, m)
+		{
+			const char *unit = json_string_value(json_object_get(m, "unit"));
+			dynbuf_printf(&b, "classes.%s.%s,%s", cname, tag, unit ? unit : "");
+			for (size_t i = 0; i < HR_ARRAY_LEN(cols); i++)
+				csv_num(&b, json_object_get(m, cols[i]));
+			dynbuf_addstr(&b, "\n");
+		}
+	}
 	/* the client verdict: its word in the unit column, then the headline
 	 * figures as rows with their value in the avg column */
 	json_t *cl = json_object_get(summary, "client");

@@ -128,6 +128,15 @@ class Classes(hrtest.ServiceCase):
                    if r["valid"] and r["time_to_first_token"] <= 100)
         self.assertEqual(summary["classes"]["interactive"]["counts"]["good"], good)
         self.assertEqual(summary["counts"]["good"], good)
+        # the summary CSV has each class's metrics as classes.NAME.TAG rows
+        st, text, _ = self.api.call("GET", "/runs/%d/summary?format=csv" % self.shared_id)
+        self.assertEqual(st, 200)
+        rows = {r["metric"]: r for r in csv.DictReader(io.StringIO(text))}
+        for name in ("interactive", "agents"):
+            m = summary["classes"][name]["metrics"]["time_to_first_token"]
+            row = rows["classes.%s.time_to_first_token" % name]
+            self.assertEqual(float(row["p99"]), m["p99"])
+            self.assertEqual(int(row["count"]), m["count"])
         # the CSV export names each record's class too
         st, text, _ = self.api.call("GET", "/runs/%d/records?format=csv" % self.shared_id)
         rows = list(csv.DictReader(io.StringIO(text)))
@@ -255,6 +264,49 @@ class Classes(hrtest.ServiceCase):
         self.assertGreater(long_, 0)
         self.assertGreater(docs, 0)
         self.assertGreater(plain, 0)
+
+    def test_workload_kinds(self):
+        """Each class its own kind of workload: an uploaded dataset, a replayed
+        trace, a length mixture; each class's records follow its own."""
+        words = [3, 5, 7]
+        data = "".join(json.dumps({"text": " ".join(["w"] * n), "output_length": 4}) + "\n"
+                       for n in words).encode()
+        st, ds, _ = self.api.call("POST", "/datasets?format=single_turn&name=classes", raw=data)
+        self.assertEqual(st, 201, ds)
+        trace = "".join(json.dumps({"timestamp": i * 100, "input_length": 10 + i,
+                                    "output_length": 3}) + "\n" for i in range(8))
+        spec = {"name": "kinds", "target": {"url": "http://" + self.mock.addr, "model": "m"},
+                "load": {"requests": 9}, "client": {"allow_client_bound": True},
+                "classes": [
+                    {"name": "docs", "workload": {"kind": "dataset", "dataset": {"id": ds["id"]}},
+                     "load": {"mode": "concurrency", "concurrency": 2}},
+                    {"name": "replay", "workload": {"kind": "trace", "trace": trace},
+                     "load": {"mode": "trace"}},
+                    {"name": "mixed", "workload": {"mix": [{"isl": 11, "osl": 2},
+                                                           {"isl": 17, "osl": 3}]},
+                     "load": {"mode": "rate", "rate": 20, "arrival": "constant"}}]}
+        rid = self.api.submit(spec)
+        run = self.api.wait(rid, timeout=120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        by = {}
+        for r in records(self.api, rid):
+            by.setdefault(r["class"], []).append(r)
+        self.assertEqual(len(by["docs"]), 9)
+        # the dataset's prompts, in order: 3, 5, 7 words (the mock counts words)
+        self.assertEqual(sorted(r["isl"] for r in by["docs"]), sorted(words * 3))
+        self.assertEqual(len(by["replay"]), 8)
+        starts = sorted(r["intended_ns"] for r in by["replay"])
+        self.assertEqual([round((t - starts[0]) / 1e6) for t in starts],
+                         [i * 100 for i in range(8)])
+        self.assertEqual(sorted(r["isl"] for r in by["replay"]), [10 + i for i in range(8)])
+        self.assertEqual(len(by["mixed"]), 9)
+        self.assertTrue({(r["isl"], r["osl"]) for r in by["mixed"]} <= {(11, 2), (17, 3)})
+        for name, rs in by.items():
+            self.assertEqual(run["summary"]["classes"][name]["counts"]["requests"], len(rs))
+        # three classes: every ordered pair is split
+        itf = run["summary"]["interference"]["classes"]
+        self.assertEqual(sorted(itf), ["docs", "mixed", "replay"])
+        self.assertEqual(sorted(itf["docs"]), ["mixed", "replay"])
 
     def test_cli_show(self):
         out = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "--url",
