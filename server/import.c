@@ -1519,8 +1519,8 @@ static json_t *g_spec(json_t *doc, json_t *b, json_t *metrics, json_int_t total)
 			 "server_metrics", 0);
 }
 
-static int g_benchmark(struct gctx *g, json_t *doc, json_t *b, size_t idx, size_t count,
-		       int yaml, struct import_result *out)
+static int g_benchmark(struct gctx *g, json_t *doc, json_t *report, json_t *b, size_t idx,
+		       size_t count, int yaml, struct import_result *out)
 {
 	char bf[64], f[400];
 	snprintf(bf, sizeof bf, "file.benchmarks[%zu]", idx);
@@ -1647,9 +1647,7 @@ static int g_benchmark(struct gctx *g, json_t *doc, json_t *b, size_t idx, size_
 		if (!m)
 			keep_unmapped(out->unmapped, key, v);
 	}
-	json_object_foreach(doc, key, v) /* the report's own members, with each run */
-		if (strcmp(key, "benchmarks") != 0)
-			keep_unmapped(out->unmapped, key, v);
+	json_object_update(out->unmapped, report); /* the report's own members, with each run */
 	out->spec = g_spec(doc, b, metrics, cnt[3]);
 	if (complete) {
 		json_decref(hm);
@@ -1689,13 +1687,20 @@ static int parse_guidellm(json_t *doc, const struct yaml_lines *lines, int yaml,
 	if (gv && !json_is_null(gv) && !json_is_string(gv))
 		return gfail(&g, gv, "wrong_type", "file.metadata.guidellm_version",
 			     "'file.metadata.guidellm_version' must be a string");
+	/* the report's own members, kept once for all its runs */
+	json_t *report = json_object();
+	const char *key;
+	json_t *v;
+	json_object_foreach(doc, key, v)
+		if (strcmp(key, "benchmarks") != 0)
+			keep_unmapped(report, key, v);
 	struct import_result *out = xcalloc(n, sizeof *out);
 	size_t total = 0;
 	for (size_t i = 0; i < n; i++) {
 		out[i].stated = json_object();
 		out[i].unmapped = json_object();
 		out[i].figures = json_object();
-		if (g_benchmark(&g, doc, json_array_get(bs, i), i, n, yaml, &out[i]) < 0 ||
+		if (g_benchmark(&g, doc, report, json_array_get(bs, i), i, n, yaml, &out[i]) < 0 ||
 		    (total += out[i].n) > HR_MAX_IMPORT_RECORDS) {
 			if (total > HR_MAX_IMPORT_RECORDS)
 				fail(e, "too_large", "file.benchmarks", 0,
@@ -1704,9 +1709,11 @@ static int parse_guidellm(json_t *doc, const struct yaml_lines *lines, int yaml,
 			for (size_t k = 0; k <= i; k++)
 				import_result_release(&out[k]);
 			free(out);
+			json_decref(report);
 			return -1;
 		}
 	}
+	json_decref(report);
 	*outp = out;
 	*np = n;
 	return 0;

@@ -206,6 +206,26 @@ static json_t *scalar(const char *s, size_t len, enum kind k)
 
 /* --- the document --------------------------------------------------------------------- */
 
+/* Lines of text as YAML counts them (CR LF, CR, LF, NEL, LS, PS): an error
+ * libyaml places past the end is on the last one. */
+static long count_lines(const char *s, size_t len)
+{
+	long n = 1;
+	for (size_t i = 0; i < len; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c == '\r')
+			n += !(i + 1 < len && s[i + 1] == '\n');
+		else if (c == '\n')
+			n++;
+		else if (c == 0xC2 && i + 1 < len && (unsigned char)s[i + 1] == 0x85)
+			n++;
+		else if (c == 0xE2 && i + 2 < len && (unsigned char)s[i + 1] == 0x80 &&
+			 ((unsigned char)s[i + 2] == 0xA8 || (unsigned char)s[i + 2] == 0xA9))
+			n++;
+	}
+	return n;
+}
+
 struct frame {
 	json_t *c;
 	char *key;    /* a mapping's key waiting for its value */
@@ -488,6 +508,9 @@ json_t *yaml_to_json(const char *text, size_t len, int max_depth, struct yaml_li
 	if (failed || !root) {
 		if (!failed)
 			bad(0, line, msg, msgsz, "the YAML holds no document");
+		long last = count_lines(text, len);
+		if (*line > last)
+			*line = last;
 		json_decref(root);
 		yaml_lines_release(lines);
 		return NULL;

@@ -56,8 +56,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	long lines = 1, flines = 1;
 	for (size_t i = 0; jsonl && i < jlen; i++)
 		lines += jsonl[i] == '\n';
-	for (size_t i = 0; i < flen; i++)
-		flines += file[i] == '\n' || file[i] == '\r';
+	for (size_t i = 0; i < flen; i++) /* YAML's line breaks, CR LF counted twice */
+		flines += file[i] == '\n' || file[i] == '\r' || (uint8_t)file[i] == 0x85 ||
+			  (uint8_t)file[i] == 0xA8 || (uint8_t)file[i] == 0xA9;
 	if (flines > lines)
 		lines = flines;
 	struct import_result *all = NULL;
