@@ -94,10 +94,12 @@ static json_t *num(double v)
 	return isfinite(v) ? json_real(v) : json_null();
 }
 
-static json_t *ci_pair(const struct infer_ci *ci)
+/* ci[key] = [lo, hi] when the interval exists (as the run's summary: a
+ * statistic the values cannot bound is left out) */
+static void set_ci(json_t *ci, const char *key, const struct infer_ci *c)
 {
-	return ci->ok && isfinite(ci->lo) && isfinite(ci->hi) ? json_pack("[f, f]", ci->lo, ci->hi)
-							       : json_null();
+	if (c->ok && isfinite(c->lo) && isfinite(c->hi))
+		json_object_set_new(ci, key, json_pack("[f, f]", c->lo, c->hi));
 }
 
 /* A split's statistics of one metric: {count, avg, p50, p90, p99, ci{...}}
@@ -113,12 +115,12 @@ static json_t *split_stats_json(const double *sorted, size_t n)
 	json_t *ci = json_object();
 	struct infer_ci c;
 	if (n >= 2 && infer_t_mean(&m, CONF, &c) == 0)
-		json_object_set_new(ci, "avg", ci_pair(&c));
+		set_ci(ci, "avg", &c);
 	for (size_t k = 1; k < NSTAT; k++) {
 		double pct = atof(split_stats[k] + 1);
 		json_object_set_new(o, split_stats[k], num(stats_percentile_sorted(sorted, n, pct)));
-		if (infer_pct_ci(sorted, n, pct, CONF, &c) == 0 && c.ok)
-			json_object_set_new(ci, split_stats[k], ci_pair(&c));
+		if (infer_pct_ci(sorted, n, pct, CONF, &c) == 0)
+			set_ci(ci, split_stats[k], &c);
 	}
 	json_object_set_new(o, "ci", ci);
 	return o;

@@ -25,6 +25,9 @@ import unittest
 import numpy as np
 
 import hrtest
+import test_openapi  # noqa: E402  (api/openapi.yaml, to check every answer against)
+
+DOC = test_openapi.Doc(test_openapi.load_doc())
 
 MOCK_ARGS = ("--quiet", "--ttft-ms", "1", "--prefill-ms-per-1k", "20", "--decode-ms", "2",
              "--max-batch", "64")
@@ -347,6 +350,26 @@ class Classes(hrtest.ServiceCase):
             st, body, _ = self.api.call("POST", "/runs", s)
             self.assertEqual(st, 400, (field, body))
             self.assertEqual(body["error"]["field"], field, body)
+
+    def test_documented_shapes(self):
+        """The run (its normalised spec with classes, and its summary with
+        classes and interference) and its records are as api/openapi.yaml
+        says."""
+        for rid in (self.shared_id, self.apart_id):
+            st, run, _ = self.api.call("GET", "/runs/%d" % rid)
+            self.assertEqual(st, 200)
+            DOC.validate(DOC.schema("Summary"), run["summary"], "the summary")
+            DOC.validate(DOC.schema("Run"), run, "GET /runs/%d" % rid)
+            DOC.validate(DOC.schema("RunSpec"), run["spec"], "the normalised spec")
+        order = DOC.record_columns(classes=True)
+        for r in records(self.api, self.shared_id)[:50]:
+            DOC.validate(DOC.schema("RecordRow"), r, "a record")
+            self.assertEqual(list(r), order)
+        st, text, _ = self.api.call("GET", "/runs/%d/records?format=csv" % self.shared_id)
+        self.assertEqual(next(csv.reader(io.StringIO(text))),
+                         DOC.record_columns(csv_only=True, classes=True))
+        spec = classes_spec(self.mock.addr, self.mock.addr)
+        DOC.validate(DOC.schema("RunSpec"), spec, "the spec as written")
 
     def test_normalised_spec_round_trip(self):
         st, run, _ = self.api.call("GET", "/runs/%d" % self.shared_id)

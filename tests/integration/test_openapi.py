@@ -269,9 +269,10 @@ class Doc:
             return text
         raise AssertionError("%s: no check for media type %s" % (what, media))
 
-    def record_columns(self, csv_only=False):
+    def record_columns(self, csv_only=False, classes=False):
         props = self.doc["components"]["schemas"]["RecordRow"]["properties"]
-        return [k for k, v in props.items() if not (csv_only and v.get("x-jsonl-only"))]
+        return [k for k, v in props.items() if not (csv_only and v.get("x-jsonl-only"))
+                and (classes or not v.get("x-classes-only"))]
 
 
 def http_call(addr, method, path, body=None, headers=None, timeout=30):
