@@ -548,6 +548,22 @@ void card_end(struct store *s, int64_t run_id, json_t *card, json_t *summary)
 			    lengths(json_object_get(metrics, "input_sequence_length")));
 	json_object_set_new(card, "osl",
 			    lengths(json_object_get(metrics, "output_sequence_length")));
+	/* traffic classes: each class's lengths as well */
+	const char *cname;
+	json_t *cs;
+	json_t *per = json_object();
+	json_object_foreach(json_object_get(summary, "classes"), cname, cs)
+	{
+		json_t *cm = json_object_get(cs, "metrics");
+		json_object_set_new(
+		    per, cname,
+		    json_pack("{s:o, s:o}", "isl", lengths(json_object_get(cm, "input_sequence_length")),
+			      "osl", lengths(json_object_get(cm, "output_sequence_length"))));
+	}
+	if (json_object_size(per))
+		json_object_set_new(card, "class_lengths", per);
+	else
+		json_decref(per);
 	json_t *client = json_object_get(summary, "client");
 	if (json_is_object(client))
 		json_object_set_new(card, "verdict",
@@ -661,6 +677,23 @@ static void length_text(json_t *l, char *buf, size_t cap)
 		 num(json_object_get(l, "p90")), num(json_object_get(l, "p99")),
 		 num(json_object_get(l, "min")), num(json_object_get(l, "max")),
 		 (long long)json_integer_value(json_object_get(l, "count")));
+}
+
+/* Appends each traffic class's lengths to buf: "; interactive avg 48, p99
+ * 48; agents avg 2000, p99 2000". */
+static void class_lengths(json_t *per, const char *which, char *buf, size_t cap)
+{
+	const char *name;
+	json_t *v;
+	json_object_foreach(per, name, v)
+	{
+		json_t *l = json_object_get(v, which);
+		size_t n = strlen(buf);
+		if (!json_is_object(l) || n + 1 >= cap)
+			continue;
+		snprintf(buf + n, cap - n, "; %s avg %.4g, p99 %.4g", name,
+			 num(json_object_get(l, "avg")), num(json_object_get(l, "p99")));
+	}
 }
 
 /* A spec load object in words: "concurrency 4, 20 requests". */
@@ -855,11 +888,13 @@ json_t *card_view(json_t *c, json_t *labels)
 	json_t *l = at(c, "isl");
 	if (json_is_object(l))
 		length_text(l, buf, sizeof buf);
+	class_lengths(at(c, "class_lengths"), "isl", buf, sizeof buf);
 	item(items, labels, "isl", "Input lengths sent (tokens)",
 	     json_is_object(l) ? json_incref(l) : NULL, buf, "summary", ended_hint);
 	l = at(c, "osl");
 	if (json_is_object(l))
 		length_text(l, buf, sizeof buf);
+	class_lengths(at(c, "class_lengths"), "osl", buf, sizeof buf);
 	item(items, labels, "osl", "Output lengths received (tokens)",
 	     json_is_object(l) ? json_incref(l) : NULL, buf, "summary", ended_hint);
 	json_t *classes = at(c, "classes");

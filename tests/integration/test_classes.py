@@ -328,6 +328,17 @@ class Classes(hrtest.ServiceCase):
         for h in head:
             self.assertIn(h, text)
 
+    def test_card(self):
+        """The credibility card lists each class's load and lengths."""
+        st, card, _ = self.api.call("GET", "/runs/%d/card" % self.shared_id)
+        self.assertEqual(st, 200, card)
+        items = {i["key"]: i for i in card["items"]}
+        self.assertIn("interactive: rate 25/s poisson arrivals", items["load"]["text"])
+        self.assertIn("agents: rate batches of 6 every 1.5 s (constant)", items["load"]["text"])
+        self.assertIn("; interactive avg 48, p99 48; agents avg 2000, p99 2000",
+                      items["isl"]["text"])
+        self.assertIn("; interactive avg 12, p99 12; agents avg 30, p99 30", items["osl"]["text"])
+
     def test_bad_classes(self):
         base = classes_spec(self.mock.addr, self.mock.addr)
         cases = [
