@@ -100,18 +100,28 @@ static const char *digits(const char *s, int *n)
 	return s;
 }
 
-/* PyYAML's (YAML 1.1) int: decimal only here. */
+/* PyYAML's (YAML 1.1) int: decimal, 0b binary, 0 octal, 0x hex (not the
+ * sexagesimal 1:30). Returns the base, 0 when not an int. */
 static int is_int(const char *s)
 {
 	if (*s == '-' || *s == '+')
 		s++;
-	if (*s == '0')
-		return s[1] == 0;
-	if (*s < '1' || *s > '9')
+	int base = 10;
+	const char *ok = "0123456789_";
+	if (s[0] == '0' && s[1] == 0)
+		return 10;
+	if (s[0] == '0' && s[1] == 'b')
+		base = 2, ok = "01_", s += 2;
+	else if (s[0] == '0' && s[1] == 'x')
+		base = 16, ok = "0123456789abcdefABCDEF_", s += 2;
+	else if (s[0] == '0')
+		base = 8, ok = "01234567_", s += 1;
+	else if (*s < '1' || *s > '9')
 		return 0;
-	int n;
-	s = digits(s, &n);
-	return *s == 0;
+	size_t n = strspn(s, ok);
+	if (s[n] != 0 || (base != 8 && (n == 0 || strspn(s, "_") == n)))
+		return 0; /* "0_" is octal 0 (the 0 is its digit) */
+	return base;
 }
 
 /* PyYAML's float: [-+]?[0-9][0-9_]*\.[0-9_]*([eE][-+][0-9]+)? or \.[0-9_]+(exp)? */
@@ -181,11 +191,21 @@ static json_t *scalar(const char *s, size_t len, enum kind k)
 		if (one_of(s, falses))
 			return json_false();
 	}
-	if ((k == K_ANY || k == K_INT) && is_int(s)) {
-		char *t = strip_underscores(s);
+	int base = k == K_ANY || k == K_INT ? is_int(s) : 0;
+	if (base) {
+		char *t = strip_underscores(s), *d = t;
+		int neg = *d == '-';
+		if (*d == '-' || *d == '+')
+			d++;
+		if (base == 2 || base == 16)
+			d += 2; /* strtoll reads 0x itself, but not 0b */
 		errno = 0;
-		long long v = strtoll(t, NULL, 10);
-		json_t *o = errno == ERANGE ? json_real(strtod(t, NULL)) : json_integer(v);
+		unsigned long long u = strtoull(d, NULL, base);
+		json_t *o;
+		if (errno == ERANGE || u > (unsigned long long)INT64_MAX)
+			o = base == 10 ? json_real(strtod(t, NULL)) : NULL; /* as a float, like JSON */
+		else
+			o = json_integer(neg ? -(json_int_t)u : (json_int_t)u);
 		free(t);
 		return o;
 	}

@@ -6,7 +6,7 @@
  * "billion laughs", no cycles), tags other than the core schema's refused, mapping keys scalars only, every string valid UTF-8.
  * Plain scalars resolve as PyYAML's safe_load does (what GuideLLM's own
  * reader uses): null, booleans, integers, floats; .inf and .nan, which
- * JSON cannot hold, become null. The line of each node is kept for errors.
+ * JSON cannot hold, become null (and sexagesimal numbers stay strings). The line of each node is kept for errors.
  */
 #ifndef HR_YAML2JSON_H
 #define HR_YAML2JSON_H

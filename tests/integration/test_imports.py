@@ -772,6 +772,46 @@ class GuidellmImports(hrtest.ServiceCase):
             self.assertEqual(run["summary"]["window_s"], b["duration"])
             self.assertEqual(run["import"]["unmapped"]["run_stats"], b["run_stats"])
 
+    def test_old_schema_records(self):
+        # a 0.3 report whose lists hold every request it counts: records from
+        # start_time, first_token_time, last_token_time, end_time
+        with open(os.path.join(GUIDE_DIR, "benchmarks_stripped.json")) as fh:
+            src = json.load(fh)
+        b = src["benchmarks"][0]
+        b["request_totals"] = {"successful": 1, "errored": 0, "incomplete": 0, "total": 1}
+        b["requests"]["errored"] = b["requests"]["incomplete"] = []
+        req = b["requests"]["successful"][0]
+        run = self.imp({"file": yaml.dump(src)})["runs"][0]
+        self.assertEqual(run["import"]["records"], 1)
+        self.assertEqual(run["import"]["format"], "guidellm-yaml")
+        m = run["summary"]["metrics"]
+        ttft = round((req["first_token_time"] - req["start_time"]) * 1e9) / 1e6
+        self.assertEqual(m["time_to_first_token"]["p50"], ttft)
+        self.assertAlmostEqual(m["time_to_first_token"]["avg"], req["time_to_first_token_ms"],
+                               delta=1e-6)
+        self.assertAlmostEqual(m["inter_token_latency"]["avg"], req["inter_token_latency_ms"],
+                               delta=1e-6)
+        st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl" % run["id"])
+        rec = json.loads(text)
+        self.assertEqual((rec["isl"], rec["osl"], rec["n_chunks"]), (257, 128, 128))
+
+    def test_yaml_scalars(self):
+        # plain scalars resolve as PyYAML's safe_load (GuideLLM's reader) does
+        rep = guide_report()
+        del rep["benchmarks"][1:]
+        y = yaml.dump(rep) + ("extra:\n  yes_: yes\n  off_: Off\n  tilde: ~\n  empty:\n"
+                              "  under: 1_000\n  quoted: '7'\n  exp: 1.5e+3\n  noexp: 1e3\n"
+                              "  inf: .inf\n  nan: .NaN\n  hex: 0x1f\n  oct: 017\n  bin: 0b101\n"
+                              "  tagged: !!str 12\n"
+                              "  big: 123456789012345678901234567890\n  anchored: &x {a: [1, 2]}\n"
+                              "  aliased: *x\n")
+        run = self.imp({"file": y})["runs"][0]
+        self.assertEqual(run["import"]["unmapped"]["extra"], {
+            "yes_": True, "off_": False, "tilde": None, "empty": None, "under": 1000,
+            "quoted": "7", "exp": 1500.0, "noexp": "1e3", "inf": None, "nan": None,
+            "hex": 31, "oct": 15, "bin": 5, "tagged": "12", "big": 1.2345678901234568e+29,
+            "anchored": {"a": [1, 2]}, "aliased": {"a": [1, 2]}})
+
     def test_cli_import_yaml(self):
         with hrtest.tempdir() as d:
             path = os.path.join(d, "benchmarks.yaml")
