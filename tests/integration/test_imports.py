@@ -719,6 +719,10 @@ class GuidellmImports(hrtest.ServiceCase):
                          0, c["counts"])
         st, body, _ = self.api.call("POST", "/runs/%d/cancel" % rid)
         self.assertEqual(st, 409, body)
+        st, shown, _ = self.api.call("GET", "/runs/%d" % rid)
+        self.assertEqual(st, 200, shown)
+        self.assertEqual(shown["import"], runs["json"][1]["import"])
+        self.assertEqual(shown["summary"], runs["json"][1]["summary"])
         # the original file, kept once by its content
         path = os.path.join(self.tmp.name, "imports", runs["yaml"][0]["import"]["sha256"])
         with open(path) as fh:
