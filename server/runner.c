@@ -38,6 +38,7 @@
 #include "rng.h"
 #include "runs.h"
 #include "spec.h"
+#include "split.h"
 #include "summary.h"
 #include "telemetry.h"
 #include "util.h"
@@ -178,12 +179,6 @@ static void send_stop(struct run_ctx *c, const char *reason)
 	json_decref(m);
 }
 
-/* Worker i's part of n: slots split as evenly as possible. */
-static int slice(int total, int n, int i)
-{
-	return total / n + (i < total % n ? 1 : 0);
-}
-
 /* One phase's share for worker i (api/protocol.md, "SCHEDULE payload").
  * req_offset separates the warm-up's request indices from the run's. */
 static json_t *phase_share(const struct spec_load *ld, int i, int n, int stream,
@@ -196,17 +191,13 @@ static json_t *phase_share(const struct spec_load *ld, int i, int n, int stream,
 	long long base = req_offset, stride = 1, req = 0;
 	if (ld->mode == SPEC_LOAD_CONCURRENCY) {
 		int conc = ld->concurrency;
-		int slots = slice(conc, n, i);
+		int slots = (int)split_even(conc, n, i);
 		if (ld->requests > 0) {
-			/* proportional to slots, exact in sum: cumulative floor */
-			long long cum_before = 0;
-			for (int k = 0; k < i; k++)
-				cum_before += slice(conc, n, k);
-			long long R = ld->requests;
-			long long b0 = (long long)((__int128)R * cum_before / conc);
-			long long b1 = (long long)((__int128)R * (cum_before + slots) / conc);
+			/* proportional to slots, exact in sum (lib/split.h) */
+			int64_t b0, cnt;
+			split_requests(ld->requests, conc, n, i, &b0, &cnt);
 			base += b0;
-			req = b1 - b0;
+			req = cnt;
 		} else {
 			base += i;
 			stride = n;
@@ -217,7 +208,7 @@ static json_t *phase_share(const struct spec_load *ld, int i, int n, int stream,
 		/* rate and trace: a ceiling per worker (0 = none); the global
 		 * request limit travels as is, each worker taking its arrivals */
 		json_object_set_new(p, "slots", json_integer(ld->max_concurrency
-								    ? slice(ld->max_concurrency, n, i)
+								    ? split_even(ld->max_concurrency, n, i)
 								    : 0));
 		json_object_set_new(p, "total_slots", json_integer(ld->max_concurrency));
 		req = ld->requests;

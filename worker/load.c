@@ -9,6 +9,7 @@
 #include "limits.h"
 #include "record.h"
 #include "rng.h"
+#include "split.h"
 #include "util.h"
 
 /* Clamped (ns_of_s): a trace entry at up to 1e9 s replayed at a speedup of
@@ -224,7 +225,7 @@ static void gen_advance(struct load *l)
 			l->gen_done = l->gen_done_time = true;
 			return;
 		}
-		if (k % (uint64_t)l->c.workers == (uint64_t)l->c.worker) {
+		if (split_takes(k, l->c.workers, l->c.worker)) {
 			l->next_k = k;
 			l->next_ns = l->start + t;
 			return;
@@ -248,7 +249,7 @@ static int64_t slot_open_at(const struct load *l, int i)
 	if (ph->ramp_s <= 0)
 		return l->start;
 	int total = ph->total_slots > 0 ? ph->total_slots : ph->slots * l->c.workers;
-	double j = (double)i * l->c.workers + l->c.worker;
+	double j = (double)split_global((uint64_t)i, l->c.workers, l->c.worker);
 	return l->start + ns_of(ph->ramp_s * j / (total > 0 ? total : 1));
 }
 
@@ -390,7 +391,7 @@ static int next_concurrency(struct load *l, int64_t now, struct issue *is)
 		uint64_t u = l->units++;
 		if (l->c.sessions) {
 			struct conv *c = new_session(
-			    l, u * (uint64_t)l->c.workers + (uint64_t)l->c.worker, intended);
+			    l, split_global(u, l->c.workers, l->c.worker), intended);
 			c->holds_slot = true;
 			issue_turn(l, c, is, now);
 		} else {
@@ -516,8 +517,7 @@ void load_init(struct load *l, const struct load_cfg *cfg)
 		sched_set_batch(&l->sched, ph->rate.batch_size, ph->rate.jitter_s);
 		int64_t total = ph->rate.total_requests;
 		if (total > 0) {
-			int64_t w = cfg->worker, nw = l->c.workers;
-			l->limit = total / nw + (w < total % nw ? 1 : 0);
+			l->limit = split_even(total, l->c.workers, cfg->worker);
 		}
 		if (ph->rate.duration_s > 0)
 			l->end = ns_of(ph->rate.duration_s);
