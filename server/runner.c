@@ -353,6 +353,7 @@ static int env_kept(const char *e)
 					    "LANGUAGE=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=",
 					    "LSAN_OPTIONS=", "HEADROOM_WORKER_JSON=",
 					    "HEADROOM_WORKER_BURN_US=", "HEADROOM_WORKER_SPIN_US=",
+					    "HEADROOM_WORKER_TRANSPORT=",
 					    HR_NVML_ENV_LIB "="};
 	for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
 		if (strncmp(e, exact[i], strlen(exact[i])) == 0)
@@ -547,6 +548,166 @@ static void sat_tick(struct run_ctx *c, int64_t now)
 	}
 }
 
+/* One handler per message type a worker sends (api/protocol.md); w is the
+ * sender, i its index. */
+/* HELLO: the protocol version checked, the worker's clocks noted, its SCHEDULE sent. */
+static void on_hello(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	json_t *proto = json_object_get(m->json, "protocol");
+	if (!json_is_integer(proto) || json_integer_value(proto) != PROTO_VERSION) {
+		fail_run(c, "worker %d speaks another protocol version", i);
+		return;
+	}
+	if (w->state != W_SPAWNED) {
+		fail_run(c, "worker %d said hello twice", i);
+		return;
+	}
+	w->state = W_HELLO;
+	json_t *mono = json_object_get(m->json, "mono_ns");
+	json_t *wall = json_object_get(m->json, "wall_ns");
+	runs_worker_update(c->r->store, c->id, i, 0,
+			   json_is_integer(mono) ? json_integer_value(mono) : 0,
+			   json_is_integer(wall) ? json_integer_value(wall) : 0, "hello", -1,
+			   NULL);
+	if (c->stopping)
+		return;
+	json_t *sched = make_share(c, i);
+	proto_send_json(c->sock, m->ident, PROTO_SCHEDULE, sched, 0);
+	json_decref(sched);
+}
+
+/* READY: when every worker is, START with time zero a little in the future. */
+static void on_ready(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	if (w->state != W_HELLO) {
+		fail_run(c, "worker %d sent ready out of order", i);
+		return;
+	}
+	w->state = W_READY;
+	int all = 1;
+	for (int k = 0; k < c->n; k++)
+		all = all && c->w[k].state == W_READY;
+	if (all && !c->stopping) {
+		c->t0 = mono_ns() + START_LEAD_NS;
+		c->t0_wall = wall_ns() + START_LEAD_NS;
+		c->profiling = !c->spec.has_warmup;
+		if (c->profiling)
+			c->prof_start = c->t0;
+		send_start(c, 0);
+		runs_set_t0(c->r->store, c->id, c->t0_wall);
+	}
+}
+
+/* PHASE_DONE of the warm-up: when every worker is through it, profiling starts for all. */
+static void on_phase_done(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	const char *ph = json_string_value(json_object_get(m->json, "phase"));
+	if (c->profiling || !ph || strcmp(ph, "warmup") != 0 || w->warm_done) {
+		fail_run(c, "worker %d sent an unexpected phase_done", i);
+		send_stop(c, "protocol error");
+		return;
+	}
+	w->warm_done = 1;
+	int all = 1;
+	for (int k = 0; k < c->n; k++)
+		all = all && (c->w[k].warm_done || c->w[k].exited);
+	if (all && !c->stopping) {
+		/* every worker is through the warm-up: profiling starts for all
+		 * at once, a little in the future */
+		c->profiling = 1;
+		c->prof_start = mono_ns() + START_LEAD_NS;
+		send_start(c, c->prof_start - c->t0);
+	}
+}
+
+/* HEARTBEAT: the worker's progress counters. */
+static void on_heartbeat(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	json_t *j = m->json;
+#define GETC(name) \
+if (json_is_integer(json_object_get(j, #name))) \
+w->name = json_integer_value(json_object_get(j, #name))
+	GETC(sent);
+	GETC(completed);
+	GETC(errors);
+	GETC(in_flight);
+#undef GETC
+}
+
+/* SAMPLE: the worker's self-telemetry, stored (client.h). */
+static void on_sample(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	struct csample cs;
+	char err[HR_ERRLEN];
+	if (csample_from_json(m->json, &cs, err) < 0) {
+		fail_run(c, "worker %d sent a malformed sample: %s", i, err);
+		send_stop(c, "protocol error");
+		return;
+	}
+	client_store_worker(c->r->store, c->id, i, &cs);
+}
+
+/* RECORDS: a batch decoded, credited to its sender, handed to the store. */
+static void on_records(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	struct hr_record *recs;
+	size_t n;
+	char err[HR_ERRLEN];
+	if (record_batch_decode(m->data, m->len, &recs, &n, err) < 0) {
+		fail_run(c, "worker %d sent a malformed record batch: %s", i, err);
+		send_stop(c, "protocol error");
+		return;
+	}
+	for (size_t k = 0; k < n; k++)
+		recs[k].worker = (uint32_t)i; /* the sender is authoritative */
+	if (c->spec.stop_on_saturation && c->prof_start)
+		sat_records(c, recs, n);
+	c->records += (long long)n;
+	w->records += (long long)n;
+	selfmet_records((long long)n);
+	if (n) {
+		runs_add_records(c->r->store, c->id, recs, n);
+		count_stored(c, (long long)n);
+	} else {
+		free(recs);
+	}
+}
+
+/* DONE: the worker's last counters; it exits next. */
+static void on_done(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	json_t *j = m->json;
+	if (json_is_integer(json_object_get(j, "sent")))
+		w->sent = json_integer_value(json_object_get(j, "sent"));
+	if (json_is_integer(json_object_get(j, "completed")))
+		w->completed = json_integer_value(json_object_get(j, "completed"));
+	if (json_is_integer(json_object_get(j, "errors")))
+		w->errors = json_integer_value(json_object_get(j, "errors"));
+	json_t *unsent = json_object_get(j, "unsent");
+	if (json_is_integer(unsent) && json_integer_value(unsent) >= 0)
+		w->unsent = json_integer_value(unsent);
+	w->in_flight = 0;
+	w->state = W_DONE;
+	runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "done", -1, NULL);
+}
+
+/* FAIL: the worker's fatal error fails the run. */
+static void on_fail(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	const char *msg = json_string_value(json_object_get(m->json, "message"));
+	fail_run(c, "worker %d failed: %.300s", i, msg ? msg : "(no message)");
+	runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "failed", -1, msg);
+	send_stop(c, "another worker failed");
+}
+
+typedef void (*msg_handler)(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m);
+static const msg_handler msg_handlers[PROTO__MAX] = {
+	[PROTO_HELLO] = on_hello,	  [PROTO_READY] = on_ready,
+	[PROTO_PHASE_DONE] = on_phase_done, [PROTO_HEARTBEAT] = on_heartbeat,
+	[PROTO_SAMPLE] = on_sample,	  [PROTO_RECORDS] = on_records,
+	[PROTO_DONE] = on_done,		  [PROTO_FAIL] = on_fail,
+};
+
 static void on_message(struct run_ctx *c, struct proto_msg *m)
 {
 	int i = ident_index(c, m->ident);
@@ -557,145 +718,13 @@ static void on_message(struct run_ctx *c, struct proto_msg *m)
 	}
 	struct wk *w = &c->w[i];
 	w->last_seen = mono_ns();
-	switch (m->type) {
-	case PROTO_HELLO: {
-		json_t *proto = json_object_get(m->json, "protocol");
-		if (!json_is_integer(proto) || json_integer_value(proto) != PROTO_VERSION) {
-			fail_run(c, "worker %d speaks another protocol version", i);
-			return;
-		}
-		if (w->state != W_SPAWNED) {
-			fail_run(c, "worker %d said hello twice", i);
-			return;
-		}
-		w->state = W_HELLO;
-		json_t *mono = json_object_get(m->json, "mono_ns");
-		json_t *wall = json_object_get(m->json, "wall_ns");
-		runs_worker_update(c->r->store, c->id, i, 0,
-				   json_is_integer(mono) ? json_integer_value(mono) : 0,
-				   json_is_integer(wall) ? json_integer_value(wall) : 0, "hello", -1,
-				   NULL);
-		if (c->stopping)
-			return;
-		json_t *sched = make_share(c, i);
-		proto_send_json(c->sock, m->ident, PROTO_SCHEDULE, sched, 0);
-		json_decref(sched);
-		break;
-	}
-	case PROTO_READY: {
-		if (w->state != W_HELLO) {
-			fail_run(c, "worker %d sent ready out of order", i);
-			return;
-		}
-		w->state = W_READY;
-		int all = 1;
-		for (int k = 0; k < c->n; k++)
-			all = all && c->w[k].state == W_READY;
-		if (all && !c->stopping) {
-			c->t0 = mono_ns() + START_LEAD_NS;
-			c->t0_wall = wall_ns() + START_LEAD_NS;
-			c->profiling = !c->spec.has_warmup;
-			if (c->profiling)
-				c->prof_start = c->t0;
-			send_start(c, 0);
-			runs_set_t0(c->r->store, c->id, c->t0_wall);
-		}
-		break;
-	}
-	case PROTO_PHASE_DONE: {
-		const char *ph = json_string_value(json_object_get(m->json, "phase"));
-		if (c->profiling || !ph || strcmp(ph, "warmup") != 0 || w->warm_done) {
-			fail_run(c, "worker %d sent an unexpected phase_done", i);
-			send_stop(c, "protocol error");
-			return;
-		}
-		w->warm_done = 1;
-		int all = 1;
-		for (int k = 0; k < c->n; k++)
-			all = all && (c->w[k].warm_done || c->w[k].exited);
-		if (all && !c->stopping) {
-			/* every worker is through the warm-up: profiling starts for all
-			 * at once, a little in the future */
-			c->profiling = 1;
-			c->prof_start = mono_ns() + START_LEAD_NS;
-			send_start(c, c->prof_start - c->t0);
-		}
-		break;
-	}
-	case PROTO_HEARTBEAT: {
-		json_t *j = m->json;
-#define GETC(name) \
-	if (json_is_integer(json_object_get(j, #name))) \
-	w->name = json_integer_value(json_object_get(j, #name))
-		GETC(sent);
-		GETC(completed);
-		GETC(errors);
-		GETC(in_flight);
-#undef GETC
-		break;
-	}
-	case PROTO_SAMPLE: {
-		struct csample cs;
-		char err[HR_ERRLEN];
-		if (csample_from_json(m->json, &cs, err) < 0) {
-			fail_run(c, "worker %d sent a malformed sample: %s", i, err);
-			send_stop(c, "protocol error");
-			return;
-		}
-		client_store_worker(c->r->store, c->id, i, &cs);
-		break;
-	}
-	case PROTO_RECORDS: {
-		struct hr_record *recs;
-		size_t n;
-		char err[HR_ERRLEN];
-		if (record_batch_decode(m->data, m->len, &recs, &n, err) < 0) {
-			fail_run(c, "worker %d sent a malformed record batch: %s", i, err);
-			send_stop(c, "protocol error");
-			return;
-		}
-		for (size_t k = 0; k < n; k++)
-			recs[k].worker = (uint32_t)i; /* the sender is authoritative */
-		if (c->spec.stop_on_saturation && c->prof_start)
-			sat_records(c, recs, n);
-		c->records += (long long)n;
-		w->records += (long long)n;
-		selfmet_records((long long)n);
-		if (n) {
-			runs_add_records(c->r->store, c->id, recs, n);
-			count_stored(c, (long long)n);
-		} else {
-			free(recs);
-		}
-		break;
-	}
-	case PROTO_DONE: {
-		json_t *j = m->json;
-		if (json_is_integer(json_object_get(j, "sent")))
-			w->sent = json_integer_value(json_object_get(j, "sent"));
-		if (json_is_integer(json_object_get(j, "completed")))
-			w->completed = json_integer_value(json_object_get(j, "completed"));
-		if (json_is_integer(json_object_get(j, "errors")))
-			w->errors = json_integer_value(json_object_get(j, "errors"));
-		json_t *unsent = json_object_get(j, "unsent");
-		if (json_is_integer(unsent) && json_integer_value(unsent) >= 0)
-			w->unsent = json_integer_value(unsent);
-		w->in_flight = 0;
-		w->state = W_DONE;
-		runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "done", -1, NULL);
-		break;
-	}
-	case PROTO_FAIL: {
-		const char *msg = json_string_value(json_object_get(m->json, "message"));
-		fail_run(c, "worker %d failed: %.300s", i, msg ? msg : "(no message)");
-		runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "failed", -1, msg);
-		send_stop(c, "another worker failed");
-		break;
-	}
-	default:
+	msg_handler h = m->type > 0 && m->type < PROTO__MAX ? msg_handlers[m->type] : NULL;
+	if (!h) { /* SCHEDULE, START, STOP go the other way */
 		fail_run(c, "worker %d sent an unexpected %s message", i, proto_type_name(m->type));
 		send_stop(c, "protocol error");
+		return;
 	}
+	h(c, w, i, m);
 }
 
 /* --- supervision ------------------------------------------------------------------ */
@@ -934,21 +963,22 @@ static void run_ended(struct runner *r, int64_t id, json_t *spec_json)
 	sweep_run_finished(r->store, id);
 }
 
-static void execute(struct runner *r, int64_t id, json_t *spec_json)
+/* --- a run's life: prepare, start, drive, conclude ------------------------------ */
+
+/* Everything a run needs before its workers: room on the disk, its own
+ * headroom-mock (target.mock, the run's or a class's) with the address put
+ * in the spec the workers get, that spec parsed, the datasets referenced
+ * and the API key resolved. 0, or -1 with why; what was taken is given
+ * back by start_failed. */
+static int prepare(struct run_ctx *c, json_t *spec_json, struct mockproc *mock, char *why)
 {
-	struct run_ctx c = {.r = r, .id = id};
+	struct runner *r = c->r;
 	struct spec_error serr;
 	char err[HR_ERRLEN];
-	struct mockproc mock = {.pid = -1, .out = -1};
-	char why[HR_ERRLEN];
-	if (disk_check_floor(why) < 0 || disk_reserve_make(why) < 0) {
-		hlog(LOG_ERROR, "runner", "run %lld failed: %s\n", (long long)id, why);
-		finish_run(r, id, RUN_FAILED, why, NULL);
-		run_ended(r, id, spec_json);
-		return;
-	}
+	if (disk_check_floor(why) < 0 || disk_reserve_make(why) < 0)
+		return -1;
 	if (r->o.allow)
-		c.net = *r->o.allow;
+		c->net = *r->o.allow;
 	json_t *run_json = json_incref(spec_json);
 	json_t *tgt = json_object_get(spec_json, "target");
 	int want_mock = json_is_true(json_object_get(tgt, "mock"));
@@ -959,18 +989,16 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if (want_mock) {
 		/* a headroom-mock of our own for this run: the workers get its
 		 * address as target.url */
-		if (!r->o.mock_bin || mockproc_start(&mock, r->o.mock_bin, err) < 0) {
-			snprintf(why, sizeof why, "%s",
+		if (!r->o.mock_bin || mockproc_start(mock, r->o.mock_bin, err) < 0) {
+			snprintf(why, HR_ERRLEN, "%s",
 				 r->o.mock_bin ? err : "no headroom-mock to start (--mock-bin)");
-			finish_run(r, id, RUN_FAILED, why, NULL);
-			run_ended(r, id, spec_json);
 			json_decref(run_json);
-			return;
+			return -1;
 		}
 		json_decref(run_json);
 		run_json = json_deep_copy(spec_json);
 		char url[160];
-		snprintf(url, sizeof url, "http://%s", mock.addr);
+		snprintf(url, sizeof url, "http://%s", mock->addr);
 		json_t *t = json_object_get(run_json, "target");
 		if (json_is_true(json_object_get(t, "mock"))) {
 			json_object_set_new(t, "url", json_string(url));
@@ -986,53 +1014,220 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		}
 		/* the mock the daemon started is allowed, whatever the list says
 		 * (a full list leaves it to the open default: no list at all) */
-		if ((c.net.n > 0 || c.net.closed) && netallow_add(&c.net, mock.addr, err) < 0)
-			hlog(LOG_INFO, "runner", "run %lld: %s\n", (long long)id, err);
-		hlog(LOG_INFO, "runner", "run %lld: headroom-mock (pid %d) on %s\n", (long long)id,
-			(int)mock.pid, mock.addr);
+		if ((c->net.n > 0 || c->net.closed) && netallow_add(&c->net, mock->addr, err) < 0)
+			hlog(LOG_INFO, "runner", "run %lld: %s\n", (long long)c->id, err);
+		hlog(LOG_INFO, "runner", "run %lld: headroom-mock (pid %d) on %s\n", (long long)c->id,
+			(int)mock->pid, mock->addr);
 	}
-	if (spec_from_json(run_json, r->o.default_workers, &c.spec, &serr) < 0) {
-		finish_run(r, id, RUN_FAILED, serr.message, NULL);
-		run_ended(r, id, spec_json);
-		mockproc_stop(&mock);
+	if (spec_from_json(run_json, r->o.default_workers, &c->spec, &serr) < 0) {
+		snprintf(why, HR_ERRLEN, "%.200s", serr.message);
 		json_decref(run_json);
-		return;
+		return -1;
 	}
 	json_decref(run_json);
 	/* the datasets the workers load: the run's, or each class's */
-	int nds = c.spec.n_classes ? c.spec.n_classes : 1;
+	int nds = c->spec.n_classes ? c->spec.n_classes : 1;
 	for (int k = 0; k < nds; k++) {
-		const struct spec *ks = c.spec.n_classes ? c.spec.classes[k].spec : &c.spec;
+		const struct spec *ks = c->spec.n_classes ? c->spec.classes[k].spec : &c->spec;
 		if (ks->workload.kind != SPEC_WL_DATASET)
 			continue;
-		int dr = datasets_ref(r->store, ks->workload.dataset_id, &c.ds[k], err);
+		int dr = datasets_ref(r->store, ks->workload.dataset_id, &c->ds[k], err);
 		if (dr < 0) {
-			if (c.spec.n_classes)
-				snprintf(why, sizeof why, "classes[%d].workload.dataset: %.200s", k,
+			if (c->spec.n_classes)
+				snprintf(why, HR_ERRLEN, "classes[%d].workload.dataset: %.200s", k,
 					 dr == -404 ? "the dataset is gone" : err);
 			else
-				snprintf(why, sizeof why, "workload.dataset: %.200s",
+				snprintf(why, HR_ERRLEN, "workload.dataset: %.200s",
 					 dr == -404 ? "the dataset is gone" : err);
-			finish_run(r, id, RUN_FAILED, why, NULL);
-			run_ended(r, id, spec_json);
-			mockproc_stop(&mock);
-			release_datasets(&c);
-			spec_release(&c.spec);
-			return;
+			return -1;
 		}
-		c.have_ds[k] = 1;
+		c->have_ds[k] = 1;
 	}
-	if ((c.spec.target.api_key_secret || c.spec.target.api_key_env) &&
-	    resolve_secret(&c, why) < 0) {
-		finish_run(r, id, RUN_FAILED, why, NULL);
-		run_ended(r, id, spec_json);
-		mockproc_stop(&mock);
-		release_datasets(&c);
-		spec_release(&c.spec);
+	if ((c->spec.target.api_key_secret || c->spec.target.api_key_env) &&
+	    resolve_secret(c, why) < 0)
+		return -1;
+	if (!c->envp)
+		build_env(c);
+	return 0;
+}
+
+/* A run that could not start: failed with why, and everything prepare
+ * took given back (the one clean-up path of a start). */
+static void start_failed(struct run_ctx *c, json_t *spec_json, struct mockproc *mock,
+			 const char *why)
+{
+	hlog(LOG_ERROR, "runner", "run %lld failed: %s\n", (long long)c->id, why);
+	finish_run(c->r, c->id, RUN_FAILED, why, NULL);
+	run_ended(c->r, c->id, spec_json);
+	mockproc_stop(mock);
+	release_datasets(c);
+	spec_release(&c->spec);
+}
+
+/* The run's loop, until every worker has finished or the stop deadline
+ * passed: messages, supervision, cancel and shutdown, saturation,
+ * progress. */
+static void drive(struct run_ctx *c)
+{
+	struct runner *r = c->r;
+	int64_t id = c->id;
+	int64_t last_progress = 0;
+	while (c->sock) {
+		zmq_pollitem_t pi = {c->sock, 0, ZMQ_POLLIN, 0};
+		zmq_poll(&pi, 1, 100);
+		int drained = 0;
+		for (int k = 0; k < 256; k++) {
+			struct proto_msg m;
+			char perr[HR_ERRLEN];
+			int rc = proto_recv(c->sock, 1, &m, ZMQ_DONTWAIT, perr);
+			if (rc == 0 || rc == -1) {
+				drained = 1;
+				break;
+			}
+			if (rc == -2) {
+				int i = ident_index(c, m.ident);
+				fail_run(c, "worker %d sent a malformed message: %s", i, perr);
+				send_stop(c, "protocol error");
+				continue;
+			}
+			on_message(c, &m);
+			proto_msg_release(&m);
+		}
+		reap(c);
+		int64_t now = mono_ns();
+		judge_late_exits(c, now, 0);
+		/* with messages still queued the daemon is the one behind (ingestion
+		 * back-pressure): a worker's heartbeat may be waiting in the queue */
+		if (drained)
+			check_silence(c, now);
+		daemon_sample(c, now, 0);
+		check_store(c);
+		if (atomic_load(&r->cancel_id) == id && !c->cancelled) {
+			c->cancelled = 1;
+			send_stop(c, "cancelled");
+		}
+		if (atomic_load(&r->stopping) && !c->interrupted) {
+			c->interrupted = 1;
+			send_stop(c, "daemon stopping");
+		}
+		if (c->fail_reason && !c->stopping)
+			send_stop(c, "run failed");
+		sat_tick(c, now);
+		selfmet_runner_tick();
+		int alive = 0;
+		for (int i = 0; i < c->n; i++)
+			alive += !c->w[i].exited;
+		selfmet_workers(alive);
+		if (now - last_progress > PROGRESS_EVERY_NS) {
+			post_progress(c);
+			last_progress = now;
+		}
+		if (all_finished(c))
+			break;
+		if (c->stopping && now > c->stop_deadline)
+			break;
+	}
+}
+
+/* After the workers: every record received checked against the store, the
+ * summary with the client verdict, its judgement and card, and the run's
+ * final state. */
+static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
+{
+	struct runner *r = c->r;
+	int64_t id = c->id;
+	char err[HR_ERRLEN];
+	runs_sync(r->store);
+	/* every record received must be in the store: count what it holds */
+	check_store(c);
+	char store_why[400] = "";
+	long long have = runs_count_records(r->store, id);
+	if (c->store_error && disk_reserve_release())
+		hlog(LOG_WARN, "runner", "run %lld: released the store's %d MiB reserve for the "
+				"run's end\n",
+			(long long)id, HR_STORE_RESERVE_MB);
+	if (have >= 0 && have < c->records)
+		snprintf(store_why, sizeof store_why,
+			 "the store could not write %lld of the %lld records received: %s",
+			 c->records - have, c->records, c->store_error ? c->store_error : "unknown error");
+	else if (c->store_error)
+		snprintf(store_why, sizeof store_why, "the store failed during the run: %s",
+			 c->store_error);
+	long long valid = 0;
+	json_t *summary = summary_compute(r->store, id, &c->spec, c->t0_wall, &valid, err);
+	if (!summary)
+		hlog(LOG_ERROR, "runner", "run %lld: summary failed: %s\n", (long long)id, err);
+	else
+		json_object_set_new(summary, "client", verdict_compute(r->store, id, &c->spec, c->n, summary));
+	if (summary) { /* what the schedule asked for but was never sent */
+		long long unsent = 0;
+		for (int i = 0; i < c->n; i++)
+			unsent += c->w[i].unsent;
+		json_object_set_new(json_object_get(summary, "load"), "unsent",
+				    json_integer((json_int_t)unsent));
+	}
+	if (summary && c->saturated) /* stopped early on purpose: say why */
+		json_object_set_new(summary, "saturation",
+				    json_pack("{s:b, s:s}", "stopped", 1, "message", c->saturated));
+	if (summary) {
+		/* validity and gates: the run's own figures first (a regression
+		 * gate against a group reads them), then the judgement */
+		if (history_index_summary(r->store, id, summary, err) < 0)
+			hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
+				(long long)id, err);
+		judge_run(r->store, id, &c->spec, summary);
+	}
+	card_end(r->store, id, card, summary); /* lengths sent, verdict, GPUs */
+	const char *state = RUN_SUCCEEDED;
+	char reason[600] = "";
+	if (c->interrupted) {
+		state = RUN_INTERRUPTED;
+		snprintf(reason, sizeof reason, "the daemon was stopped during the run%s%s",
+			 store_why[0] ? "; " : "", store_why);
+	} else if (c->cancelled) {
+		state = RUN_CANCELLED;
+		snprintf(reason, sizeof reason, "cancelled by request%s%s", store_why[0] ? "; " : "",
+			 store_why);
+	} else if (store_why[0]) {
+		state = RUN_FAILED;
+		snprintf(reason, sizeof reason, "%s", store_why);
+	} else if (c->fail_reason) {
+		state = RUN_FAILED;
+		snprintf(reason, sizeof reason, "%s", c->fail_reason);
+	} else if (valid == 0) {
+		state = RUN_FAILED;
+		json_t *errs = summary ? json_object_get(summary, "errors") : NULL;
+		char *e = errs ? json_dumps(errs, JSON_COMPACT) : NULL;
+		snprintf(reason, sizeof reason, "no request succeeded (errors: %s)",
+			 e ? e : "unknown");
+		free(e);
+	}
+	if (finish_run(r, id, state, reason[0] ? reason : NULL, summary) < 0)
+		hlog(LOG_ERROR, "runner", "run %lld: cannot store the result; retrying\n",
+			(long long)id);
+	else if (summary && history_index_summary(r->store, id, summary, err) < 0)
+		hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
+			(long long)id, err);
+	hlog(LOG_INFO, "runner", "run %lld %s%s%s%s%s\n", (long long)id, state,
+		reason[0] ? ": " : "", reason, summary ? ", client verdict " : "",
+		summary ? verdict_of(summary) : "");
+	run_ended(r, id, spec_json);
+	/* a cancel request for this run is spent: ids are never reused, but
+	 * the next run must not see a stale one either */
+	long long want = id;
+	atomic_compare_exchange_strong(&r->cancel_id, &want, 0);
+	json_decref(summary);
+}
+
+static void execute(struct runner *r, int64_t id, json_t *spec_json)
+{
+	struct run_ctx c = {.r = r, .id = id};
+	struct mockproc mock = {.pid = -1, .out = -1};
+	char why[HR_ERRLEN];
+	if (prepare(&c, spec_json, &mock, why) < 0) {
+		start_failed(&c, spec_json, &mock, why);
 		return;
 	}
-	if (!c.envp)
-		build_env(&c);
 	c.stored_base = atomic_load(&r->stored);
 	store_commit_status(r->store, &c.commit_fails0, NULL, 0);
 	c.record_fails0 = runs_record_failures(NULL, 0);
@@ -1062,62 +1257,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	 * precedes the baseline; the workers start up meanwhile */
 	if (c.sock)
 		collector_wait_baseline(tele, baseline_give_up, &c);
-	int64_t last_progress = 0;
-	while (c.sock) {
-		zmq_pollitem_t pi = {c.sock, 0, ZMQ_POLLIN, 0};
-		zmq_poll(&pi, 1, 100);
-		int drained = 0;
-		for (int k = 0; k < 256; k++) {
-			struct proto_msg m;
-			char perr[HR_ERRLEN];
-			int rc = proto_recv(c.sock, 1, &m, ZMQ_DONTWAIT, perr);
-			if (rc == 0 || rc == -1) {
-				drained = 1;
-				break;
-			}
-			if (rc == -2) {
-				int i = ident_index(&c, m.ident);
-				fail_run(&c, "worker %d sent a malformed message: %s", i, perr);
-				send_stop(&c, "protocol error");
-				continue;
-			}
-			on_message(&c, &m);
-			proto_msg_release(&m);
-		}
-		reap(&c);
-		int64_t now = mono_ns();
-		judge_late_exits(&c, now, 0);
-		/* with messages still queued the daemon is the one behind (ingestion
-		 * back-pressure): a worker's heartbeat may be waiting in the queue */
-		if (drained)
-			check_silence(&c, now);
-		daemon_sample(&c, now, 0);
-		check_store(&c);
-		if (atomic_load(&r->cancel_id) == id && !c.cancelled) {
-			c.cancelled = 1;
-			send_stop(&c, "cancelled");
-		}
-		if (atomic_load(&r->stopping) && !c.interrupted) {
-			c.interrupted = 1;
-			send_stop(&c, "daemon stopping");
-		}
-		if (c.fail_reason && !c.stopping)
-			send_stop(&c, "run failed");
-		sat_tick(&c, now);
-		selfmet_runner_tick();
-		int alive = 0;
-		for (int i = 0; i < c.n; i++)
-			alive += !c.w[i].exited;
-		selfmet_workers(alive);
-		if (now - last_progress > PROGRESS_EVERY_NS) {
-			post_progress(&c);
-			last_progress = now;
-		}
-		if (all_finished(&c))
-			break;
-		if (c.stopping && now > c.stop_deadline)
-			break;
-	}
+	drive(&c);
 	terminate_all(&c);
 	reap(&c);
 	selfmet_workers(0); /* before the run's end is written: none left */
@@ -1136,86 +1276,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if (c.sockpath[0])
 		unlink(c.sockpath);
 
-	runs_sync(r->store);
-	/* every record received must be in the store: count what it holds */
-	check_store(&c);
-	char store_why[400] = "";
-	long long have = runs_count_records(r->store, id);
-	if (c.store_error && disk_reserve_release())
-		hlog(LOG_WARN, "runner", "run %lld: released the store's %d MiB reserve for the "
-				"run's end\n",
-			(long long)id, HR_STORE_RESERVE_MB);
-	if (have >= 0 && have < c.records)
-		snprintf(store_why, sizeof store_why,
-			 "the store could not write %lld of the %lld records received: %s",
-			 c.records - have, c.records, c.store_error ? c.store_error : "unknown error");
-	else if (c.store_error)
-		snprintf(store_why, sizeof store_why, "the store failed during the run: %s",
-			 c.store_error);
-	long long valid = 0;
-	json_t *summary = summary_compute(r->store, id, &c.spec, c.t0_wall, &valid, err);
-	if (!summary)
-		hlog(LOG_ERROR, "runner", "run %lld: summary failed: %s\n", (long long)id, err);
-	else
-		json_object_set_new(summary, "client", verdict_compute(r->store, id, &c.spec, c.n, summary));
-	if (summary) { /* what the schedule asked for but was never sent */
-		long long unsent = 0;
-		for (int i = 0; i < c.n; i++)
-			unsent += c.w[i].unsent;
-		json_object_set_new(json_object_get(summary, "load"), "unsent",
-				    json_integer((json_int_t)unsent));
-	}
-	if (summary && c.saturated) /* stopped early on purpose: say why */
-		json_object_set_new(summary, "saturation",
-				    json_pack("{s:b, s:s}", "stopped", 1, "message", c.saturated));
-	if (summary) {
-		/* validity and gates: the run's own figures first (a regression
-		 * gate against a group reads them), then the judgement */
-		if (history_index_summary(r->store, id, summary, err) < 0)
-			hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
-				(long long)id, err);
-		judge_run(r->store, id, &c.spec, summary);
-	}
-	card_end(r->store, id, card, summary); /* lengths sent, verdict, GPUs */
-	const char *state = RUN_SUCCEEDED;
-	char reason[600] = "";
-	if (c.interrupted) {
-		state = RUN_INTERRUPTED;
-		snprintf(reason, sizeof reason, "the daemon was stopped during the run%s%s",
-			 store_why[0] ? "; " : "", store_why);
-	} else if (c.cancelled) {
-		state = RUN_CANCELLED;
-		snprintf(reason, sizeof reason, "cancelled by request%s%s", store_why[0] ? "; " : "",
-			 store_why);
-	} else if (store_why[0]) {
-		state = RUN_FAILED;
-		snprintf(reason, sizeof reason, "%s", store_why);
-	} else if (c.fail_reason) {
-		state = RUN_FAILED;
-		snprintf(reason, sizeof reason, "%s", c.fail_reason);
-	} else if (valid == 0) {
-		state = RUN_FAILED;
-		json_t *errs = summary ? json_object_get(summary, "errors") : NULL;
-		char *e = errs ? json_dumps(errs, JSON_COMPACT) : NULL;
-		snprintf(reason, sizeof reason, "no request succeeded (errors: %s)",
-			 e ? e : "unknown");
-		free(e);
-	}
-	if (finish_run(r, id, state, reason[0] ? reason : NULL, summary) < 0)
-		hlog(LOG_ERROR, "runner", "run %lld: cannot store the result; retrying\n",
-			(long long)id);
-	else if (summary && history_index_summary(r->store, id, summary, err) < 0)
-		hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
-			(long long)id, err);
-	hlog(LOG_INFO, "runner", "run %lld %s%s%s%s%s\n", (long long)id, state,
-		reason[0] ? ": " : "", reason, summary ? ", client verdict " : "",
-		summary ? verdict_of(summary) : "");
-	run_ended(r, id, spec_json);
-	/* a cancel request for this run is spent: ids are never reused, but
-	 * the next run must not see a stale one either */
-	long long want = id;
-	atomic_compare_exchange_strong(&r->cancel_id, &want, 0);
-	json_decref(summary);
+	conclude(&c, spec_json, card);
 	free(c.fail_reason);
 	free(c.store_error);
 	free(c.saturated);
