@@ -1396,7 +1396,7 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 /* The target fields a class may set over the run's (the API key stays the run's). */
 static const char *const class_target_keys[] = {
     "url", "endpoint", "model", "stream", "headers", "extra_body", "timeout_s", "mock",
-    "max_tokens_field", "template", NULL};
+    "max_tokens_field", "template", "transport", NULL};
 
 static int class_name_ok(const char *n)
 {

@@ -85,9 +85,12 @@ struct wk {
 	long long unsent; /* DONE: arrivals never sent (the ceiling held them past the end) */
 };
 
+struct pool_ops;
+
 struct run_ctx {
 	struct runner *r;
 	int64_t id;
+	const struct pool_ops *pool; /* how its workers are started and stopped */
 	struct spec spec;
 	void *sock;
 	char endpoint[300];
@@ -866,6 +869,19 @@ static void terminate_all(struct run_ctx *c)
 	}
 }
 
+/* One supervision interface for a run's pool of workers: the rest of the
+ * runner sees its workers only through this and the protocol. Local
+ * worker processes implement it (posix_spawn, waitpid, SIGKILL); remote
+ * agents' workers are the other implementation it leaves room for. */
+struct pool_ops {
+	const char *name;
+	int (*start)(struct run_ctx *c, int i); /* worker i: 0, or -1 (it never started) */
+	void (*reap)(struct run_ctx *c);        /* note the workers that ended (judge_exit) */
+	void (*stop)(struct run_ctx *c);        /* the run is over: every worker ends */
+};
+
+static const struct pool_ops local_pool = {"local", spawn_worker, reap, terminate_all};
+
 static int open_socket(struct run_ctx *c)
 {
 	c->sock = zmq_socket(c->r->zctx, ZMQ_ROUTER);
@@ -1093,7 +1109,7 @@ static void drive(struct run_ctx *c)
 			on_message(c, &m);
 			proto_msg_release(&m);
 		}
-		reap(c);
+		c->pool->reap(c);
 		int64_t now = mono_ns();
 		judge_late_exits(c, now, 0);
 		/* with messages still queued the daemon is the one behind (ingestion
@@ -1221,7 +1237,7 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 
 static void execute(struct runner *r, int64_t id, json_t *spec_json)
 {
-	struct run_ctx c = {.r = r, .id = id};
+	struct run_ctx c = {.r = r, .id = id, .pool = &local_pool};
 	struct mockproc mock = {.pid = -1, .out = -1};
 	char why[HR_ERRLEN];
 	if (prepare(&c, spec_json, &mock, why) < 0) {
@@ -1247,7 +1263,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 						  &c.net);
 	if (open_socket(&c) == 0) {
 		for (int i = 0; i < c.n; i++)
-			if (spawn_worker(&c, i) < 0) {
+			if (c.pool->start(&c, i) < 0) {
 				for (int k = i; k < c.n; k++)
 					c.w[k].exited = 1; /* never started */
 				break;
@@ -1258,8 +1274,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if (c.sock)
 		collector_wait_baseline(tele, baseline_give_up, &c);
 	drive(&c);
-	terminate_all(&c);
-	reap(&c);
+	c.pool->stop(&c);
+	c.pool->reap(&c);
 	selfmet_workers(0); /* before the run's end is written: none left */
 	judge_late_exits(&c, mono_ns(), 1);
 	forget_secret(&c);
