@@ -178,6 +178,8 @@ struct conn {
 	struct dynbuf out; /* bytes to send; out_off of them already sent */
 	size_t out_off;
 	struct stream st;
+	/* the head of the streamed response's events, rendered once (openai.c) */
+	struct dynbuf ev_head;
 	size_t lingered;    /* bytes discarded while lingering */
 	bool peer_eof;      /* the peer has shut down its sending side */
 	bool close_after;   /* close once the current response is sent */
@@ -274,7 +276,7 @@ struct server {
 	int lfd;                /* listening socket */
 	int dfd;                /* the DCGM page's listening socket, or -1 */
 	int tfd;                /* timerfd armed at the earliest deadline */
-	int64_t timer_armed_ns; /* 0: disarmed */
+	int64_t timer_armed_ns; /* 0: disarmed; -1: fired, to be set again (mock.c) */
 	bool accept_paused;
 	char *model_json; /* cfg->model as a JSON string literal */
 	size_t model_json_len;

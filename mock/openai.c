@@ -335,11 +335,67 @@ const char *api_word(unsigned idx, size_t *len)
 	return w->s;
 }
 
+/* The word list twice over, each word followed by its space: any run of
+ * up to NWORDS consecutive tokens is one contiguous substring, so a run's
+ * text is a few memcpy calls and its length two lookups, however many
+ * tokens it holds. ring_off[k] is where word k (mod NWORDS) starts in the
+ * first or second pass; ring_cycle the bytes of one pass. */
+static char ring[2 * NWORDS * 16];
+static uint32_t ring_off[2 * NWORDS + 1];
+static size_t ring_cycle;
+
+static void ring_init(void)
+{
+	size_t o = 0;
+	for (unsigned k = 0; k < 2 * NWORDS; k++) {
+		const struct word *w = &words[k % NWORDS];
+		ring_off[k] = (uint32_t)o;
+		memcpy(ring + o, w->s, w->len);
+		o += w->len;
+		ring[o++] = ' ';
+	}
+	ring_off[2 * NWORDS] = (uint32_t)o;
+	ring_cycle = ring_off[NWORDS];
+}
+
+/* Bytes of the tokens [from, from + n) of s's output, spaces included. */
+static size_t words_len(const struct stream *s, uint32_t from, uint32_t n)
+{
+	if (!ring_cycle)
+		ring_init();
+	unsigned st = api_word_index(s, from);
+	return (size_t)(n / NWORDS) * ring_cycle + ring_off[st + n % NWORDS] - ring_off[st];
+}
+
+/* Writes those bytes at w (words_len() of them); returns their end. */
+static char *words_put(char *w, const struct stream *s, uint32_t from, uint32_t n)
+{
+	if (!ring_cycle)
+		ring_init();
+	unsigned st = api_word_index(s, from);
+	for (uint32_t k = n / NWORDS; k; k--) {
+		memcpy(w, ring + ring_off[st], ring_cycle);
+		w += ring_cycle;
+	}
+	size_t r = ring_off[st + n % NWORDS] - ring_off[st];
+	memcpy(w, ring + ring_off[st], r);
+	return w + r;
+}
+
 void api_add_words(struct dynbuf *b, const struct stream *s, uint32_t from, uint32_t n)
 {
+	size_t len = words_len(s, from, n);
+	char *w = dynbuf_space(b, len);
+	if (w) {
+		words_put(w, s, from, n);
+		dynbuf_commit(b, len);
+		return;
+	}
+	/* Past the buffer's bound: add word by word as far as it goes (the
+	 * caller sees the failure of what it adds next). */
 	for (uint32_t i = from; i < from + n; i++) {
-		const struct word *w = &words[api_word_index(s, i)];
-		dynbuf_add(b, w->s, w->len);
+		const struct word *wd = &words[api_word_index(s, i)];
+		dynbuf_add(b, wd->s, wd->len);
 		dynbuf_add(b, " ", 1);
 	}
 }
@@ -422,30 +478,68 @@ static void add_usage(struct server *srv, struct dynbuf *b, const struct stream 
 	ADD_LIT(b, "}");
 }
 
-void api_send_event(struct server *srv, struct conn *c, bool space)
+/* A part of an event: n bytes at p, or (p NULL) the n tokens of the
+ * response's output from token `from`. */
+struct piece {
+	const char *p;
+	size_t n;
+	uint32_t from;
+};
+
+#define PIECE(lit) ((struct piece){(lit), sizeof(lit) - 1, 0})
+
+/* One SSE event made of pieces, written straight into c's output with a
+ * single reservation: "data: " (TGI: "data:") + the pieces + "\n\n",
+ * framed as an HTTP chunk of its own when the response is chunked. The
+ * bytes are the same as formatting the event whole and copying it. */
+static void put_event(struct conn *c, bool space, const struct piece *pc, size_t np)
 {
 	static const char hex[] = "0123456789abcdef";
-	struct dynbuf *b = &srv->scratch;
-	size_t prefix = space ? 6 : 5; /* "data: " or "data:" */
-	if (dynbuf_add(b, "\n\n", 2) < 0) {
+	const struct stream *s = &c->st;
+	size_t len = (space ? 6 : 5) + 2;
+	for (size_t i = 0; i < np; i++)
+		len += pc[i].p ? pc[i].n : words_len(s, pc[i].from, (uint32_t)pc[i].n);
+	char *w = dynbuf_space(&c->out, len + 20); /* + the chunk's size line and CRLF */
+	if (!w) {
 		c->overflow = true;
 		return;
 	}
-	if (c->st.chunked) {
-		char size[24];
-		size_t i = sizeof(size), n = b->len + prefix;
-		size[--i] = '\n';
-		size[--i] = '\r';
+	char *start = w;
+	if (s->chunked) {
+		char size[16];
+		size_t i = sizeof(size), n = len;
 		do {
 			size[--i] = hex[n & 15];
 			n >>= 4;
 		} while (n);
-		out_add(c, size + i, sizeof(size) - i);
+		memcpy(w, size + i, sizeof(size) - i);
+		w += sizeof(size) - i;
+		*w++ = '\r';
+		*w++ = '\n';
 	}
-	out_add(c, "data: ", prefix);
-	out_add(c, b->data, b->len);
-	if (c->st.chunked)
-		out_add(c, "\r\n", 2);
+	memcpy(w, "data: ", 6);
+	w += space ? 6 : 5;
+	for (size_t i = 0; i < np; i++) {
+		if (pc[i].p) {
+			memcpy(w, pc[i].p, pc[i].n);
+			w += pc[i].n;
+		} else {
+			w = words_put(w, s, pc[i].from, (uint32_t)pc[i].n);
+		}
+	}
+	*w++ = '\n';
+	*w++ = '\n';
+	if (s->chunked) {
+		*w++ = '\r';
+		*w++ = '\n';
+	}
+	dynbuf_commit(&c->out, (size_t)(w - start));
+}
+
+void api_send_event(struct server *srv, struct conn *c, bool space)
+{
+	struct piece pc = {srv->scratch.data ? srv->scratch.data : "", srv->scratch.len, 0};
+	put_event(c, space, &pc, 1);
 }
 
 /* How a response ends: by length, or early as at an EOS token. */
@@ -454,69 +548,78 @@ static const char *finish_reason(const struct stream *s)
 	return s->eos ? "stop" : "length";
 }
 
-static void event_role(struct server *srv, struct conn *c)
+/* The head every event of c's streamed chat or text completion starts
+ * with ({"id":...,"object":...,"created":...,"model":...), rendered once
+ * per response into the connection's ev_head: the events themselves only
+ * add what changes. */
+static void render_head(struct server *srv, struct conn *c)
 {
-	struct dynbuf *b = &srv->scratch;
-	dynbuf_reset(b);
-	add_head(srv, b, &c->st, "chat.completion.chunk");
-	dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-	                 "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}");
-	api_send_event(srv, c, true);
+	struct stream *s = &c->st;
+	dynbuf_reset(&c->ev_head);
+	add_head(srv, &c->ev_head, s,
+	         s->api == API_CHAT ? "chat.completion.chunk" : "text_completion");
 }
 
-/* A chat delta of tokens [from, from + n): reasoning_content for those
- * before s->reasoning, content for the rest (a chunk across the boundary
- * carries both). */
-static void add_delta(struct dynbuf *b, const struct stream *s, uint32_t from, uint32_t n)
+static struct piece head_piece(const struct conn *c)
 {
-	uint32_t r = 0;
-	if (from < s->reasoning)
-		r = s->reasoning - from < n ? s->reasoning - from : n;
-	ADD_LIT(b, "{");
-	if (r) {
-		ADD_LIT(b, "\"reasoning_content\":\"");
-		api_add_words(b, s, from, r);
-		ADD_LIT(b, "\"");
-	}
-	if (r < n) {
-		if (r)
-			ADD_LIT(b, ",");
-		ADD_LIT(b, "\"content\":\"");
-		api_add_words(b, s, from + r, n - r);
-		ADD_LIT(b, "\"");
-	}
-	ADD_LIT(b, "}");
+	return (struct piece){c->ev_head.data ? c->ev_head.data : "", c->ev_head.len, 0};
 }
 
+static void event_role(struct conn *c)
+{
+	struct piece pc[2] = {
+	    head_piece(c),
+	    PIECE(",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
+	          "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}"),
+	};
+	put_event(c, true, pc, 2);
+}
+
+/* A content event of tokens [s->sent, s->sent + n). Chat: a delta with
+ * reasoning_content for tokens before s->reasoning and content for the
+ * rest (a chunk across the boundary carries both); text completions: the
+ * text, the last one with its finish_reason. */
 static void event_content(struct server *srv, struct conn *c, uint32_t n)
 {
 	struct stream *s = &c->st;
-	struct dynbuf *b = &srv->scratch;
 	if (s->api == API_TGI) {
 		tgi_events(srv, c, n);
 		return;
 	}
-	bool last = s->sent + n == s->max_tokens;
-	dynbuf_reset(b);
+	uint32_t from = s->sent;
+	struct piece pc[8];
+	size_t np = 0;
+	pc[np++] = head_piece(c);
 	if (s->api == API_CHAT) {
-		add_head(srv, b, s, "chat.completion.chunk");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"delta\":");
-		add_delta(b, s, s->sent, n);
-		dynbuf_addstr(b, ",\"logprobs\":null,\"finish_reason\":null}]}");
-	} else {
-		add_head(srv, b, s, "text_completion");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
-		api_add_words(b, s, s->sent, n);
-		if (last) {
-			dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":\"");
-			dynbuf_addstr(b, finish_reason(s));
-			dynbuf_addstr(b, "\",\"stop_reason\":null}]}");
+		uint32_t r = 0;
+		if (from < s->reasoning)
+			r = s->reasoning - from < n ? s->reasoning - from : n;
+		if (r) {
+			pc[np++] = PIECE(",\"choices\":[{\"index\":0,\"delta\":{"
+			                 "\"reasoning_content\":\"");
+			pc[np++] = (struct piece){NULL, r, from};
+			if (r < n) {
+				pc[np++] = PIECE("\",\"content\":\"");
+				pc[np++] = (struct piece){NULL, n - r, from + r};
+			}
 		} else {
-			dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":null,"
+			pc[np++] = PIECE(",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
+			pc[np++] = (struct piece){NULL, n, from};
+		}
+		pc[np++] = PIECE("\"},\"logprobs\":null,\"finish_reason\":null}]}");
+	} else {
+		pc[np++] = PIECE(",\"choices\":[{\"index\":0,\"text\":\"");
+		pc[np++] = (struct piece){NULL, n, from};
+		if (from + n == s->max_tokens) {
+			pc[np++] = PIECE("\",\"logprobs\":null,\"finish_reason\":\"");
+			pc[np++] = s->eos ? PIECE("stop") : PIECE("length");
+			pc[np++] = PIECE("\",\"stop_reason\":null}]}");
+		} else {
+			pc[np++] = PIECE("\",\"logprobs\":null,\"finish_reason\":null,"
 			                 "\"stop_reason\":null}]}");
 		}
 	}
-	api_send_event(srv, c, true);
+	put_event(c, true, pc, np);
 }
 
 /* The end of a streamed response: the finish_reason event (for
@@ -848,8 +951,11 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 	               ? (c->close_after ? "Transfer-Encoding: chunked\r\nConnection: close\r\n"
 	                                 : "Transfer-Encoding: chunked\r\n")
 	               : "Connection: close\r\n");
+	if (api == API_TGI)
+		return;
+	render_head(srv, c);
 	if (api == API_CHAT)
-		event_role(srv, c);
+		event_role(c);
 }
 
 static void model_object(struct server *srv, struct dynbuf *b)
