@@ -1,7 +1,10 @@
 // dashboard.mjs - a run's dashboard page over a 1,000,000-request run: the
-// time and bytes of each API call the page makes, all of them at once as
-// the page makes them, and the page itself in Chromium until its last chart
-// is drawn (issue: usable within 2 s, a few megabytes at most).
+// page itself in Chromium until its last chart is drawn, first on a daemon
+// just started (cold: every answer computed from the records) and again
+// (warm: the finished run's answers kept in memory, server/dashcache.h);
+// then the time and bytes of each API call the page makes, and all of them
+// at once as the page makes them (issue: usable within 2 s, a few
+// megabytes at most).
 //
 // Run:   node bench/dashboard.mjs [N] [TOKENS]      (default 1000000 16)
 // Needs: headroomd, headroom-mock and hr-bench-records in $HEADROOM_BIN
@@ -62,13 +65,34 @@ try {
 	daemon = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', work]);
 	api = `http://${daemon.addr}/api/v1`;
 	const run = await (await fetch(`${api}/runs/${id}`)).json();
+	const browser = await chromium.launch({ executablePath: process.env.HEADROOM_CHROMIUM || '/usr/bin/chromium',
+		args: ['--no-sandbox', '--headless', '--disable-gpu', '--no-first-run', '--disable-background-networking',
+			'--disable-component-update', '--disable-sync'] });
+	const pageLoad = async (label) => {
+		const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+		const sizes = [];
+		page.on('requestfinished', (q) => sizes.push(q.sizes().then((z) => z.responseBodySize)));
+		const c0 = cpu(daemon.proc.pid);
+		const [pageMs] = await time(async () => {
+			await page.goto(`http://${daemon.addr}/runs/${id}`);
+			await page.waitForFunction(() => document.querySelectorAll('#cdfs canvas').length >= 3 &&
+				document.querySelectorAll('#timeseries canvas').length >= 6, null, { timeout: 120000 });
+		});
+		const bytes = (await Promise.all(sizes)).reduce((a, b) => a + b, 0);
+		console.log(`the page in Chromium, ${label}, to its last chart: ${pageMs.toFixed(0)} ms, ` +
+			`${((cpu(daemon.proc.pid) - c0) * 1000).toFixed(0)} ms daemon CPU, ${bytes} bytes ` +
+			`transferred (the page, its scripts and styles included); load average ${os.loadavg()[0].toFixed(2)}`);
+		await page.close();
+	};
+	await pageLoad('cold (the daemon just started)');
+	await pageLoad('warm (again)');
 	// the calls view_run.js makes for a finished run
 	const calls = [`/runs/${id}`, `/runs/${id}/timeseries?buckets=200`,
 		`/runs/${id}/requests?order=slowest&limit=15`, `/runs/${id}/requests?order=failed&limit=15`,
-		`/runs/${id}/telemetry`, `/runs/${id}/client`,
+		`/runs/${id}/requests?order=seq&limit=25&from=0/0`, `/runs/${id}/telemetry`, `/runs/${id}/client`,
 		`/runs/${id}/distribution?metric=time_to_first_token,scheduled_time_to_first_token,` +
 		'inter_token_latency,request_latency,scheduled_request_latency&points=1000'];
-	console.log(`run ${id}: ${n} records, state ${run.state}; each call alone (wall, daemon CPU, bytes):`);
+	console.log(`run ${id}: ${n} records, state ${run.state}; each call alone, after the pages (so from memory where kept) (wall, daemon CPU, bytes):`);
 	let total = 0;
 	for (const c of calls) {
 		const c0 = cpu(daemon.proc.pid);
@@ -83,19 +107,6 @@ try {
 	console.log(`all at once, as the page asks: ${all.toFixed(0)} ms wall, ` +
 		`${((cpu(daemon.proc.pid) - c0) * 1000).toFixed(0)} ms daemon CPU, ${total} bytes; ` +
 		`load average ${os.loadavg()[0].toFixed(2)} on ${os.cpus().length} CPUs`);
-	const browser = await chromium.launch({ executablePath: process.env.HEADROOM_CHROMIUM || '/usr/bin/chromium',
-		args: ['--no-sandbox', '--headless', '--disable-gpu', '--no-first-run', '--disable-background-networking',
-			'--disable-component-update', '--disable-sync'] });
-	const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-	let bytes = 0;
-	page.on('requestfinished', async (q) => { bytes += (await q.sizes()).responseBodySize; });
-	const [pageMs] = await time(async () => {
-		await page.goto(`http://${daemon.addr}/runs/${id}`);
-		await page.waitForFunction(() => document.querySelectorAll('#cdfs canvas').length >= 3 &&
-			document.querySelectorAll('#timeseries canvas').length >= 6, null, { timeout: 120000 });
-	});
-	console.log(`the page in Chromium, to its last chart: ${pageMs.toFixed(0)} ms, ${bytes} bytes ` +
-		'transferred (the page, its scripts and styles included)');
 	await browser.close();
 	await stop(daemon);
 } finally {

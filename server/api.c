@@ -25,6 +25,7 @@
 #include "export.h"
 #include "history.h"
 #include "limits.h"
+#include "live.h"
 #include "redact.h"
 #include "runs.h"
 #include "spec.h"
@@ -589,6 +590,8 @@ static enum MHD_Result h_cancel(struct call *k)
 		return reply_internal(k->conn, err);
 	auth_set_cancelled_by(k->a->store, k->id, k->auth->who);
 	sweep_run_finished(k->a->store, k->id); /* a queued run of a sweep ends here */
+	if (strcmp(state, RUN_CANCELLED) == 0) /* a queued run: its live streams end too */
+		live_end(k->id, RUN_CANCELLED);
 	if (strcmp(state, RUN_RUNNING) == 0)
 		runner_cancel(k->a->runner, k->id);
 	return reply_json(k->conn, 202,
@@ -1173,6 +1176,7 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/runs/{id}/report.html", h_report},
 	{"GET", "/api/v1/runs/{id}/distribution", h_distribution},
 	{"GET", "/api/v1/runs/{id}/requests", h_requests},
+	{"GET", "/api/v1/runs/{id}/live", h_live},
 	{"POST", "/api/v1/calibrations", h_calib_create},
 	{"GET", "/api/v1/calibrations", h_calib_list},
 	{"GET", "/api/v1/calibrations/{id}", h_calib_get},
@@ -1502,7 +1506,8 @@ int api_start(struct store *s, struct runner *r, const struct api_opts *o, struc
 		a->o.max_connections_per_client = HR_MAX_CONNECTIONS_PER_CLIENT;
 	if (a->o.max_queued_runs <= 0)
 		a->o.max_queued_runs = HR_MAX_QUEUED_RUNS;
-	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG;
+	/* suspend and resume: the live streams (live.h) */
+	unsigned flags = MHD_USE_AUTO_INTERNAL_THREAD | MHD_USE_ERROR_LOG | MHD_ALLOW_SUSPEND_RESUME;
 	if (ai->ai_family == AF_INET6)
 		flags |= MHD_USE_IPv6;
 	/* beyond loopback: TLS or the explicit opt-out, checked before binding */
@@ -1563,6 +1568,7 @@ void api_free(struct api *a)
 {
 	if (!a)
 		return;
+	live_shutdown(); /* MHD stops with no connection suspended */
 	MHD_stop_daemon(a->mhd);
 	auth_free(a->auth);
 	free(a->tls_cert);

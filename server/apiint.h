@@ -107,5 +107,6 @@ enum MHD_Result h_timeseries(struct call *k);
 enum MHD_Result h_report(struct call *k);
 enum MHD_Result h_distribution(struct call *k);
 enum MHD_Result h_requests(struct call *k);
+enum MHD_Result h_live(struct call *k);
 
 #endif

@@ -125,11 +125,41 @@ static void keep(struct slow *top, int *n, int limit, double lat, const struct h
 	top[w] = x;
 }
 
+/* DASH_SEQ: limit records from (worker, seq) on. */
+static int requests_seq(struct store *s, int64_t run_id, int limit, uint32_t worker,
+			uint64_t seq, struct dynbuf *out, char *err)
+{
+	struct rec_cursor *c = rec_cursor_open_at(s, run_id, worker, seq);
+	if (!c)
+		return errf(err, "cannot read the records of run %lld", (long long)run_id);
+	const struct hr_record *r;
+	int rc, written = 0;
+	char next[48] = "null";
+	while ((rc = rec_cursor_next(c, &r)) == 1) {
+		if (written == limit) {
+			snprintf(next, sizeof next, "\"%u/%llu\"", r->worker, (unsigned long long)r->seq);
+			break;
+		}
+		if (written++)
+			dynbuf_addstr(out, ",");
+		if (export_record(out, EXPORT_JSONL, r) == 0)
+			out->len--; /* the line's newline */
+	}
+	rec_cursor_free(c);
+	if (rc < 0)
+		return errf(err, "run %lld: a stored record is malformed", (long long)run_id);
+	dynbuf_printf(out, "],\"next\":%s,\"total\":%lld}\n", next,
+		      runs_count_records(s, run_id));
+	return 0;
+}
+
 int dash_requests(struct store *s, int64_t run_id, enum dash_order order, int limit,
-		  struct dynbuf *out, char *err)
+		  uint32_t from_worker, uint64_t from_seq, struct dynbuf *out, char *err)
 {
 	dynbuf_printf(out, "{\"run_id\":%lld,\"order\":\"%s\",\"requests\":[", (long long)run_id,
-		      order == DASH_SLOWEST ? "slowest" : "failed");
+		      order == DASH_SLOWEST ? "slowest" : order == DASH_FAILED ? "failed" : "seq");
+	if (order == DASH_SEQ)
+		return requests_seq(s, run_id, limit, from_worker, from_seq, out, err);
 	struct slow top[100];
 	int n = 0, written = 0;
 	if (limit > 100)

@@ -22,14 +22,17 @@
 int dash_distribution(struct store *s, int64_t run_id, const int *metrics, int n_metrics,
 		      int points, struct dynbuf *out, char *err);
 
-enum dash_order { DASH_SLOWEST, DASH_FAILED };
+enum dash_order { DASH_SLOWEST, DASH_FAILED, DASH_SEQ };
 
 /* The JSON answer of GET /runs/{id}/requests: {"run_id", "order",
  * "requests": [records as the JSONL export writes them]}, the limit
  * slowest valid profiling requests by request latency (slowest first, ties
- * by worker and seq) or the first limit failed ones (worker, seq order).
- * 0, or -1 with err. */
+ * by worker and seq), the first limit failed ones (worker, seq order), or
+ * (DASH_SEQ) every request in (worker, seq) order from (from_worker,
+ * from_seq) on, limit of them, with "next" (the "worker/seq" of the one
+ * after the last, or null) and "total" (the run's records): paging
+ * through any request. 0, or -1 with err. */
 int dash_requests(struct store *s, int64_t run_id, enum dash_order order, int limit,
-		  struct dynbuf *out, char *err);
+		  uint32_t from_worker, uint64_t from_seq, struct dynbuf *out, char *err);
 
 #endif

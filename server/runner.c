@@ -21,6 +21,7 @@
 
 #include "calibrate.h"
 #include "card.h"
+#include "live.h"
 #include "log.h"
 #include "sweep.h"
 #include "satdet.h"
@@ -598,6 +599,7 @@ static void on_ready(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m
 			c->prof_start = c->t0;
 		send_start(c, 0);
 		runs_set_t0(c->r->store, c->id, c->t0_wall);
+		live_set_t0(c->id, c->t0);
 	}
 }
 
@@ -669,6 +671,7 @@ static void on_records(struct run_ctx *c, struct wk *w, int i, struct proto_msg 
 	w->records += (long long)n;
 	selfmet_records((long long)n);
 	if (n) {
+		live_records(c->id, recs, n); /* before the store takes them */
 		runs_add_records(c->r->store, c->id, recs, n);
 		count_stored(c, (long long)n);
 	} else {
@@ -831,6 +834,8 @@ static void post_progress(struct run_ctx *c)
 			      (json_int_t)c->records, "workers", c->n);
 	runs_set_progress(c->r->store, c->id, p);
 	json_decref(p);
+	live_progress(c->id, !c->t0 ? "starting" : c->profiling ? "profiling" : "warmup", sent,
+		      completed, errors, in_flight, c->records, c->n);
 }
 
 /* The wait for the telemetry baseline ends early on a cancel or a stop. */
@@ -921,13 +926,16 @@ static int finish_run(struct runner *r, int64_t id, const char *state, const cha
 	char err[HR_ERRLEN];
 	for (int attempt = 0; attempt < 4; attempt++) {
 		if (runs_finish(r->store, id, state, reason, attempt < 3 ? summary : NULL, err) ==
-		    0)
+		    0) {
+			live_end(id, state); /* the live streams end with the store's state */
 			return 0;
+		}
 		hlog(LOG_ERROR, "runner", "run %lld: cannot store its end (%s): %s\n",
 			(long long)id, state, err);
 		struct timespec ts = {0, 200000000};
 		nanosleep(&ts, NULL);
 	}
+	live_end(id, state);
 	r->unfinished_id = id;
 	snprintf(r->unfinished_state, sizeof r->unfinished_state, "%s", state);
 	free(r->unfinished_reason);
@@ -1253,6 +1261,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 		c.n = (int)c.spec.load.requests; /* a worker with nothing to send is useless */
 	c.w = xcalloc((size_t)c.n, sizeof *c.w);
 	c.started = mono_ns();
+	live_begin(id);
 	hlog(LOG_INFO, "runner", "run %lld started with %d worker(s)\n", (long long)id, c.n);
 
 	/* the credibility card: the client host and the server's identity */

@@ -798,6 +798,25 @@ struct rec_cursor *rec_cursor_open(struct store *s, int64_t run_id)
 	return c;
 }
 
+struct rec_cursor *rec_cursor_open_at(struct store *s, int64_t run_id, uint32_t worker,
+				      uint64_t seq)
+{
+	struct rec_cursor *c = xcalloc(1, sizeof *c);
+	c->store = s;
+	c->db = store_reader(s);
+	if (sqlite3_prepare_v2(c->db,
+			       "SELECT worker, seq, data FROM records WHERE run_id = ? "
+			       "AND (worker, seq) >= (?, ?) ORDER BY worker, seq",
+			       -1, &c->st, NULL) != SQLITE_OK) {
+		rec_cursor_free(c);
+		return NULL;
+	}
+	sqlite3_bind_int64(c->st, 1, run_id);
+	sqlite3_bind_int64(c->st, 2, (sqlite3_int64)worker);
+	sqlite3_bind_int64(c->st, 3, (sqlite3_int64)seq);
+	return c;
+}
+
 int rec_cursor_next(struct rec_cursor *c, const struct hr_record **out)
 {
 	int rc = sqlite3_step(c->st);

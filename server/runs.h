@@ -102,6 +102,9 @@ int64_t runs_t0_wall(struct store *s, int64_t id);
  * a record (chunk times included). Holds a reader connection until freed. */
 struct rec_cursor;
 struct rec_cursor *rec_cursor_open(struct store *s, int64_t run_id);
+/* The same from (worker, seq) on (keyset paging, one record). */
+struct rec_cursor *rec_cursor_open_at(struct store *s, int64_t run_id, uint32_t worker,
+				      uint64_t seq);
 /* Returns 1 with *r filled (valid until the next call), 0 at the end, -1 on error. */
 int rec_cursor_next(struct rec_cursor *c, const struct hr_record **r);
 void rec_cursor_free(struct rec_cursor *c);

@@ -81,3 +81,55 @@ export async function distributions(id, metrics) {
 	const d = await get(`/runs/${id}/distribution?metric=${metrics.join(',')}&points=1000`);
 	return Object.fromEntries(d.metrics.map((m) => [m.metric, m]));
 }
+
+// The server-sent events of path (GET /runs/{id}/live): onEvent(type, data)
+// for each event, onFail(error) once when the stream cannot go on (the
+// caller then falls back to polling). An EventSource when no token is set;
+// with one (an EventSource cannot send headers) the same stream read
+// through fetch with the Authorization header. After the end event the
+// daemon closes the stream; the EventSource is closed then (not before:
+// its request ends whole), so that it does not connect again. Returns
+// {kind, close()}.
+export function events(path, onEvent, onFail) {
+	let failed = false, ended = false;
+	const fail = (e) => { if (!failed && !ended) { failed = true; onFail(e); } };
+	const deliver = (type, data) => {
+		if (type === 'end') ended = true;
+		onEvent(type, data);
+	};
+	if (!token() && typeof EventSource === 'function') {
+		const es = new EventSource('/api/v1' + path);
+		for (const type of ['hello', 'progress', 'second', 'end'])
+			es.addEventListener(type, (ev) => deliver(type, JSON.parse(ev.data)));
+		// a dropped connection is retried by the browser; a refused one closes
+		es.onerror = () => {
+			if (ended) es.close();
+			else if (es.readyState === EventSource.CLOSED) fail(new Error('the live stream was refused'));
+		};
+		return { kind: 'eventsource', close: () => { failed = true; es.close(); } };
+	}
+	const ctl = new AbortController();
+	(async () => {
+		const res = await raw(path, { signal: ctl.signal, headers: { Accept: 'text/event-stream' } });
+		const reader = res.body.pipeThrough(new TextDecoderStream()).getReader();
+		let buf = '';
+		for (;;) {
+			const { value, done } = await reader.read();
+			if (done) break;
+			buf += value;
+			let i;
+			while ((i = buf.indexOf('\n\n')) >= 0) {
+				const block = buf.slice(0, i);
+				buf = buf.slice(i + 2);
+				let type = 'message', data = '';
+				for (const line of block.split('\n')) {
+					if (line.startsWith('event:')) type = line.slice(6).trim();
+					else if (line.startsWith('data:')) data += line.slice(5).trim();
+				}
+				if (data) deliver(type, JSON.parse(data));
+			}
+		}
+		throw new Error('the live stream ended');
+	})().catch((e) => { if (!ctl.signal.aborted) fail(e); });
+	return { kind: 'fetch', close: () => { failed = true; ctl.abort(); } };
+}

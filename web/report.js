@@ -1,7 +1,8 @@
 // report.js - the one-file report of a run (GET /api/v1/runs/{id}/report.html):
 // headroomd writes this script into the file beside uPlot, the styles and
 // the run's data (window.HEADROOM_REPORT: run with spec and summary, time
-// series), so it opens from disk with no server. A classic script, not a
+// series, the CDFs of TTFT, ITL and latency as GET /runs/{id}/distribution
+// gives them), so it opens from disk with no server. A classic script, not a
 // module: browsers load no modules from file://.
 (function () {
 	'use strict';
@@ -64,6 +65,16 @@
 			el('tbody', {}, Object.entries(s.metrics).map(([name, m]) => el('tr', { dataset: { metric: name } },
 				el('th', {}, name), el('td', { class: 'muted' }, m.unit || ''),
 				stats.map((k) => el('td', { class: 'num', dataset: { stat: k, value: m[k] === undefined ? '' : m[k] } }, num(m[k]))))))));
+	}
+	// the CDFs, as the run's page draws them: every value up to 1,000, else 1,000 quantiles
+	const cdfs = el('div', { class: 'charts', id: 'cdfs' });
+	const dist = ((data.distribution && data.distribution.metrics) || []).filter((d) => d.values.length);
+	main.append(el('h2', {}, 'Distributions'), dist.length ? cdfs
+		: el('p', { class: 'state' }, 'No valid requests: no distribution.'));
+	for (const d of dist) {
+		chart(cdfs, `CDF: ${d.metric}`, d.values, [{ label: 'fraction', values: d.fractions }], 'fraction of requests',
+			`${d.metric} (${d.unit})`);
+		Object.assign(cdfs.lastChild.dataset, { count: d.count, exact: d.exact });
 	}
 	const box = el('div', { class: 'charts', id: 'timeseries' });
 	main.append(el('h2', {}, `Over time (step ${ts.step_ms} ms)`), box);

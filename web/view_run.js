@@ -1,9 +1,11 @@
 // view_run.js - one run in depth: the spec in words, labels, client verdict
 // with its evidence, validity and gates, the summary table, charts of the
 // run's time series on one shared time axis (GET /runs/{id}/timeseries),
-// CDFs (GET /runs/{id}/distribution), and a drill-down into the slowest and
-// failed requests (GET /runs/{id}/requests): nothing downloads every record.
-import { get, raw, send, distributions } from './api.js';
+// CDFs (GET /runs/{id}/distribution), and a drill-down into any request:
+// the slowest, the failed, and every one a page at a time (GET
+// /runs/{id}/requests); the live view of a running run follows its
+// server-sent events (GET /runs/{id}/live). Nothing downloads every record.
+import { get, raw, send, distributions, events } from './api.js';
 import { el, num, stateBox, time, duration, withUnit } from './fmt.js';
 import { timeChart, sampledChart, cdfChart, histChart, resetGroup } from './charts.js';
 
@@ -207,17 +209,21 @@ export function requestDetail(r) {
 		line);
 }
 
-function requestTable(parent, slow, bad) {
-	const detail = el('div');
-	const body = el('tbody');
-	for (const r of [...slow, ...bad]) {
+const REQ_HEAD = () => el('thead', {}, el('tr', {},
+	el('th', { class: 'num' }, 'worker/seq'), el('th', {}, 'phase'), el('th', { class: 'num' }, 'status'),
+	el('th', {}, 'error'), el('th', { class: 'num' }, 'TTFT (ms)'), el('th', { class: 'num' }, 'latency (ms)'),
+	el('th', { class: 'num' }, 'output (tokens)'), el('th', { class: 'num' }, 'chunks')));
+
+// Rows of requests in body; selecting one (click, Enter) shows it in detail.
+function requestRows(body, list, detail) {
+	for (const r of list) {
 		const tr = el('tr', { class: 'click', tabindex: '0', dataset: { req: `${r.worker}/${r.seq}` } },
 			el('td', { class: 'num' }, `${r.worker}/${r.seq}`), el('td', {}, r.phase),
 			el('td', { class: 'num' }, r.status), el('td', { class: r.valid ? '' : 'failed' }, r.error || ''),
 			el('td', { class: 'num' }, num(r.time_to_first_token)), el('td', { class: 'num' }, num(r.request_latency)),
-			el('td', { class: 'num' }, num(r.osl)));
+			el('td', { class: 'num' }, num(r.osl)), el('td', { class: 'num' }, num(r.n_chunks)));
 		const open = () => {
-			body.querySelectorAll('tr.sel').forEach((x) => x.classList.remove('sel'));
+			document.querySelectorAll('tr.sel').forEach((x) => x.classList.remove('sel'));
 			tr.classList.add('sel');
 			detail.replaceChildren(requestDetail(r));
 		};
@@ -225,11 +231,45 @@ function requestTable(parent, slow, bad) {
 		tr.addEventListener('keydown', (ev) => { if (ev.key === 'Enter' || ev.key === ' ') { ev.preventDefault(); open(); } });
 		body.append(tr);
 	}
+}
+
+function requestTable(parent, slow, bad, detail) {
+	const body = el('tbody');
+	requestRows(body, [...slow, ...bad], detail);
 	parent.append(el('p', { class: 'muted' }, 'The slowest valid requests and the first failed ones; pick one (click or Enter) to see its record.'),
-		el('div', { class: 'scroll' }, el('table', { id: 'requests' }, el('thead', {}, el('tr', {},
-			el('th', { class: 'num' }, 'worker/seq'), el('th', {}, 'phase'), el('th', { class: 'num' }, 'status'),
-			el('th', {}, 'error'), el('th', { class: 'num' }, 'TTFT (ms)'), el('th', { class: 'num' }, 'latency (ms)'),
-			el('th', { class: 'num' }, 'output (tokens)'))), body)), detail);
+		el('div', { class: 'scroll' }, el('table', { id: 'requests' }, REQ_HEAD(), body)));
+}
+
+// Every request of the run, PAGE at a time in (worker, seq) order
+// (GET /runs/{id}/requests?order=seq&from=W/S): any one can be opened.
+const PAGE = 25;
+function allRequests(parent, id, detail) {
+	const body = el('tbody');
+	const where = el('span', { class: 'muted', id: 'all-requests-page' });
+	const prev = el('button', { type: 'button', id: 'requests-prev' }, '‹ Previous');
+	const next = el('button', { type: 'button', id: 'requests-next' }, 'Next ›');
+	const msg = el('span', { class: 'error', role: 'alert' });
+	const table = el('table', { id: 'all-requests' }, REQ_HEAD(), body);
+	const starts = []; // the from= of each page shown before this one
+	let from = '0/0', nextFrom = null, index = 0;
+	const load = async () => {
+		msg.textContent = '';
+		try {
+			const d = await get(`/runs/${id}/requests?order=seq&limit=${PAGE}&from=${from}`);
+			body.replaceChildren();
+			requestRows(body, d.requests, detail);
+			nextFrom = d.next;
+			table.dataset.from = from;
+			where.textContent = d.requests.length ? `requests ${num(index * PAGE + 1)}–${num(index * PAGE + d.requests.length)} of ${num(d.total)}` : 'no requests';
+			prev.disabled = !starts.length;
+			next.disabled = !nextFrom;
+		} catch (e) { msg.textContent = e.message; }
+	};
+	prev.addEventListener('click', () => { from = starts.pop(); index--; load(); });
+	next.addEventListener('click', () => { if (!nextFrom) return; starts.push(from); from = nextFrom; index++; load(); });
+	parent.append(el('h3', {}, 'All requests'), el('div', { class: 'actions' }, prev, next, where, msg),
+		el('div', { class: 'scroll' }, table));
+	return load();
 }
 
 function labelEditor(run) {
@@ -294,11 +334,53 @@ function progressText(run) {
 		: 'waiting to start';
 }
 
-// A queued or running run: its progress and charts refresh in place every
-// 2 s; when it ends the page becomes the finished run's.
+// The live charts of a running run: one point per second of its clock, from
+// the stream's 'second' events (a second sent again replaces the first).
+function liveCharts(box, secs) {
+	const ts = [...secs.keys()].sort((a, b) => a - b);
+	const v = (f) => ts.map((t) => f(secs.get(t)) ?? null);
+	const pct = (m, p) => v((x) => x[m] && x[m][p]);
+	box.replaceChildren();
+	box.dataset.points = ts.length;
+	if (!ts.length) {
+		box.append(stateBox('Waiting for the first second of records.'));
+		return;
+	}
+	resetGroup('run');
+	const o = { sync: 'run' };
+	timeChart(box, 'Sends per second, intended and actual', ts, [
+		{ label: 'intended', values: v((x) => x.intended), unit: 'req/s' },
+		{ label: 'sent', values: v((x) => x.sent), unit: 'req/s' },
+		{ label: 'completed', values: v((x) => x.completed), unit: 'req/s' },
+		{ label: 'errors', values: v((x) => x.errors), unit: 'req/s' }], { ...o, yLabel: 'requests/s' });
+	timeChart(box, 'Requests in flight', ts, [{ label: 'in flight', values: v((x) => x.in_flight), unit: '', gaps: true }],
+		{ ...o, yLabel: 'requests' });
+	timeChart(box, 'Time to first token (by end second)', ts, ['p50', 'p99'].map((p) =>
+		({ label: p, values: pct('time_to_first_token', p), unit: 'ms', gaps: true })), { ...o, yLabel: 'ms' });
+	timeChart(box, 'Request latency and inter-token latency', ts, [
+		{ label: 'latency p50', values: pct('request_latency', 'p50'), unit: 'ms', gaps: true },
+		{ label: 'latency p99', values: pct('request_latency', 'p99'), unit: 'ms', gaps: true },
+		{ label: 'ITL p50', values: pct('inter_token_latency', 'p50'), unit: 'ms', gaps: true }], { ...o, yLabel: 'ms' });
+	timeChart(box, 'Output tokens per second', ts, [{ label: 'output', values: v((x) => x.output_tokens_per_s),
+		unit: 'tokens/s' }], { ...o, yLabel: 'tokens/s' });
+}
+
+function lastSecondText(x) {
+	if (!x) return '';
+	const ms = (m) => (x[m] ? `${num(x[m].p50)} ms` : '-');
+	return `second ${x.t_s}: ${num(x.sent)} sent (${num(x.intended)} intended), ${num(x.completed)} completed, ` +
+		`${num(x.errors)} errors, TTFT p50 ${ms('time_to_first_token')}, latency p50 ${ms('request_latency')}, ` +
+		`${num(x.output_tokens_per_s)} output tokens/s`;
+}
+
+// A queued or running run: its progress, the last second's figures and
+// per-second charts follow the server-sent events of GET /runs/{id}/live
+// in place; its end event turns the page into the finished run's. When the
+// stream is refused or fails, the page polls every 2 s instead.
 async function liveView(out, run, show) {
 	const id = run.id;
 	const progress = el('p', { id: 'progress', role: 'status' }, progressText(run));
+	const last = el('p', { id: 'live-second', class: 'muted' });
 	const cancel = el('button', { type: 'button', id: 'cancel' }, 'Cancel run');
 	const msg = el('span', { class: 'error', role: 'alert' });
 	cancel.addEventListener('click', async () => {
@@ -306,9 +388,50 @@ async function liveView(out, run, show) {
 		try { await send('POST', `/runs/${id}/cancel`); } catch (e) { msg.textContent = e.message; cancel.disabled = false; }
 	});
 	const box = el('div', { class: 'charts', id: 'timeseries' });
-	out.append(el('div', { class: 'actions' }, cancel, msg), progress, el('h2', {}, 'Over time (live)'), box);
+	const status = el('p', { id: 'live', class: 'muted', dataset: { events: 0, kind: '' } });
+	out.append(el('div', { class: 'actions' }, cancel, msg), progress, last,
+		el('h2', {}, 'Over time (live, per second)'), status, box);
 	show();
 	const here = location.pathname;
+	const finished = () => {
+		if (location.pathname === here) window.dispatchEvent(new PopStateEvent('popstate'));
+	};
+	const secs = new Map();
+	let pending = null;
+	const redraw = () => {
+		pending = null;
+		if (location.pathname === here) liveCharts(box, secs);
+	};
+	await new Promise((resolve) => {
+		const stream = events(`/runs/${id}/live`, (type, d) => {
+			if (location.pathname !== here) { stream.close(); resolve(); return; }
+			status.dataset.events = Number(status.dataset.events) + 1;
+			if (type === 'progress') {
+				progress.textContent = progressText({ progress: d });
+				const st = document.getElementById('state');
+				if (d.phase !== 'starting' && st.textContent === 'queued') { st.textContent = 'running'; st.className = 'running'; }
+			} else if (type === 'second') {
+				secs.set(d.t_s, d);
+				last.textContent = lastSecondText(secs.get(Math.max(...secs.keys())));
+				if (!pending) pending = setTimeout(redraw, 300);
+			} else if (type === 'end') {
+				// the daemon closes the stream now; events() then closes its side
+				status.textContent = `The run ended (${d.state}).`;
+				resolve();
+				finished();
+			}
+		}, (e) => {
+			status.dataset.kind = 'polling';
+			status.textContent = `Live stream unavailable (${e.message}): refreshing every 2 s.`;
+			poll(id, here, progress, box).then(resolve, resolve);
+		});
+		status.dataset.kind = stream.kind;
+		status.textContent = 'Following the run live (server-sent events).';
+	});
+}
+
+// The fallback: GET /runs/{id} and its time series every 2 s until it ends.
+async function poll(id, here, progress, box) {
 	for (;;) {
 		resetGroup('run');
 		const ts = await get(`/runs/${id}/timeseries?buckets=200`).catch(() => null);
@@ -322,7 +445,6 @@ async function liveView(out, run, show) {
 		const now = await get(`/runs/${id}`).catch(() => null);
 		if (location.pathname !== here) return;
 		if (now) {
-			run = now;
 			progress.textContent = progressText(now);
 			document.getElementById('state').textContent = now.state;
 			document.getElementById('state').className = now.state;
@@ -365,8 +487,12 @@ export async function runView(out, id, show) {
 	out.append(el('h2', {}, 'Distributions'), cdfBox);
 	out.append(el('h2', {}, 'Requests'));
 	const reqBox = el('div');
+	const detail = el('div');
 	out.append(reqBox);
-	requestTable(reqBox, slow.requests, bad.requests);
+	requestTable(reqBox, slow.requests, bad.requests, detail);
+	const allBox = el('div');
+	out.append(allBox, detail);
+	const allLoaded = allRequests(allBox, id, detail);
 	// charts measure their container: draw them once the page is in the document
 	show();
 	resetGroup('run');
@@ -377,4 +503,5 @@ export async function runView(out, id, show) {
 	clientCharts(clientBox, cl, o);
 	if (!clientBox.children.length) clientBox.append(stateBox('No load generator samples for this run.'));
 	drawCdfs();
+	await allLoaded;
 }

@@ -306,6 +306,31 @@ test('one run: summary, time series, CDFs with a point per record, drill-down', 
 	await page.keyboard.press('Enter');
 	await page.waitForSelector(`#request-detail h3:text("Request ${failed.worker}/${failed.seq}")`);
 	assert.match(await page.textContent('#request-detail'), new RegExp(failed.error));
+	// any request: every one, 25 a page in /records' order; page 2's third row opens
+	const shown = () => page.$$eval('#all-requests tbody tr', (trs) => trs.map((tr) => tr.dataset.req));
+	const key = (r) => `${r.worker}/${r.seq}`;
+	assert.deepEqual(await shown(), recs.slice(0, 25).map(key));
+	await page.click('#requests-next');
+	await page.waitForFunction((k) => document.querySelector('#all-requests tbody tr')?.dataset.req === k,
+		key(recs[25]));
+	assert.deepEqual(await shown(), recs.slice(25, 50).map(key));
+	assert.match(await page.textContent('#all-requests-page'), new RegExp(`26–50 of ${recs.length}`));
+	const any = recs[27];
+	await page.click(`#all-requests tr[data-req="${key(any)}"]`);
+	await page.waitForSelector(`#request-detail h3:text("Request ${key(any)}")`);
+	assert.equal(await page.$$eval('#request-detail .timeline i:not(.mark)', (is) => is.length), any.n_chunks);
+	assert.ok(any.n_chunks > 0);
+	// the last page, and back
+	for (let i = 2; i * 25 < recs.length; i++) {
+		await page.click('#requests-next');
+		await page.waitForFunction((k) => document.querySelector('#all-requests tbody tr')?.dataset.req === k,
+			key(recs[i * 25]));
+	}
+	assert.equal(await page.isDisabled('#requests-next'), true);
+	assert.deepEqual(await shown(), recs.slice(Math.floor((recs.length - 1) / 25) * 25).map(key));
+	await page.click('#requests-prev');
+	await page.waitForFunction((k) => document.querySelector('#all-requests tbody tr')?.dataset.req === k,
+		key(recs[(Math.floor((recs.length - 1) / 25) - 1) * 25]));
 	noProblems();
 });
 
@@ -328,6 +353,12 @@ test('report.html: one file that opens from disk with its charts', async () => {
 			(td) => td.dataset.value);
 		assert.equal(Number(v), summary.metrics[metric][stat], `${metric}.${stat}`);
 	}
+	// the CDFs, one point per valid profiling record (fewer than 1,000: every value)
+	const valid = runs.feature.recs.filter((x) => x.valid && x.phase === 'profiling');
+	const cdfs = Object.fromEntries(await page.$$eval('#cdfs .chart', (cs) => cs.map((c) =>
+		[c.dataset.chart, [Number(c.dataset.points), c.dataset.exact, c.querySelectorAll('canvas').length]])));
+	for (const m of ['time_to_first_token', 'inter_token_latency', 'request_latency'])
+		assert.deepEqual(cdfs[`CDF: ${m}`], [valid.filter((x) => typeof x[m] === 'number').length, 'true', 1], m);
 	const ts = await json(`/runs/${run.id}/timeseries?buckets=200`); // the report's
 	const charts = await page.$$eval('#timeseries .chart', (cs) => cs.map((c) =>
 		[Number(c.dataset.points), c.querySelectorAll('canvas').length]));
@@ -410,6 +441,9 @@ test('submit: a bad spec is answered at its field; a good one is followed live, 
 		await page.waitForSelector('#timeseries canvas');
 		assert.equal(await page.evaluate(() => window.notReloaded), true);
 		assert.equal(await page.textContent('#state'), 'running');
+		// the numbers come from the server-sent events, not from polling
+		assert.equal(await page.$eval('#live', (p) => p.dataset.kind), 'eventsource');
+		assert.ok(await page.$eval('#live', (p) => Number(p.dataset.events)) > 0);
 		await shot('live');
 		await page.click('#cancel');
 		// the page turns into the finished run's
@@ -420,6 +454,45 @@ test('submit: a bad spec is answered at its field; a good one is followed live, 
 		assert.equal((await json(`/runs/${id}`)).labels.branch, 'live');
 		noProblems();
 	});
+
+test('live: a queued run followed by server-sent events to its own end, then the finished page', async () => {
+	// a blocker keeps the run queued until the page follows it
+	const blocker = spec(mockA, 'dash-blocker', { branch: 'live' });
+	blocker.load = { mode: 'concurrency', concurrency: 1, duration_s: 300 };
+	const b = await api.call('POST', '/runs', blocker);
+	assert.equal(b.status, 201, b.text);
+	const follow = spec(mockA, 'dash-follow', { branch: 'live' });
+	follow.load = { mode: 'concurrency', concurrency: 2, requests: 300 };
+	const f = await api.call('POST', '/runs', follow);
+	assert.equal(f.status, 201, f.text);
+	const id = f.json().id;
+	const streams = [];
+	const onResponse = (r) => { if (r.url().endsWith(`/runs/${id}/live`)) streams.push(r.headers()['content-type']); };
+	page.on('response', onResponse);
+	await page.goto(`${base}/runs/${id}`);
+	await page.evaluate(() => { window.notReloaded = true; });
+	await page.waitForFunction(() => Number(document.getElementById('live')?.dataset.events) > 0);
+	assert.equal(await page.textContent('#state'), 'queued');
+	assert.equal(await page.$eval('#live', (p) => p.dataset.kind), 'eventsource');
+	assert.equal((await api.call('POST', `/runs/${b.json().id}/cancel`)).status, 202);
+	// running: the progress and the last second change in place
+	await page.waitForFunction(() => /[1-9][\d,]* completed/.test(document.getElementById('progress')?.textContent),
+		null, { timeout: 120000 });
+	const before = await page.$eval('#live', (p) => Number(p.dataset.events));
+	await page.waitForFunction(() => document.getElementById('live-second')?.textContent.startsWith('second '),
+		null, { timeout: 120000 });
+	await page.waitForSelector('#timeseries canvas');
+	// its end event: the finished run's page, with no reload
+	await page.waitForSelector('#state.succeeded', { timeout: 120000 });
+	await page.waitForSelector('#exports');
+	await page.waitForSelector('#cdfs canvas');
+	page.off('response', onResponse);
+	assert.equal(await page.evaluate(() => window.notReloaded), true);
+	assert.ok(streams.length >= 1 && streams.every((t) => t.startsWith('text/event-stream')), streams.join());
+	assert.ok(before > 0);
+	assert.equal((await json(`/runs/${id}`)).state, 'succeeded');
+	noProblems();
+});
 
 test('a daemon that needs a token: the page says so, then works with one typed in', async () => {
 	const dir = fs.mkdtempSync('/tmp/headroom-browser-token-');

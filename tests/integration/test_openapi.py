@@ -267,6 +267,20 @@ class Doc:
             if not text.startswith("<!doctype html>") or not text.endswith("</html>\n"):
                 raise AssertionError("%s: not one whole HTML document" % what)
             return text
+        if media == "text/event-stream":  # GET /runs/{id}/live: each event's data
+            events = []
+            for block in text.split("\n\n"):
+                lines = [x for x in block.split("\n") if x and not x.startswith(":")]
+                kind = [x[6:].strip() for x in lines if x.startswith("event:")]
+                data = [x[5:].strip() for x in lines if x.startswith("data:")]
+                if not data:
+                    continue
+                if len(kind) != 1 or kind[0] not in mt["x-events"]:
+                    raise AssertionError("%s: an event not in x-events: %r" % (what, block))
+                parsed = json.loads("\n".join(data))
+                self.validate(mt["x-events"][kind[0]], parsed, "%s event %s" % (what, kind[0]))
+                events.append((kind[0], parsed))
+            return events
         raise AssertionError("%s: no check for media type %s" % (what, media))
 
     def record_columns(self, csv_only=False, classes=False):
@@ -1459,6 +1473,10 @@ class ApiSurfaceTest(_ApiBase):
                    "id")
         self.error("GET", "/runs/999999/requests?limit=0", 400, "out_of_range", "limit")
         self.error("GET", "/runs/999999/requests?order=x", 400, "invalid_value", "order")
+        self.error("GET", "/runs/999999/requests?order=seq&from=1", 400, "invalid_value", "from")
+        self.error("GET", "/runs/999999/requests?from=0/1", 400, "invalid_value", "from")
+        self.error("GET", "/runs/999999/requests?order=seq", 404, "not_found", "id")
+        self.error("GET", "/runs/999999/live", 404, "not_found", "id")
         self.error("GET", "/runs/999999/requests", 404, "not_found", "id")
         mock = json.loads(json.dumps(s))
         mock["target"]["mock"] = True
@@ -2326,6 +2344,14 @@ class FinishedRunTest(_ApiBase):
         self.assertEqual(len(slow["requests"]), 3)
         failed, _ = self.req("GET", "/runs/%d/requests?order=failed" % run_id, 200)
         self.assertEqual(failed["requests"], [])
+        page, _ = self.req("GET", "/runs/%d/requests?order=seq&limit=7&from=0/3" % run_id, 200)
+        self.assertEqual([(r["worker"], r["seq"]) for r in page["requests"]],
+                         [(r["worker"], r["seq"]) for r in rows][3:10])
+        self.assertEqual((page["next"], page["total"]),
+                         ("%d/%d" % (rows[10]["worker"], rows[10]["seq"]), len(rows)))
+        live, _ = self.req("GET", "/runs/%d/live" % run_id, 200)
+        self.assertEqual(live[0][0], "hello")
+        self.assertEqual(live[-1], ("end", {"run_id": run_id, "state": "succeeded"}))
         ts, _ = self.req("GET", "/runs/%d/timeseries?step_ms=100" % run_id, 200)
         self.assertEqual((ts["t0_wall_ns"], ts["records"], sum(ts["sent"])),
                          (export["t0_wall_ns"], len(rows), len(rows)))
