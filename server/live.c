@@ -83,6 +83,7 @@ static struct {
 	pthread_t ticker;
 	uint64_t rng;
 	int met[LIVE_NMET]; /* metric_defs indexes; -1 before the first look-up */
+	int64_t latest;     /* sec_at's bound (latest_second) */
 } B = {.mu = PTHREAD_MUTEX_INITIALIZER, .cv = PTHREAD_COND_INITIALIZER, .met = {-1, -1, -1},
        .rng = 0x9e3779b97f4a7c15ULL};
 
@@ -107,11 +108,20 @@ static void reset_secs(void)
 	}
 }
 
+/* The latest second a record may name: a minute past now on the run's
+ * clock (a worker's times are not trusted: one far in the future would
+ * take a slot for good). */
+static int64_t latest_second(void)
+{
+	return B.t0 ? (mono_ns() - B.t0) / NS + 60 : 0;
+}
+
 /* The second of ns on the run's clock, made current (an older second in
- * its slot is dropped), or NULL when it is out of the ring. */
+ * its slot is dropped), or NULL when it is out of the ring or later than
+ * B.latest. */
 static struct sec *sec_at(int64_t ns)
 {
-	if (ns == HR_NO_TIME || ns < 0)
+	if (ns == HR_NO_TIME || ns < 0 || ns / NS > B.latest)
 		return NULL;
 	int64_t s = ns / NS;
 	struct sec *x = &B.sec[s % LIVE_SECONDS];
@@ -209,6 +219,7 @@ void live_progress(int64_t id, const char *phase, long long sent, long long comp
 		B.records = records;
 		B.workers = workers;
 		B.progress_seq = ++B.seq;
+		B.latest = latest_second();
 		struct sec *x = B.t0 ? sec_at(mono_ns() - B.t0) : NULL;
 		if (x) {
 			x->in_flight = in_flight;
@@ -232,6 +243,7 @@ void live_records(int64_t id, const struct hr_record *recs, size_t n)
 				if (strcmp(metric_defs[i].tag, met_tags[m]) == 0)
 					B.met[m] = (int)i;
 	uint64_t seq = ++B.seq;
+	B.latest = latest_second();
 	struct sec *x;
 	for (size_t k = 0; k < n; k++) {
 		const struct hr_record *r = &recs[k];
