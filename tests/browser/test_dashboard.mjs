@@ -498,6 +498,8 @@ test('a daemon that needs a token: the page says so, then works with one typed i
 	const dir = fs.mkdtempSync('/tmp/headroom-browser-token-');
 	const secret = execFileSync(path.join(bin, 'headroomd'), ['token', 'create', '--name', 'viewer',
 		'--role', 'read', '--data', dir], { encoding: 'utf8' }).trim();
+	const submitter = execFileSync(path.join(bin, 'headroomd'), ['token', 'create', '--name', 'ci',
+		'--role', 'submit', '--data', dir], { encoding: 'utf8' }).trim();
 	const d = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', dir]);
 	try {
 		const p = await browser.newPage();
@@ -513,6 +515,38 @@ test('a daemon that needs a token: the page says so, then works with one typed i
 		// kept for this tab only: sessionStorage, never a cookie
 		assert.equal(await p.evaluate(() => sessionStorage.getItem('headroom-token')), secret);
 		assert.deepEqual(await p.context().cookies(), []);
+		// a live run with the token: the same events, read through fetch
+		// (an EventSource cannot send the token); a blocker keeps it queued
+		const post = async (body) => {
+			const r = await fetch(`http://${d.addr}/api/v1/runs`, { method: 'POST', body: JSON.stringify(body),
+				headers: { 'Content-Type': 'application/json', Authorization: `Bearer ${submitter}` } });
+			assert.equal(r.status, 201);
+			return (await r.json()).id;
+		};
+		const blocker = spec(mockA, 'token-blocker', {});
+		blocker.load = { mode: 'concurrency', concurrency: 1, duration_s: 300 };
+		const blockerId = await post(blocker);
+		const follow = spec(mockA, 'token-follow', {});
+		follow.load = { mode: 'concurrency', concurrency: 2, duration_s: 300 };
+		const id = await post(follow);
+		const cancel = async (rid) => {
+			const c = await fetch(`http://${d.addr}/api/v1/runs/${rid}/cancel`, { method: 'POST',
+				headers: { Authorization: `Bearer ${submitter}` } });
+			assert.equal(c.status, 202);
+		};
+		await p.goto(`http://${d.addr}/runs/${id}`);
+		await p.waitForFunction(() => Number(document.getElementById('live')?.dataset.events) > 0);
+		assert.equal(await p.$eval('#live', (x) => x.dataset.kind), 'fetch');
+		await cancel(blockerId);
+		// running: its progress arrives by the stream (still no fallback to polling)
+		await p.waitForFunction(() => /[1-9][\d,]* completed/.test(document.getElementById('progress')?.textContent),
+			null, { timeout: 120000 });
+		await p.waitForFunction(() => document.getElementById('live-second')?.textContent.startsWith('second '),
+			null, { timeout: 120000 });
+		assert.equal(await p.$eval('#live', (x) => x.dataset.kind), 'fetch');
+		await cancel(id);
+		await p.waitForSelector('#state.cancelled', { timeout: 120000 });
+		await p.waitForSelector('#exports');
 		assert.deepEqual(errors, []);
 		await p.close();
 	} finally {
