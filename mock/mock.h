@@ -15,6 +15,7 @@
  *                /metrics, and a DCGM-exporter-like page of simulated GPUs
  *   fault.c      injected failures: which generation request gets which,
  *                and which ends early (--early-stop)
+ *   genreq.c     the usual chat and completion bodies read in one pass
  */
 #ifndef HR_MOCK_H
 #define HR_MOCK_H
@@ -398,6 +399,16 @@ void api_add_json_text(struct dynbuf *b, const char *s, size_t n);
  * or "data:JSON\n\n" (TGI's framing) when !space; an HTTP chunk of its
  * own when chunked. */
 void api_send_event(struct server *srv, struct conn *c, bool space);
+
+/* A chat (chat) or text completion body read with jansson into g (zeroed
+ * by the caller): 0, or -1 with a message in err (openai.c). */
+int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *g, char *err);
+
+/* genreq.c */
+/* The same reading of the usual bodies in one pass, without jansson: true
+ * with g set exactly as api_parse_gen_json() sets it, or false when it
+ * leaves the body to api_parse_gen_json() (g untouched then). */
+bool gen_parse_fast(const char *body, size_t len, bool chat, struct gen_req *g);
 
 /* tgi.c */
 int tgi_parse(const char *body, size_t len, bool stream, struct gen_req *g, char *err);

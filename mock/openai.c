@@ -277,7 +277,7 @@ int api_check_model(const json_t *root, char *err)
 	return 0;
 }
 
-static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g, char *err)
+int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *g, char *err)
 {
 	json_t *root = api_load_object(body, len, err);
 	if (!root)
@@ -321,6 +321,15 @@ static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g,
 out:
 	json_decref(root);
 	return rc;
+}
+
+/* A chat or text completion body: the usual ones in one pass (genreq.c),
+ * anything else, errors included, through jansson. */
+static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g, char *err)
+{
+	if (gen_parse_fast(body, len, chat, g))
+		return 0;
+	return api_parse_gen_json(body, len, chat, g, err);
 }
 
 unsigned api_word_index(const struct stream *s, uint32_t i)
