@@ -409,7 +409,8 @@ async function liveView(out, run, show) {
 			if (type === 'progress') {
 				progress.textContent = progressText({ progress: d });
 				const st = document.getElementById('state');
-				if (d.phase !== 'starting' && st.textContent === 'queued') { st.textContent = 'running'; st.className = 'running'; }
+				// progress comes only once the runner has taken the run
+				if (st.textContent === 'queued') { st.textContent = 'running'; st.className = 'running'; }
 			} else if (type === 'second') {
 				secs.set(d.t_s, d);
 				last.textContent = lastSecondText(secs.get(Math.max(...secs.keys())));
