@@ -5,6 +5,7 @@
  * every read is type-checked. */
 #include "show.h"
 
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -431,6 +432,42 @@ static void tokens_lines(FILE *out, json_t *t)
 		        view_scalar(e, sizeof e, json_object_get(m, "longer")));
 }
 
+/* The workers' clocks against the daemon's (docs/client.md, "One clock"):
+ * how many were measured, the largest offset and bound, the drift. */
+static void clock_line(FILE *out, json_t *clk)
+{
+	if (!json_is_object(clk))
+		return;
+	double measured = 0, bound, off_max = 0, drift_max = 0;
+	int have_drift = 0;
+	size_t i, n = json_array_size(json_object_get(clk, "workers"));
+	json_t *w;
+	json_array_foreach(json_object_get(clk, "workers"), i, w)
+	{
+		double off, d;
+		if (view_num(w, "offset_ns", &off) && fabs(off) > fabs(off_max))
+			off_max = off;
+		if (view_num(w, "drift_ppm", &d) && (!have_drift || fabs(d) > fabs(drift_max))) {
+			drift_max = d;
+			have_drift = 1;
+		}
+	}
+	view_num(clk, "measured", &measured);
+	char a[VIEW_NUMLEN], b[VIEW_NUMLEN], c[VIEW_NUMLEN], line[400];
+	if (!view_num(clk, "max_bound_ns", &bound)) {
+		snprintf(line, sizeof line, "%zu worker(s), none measured (offsets taken as 0)", n);
+	} else {
+		int k = snprintf(line, sizeof line,
+				 "%.0f of %zu worker(s) measured: largest offset %s ms, known to "
+				 "+-%s ms",
+				 measured, n, view_fmt_num(a, off_max / 1e6), view_fmt_num(b, bound / 1e6));
+		if (have_drift && k > 0 && (size_t)k < sizeof line)
+			snprintf(line + k, sizeof line - (size_t)k, "; drift up to %s ppm",
+				 view_fmt_num(c, drift_max));
+	}
+	kv_line(out, "clock", line);
+}
+
 /* GPU and server telemetry: which sources answered, and the headline
  * series over the profiling window. */
 static void telemetry_block(FILE *out, json_t *t)
@@ -793,6 +830,7 @@ void show_run(FILE *out, json_t *run)
 	}
 	load_line(out, json_object_get(summary, "load"));
 	tokens_lines(out, json_object_get(summary, "tokens"));
+	clock_line(out, json_object_get(summary, "clock"));
 	show_classes(out, run);
 	errors_table(out, json_object_get(summary, "errors"));
 	telemetry_block(out, json_object_get(summary, "telemetry"));

@@ -14,7 +14,7 @@ static const char *const type_names[PROTO__MAX] = {
 	[PROTO_START] = "start",	 [PROTO_HEARTBEAT] = "heartbeat",
 	[PROTO_RECORDS] = "records", [PROTO_STOP] = "stop",		[PROTO_DONE] = "done",
 	[PROTO_FAIL] = "fail",	 [PROTO_PHASE_DONE] = "phase_done",
-	[PROTO_SAMPLE] = "sample",
+	[PROTO_SAMPLE] = "sample", [PROTO_CLOCK] = "clock",
 };
 
 const char *proto_type_name(int type)

@@ -29,6 +29,8 @@ enum proto_type {
 	PROTO_FAIL = 9,      /* worker -> daemon: {message}: fatal error, worker exits */
 	PROTO_PHASE_DONE = 10, /* worker -> daemon: {phase, sent, completed}: warm-up done */
 	PROTO_SAMPLE = 11,     /* worker -> daemon: self-telemetry, about once a second (csample.h) */
+	PROTO_CLOCK = 12,      /* both ways: {seq, t1} -> {seq, t1, t2, t3}: a clock exchange
+	                        * (clocksync.h), to workers whose HELLO said "clock": true */
 	PROTO__MAX
 };
 

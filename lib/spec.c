@@ -978,7 +978,8 @@ static int parse_validity(struct vctx *v, json_t *root, struct spec *s)
 	if (!o)
 		return -1;
 	static const char *const keys[] = {"min_requests", "min_duration_s", "max_error_rate",
-					   "percentile",   "confidence",     NULL};
+					   "percentile",   "confidence",     "max_clock_error_ms",
+					   NULL};
 	double minreq;
 	if (check_keys(v, o, "validity", keys) < 0 ||
 	    get_num(v, o, "min_requests", "validity.min_requests", 0, 1, 0, 1e12, 1, &minreq) < 0 ||
@@ -990,6 +991,16 @@ static int parse_validity(struct vctx *v, json_t *root, struct spec *s)
 		    &s->validity.confidence) < 0)
 		return -1;
 	s->validity.min_requests = (int64_t)minreq;
+	/* kept only when given, so specs without it keep their fingerprints */
+	s->validity.max_clock_error_ms = 1;
+	json_t *mce = json_object_get(o, "max_clock_error_ms");
+	if (mce && !json_is_null(mce)) {
+		if (get_num(v, o, "max_clock_error_ms", "validity.max_clock_error_ms", 1, 0, 0.001,
+			    60000, 0, &s->validity.max_clock_error_ms) < 0)
+			return -1;
+	} else {
+		json_object_del(o, "max_clock_error_ms");
+	}
 	const char *pct = get_str(v, o, "percentile", "validity.percentile", "p99", 8);
 	if (!pct)
 		return -1;

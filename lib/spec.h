@@ -178,6 +178,7 @@ struct spec {
 		double max_error_rate;
 		double percentile;   /* highest percentile the run must support; 0: none */
 		double confidence;   /* of percentile support and SLO claims */
+		double max_clock_error_ms; /* a worker clock offset bound over this: invalid */
 	} validity;
 	struct spec_gate {           /* gates: checked when the run ends */
 		const char *name;    /* borrowed; never NULL once parsed */

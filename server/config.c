@@ -17,7 +17,7 @@ static const struct {
 	int flag;
 } keys[] = {
     {"listen", 0},         {"data", 0},          {"transport", 0},
-    {"worker-bin", 0},     {"mock-bin", 0},      {"nvml-lib", 0},
+    {"worker-bin", 0},     {"worker-prefix", 0}, {"mock-bin", 0},      {"nvml-lib", 0},
     {"default-workers", 0}, {"retain-days", 0},  {"retain-per-fingerprint", 0},
     {"min-free-mb", 0},    {"readers", 0},       {"export-readers", 0},
     {"reader-wait-ms", 0}, {"max-connections", 0}, {"max-connections-per-client", 0},

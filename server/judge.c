@@ -110,6 +110,17 @@ static json_t *validity(const struct spec *spec, json_t *summary, const struct c
 				   "the server, was the limit"));
 	if (requests == 0)
 		reason(reasons, "no_requests", json_string("no request was sent"));
+	/* the workers' clocks: offsets known only this well put every time
+	 * on one timeline (docs/client.md, "One clock") */
+	json_t *clk = json_object_get(summary, "clock");
+	json_t *mb = json_object_get(clk, "max_bound_ns");
+	double limit_ns = spec->validity.max_clock_error_ms * 1e6;
+	if (json_is_integer(mb) && (double)json_integer_value(mb) > limit_ns)
+		reason(reasons, "clock_bound",
+		       json_sprintf("a worker's clock offset is known only to +-%.3g ms; "
+				    "validity.max_clock_error_ms is %g",
+				    (double)json_integer_value(mb) / 1e6,
+				    spec->validity.max_clock_error_ms));
 	/* claims: each latency goodput objective at the validity percentile,
 	 * and each threshold gate on a percentile with < or <= */
 	if (loaded) {

@@ -52,6 +52,10 @@ static void usage(FILE *f)
 	      "                       port 0 picks a free port)\n"
 	      "  --data DIR           directory of the SQLite store (default ./headroom-data)\n"
 	      "  --worker-bin PATH    headroom-worker to launch (default: beside headroomd)\n"
+	      "  --worker-prefix 'CMD ARGS'\n"
+	      "                       run each worker as CMD ARGS WORKER...: words split at\n"
+	      "                       spaces, CMD found on the PATH, and it must exec the\n"
+	      "                       worker (taskset -c 2-3, nice -n 5, numactl ...)\n"
 	      "  --secret NAME=env:VAR@HOST[,HOST...]\n"
 	      "  --secret NAME=file:PATH@HOST[,HOST...]\n"
 	      "                       declares secret NAME for target.api_key_secret: its\n"
@@ -211,6 +215,7 @@ int main(int argc, char **argv)
 	const char *listen = "127.0.0.1:8080", *data = "headroom-data", *transport = "ipc";
 	const char *nvml_lib = NULL;
 	char *worker_bin = NULL, *mock_bin = NULL, *data_abs = NULL;
+	const char *worker_prefix = NULL;
 	struct secrets secrets = {0};
 	long ncpu = sysconf(_SC_NPROCESSORS_ONLN);
 	int default_workers = ncpu > 0 ? (int)ncpu : 1;
@@ -315,6 +320,12 @@ int main(int argc, char **argv)
 		} else if (strcmp(a, "--worker-bin") == 0) {
 			free(worker_bin);
 			worker_bin = xstrdup(v);
+		} else if (strcmp(a, "--worker-prefix") == 0) {
+			if (!*v || strlen(v) > 1024) {
+				fprintf(stderr, "headroomd: --worker-prefix: 1 to 1024 characters\n");
+				goto bad_option;
+			}
+			worker_prefix = v;
 		} else if (strcmp(a, "--secret") == 0) {
 			char serr[400];
 			if (secrets_add(&secrets, v, serr, sizeof serr) < 0) {
@@ -485,6 +496,7 @@ options_read:
 		hlog(LOG_WARN, "main", "%s\n", err);
 	struct runner_opts ro = {.data_dir = data_abs ? data_abs : data,
 				 .worker_bin = worker_bin,
+				 .worker_prefix = worker_prefix,
 				 .transport = transport,
 				 .default_workers = default_workers,
 				 .nvml_lib = nvml_lib,

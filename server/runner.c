@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <math.h>
 #include <signal.h>
 #include <spawn.h>
 #include <stdarg.h>
@@ -27,6 +28,7 @@
 #include "satdet.h"
 #include "selfmet.h"
 #include "client.h"
+#include "clocksync.h"
 #include "csample.h"
 #include "datasets.h"
 #include "disk.h"
@@ -52,6 +54,14 @@ extern char **environ;
 #define PROGRESS_EVERY_NS 500000000LL
 #define WARMUP_REQ_OFFSET (1LL << 40) /* warm-up request indices: prompts unlike the run's */
 #define CLASS_REQ_OFFSET (1LL << 43)  /* class k's request indices start at k times this */
+/* the clock exchanges (lib/clocksync.h): a burst before a worker's
+ * SCHEDULE, then one every CLOCK_EVERY_NS through the run; an answer
+ * later than CLOCK_WAIT_NS is given up */
+#define CLOCK_FIRST 16
+#define CLOCK_BURST 8
+#define CLOCK_EVERY_NS 5000000000LL
+#define CLOCK_WAIT_NS 500000000LL
+#define CLOCK_MAX_BURSTS 720
 
 struct runner {
 	struct store *store;
@@ -84,6 +94,17 @@ struct wk {
 	int64_t last_seen;
 	long long sent, completed, errors, in_flight, records;
 	long long unsent; /* DONE: arrivals never sent (the ceiling held them past the end) */
+	/* its clock (lib/clocksync.h, docs/client.md "One clock"): a worker
+	 * whose HELLO said "clock" answers CLOCK exchanges, a burst before its
+	 * SCHEDULE and more through the run */
+	int clock, synced;      /* it answers; its first burst is over */
+	int pending, left, n_ex; /* an exchange awaits its answer; to go and made in this burst */
+	int64_t seq, sent_t1, last_burst;
+	struct clock_sample ex[CLOCK_FIRST];
+	struct clock_est est;   /* the latest burst's estimate */
+	struct clock_est *bursts; /* every burst's, for the drift */
+	int nb;
+	int64_t t0_sent;        /* the time zero its first START carried, on its clock */
 };
 
 struct pool_ops;
@@ -326,12 +347,29 @@ static int spawn_worker(struct run_ctx *c, int i)
 {
 	char idx[16];
 	snprintf(idx, sizeof idx, "%d", i);
-	char *argv[] = {(char *)"headroom-worker", (char *)"--connect", c->endpoint,
-			(char *)"--index", idx, NULL};
+	/* --worker-prefix: its words, then the worker's own command */
+	char prefix[1100] = "", *argv[40];
+	int na = 0;
+	if (c->r->o.worker_prefix) {
+		snprintf(prefix, sizeof prefix, "%s", c->r->o.worker_prefix);
+		char *save = NULL;
+		for (char *t = strtok_r(prefix, " \t", &save); t && na < 32;
+		     t = strtok_r(NULL, " \t", &save))
+			argv[na++] = t;
+	}
+	const char *prog = na ? argv[0] : c->r->o.worker_bin;
+	char *self = na ? (char *)c->r->o.worker_bin : (char *)"headroom-worker";
+	argv[na++] = self;
+	argv[na++] = (char *)"--connect";
+	argv[na++] = c->endpoint;
+	argv[na++] = (char *)"--index";
+	argv[na++] = idx;
+	argv[na] = NULL;
 	pid_t pid;
-	int rc = posix_spawn(&pid, c->r->o.worker_bin, NULL, NULL, argv, c->envp);
+	int rc = c->r->o.worker_prefix ? posix_spawnp(&pid, prog, NULL, NULL, argv, c->envp)
+				       : posix_spawn(&pid, prog, NULL, NULL, argv, c->envp);
 	if (rc != 0) {
-		fail_run(c, "cannot start %s: %s", c->r->o.worker_bin, strerror(rc));
+		fail_run(c, "cannot start %s: %s", prog, strerror(rc));
 		return -1;
 	}
 	c->w[i].pid = pid;
@@ -426,21 +464,26 @@ static void forget_secret(struct run_ctx *c)
 
 /* --- message handling ------------------------------------------------------------ */
 
-/* START for the current phase; phase_start is ns since t0. */
+/* START for the current phase; phase_start is ns since t0. Each worker
+ * gets time zero on its own clock: the daemon's t0 plus its measured
+ * offset (the same value for every phase). */
 static void send_start(struct run_ctx *c, int64_t phase_start)
 {
-	json_t *st = json_pack("{s:I, s:I, s:s, s:I}", "t0_mono_ns", (json_int_t)c->t0,
-			       "t0_wall_ns", (json_int_t)c->t0_wall, "phase",
-			       c->profiling ? "profiling" : "warmup", "phase_start_ns",
-			       (json_int_t)phase_start);
 	for (int k = 0; k < c->n; k++) {
-		if (c->w[k].exited || c->w[k].state == W_DONE)
+		struct wk *w = &c->w[k];
+		if (w->exited || w->state == W_DONE)
 			continue;
+		if (!w->t0_sent)
+			w->t0_sent = c->t0 + (w->est.ok ? w->est.offset_ns : 0);
+		json_t *st = json_pack("{s:I, s:I, s:s, s:I}", "t0_mono_ns", (json_int_t)w->t0_sent,
+				       "t0_wall_ns", (json_int_t)c->t0_wall, "phase",
+				       c->profiling ? "profiling" : "warmup", "phase_start_ns",
+				       (json_int_t)phase_start);
 		char id[16];
 		snprintf(id, sizeof id, "w%d", k);
 		proto_send_json(c->sock, id, PROTO_START, st, 0);
+		json_decref(st);
 	}
-	json_decref(st);
 }
 
 /* Ingest backlog: a marker job behind each record batch counts it as
@@ -552,6 +595,123 @@ static void sat_tick(struct run_ctx *c, int64_t now)
 	}
 }
 
+static void maybe_start(struct run_ctx *c);
+
+static void send_schedule(struct run_ctx *c, int i)
+{
+	char id[16];
+	snprintf(id, sizeof id, "w%d", i);
+	json_t *sched = make_share(c, i);
+	proto_send_json(c->sock, id, PROTO_SCHEDULE, sched, 0);
+	json_decref(sched);
+}
+
+/* --- the clock (lib/clocksync.h) ---------------------------------------------- */
+
+static void clock_send(struct run_ctx *c, int i)
+{
+	struct wk *w = &c->w[i];
+	char id[16];
+	snprintf(id, sizeof id, "w%d", i);
+	w->seq++;
+	w->pending = 1;
+	w->sent_t1 = mono_ns();
+	json_t *o = json_pack("{s:I, s:I}", "seq", (json_int_t)w->seq, "t1", (json_int_t)w->sent_t1);
+	proto_send_json(c->sock, id, PROTO_CLOCK, o, 0);
+	json_decref(o);
+}
+
+static void clock_burst(struct run_ctx *c, int i, int n)
+{
+	struct wk *w = &c->w[i];
+	w->left = n;
+	w->n_ex = 0;
+	clock_send(c, i);
+}
+
+/* A burst is over: its minimum-delay estimate becomes the worker's; the
+ * first one lets its SCHEDULE go. */
+static void clock_burst_end(struct run_ctx *c, int i)
+{
+	struct wk *w = &c->w[i];
+	struct clock_est e;
+	clock_estimate(w->ex, (size_t)w->n_ex, &e);
+	w->pending = 0;
+	w->left = 0;
+	w->last_burst = mono_ns();
+	if (e.ok) {
+		w->est = e;
+		if (w->nb < CLOCK_MAX_BURSTS) {
+			if (!w->bursts)
+				w->bursts = xcalloc(CLOCK_MAX_BURSTS, sizeof *w->bursts);
+			w->bursts[w->nb++] = e;
+		}
+	}
+	if (!w->synced) {
+		w->synced = 1;
+		if (!c->stopping)
+			send_schedule(c, i);
+		maybe_start(c);
+	}
+}
+
+/* the next exchange of the burst, or its end */
+static void clock_next(struct run_ctx *c, int i)
+{
+	struct wk *w = &c->w[i];
+	w->pending = 0;
+	if (--w->left > 0 && !c->stopping && w->n_ex < CLOCK_FIRST)
+		clock_send(c, i);
+	else
+		clock_burst_end(c, i);
+}
+
+/* Answers given up; a burst every CLOCK_EVERY_NS while the run goes. */
+static void clock_tick(struct run_ctx *c, int64_t now)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct wk *w = &c->w[i];
+		if (!w->clock || w->exited || w->state == W_DONE)
+			continue;
+		if (w->pending && now - w->sent_t1 > CLOCK_WAIT_NS)
+			clock_next(c, i);
+		else if (!w->pending && w->synced && c->t0 && !c->stopping &&
+			 now - w->last_burst >= CLOCK_EVERY_NS && w->nb < CLOCK_MAX_BURSTS)
+			clock_burst(c, i, CLOCK_BURST);
+	}
+}
+
+/* The summary's `clock`: each worker's offset from the daemon's clock,
+ * its bound and drift (docs/api.md, "Summary JSON"). */
+static json_t *clock_json(const struct run_ctx *c)
+{
+	json_t *ws = json_array();
+	int64_t max_bound = -1;
+	int measured = 0;
+	for (int i = 0; i < c->n; i++) {
+		const struct wk *w = &c->w[i];
+		if (!w->clock || !w->est.ok) {
+			json_array_append_new(ws, json_pack("{s:i, s:b}", "worker", i, "measured", 0));
+			continue;
+		}
+		measured++;
+		double drift = clock_drift_ppm(w->bursts, (size_t)w->nb);
+		if (w->est.bound_ns > max_bound)
+			max_bound = w->est.bound_ns;
+		json_array_append_new(
+		    ws, json_pack("{s:i, s:b, s:I, s:I, s:I, s:i, s:o}", "worker", i, "measured", 1,
+				  "offset_ns", (json_int_t)w->est.offset_ns, "bound_ns",
+				  (json_int_t)w->est.bound_ns, "delay_ns", (json_int_t)w->est.delay_ns,
+				  "bursts", w->nb, "drift_ppm",
+				  isnan(drift) ? json_null() : json_real(drift)));
+	}
+	return json_pack("{s:s, s:i, s:i, s:f, s:o, s:i, s:o}", "method", "minimum delay",
+			 "exchanges_first", CLOCK_FIRST, "exchanges_later", CLOCK_BURST, "every_s",
+			 (double)CLOCK_EVERY_NS / 1e9, "max_bound_ns",
+			 max_bound >= 0 ? json_integer((json_int_t)max_bound) : json_null(),
+			 "measured", measured, "workers", ws);
+}
+
 /* One handler per message type a worker sends (api/protocol.md); w is the
  * sender, i its index. */
 /* HELLO: the protocol version checked, the worker's clocks noted, its SCHEDULE sent. */
@@ -575,9 +735,13 @@ static void on_hello(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m
 			   NULL);
 	if (c->stopping)
 		return;
-	json_t *sched = make_share(c, i);
-	proto_send_json(c->sock, m->ident, PROTO_SCHEDULE, sched, 0);
-	json_decref(sched);
+	if (json_is_true(json_object_get(m->json, "clock"))) {
+		/* its clock first: the SCHEDULE follows the burst (clock_burst_end) */
+		w->clock = 1;
+		clock_burst(c, i, CLOCK_FIRST);
+		return;
+	}
+	send_schedule(c, i);
 }
 
 /* READY: when every worker is, START with time zero a little in the future. */
@@ -588,10 +752,17 @@ static void on_ready(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m
 		return;
 	}
 	w->state = W_READY;
+	maybe_start(c);
+}
+
+/* Every worker ready (and its clock measured): START with time zero a
+ * little in the future. */
+static void maybe_start(struct run_ctx *c)
+{
 	int all = 1;
 	for (int k = 0; k < c->n; k++)
-		all = all && c->w[k].state == W_READY;
-	if (all && !c->stopping) {
+		all = all && c->w[k].state == W_READY && (c->w[k].synced || !c->w[k].clock);
+	if (all && !c->stopping && !c->t0) {
 		c->t0 = mono_ns() + START_LEAD_NS;
 		c->t0_wall = wall_ns() + START_LEAD_NS;
 		c->profiling = !c->spec.has_warmup;
@@ -706,12 +877,34 @@ static void on_fail(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
 	send_stop(c, "another worker failed");
 }
 
+/* CLOCK: the answer to the pending exchange (a late or stray one is
+ * dropped: its seq or t1 is not the pending one's). */
+static void on_clock(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
+{
+	int64_t t4 = mono_ns();
+	json_t *seq = json_object_get(m->json, "seq"), *t1 = json_object_get(m->json, "t1");
+	json_t *t2 = json_object_get(m->json, "t2"), *t3 = json_object_get(m->json, "t3");
+	if (!json_is_integer(seq) || !json_is_integer(t1) || !json_is_integer(t2) ||
+	    !json_is_integer(t3)) {
+		fail_run(c, "worker %d sent a malformed clock answer", i);
+		send_stop(c, "protocol error");
+		return;
+	}
+	if (!w->clock || !w->pending || json_integer_value(seq) != w->seq ||
+	    json_integer_value(t1) != w->sent_t1)
+		return;
+	w->ex[w->n_ex++] = (struct clock_sample){w->sent_t1, json_integer_value(t2),
+						 json_integer_value(t3), t4};
+	clock_next(c, i);
+}
+
 typedef void (*msg_handler)(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m);
 static const msg_handler msg_handlers[PROTO__MAX] = {
 	[PROTO_HELLO] = on_hello,	  [PROTO_READY] = on_ready,
 	[PROTO_PHASE_DONE] = on_phase_done, [PROTO_HEARTBEAT] = on_heartbeat,
 	[PROTO_SAMPLE] = on_sample,	  [PROTO_RECORDS] = on_records,
 	[PROTO_DONE] = on_done,		  [PROTO_FAIL] = on_fail,
+	[PROTO_CLOCK] = on_clock,
 };
 
 static void on_message(struct run_ctx *c, struct proto_msg *m)
@@ -1137,6 +1330,7 @@ static void drive(struct run_ctx *c)
 		if (c->fail_reason && !c->stopping)
 			send_stop(c, "run failed");
 		sat_tick(c, now);
+		clock_tick(c, now);
 		selfmet_runner_tick();
 		int alive = 0;
 		for (int i = 0; i < c->n; i++)
@@ -1190,6 +1384,8 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 		json_object_set_new(json_object_get(summary, "load"), "unsent",
 				    json_integer((json_int_t)unsent));
 	}
+	if (summary) /* the workers' clocks against the daemon's */
+		json_object_set_new(summary, "clock", clock_json(c));
 	if (summary && c->saturated) /* stopped early on purpose: say why */
 		json_object_set_new(summary, "saturation",
 				    json_pack("{s:b, s:s}", "stopped", 1, "message", c->saturated));
@@ -1306,6 +1502,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	free(c.store_error);
 	free(c.saturated);
 	free(c.sat);
+	for (int i = 0; i < c.n; i++)
+		free(c.w[i].bursts);
 	free(c.w);
 	spec_release(&c.spec);
 }

@@ -20,6 +20,9 @@
 struct runner_opts {
 	const char *data_dir;    /* borrowed; ipc sockets live here when short enough */
 	const char *worker_bin;  /* borrowed; path of headroom-worker */
+	/* borrowed, may be NULL: words run before the worker's own command
+	 * (--worker-prefix: "taskset -c 2-3", "unshare --time --monotonic=5") */
+	const char *worker_prefix;
 	const char *transport;   /* "ipc" (default) or "tcp" */
 	int default_workers;     /* used when a spec gives none */
 	const char *nvml_lib;    /* borrowed; NULL: HEADROOM_NVML_LIB or the system's */

@@ -302,9 +302,26 @@ static void on_stop(struct worker *w, json_t *msg)
 	snprintf(w->stop_reason, sizeof w->stop_reason, "cancelled: %s", why ? why : "stop");
 }
 
-static void handle(struct worker *w, struct proto_msg *m)
+/* CLOCK {seq, t1}: answered at once with this worker's receive and send
+ * times (lib/clocksync.h); t2 is read before anything else is done. */
+static void on_clock(struct worker *w, json_t *msg, int64_t t2)
+{
+	json_t *seq = json_object_get(msg, "seq"), *t1 = json_object_get(msg, "t1");
+	if (!json_is_integer(seq) || !json_is_integer(t1)) {
+		wlog("dropped a CLOCK without integer seq and t1");
+		return;
+	}
+	json_t *o = json_pack("{s:O, s:O, s:I}", "seq", seq, "t1", t1, "t2", (json_int_t)t2);
+	json_object_set_new(o, "t3", json_integer((json_int_t)mono_ns()));
+	send_ctl(w, PROTO_CLOCK, o, 1000);
+}
+
+static void handle(struct worker *w, struct proto_msg *m, int64_t received)
 {
 	switch (m->type) {
+	case PROTO_CLOCK:
+		on_clock(w, m->json, received);
+		return;
 	case PROTO_SCHEDULE:
 		if (w->state == WS_WAIT_SCHEDULE && !w->failing)
 			on_schedule(w, m->json);
@@ -348,11 +365,12 @@ static void zdrain(struct worker *w)
 			wlog("receive failed: %s", zmq_strerror(errno));
 			break;
 		}
+		int64_t received = mono_ns();
 		if (rc == -2) {
 			wlog("dropped a malformed message: %s", err);
 			continue;
 		}
-		handle(w, &m);
+		handle(w, &m, received);
 		proto_msg_release(&m);
 	}
 	w->draining = false;
@@ -532,6 +550,7 @@ static int send_hello(struct worker *w)
 	json_object_set_new(o, "version", json_string(HEADROOM_VERSION));
 	json_object_set_new(o, "mono_ns", json_integer((json_int_t)mono));
 	json_object_set_new(o, "wall_ns", json_integer((json_int_t)wall));
+	json_object_set_new(o, "clock", json_true()); /* answers CLOCK exchanges */
 	return send_ctl(w, PROTO_HELLO, o, 5000);
 }
 

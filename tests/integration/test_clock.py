@@ -1,0 +1,115 @@
+"""test_clock.py - one clock for the daemon and its workers (docs/client.md,
+"One clock").
+
+Each worker runs in its own Linux time namespace (headroomd
+--worker-prefix "unshare --time --monotonic=N"), so its CLOCK_MONOTONIC is
+off the daemon's by a known N seconds. The daemon measures every worker's
+offset with clock exchanges (minimum-delay filter) and hands it time zero
+on its own clock: the offset found must hold the truth within its stated
+bound, and the run must keep its schedule (without the conversion a worker
+7 s ahead would find every arrival 7 s overdue; one 3 s behind would send
+nothing for 3 s). A bound over validity.max_clock_error_ms makes the run
+invalid.
+
+Time namespaces need CAP_SYS_ADMIN (the suite runs as root, as the
+durability tests' mount namespaces do). Where they cannot be created the
+test fails and says so: it never skips in silence.
+"""
+
+import os
+import subprocess
+import unittest
+
+import hrtest
+
+NS = 1_000_000_000
+
+
+def namespaces_work():
+    p = subprocess.run(["unshare", "--time", "--monotonic=1", "true"], capture_output=True,
+                       text=True)
+    return p.returncode == 0, p.stderr.strip()
+
+
+def spec(url, duration=3.0, rate=40, **validity):
+    s = {"name": "clock", "target": {"url": "http://" + url, "model": "m", "endpoint": "chat"},
+         "workload": {"isl": {"mean": 8, "stddev": 0}, "osl": {"mean": 4, "stddev": 0}},
+         "load": {"mode": "rate", "rate": rate, "arrival": "constant", "duration_s": duration},
+         "workers": 2, "client": {"allow_client_bound": True}}
+    if validity:
+        s["validity"] = validity
+    return s
+
+
+class ClockOffsets(unittest.TestCase):
+    def service(self, shift_s):
+        ok, why = namespaces_work()
+        self.assertTrue(ok, "cannot create a time namespace here (unshare --time): %s" % why)
+        tmp = hrtest.tempdir()
+        self.addCleanup(tmp.cleanup)
+        mock = hrtest.start_mock("--quiet", "--ttft-ms", "1", "--itl-ms", "1")
+        self.addCleanup(lambda: self.assertEqual(mock.stop(), 0))
+        d = hrtest.start_daemon(tmp.name, "--worker-prefix",
+                                "unshare --time --monotonic=%d" % shift_s)
+        self.addCleanup(lambda: self.assertEqual(d.stop(), 0))
+        return mock, hrtest.Api(d.addr)
+
+    def check_run(self, run, shift_s):
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        clock = run["summary"]["clock"]
+        self.assertEqual(clock["measured"], 2)
+        for w in clock["workers"]:
+            self.assertTrue(w["measured"], w)
+            # the truth within the stated bound, and the bound a local one
+            self.assertLessEqual(abs(w["offset_ns"] - shift_s * NS), w["bound_ns"], w)
+            self.assertLess(w["bound_ns"], 5_000_000, w)
+            self.assertGreaterEqual(w["bursts"], 1)
+        self.assertEqual(clock["max_bound_ns"], max(w["bound_ns"] for w in clock["workers"]))
+        # time zero converted: the schedule kept (a 7 s error would be 7 s of lag)
+        lag = run["summary"]["metrics"]["schedule_lag"]
+        self.assertLess(lag["p99"], 500, lag)
+        self.assertGreater(run["summary"]["load"]["achieved_rate"], 0.8 * 40)
+
+    def test_worker_ahead(self):
+        mock, api = self.service(7)
+        run = api.wait(api.submit(spec(mock.addr, duration=11)), timeout=120)
+        self.check_run(run, 7)
+        self.assertTrue(run["valid"], run["summary"]["validity"])
+        out = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "--url",
+                              api.base.rsplit("/api/v1", 1)[0], "show", str(run["id"])],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertRegex(out.stdout, r"clock +2 of 2 worker\(s\) measured: largest offset "
+                                     r"[67][,.0-9]* ms, known to \+-0\.\d+ ms; drift up to")
+        # bursts every 5 s: a drift over 11 s, and the same clock rate
+        for w in run["summary"]["clock"]["workers"]:
+            self.assertGreaterEqual(w["bursts"], 2, w)
+            self.assertIsNotNone(w["drift_ppm"], w)
+            self.assertLess(abs(w["drift_ppm"]), 200, w)
+
+    def test_worker_behind_and_the_validity_limit(self):
+        mock, api = self.service(-3)
+        run = api.wait(api.submit(spec(mock.addr)), timeout=120)
+        self.check_run(run, -3)
+        # a limit below any real exchange's bound (1 ns) makes it invalid
+        st, got, _ = api.call("POST", "/runs", spec(mock.addr, max_clock_error_ms=0.001))
+        self.assertEqual(st, 201, got)
+        run = api.wait(got["id"], timeout=120)
+        self.check_run(run, -3)
+        self.assertFalse(run["valid"])
+        codes = [r["code"] for r in run["summary"]["validity"]["reasons"]]
+        self.assertIn("clock_bound", codes)
+        self.assertEqual(run["spec"]["validity"]["max_clock_error_ms"], 0.001)
+        # not given, it is not stored (fingerprints of older specs hold)
+        st, first, _ = api.call("GET", "/runs/1")
+        self.assertNotIn("max_clock_error_ms", first["spec"]["validity"])
+
+    def test_bad_limit(self):
+        mock, api = self.service(0)
+        st, body, _ = api.call("POST", "/runs", spec(mock.addr, max_clock_error_ms=0))
+        self.assertEqual(st, 400)
+        self.assertEqual(body["error"]["field"], "validity.max_clock_error_ms")
+
+
+if __name__ == "__main__":
+    unittest.main()
