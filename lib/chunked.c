@@ -22,6 +22,7 @@ void chunked_init(struct chunked *c)
 	c->state = S_SIZE;
 	c->digits = 0;
 	c->left = 0;
+	c->used = 0;
 }
 
 bool chunked_done(const struct chunked *c)
@@ -43,6 +44,7 @@ int chunked_feed(struct chunked *c, const char *buf, size_t len, chunked_data_fn
 {
 	const char *p = buf, *end = buf + len;
 
+	c->used = len;
 	while (p < end) {
 		switch (c->state) {
 		case S_SIZE: {
@@ -108,6 +110,7 @@ int chunked_feed(struct chunked *c, const char *buf, size_t len, chunked_data_fn
 			c->left = 0;
 			break;
 		case S_END:
+			c->used = (size_t)(p - buf);
 			return 0;
 		default:
 			return CHUNKED_BAD;

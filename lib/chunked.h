@@ -35,6 +35,8 @@ struct chunked {
 	int state;     /* internal */
 	int digits;    /* hex digits of the current size line */
 	uint64_t left; /* bytes of the current chunk's data still to come */
+	size_t used;   /* bytes of the last chunked_feed up to the end of the last chunk's
+	                * size line (all of them when the body did not end there) */
 };
 
 void chunked_init(struct chunked *c);

@@ -65,6 +65,8 @@
 #define HR_MAX_SSE_LINE (1u << 20)        /* one SSE line: longer is malformed_stream */
 #define HR_MAX_SSE_EVENT (4u << 20)       /* one event's accumulated data */
 #define HR_MAX_RESPONSE_BYTES (64u << 20) /* a non-streamed body */
+#define HR_MAX_RESPONSE_HEAD (64u << 10)  /* a response's status line and header fields
+                                          * (native transport): more is a transport error */
 #define HR_MAX_CHUNKS_PER_REQUEST 1000000u
 #define HR_MAX_ERROR_MSG 512
 

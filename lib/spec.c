@@ -1666,7 +1666,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
 	                                    "api_key_secret", "max_tokens_field", "template",
-	                                    "api_key_header", NULL};
+	                                    "api_key_header", "transport", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -1817,6 +1817,22 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (get_num(v, t, "timeout_s", "target.timeout_s", 600, 1, 0.001, HR_MAX_TIMEOUT_S, 0,
 	            &s->target.timeout_s) < 0)
 		return -1;
+	const char *tr = get_str(v, t, "transport", "target.transport", "auto", 16);
+	if (!tr)
+		return -1;
+	if (strcmp(tr, "auto") == 0)
+		s->target.transport = SPEC_TRANSPORT_AUTO;
+	else if (strcmp(tr, "native") == 0)
+		s->target.transport = SPEC_TRANSPORT_NATIVE;
+	else if (strcmp(tr, "curl") == 0)
+		s->target.transport = SPEC_TRANSPORT_CURL;
+	else
+		return fail(v, "invalid_value", "target.transport",
+		            "'target.transport' must be \"auto\", \"native\" or \"curl\"");
+	if (s->target.transport == SPEC_TRANSPORT_NATIVE && strncmp(s->target.url, "http://", 7) != 0)
+		return fail(v, "invalid_value", "target.transport",
+		            "'target.transport' \"native\" speaks plain http:// only; use \"curl\" "
+		            "or \"auto\" for an https:// target");
 	if (parse_template(v, t, s) < 0)
 		return -1;
 

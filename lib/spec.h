@@ -49,6 +49,8 @@ enum spec_endpoint {
 enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE };
 enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE, SPEC_WL_DATASET };
 enum spec_maxtok { SPEC_MAXTOK_MAX_TOKENS = 0, SPEC_MAXTOK_COMPLETION };
+/* target.transport: the worker's HTTP client (docs/worker.md, "Transports") */
+enum spec_transport { SPEC_TRANSPORT_AUTO = 0, SPEC_TRANSPORT_NATIVE, SPEC_TRANSPORT_CURL };
 /* How requests take the entries of a dataset (workload.dataset.sampling). */
 /* workload.token_count: where a record's ISL and OSL come from (docs/metrics.md) */
 enum spec_count { SPEC_COUNT_USAGE = 0, SPEC_COUNT_TOKENIZER, SPEC_COUNT_CHUNKS };
@@ -103,6 +105,7 @@ struct spec {
 		 * as "Bearer KEY"; any other carries the bare key */
 		const char *api_key_header;
 		int max_tokens_field; /* SPEC_MAXTOK_*: the body field of the output length */
+		int transport;        /* SPEC_TRANSPORT_* */
 		int endpoint;
 		bool stream;
 		double timeout_s;

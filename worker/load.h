@@ -59,7 +59,7 @@ enum load_verdict {
 };
 
 /* timer node kinds (timers.h) used by the model and the runner */
-enum { TN_PUMP, TN_TURN, TN_CANCEL, TN_GRACE };
+enum { TN_PUMP, TN_TURN, TN_CANCEL, TN_GRACE, TN_TIMEOUT };
 
 #define LOAD_TURN_STRIDE 1024ULL        /* turn j of session s has request index s * 1024 + j */
 #define LOAD_WARMUP_OFFSET (1ULL << 40) /* warm-up request indices (sessions, rate, trace) */

@@ -115,6 +115,17 @@ void loop_unwatch(struct loop *l, struct loop_watch *w)
 		watch_kill(l, w);
 }
 
+int loop_watch_set(struct loop *l, struct loop_watch *w, uint32_t events)
+{
+	if (w->events == events)
+		return 0;
+	struct epoll_event ev = {.events = events, .data.ptr = w};
+	if (epoll_ctl(l->ep, EPOLL_CTL_MOD, w->fd, &ev) < 0)
+		return -1;
+	w->events = events;
+	return 0;
+}
+
 /* --- timers ----------------------------------------------------------- */
 
 struct loop_timer *loop_timer_new(struct loop *l, loop_timer_fn fn, void *ud)

@@ -56,6 +56,8 @@ void loop_remove(struct loop *l, CURL *easy);
  * events (EPOLLIN, EPOLLOUT; level-triggered). Returns NULL on failure. */
 struct loop_watch *loop_watch(struct loop *l, int fd, uint32_t events, loop_fd_fn fn, void *ud);
 void loop_unwatch(struct loop *l, struct loop_watch *w);
+/* Changes the events a watch waits for. Returns 0 or -1. */
+int loop_watch_set(struct loop *l, struct loop_watch *w, uint32_t events);
 
 /* A timerfd on CLOCK_MONOTONIC. NULL on failure. */
 struct loop_timer *loop_timer_new(struct loop *l, loop_timer_fn fn, void *ud);

@@ -31,6 +31,9 @@
 #include "tokprompt.h"
 #include "util.h"
 
+/* What target.transport "auto" picks for a plain http:// target. */
+#define REQ_AUTO_TRANSPORT SPEC_TRANSPORT_NATIVE
+
 #define WORKER_USER_AGENT "headroom-worker/0.1"
 
 /* SSE event callback verdicts (nonzero stops sse_feed) */
@@ -220,6 +223,105 @@ static int build_endpoint_cfg(struct req_cfg *c, const struct spec *s, char *err
 	return 0;
 }
 
+/* Appends s to b (growing it); the head is built once per run. */
+static void head_add(char **b, size_t *len, const char *s, size_t n)
+{
+	*b = xrealloc(*b, *len + n + 1);
+	memcpy(*b + *len, s, n);
+	*len += n;
+	(*b)[*len] = '\0';
+}
+
+/* Whether the header list has an entry for name (a replacement, "Name:",
+ * or an empty value, "Name;"). */
+static bool list_has(const struct curl_slist *l, const char *name)
+{
+	size_t n = strlen(name);
+	for (; l; l = l->next)
+		if (strncasecmp(l->data, name, n) == 0 && (l->data[n] == ':' || l->data[n] == ';'))
+			return true;
+	return false;
+}
+
+/* target.transport: which client sends (docs/worker.md, "Transports"), and
+ * for the native one the request head up to the Content-Length value, with
+ * the fields libcurl would send: Host, User-Agent, Accept unless the list
+ * replaces them, then the list in libcurl's syntax ("Name: value"; "Name:"
+ * sends nothing and removes a built-in one; "Name;" an empty value). */
+static int build_native(struct req_cfg *c, const struct spec *s, char *err)
+{
+	int tr = s->target.transport;
+	const char *env = getenv("HEADROOM_WORKER_TRANSPORT");
+	bool http = strncmp(c->url, "http://", 7) == 0;
+	if (tr == SPEC_TRANSPORT_AUTO && env && strcmp(env, "native") == 0 && http)
+		tr = SPEC_TRANSPORT_NATIVE;
+	else if (tr == SPEC_TRANSPORT_AUTO && env && strcmp(env, "curl") == 0)
+		tr = SPEC_TRANSPORT_CURL;
+	if (tr == SPEC_TRANSPORT_AUTO)
+		tr = http ? REQ_AUTO_TRANSPORT : SPEC_TRANSPORT_CURL;
+	if (tr != SPEC_TRANSPORT_NATIVE)
+		return 0;
+	if (!http || !c->curlu || !c->host)
+		return errf(err, "target.transport: \"native\" needs a plain http:// URL");
+	char *port = NULL, *path = NULL, *query = NULL;
+	if (curl_url_get(c->curlu, CURLUPART_PORT, &port, CURLU_DEFAULT_PORT) != CURLUE_OK ||
+	    curl_url_get(c->curlu, CURLUPART_PATH, &path, 0) != CURLUE_OK) {
+		curl_free(port);
+		curl_free(path);
+		return errf(err, "target.url: cannot be parsed");
+	}
+	if (curl_url_get(c->curlu, CURLUPART_QUERY, &query, 0) != CURLUE_OK)
+		query = NULL;
+	c->tgt = xcalloc(1, sizeof *c->tgt);
+	h1_target_init(c->tgt, c->host, port, NULL, NULL);
+	char *b = NULL;
+	size_t n = 0;
+	char *line = xasprintf("POST %s%s%s HTTP/1.1\r\n", path, query ? "?" : "", query ? query : "");
+	head_add(&b, &n, line, strlen(line));
+	free(line);
+	if (!list_has(c->headers, "Host")) {
+		line = strcmp(port, "80") == 0 ? xasprintf("Host: %s\r\n", c->host)
+		                               : xasprintf("Host: %s:%s\r\n", c->host, port);
+		head_add(&b, &n, line, strlen(line));
+		free(line);
+	}
+	if (!list_has(c->headers, "User-Agent"))
+		head_add(&b, &n, "User-Agent: " WORKER_USER_AGENT "\r\n",
+		         strlen("User-Agent: " WORKER_USER_AGENT "\r\n"));
+	if (!list_has(c->headers, "Accept"))
+		head_add(&b, &n, "Accept: */*\r\n", 13);
+	for (const struct curl_slist *l = c->headers; l; l = l->next) {
+		const char *d = l->data;
+		const char *colon = strchr(d, ':'), *semi = strchr(d, ';');
+		if (semi && (!colon || semi < colon) && semi[1] == '\0') { /* "Name;" */
+			head_add(&b, &n, d, (size_t)(semi - d));
+			head_add(&b, &n, ":\r\n", 3);
+			continue;
+		}
+		if (!colon)
+			continue;
+		size_t nl = (size_t)(colon - d);
+		const char *v = colon + 1;
+		while (*v == ' ' || *v == '\t')
+			v++;
+		if (!*v)
+			continue; /* "Name:": a built-in field removed */
+		if ((nl == 14 && strncasecmp(d, "Content-Length", 14) == 0) ||
+		    (nl == 17 && strncasecmp(d, "Transfer-Encoding", 17) == 0))
+			continue; /* the body's framing is ours */
+		head_add(&b, &n, d, strlen(d));
+		head_add(&b, &n, "\r\n", 2);
+	}
+	head_add(&b, &n, "Content-Length: ", 16);
+	c->h1_head = b;
+	c->h1_head_len = n;
+	c->native = true;
+	curl_free(port);
+	curl_free(path);
+	curl_free(query);
+	return 0;
+}
+
 int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char *err)
 {
 	memset(c, 0, sizeof *c);
@@ -264,6 +366,10 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 		req_cfg_release(c);
 		return -1;
 	}
+	if (build_native(c, s, err) < 0) {
+		req_cfg_release(c);
+		return -1;
+	}
 	c->sends_osl = c->with_max_tokens && spec_endpoint_generates(c->endpoint);
 	if (c->endpoint == SPEC_EP_TEMPLATE) {
 		c->sends_osl = false;
@@ -284,6 +390,10 @@ void req_cfg_release(struct req_cfg *c)
 	ep_template_release(&c->tpl);
 	ep_path_release(&c->resp_path);
 	ep_path_release(&c->ev_path);
+	if (c->tgt)
+		h1_target_release(c->tgt);
+	free(c->tgt);
+	free(c->h1_head);
 	memset(c, 0, sizeof *c);
 }
 
@@ -524,10 +634,11 @@ static int on_event(void *ud, const char *event, const char *data, size_t len)
 
 /* --- libcurl callbacks -------------------------------------------------- */
 
+static long response_code(struct req *r);
+
 static void set_mode(struct req *r)
 {
-	long code = 0;
-	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
+	long code = response_code(r);
 	if (code == 200)
 		r->mode = r->cfg->stream ? RB_SSE : RB_BODY;
 	else
@@ -654,6 +765,102 @@ static size_t on_write(char *p, size_t sz, size_t n, void *ud)
 	return rc == 0 || rc == CHUNKED_BAD ? len : 0;
 }
 
+/* --- the native transport (h1.h) ----------------------------------------- */
+
+/* The final answer's head; t_ns the clock read of the read that ended it. */
+static int nat_head(void *ud, int status, int64_t t_ns)
+{
+	struct req *r = ud;
+	r->h1_status = status;
+	r->rec.headers_ns = t_ns - r->cfg->t0;
+	set_mode(r);
+	return 0;
+}
+
+/* Body bytes (decoded) of one socket read, with that read's clock. */
+static int nat_body(void *ud, const char *p, size_t len, int64_t t_ns)
+{
+	struct req *r = ud;
+	if (r->fail)
+		return 1;
+	r->cb_ns = t_ns - r->cfg->t0;
+	return on_body(r, p, len) ? 1 : 0;
+}
+
+static void nat_done(void *ud, int result)
+{
+	struct req *r = ud;
+	r->h1_done(r->h1_ud, r, result);
+}
+
+static const struct h1_ops nat_ops = {nat_head, nat_body, nat_done};
+
+int req_launch_native(struct req *r, void (*done)(void *ud, struct req *r, int result), void *ud)
+{
+	const struct req_cfg *c = r->cfg;
+	struct iovec iov[3] = {
+	    {.iov_base = c->h1_head, .iov_len = c->h1_head_len},
+	    {.iov_base = r->h1_clen, .iov_len = strlen(r->h1_clen)},
+	    {.iov_base = r->body.data, .iov_len = r->body.len},
+	};
+	r->h1_done = done;
+	r->h1_ud = ud;
+	r->rec.start_ns = mono_ns() - c->t0;
+	return h1_start(&r->conn, iov, r->body.len ? 3 : 2);
+}
+
+void req_complete_native(struct req *r, int result, int64_t done_ns)
+{
+	CURLcode cc;
+	switch (result) {
+	case H1R_OK:
+		cc = CURLE_OK;
+		break;
+	case H1R_RESOLVE:
+		cc = CURLE_COULDNT_RESOLVE_HOST;
+		break;
+	case H1R_REFUSED:
+	case H1R_CONNECT:
+		cc = CURLE_COULDNT_CONNECT;
+		break;
+	case H1R_SEND:
+		cc = CURLE_SEND_ERROR;
+		break;
+	case H1R_RECV:
+	case H1R_CHUNK:
+		cc = CURLE_RECV_ERROR;
+		break;
+	case H1R_NOTHING:
+		cc = CURLE_GOT_NOTHING;
+		break;
+	case H1R_PARTIAL:
+		cc = CURLE_PARTIAL_FILE;
+		break;
+	case H1R_ABORT:
+		cc = CURLE_WRITE_ERROR;
+		break;
+	case H1R_TIMEOUT:
+		cc = CURLE_OPERATION_TIMEDOUT;
+		h1_close(&r->conn);
+		snprintf(r->conn.msg, sizeof r->conn.msg, "Operation timed out after %ld milliseconds",
+		         r->cfg->timeout_ms);
+		break;
+	default:
+		cc = CURLE_WEIRD_SERVER_REPLY;
+		break;
+	}
+	if (cc != CURLE_OK && r->conn.msg[0])
+		snprintf(r->errbuf, sizeof r->errbuf, "%s", r->conn.msg);
+	if (r->conn.refused[0])
+		memcpy(r->refused, r->conn.refused, sizeof r->refused);
+	req_complete(r, cc, done_ns);
+}
+
+void req_abort_native(struct req *r)
+{
+	h1_close(&r->conn);
+}
+
 /* --- life of a request ------------------------------------------------- */
 
 /* Every socket libcurl opens for a request: the resolved address is checked
@@ -685,6 +892,8 @@ struct req *req_new(const struct req_cfg *cfg)
 	r->easy = e;
 	record_init(&r->rec);
 	tnode_init(&r->deadline, 0);
+	tnode_init(&r->tmo, 0);
+	h1_conn_init(&r->conn, cfg->tgt, &nat_ops, r);
 	/* a prompt of HR_MAX_ISL words (8 letters at most, a space), the
 	 * conversation before it, the fixed members (or a template's text) */
 	dynbuf_init(&r->body, (size_t)HR_MAX_ISL * 12 + REQ_MAX_CONVERSATION + cfg->body_tail_len +
@@ -730,6 +939,7 @@ void req_free(struct req *r)
 {
 	if (!r)
 		return;
+	h1_close(&r->conn);
 	curl_easy_cleanup(r->easy);
 	sse_release(&r->sse);
 	dynbuf_release(&r->body);
@@ -757,6 +967,7 @@ void req_reset(struct req *r)
 	r->reasoning_chunks = 0;
 	r->u_prompt = r->u_completion = r->u_reasoning = -1;
 	r->mode = RB_UNKNOWN;
+	r->h1_status = 0;
 	r->chunked = false;
 	chunked_init(&r->dechunk);
 	chunkscan_memo_reset(&r->scan_memo);
@@ -1116,6 +1327,18 @@ int req_prepare(struct req *r, const struct req_params *p)
 		sse_reset(&r->sse); /* a fresh parser per stream (a spent one stays spent) */
 	if (build_body(r, p) < 0)
 		return -1;
+	if (c->native) { /* the rest of the head: the body's length */
+		char *d = r->h1_clen + sizeof r->h1_clen;
+		*--d = '\0';
+		memcpy(d -= 4, "\r\n\r\n", 4);
+		size_t v = r->body.len;
+		do {
+			*--d = (char)('0' + v % 10);
+			v /= 10;
+		} while (v);
+		memmove(r->h1_clen, d, (size_t)(r->h1_clen + sizeof r->h1_clen - d));
+		return 0;
+	}
 	curl_easy_setopt(r->easy, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)r->body.len);
 	curl_easy_setopt(r->easy, CURLOPT_POSTFIELDS, r->body.data);
 	return 0;
@@ -1264,6 +1487,8 @@ static void fill_tokens(struct req *r)
 static long response_code(struct req *r)
 {
 	long code = 0;
+	if (r->cfg->native)
+		return r->h1_status;
 	curl_easy_getinfo(r->easy, CURLINFO_RESPONSE_CODE, &code);
 	return code >= 0 && code <= 999 ? code : 0;
 }

@@ -29,6 +29,7 @@
 #include "chunkscan.h"
 #include "dynbuf.h"
 #include "endpoint.h"
+#include "h1.h"
 #include "netallow.h"
 #include "record.h"
 #include "spec.h"
@@ -76,6 +77,13 @@ struct req_cfg {
 	 * name entries (owned) */
 	const struct netallow *allow;
 	char *host;
+	/* the native transport (h1.h), chosen by target.transport: the target
+	 * (owned; its allow and loop set by the runner) and the request head
+	 * up to the Content-Length value, built once (owned) */
+	bool native;
+	struct h1_target *tgt;
+	char *h1_head;
+	size_t h1_head_len;
 };
 
 /* Builds the shared request parts from a validated spec (borrowed; nothing
@@ -149,6 +157,13 @@ struct req {
 	bool saw_done;  /* data: [DONE] seen */
 	uint32_t reasoning_chunks;
 	int64_t u_prompt, u_completion, u_reasoning; /* from usage; -1: none */
+	/* native transport */
+	struct h1_conn conn;    /* the slot's connection, kept between requests */
+	int h1_status;          /* the final answer's status; 0: none yet */
+	char h1_clen[32];       /* "NNN\r\n\r\n": the rest of the head */
+	struct tnode tmo;       /* target.timeout_s (the runner's heap) */
+	void (*h1_done)(void *ud, struct req *r, int result); /* who hears of the end */
+	void *h1_ud;
 	char *stream_error; /* owned: message of an in-stream {"error":...} */
 
 	/* conversations */
@@ -178,6 +193,18 @@ int req_turn(const struct req *r, struct dynbuf *history);
 /* Stamps start_ns and hands the handle to the multi (loop_add is passed
  * in so this module needs no loop). Returns 0 or -1. */
 int req_launch(struct req *r, int (*add)(void *ud, CURL *easy), void *ud);
+
+/* Native transport: stamps start_ns and sends the request on the slot's
+ * connection; done(ud, r, result) is called when it ends (h1_result).
+ * Returns H1R_OK, or an h1_result when it could not go out (done is not
+ * called then: record it with req_complete_native). */
+int req_launch_native(struct req *r, void (*done)(void *ud, struct req *r, int result), void *ud);
+/* Fills the record of a native request that ended with result (an
+ * h1_result; H1R_TIMEOUT: target.timeout_s passed, the connection is
+ * closed here). */
+void req_complete_native(struct req *r, int result, int64_t done_ns);
+/* Drops a native request's connection (cancellation). */
+void req_abort_native(struct req *r);
 
 /* Fills the record from what the transfer produced. result is libcurl's
  * verdict; done_ns the completion time since t0. The handle must already

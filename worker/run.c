@@ -65,6 +65,7 @@ static void retire(struct run *r, struct req *q, int64_t now)
 {
 	deactivate(r, q);
 	theap_del(&r->heap, &q->deadline);
+	theap_del(&r->heap, &q->tmo);
 	r->completed++;
 	r->phase_completed++;
 	if (q->rec.error)
@@ -89,6 +90,7 @@ static struct req *take_req(struct run *r)
 	if (!q)
 		xalloc_die();
 	q->deadline.kind = TN_CANCEL;
+	q->tmo.kind = TN_TIMEOUT;
 	return q;
 }
 
@@ -206,6 +208,31 @@ static void dataset_prompt(struct run *r, const struct issue *is, struct req_par
 	}
 }
 
+static void count_conn_error(struct run *r, int e, long os)
+{
+	if (e == HR_ERR_CONNECT || e == HR_ERR_RESET || e == HR_ERR_TRANSPORT) {
+		r->conn_errors++; /* connection and socket errors */
+		if (e == HR_ERR_CONNECT && os == EADDRNOTAVAIL)
+			r->port_errors++; /* no local port (or address) left */
+	}
+}
+
+/* A native request is over (h1_result res): its record, its slot. */
+static void native_end(struct run *r, struct req *q, int res)
+{
+	int64_t now = now_ns(r);
+	req_complete_native(q, res, now);
+	count_conn_error(r, q->rec.error, q->conn.os_errno);
+	retire(r, q, now);
+}
+
+static void on_native_done(void *ud, struct req *q, int res)
+{
+	struct run *r = ud;
+	native_end(r, q, res);
+	run_pump(r);
+}
+
 static void send_one(struct run *r, const struct issue *is)
 {
 	struct req *q = take_req(r);
@@ -261,7 +288,14 @@ static void send_one(struct run *r, const struct issue *is)
 		           "cannot build the request body (prompt and conversation too long)");
 		return;
 	}
-	if (req_launch(q, add_to_loop, r->loop) < 0) {
+	if (r->cfg.native) {
+		int res = req_launch_native(q, on_native_done, r);
+		if (res != H1R_OK) { /* it could not go out: recorded now */
+			native_end(r, q, res);
+			return;
+		}
+		theap_set(&r->heap, &q->tmo, q->rec.start_ns + r->cfg.timeout_ms * 1000000LL);
+	} else if (req_launch(q, add_to_loop, r->loop) < 0) {
 		fail_early(r, q, "curl_multi_add_handle failed");
 		return;
 	}
@@ -273,7 +307,10 @@ static void send_one(struct run *r, const struct issue *is)
 /* Takes q out of libcurl and records it as cancelled. */
 static void abort_req(struct run *r, struct req *q, int64_t now, const char *why)
 {
-	loop_remove(r->loop, q->easy);
+	if (r->cfg.native)
+		req_abort_native(q);
+	else
+		loop_remove(r->loop, q->easy);
 	req_cancel(q, now, why);
 	retire(r, q, now);
 }
@@ -297,14 +334,10 @@ static void on_done(void *ud, CURL *easy, CURLcode result)
 		return; /* not ours */
 	struct req *q = (struct req *)p;
 	req_complete(q, result, now);
-	int e = q->rec.error;
-	if (e == HR_ERR_CONNECT || e == HR_ERR_RESET || e == HR_ERR_TRANSPORT) {
-		long os = 0; /* connection and socket errors */
-		r->conn_errors++;
-		if (e == HR_ERR_CONNECT && curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os) == CURLE_OK &&
-		    os == EADDRNOTAVAIL)
-			r->port_errors++; /* no local port (or address) left */
-	}
+	long os = 0;
+	if (q->rec.error == HR_ERR_CONNECT)
+		curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os);
+	count_conn_error(r, q->rec.error, os);
 	retire(r, q, now);
 	run_pump(r);
 }
@@ -322,6 +355,12 @@ static void run_timers(struct run *r)
 		case TN_CANCEL: {
 			struct req *q = (struct req *)((char *)t - offsetof(struct req, deadline));
 			abort_req(r, q, now, r->cancel_msg);
+			break;
+		}
+		case TN_TIMEOUT: { /* target.timeout_s, native transport */
+			struct req *q = (struct req *)((char *)t - offsetof(struct req, tmo));
+			req_complete_native(q, H1R_TIMEOUT, now);
+			retire(r, q, now);
 			break;
 		}
 		case TN_GRACE:
@@ -429,6 +468,10 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 	if (req_cfg_init(&r->cfg, spec, worker, err) < 0)
 		return -1;
 	r->cfg.allow = &sh->net;
+	if (r->cfg.tgt) {
+		r->cfg.tgt->allow = &sh->net;
+		r->cfg.tgt->loop = loop;
+	}
 	if (spec->workload.tokenizer) {
 		/* prompts of exact token lengths, sliced from the bundled corpus */
 		char terr[HR_ERRLEN];
@@ -518,7 +561,8 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 void run_release(struct run *r)
 {
 	for (int i = 0; i < r->n_active; i++) {
-		loop_remove(r->loop, r->active[i]->easy);
+		if (!r->cfg.native)
+			loop_remove(r->loop, r->active[i]->easy);
 		req_free(r->active[i]);
 	}
 	for (int i = 0; i < r->n_idle; i++)

@@ -342,7 +342,8 @@ class SecretsTest(unittest.TestCase):
                 allowed = {"PATH", "HOME", "TMPDIR", "TZ", "LANG", "LANGUAGE", "ASAN_OPTIONS",
                            "UBSAN_OPTIONS", "LSAN_OPTIONS", "HEADROOM_PARENT_PID",
                            "HEADROOM_WORKER_JSON", "HEADROOM_WORKER_BURN_US",
-                           "HEADROOM_WORKER_SPIN_US", "HEADROOM_NVML_LIB"}
+                           "HEADROOM_WORKER_SPIN_US", "HEADROOM_WORKER_TRANSPORT",
+                           "HEADROOM_NVML_LIB"}
                 for n in names:
                     self.assertTrue(n in allowed or n.startswith("LC_"), n)
             self.api.call("POST", "/runs/%d/cancel" % rid)
