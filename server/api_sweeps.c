@@ -71,14 +71,21 @@ enum MHD_Result h_sweep_create(struct call *k)
 	}
 	char field[256], msg[256];
 	int64_t id = 0;
+	struct sweep_queue_limits lim = {
+	    .token_max_queued = k->auth ? k->auth->quota.max_queued : 0,
+	    .max_queued_runs = k->a->o.max_queued_runs};
 	int rc = sweep_create(k->a->store, body, normalised, k->auth ? k->auth->who : NULL,
-			      k->auth ? quota_check : NULL, k->auth ? &k->auth->quota : NULL, &id,
-			      field, msg);
+			      k->auth ? quota_check : NULL, k->auth ? &k->auth->quota : NULL, &lim,
+			      &id, field, msg);
 	json_decref(body);
 	if (rc == -400)
 		return reply_error(k->conn, 400, "invalid_value", field, "%s", msg);
 	if (rc == -403)
 		return reply_error(k->conn, 403, "quota_exceeded", field, "%s", msg);
+	if (rc == -429)
+		return reply_error(k->conn, 429, "quota_exceeded", "max_queued", "%s", msg);
+	if (rc == -503)
+		return reply_retry(k->conn, 503, "queue_full", HR_QUEUE_RETRY_AFTER_S, "%s", msg);
 	if (rc < 0)
 		return reply_internal(k->conn, msg);
 	runner_kick(k->a->runner);

@@ -704,9 +704,31 @@ static int64_t sweep_of_run(struct store *s, int64_t run_id)
 	return id;
 }
 
-/* Queues one run of the sweep at value: 0, or -1 with err. */
-static int queue_run(struct store *s, int64_t sweep_id, const struct params *p, const char *who,
-		     double value, int repeat, int64_t seq, char *err)
+/* Runs queued now: all of them, and the submitter's. */
+static void queued_counts(struct store *s, const char *who, long long *all, long long *mine)
+{
+	sqlite3 *db = store_reader(s);
+	sqlite3_stmt *st = NULL;
+	*all = *mine = 0;
+	if (sqlite3_prepare_v2(db,
+			       "SELECT count(*), coalesce(sum(submitted_by = ?), 0) FROM runs "
+			       "WHERE state = 'queued'",
+			       -1, &st, NULL) == SQLITE_OK) {
+		sqlite3_bind_text(st, 1, who && *who ? who : "local", -1, SQLITE_STATIC);
+		if (sqlite3_step(st) == SQLITE_ROW) {
+			*all = sqlite3_column_int64(st, 0);
+			*mine = sqlite3_column_int64(st, 1);
+		}
+	}
+	sqlite3_finalize(st);
+	store_reader_put(s, db);
+}
+
+/* Queues one run of the sweep at value: 0, or -1 with err (-429 / -503:
+ * lim's bounds, counted in the inserting transaction). */
+static int queue_run_lim(struct store *s, int64_t sweep_id, const struct params *p,
+			 const char *who, const struct sweep_queue_limits *lim, double value,
+			 int repeat, int64_t seq, char *err)
 {
 	json_t *js = step_spec(p, sweep_id, value, repeat);
 	struct spec sp;
@@ -715,15 +737,26 @@ static int queue_run(struct store *s, int64_t sweep_id, const struct params *p, 
 	json_decref(js);
 	if (rc < 0)
 		return errf(err, "the spec at this value is refused: %.160s", se.message);
-	struct submitter by = {.who = who};
+	struct submitter by = {.who = who, .max_queued = lim ? lim->token_max_queued : 0};
 	int64_t rid, group = 0;
 	int queued = 0;
-	rc = history_create_runs(s, sp.json, 1, 0, 0, &by, &queued, &rid, &group, err);
+	rc = history_create_runs(s, sp.json, 1, 0, lim ? lim->max_queued_runs : 0, &by, &queued,
+				 &rid, &group, err);
 	spec_release(&sp);
+	if (rc == -429 || rc == -503)
+		return rc;
 	if (rc < 0)
 		return -1;
 	struct link_args l = {.sweep = sweep_id, .run = rid, .seq = seq, .value = value};
 	return store_exec(s, link_job, &l, err);
+}
+
+/* A later step's run (the runner's decisions): not bounded by the queue,
+ * since a search keeps at most two runs queued at once. */
+static int queue_run(struct store *s, int64_t sweep_id, const struct params *p, const char *who,
+		     double value, int repeat, int64_t seq, char *err)
+{
+	return queue_run_lim(s, sweep_id, p, who, NULL, value, repeat, seq, err);
 }
 
 /* --- judging a step ----------------------------------------------------------------- */
@@ -1210,7 +1243,8 @@ static void decide(const struct params *p, struct step *steps, int ns, int runs_
 /* --- the interface ------------------------------------------------------------------ */
 
 int sweep_create(struct store *s, json_t *body, json_t *spec_json, const char *who,
-		 sweep_check_fn check, void *check_ctx, int64_t *id, char *field, char *msg)
+		 sweep_check_fn check, void *check_ctx, const struct sweep_queue_limits *lim,
+		 int64_t *id, char *field, char *msg)
 {
 	struct params p;
 	if (!json_is_object(body)) {
@@ -1224,6 +1258,31 @@ int sweep_create(struct store *s, json_t *body, json_t *spec_json, const char *w
 		return rc;
 	}
 	char err[HR_ERRLEN];
+	/* the runs queued at once fit the submitter's quota and the queue
+	 * (checked again, per run, as each is inserted) */
+	long long now_runs = p.mode == MODE_VALUES ? (long long)p.nvalues * p.repeats
+						   : p.grow ? 1 : 2;
+	if (lim && (lim->token_max_queued > 0 || lim->max_queued_runs > 0)) {
+		long long all, mine;
+		queued_counts(s, who, &all, &mine);
+		if (lim->token_max_queued > 0 && mine + now_runs > lim->token_max_queued) {
+			json_decref(p.spec);
+			snprintf(field, 256, "max_queued");
+			snprintf(msg, 256,
+				 "this token has %lld run(s) queued and its max_queued is %lld: the "
+				 "sweep's first %lld run(s) are refused",
+				 mine, lim->token_max_queued, now_runs);
+			return -429;
+		}
+		if (lim->max_queued_runs > 0 && all + now_runs > lim->max_queued_runs) {
+			json_decref(p.spec);
+			snprintf(msg, 256,
+				 "%lld run(s) are queued and at most %d may be: the sweep's first "
+				 "%lld run(s) are refused",
+				 all, lim->max_queued_runs, now_runs);
+			return -503;
+		}
+	}
 	struct create_args a = {.p = &p, .who = who};
 	if (store_exec(s, create_job, &a, err) < 0) {
 		json_decref(p.spec);
@@ -1235,11 +1294,12 @@ int sweep_create(struct store *s, json_t *body, json_t *spec_json, const char *w
 	if (p.mode == MODE_VALUES) {
 		for (int i = 0; i < p.nvalues && rc == 0; i++)
 			for (int r = 0; r < p.repeats && rc == 0; r++)
-				rc = queue_run(s, a.id, &p, who, p.values[i], r, seq++, err);
+				rc = queue_run_lim(s, a.id, &p, who, lim, p.values[i], r, seq++,
+						   err);
 	} else {
-		rc = queue_run(s, a.id, &p, who, p.from, 0, seq++, err);
+		rc = queue_run_lim(s, a.id, &p, who, lim, p.from, 0, seq++, err);
 		if (rc == 0 && !p.grow)
-			rc = queue_run(s, a.id, &p, who, p.to, 0, seq++, err);
+			rc = queue_run_lim(s, a.id, &p, who, lim, p.to, 0, seq++, err);
 	}
 	if (rc < 0) {
 		finish(s, a.id, "failed", NULL, err);
@@ -1248,7 +1308,7 @@ int sweep_create(struct store *s, json_t *body, json_t *spec_json, const char *w
 	pthread_mutex_unlock(&decide_mu);
 	json_decref(p.spec);
 	*id = a.id;
-	return rc < 0 ? -1 : 0;
+	return rc == -429 || rc == -503 ? rc : rc < 0 ? -1 : 0;
 }
 
 /* Reads a sweep and its steps; with act, takes its next decision. */

@@ -41,9 +41,18 @@ struct spec;
 /* A check of each spec the sweep may run, beyond its own rules (the API:
  * the submitter's quotas): 0, or -1 with a message (256 bytes). */
 typedef int (*sweep_check_fn)(void *ctx, const struct spec *spec, char *msg);
-/* ... and -403 with field and msg when check refused the spec at a value. */
+/* ... and -403 with field and msg when check refused the spec at a value.
+ * The runs queued at once (every value's of a list; a search's first one
+ * or two) count against the submitter's queued runs and the daemon's
+ * queue (0: no bound): -429 (field "max_queued") or -503 with msg, and no
+ * sweep. */
+struct sweep_queue_limits {
+	long long token_max_queued; /* the token's quota.max_queued */
+	int max_queued_runs;        /* headroomd --max-queued-runs */
+};
 int sweep_create(struct store *s, json_t *body, json_t *spec_json, const char *who,
-		 sweep_check_fn check, void *check_ctx, int64_t *id, char *field, char *msg);
+		 sweep_check_fn check, void *check_ctx, const struct sweep_queue_limits *lim,
+		 int64_t *id, char *field, char *msg);
 /* The sweep with its steps and result (new reference), or NULL: unknown id. */
 json_t *sweep_get(struct store *s, int64_t id);
 /* The newest first, at most limit, without steps. */

@@ -193,6 +193,22 @@ class QuotaTest(unittest.TestCase):
         for i in [blocker] + accepted:
             self.call("POST", "/runs/%d/cancel" % i, token=self.admin)
 
+    def test_7_sweeps_count_against_max_queued(self):
+        """A sweep's runs queued at once count like submitted ones: three
+        values from a token with max_queued 2 are refused (no sweep made),
+        two are accepted."""
+        st, before = self.call("GET", "/sweeps", token=self.admin)
+        body = {"spec": self.spec(), "variable": "load.concurrency", "values": [1, 2, 3]}
+        st, ans = self.call("POST", "/sweeps", body)
+        self.assertEqual(st, 429, ans)
+        self.assertEqual(ans["error"]["field"], "max_queued")
+        st, after = self.call("GET", "/sweeps", token=self.admin)
+        self.assertEqual(len(after["sweeps"]), len(before["sweeps"]))
+        body["values"] = [1, 2]
+        st, sw = self.call("POST", "/sweeps", body)
+        self.assertEqual(st, 201, sw)
+        self.call("POST", "/sweeps/%d/cancel" % sw["id"], token=self.admin)
+
     def test_5_cli_refuses_bad_quota(self):
         for args in (("--max-rate", "0"), ("--max-queued", "x"), ("--max-bogus", "1")):
             r = token_cli(self.data, "create", "--name", "bad", "--role", "submit", *args)
