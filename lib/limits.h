@@ -118,11 +118,11 @@
 #define HR_MAX_CONNECTIONS_PER_CLIENT 32  /* default --max-connections-per-client: per client address */
 #define HR_MAX_QUEUED_RUNS 1000           /* default --max-queued-runs: queued runs -> 503 queue_full */
 #define HR_QUEUE_RETRY_AFTER_S 60         /* Retry-After of a 503 queue_full */
-
-/* mock server */
 #define HR_MAX_LIVE_STREAMS 16            /* GET /runs/{id}/live streams open at once -> 503 busy */
 #define HR_LIVE_MAX_S 900                 /* one live stream's lifetime (the browser reconnects) */
 #define HR_LIVE_HEARTBEAT_S 10            /* a live stream's comment line when it has nothing to say */
+
+/* mock server */
 #define HR_MOCK_MAX_CONNS 65536
 #define HR_MOCK_MAX_REQUEST_BYTES (1u << 20)
 

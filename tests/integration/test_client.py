@@ -123,11 +123,14 @@ class ClientVerdictTest(unittest.TestCase):
         self.assertLess(c["headline"]["loop_busy_avg"], 0.5)
 
     def test_plain_worker_asked_far_too_much_is_client_bound(self):
-        _, s = self.run_to_end(self.api, rate_spec(self.mock.addr, 30000, 1.5))
+        # far past what one worker can send on this kind of host (the
+        # native transport paces ~30,000/s on one core, docs/performance.md)
+        asked = 150000
+        _, s = self.run_to_end(self.api, rate_spec(self.mock.addr, asked, 1.0))
         c = s["client"]
         self.assertEqual(c["verdict"], "client_bound", c)
         self.assertIn("schedule_lag", self.codes(c))
-        self.assertLess(s["load"]["achieved_rate"], 27000)
+        self.assertLess(s["load"]["achieved_rate"], 0.9 * asked)
         # the worker's safety cap held its streams in check
         self.assertLessEqual(c["headline"]["in_flight_max"], 2048)
 
