@@ -145,8 +145,9 @@ enum MHD_Result h_list(struct call *k)
 			q.sort_stat = sk.stat;
 		} else
 			return reply_error(k->conn, 400, "invalid_value", "sort",
-					   "'sort' must be id, name, created_at or METRIC.STAT "
-					   "(e.g. time_to_first_token.p99), with '-' for descending");
+					   "'sort' must be id, name, created_at, verdict, valid or "
+					   "METRIC.STAT (e.g. time_to_first_token.p99), with '-' for "
+					   "descending");
 	}
 	if (q.before && !(q.sort_by == SORT_ID && q.sort_desc))
 		return reply_error(k->conn, 400, "invalid_value", "before",

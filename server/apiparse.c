@@ -220,6 +220,10 @@ int api_parse_sort(const char *s, struct sort_key *out)
 		out->by = SORT_ID;
 	else if (strcmp(key, "name") == 0)
 		out->by = SORT_NAME;
+	else if (strcmp(key, "verdict") == 0)
+		out->by = SORT_VERDICT;
+	else if (strcmp(key, "valid") == 0)
+		out->by = SORT_VALID;
 	else if (api_parse_metric_stat(key, &out->metric, mbuf, sizeof mbuf, &out->stat) == 0)
 		out->by = SORT_METRIC;
 	else

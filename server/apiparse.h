@@ -49,7 +49,7 @@ int history_parse_selector(const char *arg_key, const char *value, struct label_
 			   char *err);
 
 /* The sort keys of a run list. */
-enum { SORT_ID = 0, SORT_NAME, SORT_METRIC };
+enum { SORT_ID = 0, SORT_NAME, SORT_METRIC, SORT_VERDICT, SORT_VALID };
 
 /* "METRIC.STAT" into its parts (the metric must exist, the stat must be
  * one it has): *metric the catalogue's tag, *stat an index into

@@ -299,6 +299,17 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 	struct dynbuf b;
 	dynbuf_init(&b, 64 * 1024);
 	const char *stat = q->sort_by == SORT_METRIC ? metric_stat_names[q->sort_stat] : NULL;
+	/* the value sorted by, unknown (NULL) last: a metric's statistic, the
+	 * client verdict from best to worst, or validity (invalid first) */
+	char vexpr[96] = "";
+	if (stat)
+		snprintf(vexpr, sizeof vexpr, "m.%s", stat);
+	else if (q->sort_by == SORT_VERDICT)
+		snprintf(vexpr, sizeof vexpr, "CASE r.verdict WHEN 'ok' THEN 0 WHEN 'inconclusive' "
+					      "THEN 1 WHEN 'client_bound' THEN 2 END");
+	else if (q->sort_by == SORT_VALID)
+		snprintf(vexpr, sizeof vexpr, "r.valid");
+	const char *vx = vexpr[0] ? vexpr : NULL;
 	/* The page's ids are chosen first (subquery k), reading only what the
 	 * filters and the order need; only those rows are then read whole. A
 	 * run's row holds its spec and summary, and the columns added after
@@ -309,6 +320,8 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 	if (stat)
 		dynbuf_printf(&b, ", k.v FROM (SELECT r.id AS id, m.%s AS v FROM runs r LEFT JOIN "
 				  "run_metrics m ON m.run_id = r.id AND m.metric = ?90 WHERE 1", stat);
+	else if (vx)
+		dynbuf_printf(&b, ", k.v FROM (SELECT r.id AS id, %s AS v FROM runs r WHERE 1", vx);
 	else
 		dynbuf_addstr(&b, " FROM (SELECT r.id AS id FROM runs r WHERE 1");
 	where_clause(q, &b);
@@ -322,17 +335,17 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 			dynbuf_printf(&b, " AND (r.name %s ?95 OR (r.name = ?95 AND r.id %s ?92))", lt,
 				      lt);
 		else if (cur.kind == 'v')
-			dynbuf_printf(&b, " AND (m.%s IS NULL OR m.%s %s ?93 OR (m.%s = ?93 AND "
-					  "r.id %s ?92))", stat, stat, lt, stat, lt);
+			dynbuf_printf(&b, " AND ((%s) IS NULL OR (%s) %s ?93 OR ((%s) = ?93 AND "
+					  "r.id %s ?92))", vx, vx, lt, vx, lt);
 		else
-			dynbuf_printf(&b, " AND m.%s IS NULL AND r.id %s ?92", stat, lt);
+			dynbuf_printf(&b, " AND (%s) IS NULL AND r.id %s ?92", vx, lt);
 	}
 	if (q->sort_by == SORT_ID)
 		dynbuf_printf(&b, " ORDER BY r.id %s", dir);
 	else if (q->sort_by == SORT_NAME)
 		dynbuf_printf(&b, " ORDER BY r.name %s, r.id %s", dir, dir);
 	else
-		dynbuf_printf(&b, " ORDER BY m.%s IS NULL, m.%s %s, r.id %s", stat, stat, dir, dir);
+		dynbuf_printf(&b, " ORDER BY (%s) IS NULL, (%s) %s, r.id %s", vx, vx, dir, dir);
 	/* the page in the same order (CROSS JOIN: k drives, runs by id) */
 	dynbuf_addstr(&b, " LIMIT ?94) k CROSS JOIN runs r ON r.id = k.id");
 	if (q->sort_by == SORT_ID)
@@ -371,7 +384,7 @@ int history_list(struct store *s, const struct run_query *q, json_t **out, char 
 		}
 		json_t *row = runs_row(st);
 		int64_t id = sqlite3_column_int64(st, 0);
-		if (stat) {
+		if (vx) {
 			int null = sqlite3_column_type(st, RUNS_ROW_NCOLS) == SQLITE_NULL;
 			double v = sqlite3_column_double(st, RUNS_ROW_NCOLS);
 			json_object_set_new(row, "sort_value", null ? json_null() : json_real(v));

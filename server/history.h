@@ -50,7 +50,7 @@ struct run_query {
 	int n_sel;
 	/* sort: by id (default), name, or a metric's statistic */
 	int sort_desc;
-	int sort_by;              /* SORT_ID, SORT_NAME, SORT_METRIC */
+	int sort_by;              /* SORT_ID, SORT_NAME, SORT_METRIC, SORT_VERDICT, SORT_VALID */
 	const char *sort_metric;  /* SORT_METRIC: a metric_catalog tag */
 	int sort_stat;            /* SORT_METRIC: index into metric_stat_names */
 	const char *cursor;       /* a previous answer's next_cursor, or NULL */

@@ -7,7 +7,7 @@ import { el, num, stateBox, time } from './fmt.js';
 import { go } from './app.js';
 
 const PAGE = 50;
-// [title, summary metric, statistic, server sort key or null (this page only), unit]
+// [title, summary metric, statistic, server sort key, unit]
 const FIGURES = [
 	['TTFT p50', 'time_to_first_token', 'p50', 'time_to_first_token.p50', 'ms'],
 	['TTFT p99', 'time_to_first_token', 'p99', 'time_to_first_token.p99', 'ms'],
@@ -148,8 +148,8 @@ export async function runsView(out, url, show) {
 			FIGURES.map(([t, , , key, unit]) => el('th', { class: 'num' }, sortHeader(`${t}`, key),
 				el('span', { class: 'muted' }, ` (${unit})`))),
 			el('th', {}, el('span', { title: 'TTFT p99 of the last 20 succeeded runs of the same spec' }, 'trend')),
-			el('th', {}, localSort('verdict', rows, (x) => x.run.verdict || '')),
-			el('th', {}, localSort('valid', rows, (x) => x.run.valid === null ? 2 : x.run.valid ? 0 : 1)));
+			el('th', {}, sortHeader('verdict', 'verdict')),
+			el('th', {}, sortHeader('valid', 'valid')));
 		const body = el('tbody');
 		for (const { run: r, summary: s } of rows) {
 			const box = el('input', { type: 'checkbox', 'aria-label': `select run ${r.id}`,
@@ -195,16 +195,6 @@ export async function runsView(out, url, show) {
 				: stateBox(f.toString() ? 'No run matches these filters.' :
 					'No runs yet: submit one with `headroom submit SPEC.json`.'),
 			el('div', { class: 'pager' }, prev, el('span', { class: 'muted' }, `page ${pageNo + 1}`), nextB));
-	}
-
-	// verdict and validity sort the rows of this page only (the API sorts by figures)
-	function localSort(title, rows, key) {
-		const b = el('button', { class: 'sort', type: 'button', title: `sort this page by ${title}` }, title);
-		b.addEventListener('click', () => {
-			rows.sort((x, y) => (key(x) < key(y) ? -1 : key(x) > key(y) ? 1 : y.run.id - x.run.id));
-			render(rows, lastNext);
-		});
-		return b;
 	}
 
 	function fail(e) {

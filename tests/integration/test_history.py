@@ -106,6 +106,27 @@ class History(hrtest.ServiceCase):
             if not cursor:
                 break
         self.assertEqual(pages, ids(whole))
+        # the client verdict and validity sort on the server too, paged
+        # alike, unknown ones last in either direction
+        rank = {"ok": 0, "inconclusive": 1, "client_bound": 2}
+        for key, of in (("verdict", lambda r: rank.get(r["verdict"])),
+                        ("valid", lambda r: None if r["valid"] is None else int(r["valid"]))):
+            for sign in ("", "-"):
+                whole = self.get("/runs?sort=%s%s&limit=1000" % (sign, key))
+                for r in whole["runs"]:
+                    self.assertEqual(r["sort_value"], of(r), (key, r["id"]))
+                known = [of(r) for r in whole["runs"] if of(r) is not None]
+                self.assertEqual(known, sorted(known, reverse=bool(sign)))
+                self.assertEqual([of(r) for r in whole["runs"]][:len(known)], known)
+                pages, cursor = [], None
+                while True:
+                    ans = self.get("/runs?sort=%s%s&limit=2" % (sign, key) +
+                                   ("&cursor=" + cursor if cursor else ""))
+                    pages += ids(ans)
+                    cursor = ans["next_cursor"]
+                    if not cursor:
+                        break
+                self.assertEqual(pages, ids(whole), (key, sign))
         by_name = [r["name"] for r in self.get("/runs?sort=name&limit=1000")["runs"]]
         self.assertEqual(by_name, sorted(by_name))
         # name order pages too, and a cursor belongs to its sort
