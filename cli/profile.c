@@ -58,6 +58,8 @@ static const char profile_help[] =
     "  --endpoint-type TYPE          chat (default), completions, embeddings,\n"
     "                                rankings, cohere_rankings, hf_tei_rankings,\n"
     "                                huggingface_generate\n"
+    "  --endpoint PATH               the request path instead of the type's\n"
+    "                                (/openai/deployments/d/chat/completions?v=1)\n"
     "  --streaming                   stream responses (default: not streamed)\n"
     "  --concurrency N               closed loop with N in flight; with\n"
     "                                --request-rate, the ceiling on requests in flight\n"
@@ -110,7 +112,7 @@ static const char profile_help[] =
     "than sharegpt, other --custom-dataset-type values, and other endpoint types.\n";
 
 struct pflags {
-	const char *url, *model, *endpoint, *arrival, *tokenizer, *input_file, *dataset_type;
+	const char *url, *model, *endpoint, *path, *arrival, *tokenizer, *input_file, *dataset_type;
 	const char *daemon, *name, *public_dataset, *validity;
 	char *dataset_path;         /* a dataset to upload (owned), or NULL */
 	const char *dataset_format; /* its format: sharegpt, single_turn, ... */
@@ -231,7 +233,7 @@ static char *read_file(const char *path, size_t max, size_t *len)
 
 /* The flag table: name, short form, takes a value. */
 enum {
-	F_URL, F_MODEL, F_ENDPOINT, F_STREAMING, F_CONCURRENCY, F_RATE, F_ARRIVAL, F_SMOOTH,
+	F_URL, F_MODEL, F_ENDPOINT, F_PATH, F_STREAMING, F_CONCURRENCY, F_RATE, F_ARRIVAL, F_SMOOTH,
 	F_COUNT, F_DURATION, F_GRACE, F_TIMEOUT, F_ISL, F_ISL_SD, F_OSL, F_OSL_SD, F_WARMUP,
 	F_SEED, F_EXTRA, F_HEADER, F_GOODPUT, F_TOKENIZER, F_SERVER_COUNT, F_BLOCK, F_INPUT, F_DTYPE,
 	F_PUBLIC,
@@ -246,6 +248,7 @@ static const struct {
     [F_URL] = {"url", NULL, 'u', 1},
     [F_MODEL] = {"model", "model-names", 'm', 1},
     [F_ENDPOINT] = {"endpoint-type", NULL, 0, 1},
+    [F_PATH] = {"endpoint", "custom-endpoint", 0, 1},
     [F_STREAMING] = {"streaming", NULL, 0, 0},
     [F_CONCURRENCY] = {"concurrency", NULL, 0, 1},
     [F_RATE] = {"request-rate", NULL, 0, 1},
@@ -330,6 +333,7 @@ static int parse(int argc, char **argv, struct pflags *p)
 			p->model = v;
 			break;
 		case F_ENDPOINT: p->endpoint = v; break;
+		case F_PATH: p->path = v; break;
 		case F_STREAMING: p->streaming = 1; break;
 		case F_CONCURRENCY: rc = number(fl, v, 1, HR_MAX_CONCURRENCY, 1, &p->concurrency); break;
 		case F_RATE: rc = number(fl, v, 1e-6, HR_MAX_RATE, 0, &p->rate); break;
@@ -478,6 +482,8 @@ static int build(struct pflags *p, json_t **out)
 			   ep);
 	}
 	json_object_set_new(target, "endpoint", json_string(mapped));
+	if (p->path) /* AIPerf's --endpoint: the type's path replaced (target.path) */
+		json_object_set_new(target, "path", json_string(p->path));
 	json_object_set_new(target, "stream", json_boolean(p->streaming));
 	if (p->streaming && (strncmp(mapped, "rankings", 8) == 0 || strcmp(mapped, "embeddings") == 0)) {
 		json_decref(target);

@@ -128,25 +128,46 @@ static int url_has(const char *u)
 	return r != 0; /* -1 (too long to tell): counted as holding one */
 }
 
-int redact_spec_find(const json_t *spec, char *field, size_t cap)
+/* A target's headers, url, template path and path; pre names it
+ * ("target", "classes[1].target"). */
+static int target_find(const json_t *t, const char *pre, char *field, size_t cap)
 {
-	json_t *t = json_object_get(spec, "target");
 	const char *hk;
 	json_t *hv;
 	json_object_foreach(json_object_get(t, "headers"), hk, hv)
 	{
 		if (redact_header_name(hk)) {
-			snprintf(field, cap, "target.headers.%s", hk);
+			snprintf(field, cap, "%s.headers.%s", pre, hk);
 			return 1;
 		}
 	}
 	if (url_has(json_string_value(json_object_get(t, "url")))) {
-		snprintf(field, cap, "target.url");
+		snprintf(field, cap, "%s.url", pre);
 		return 1;
 	}
 	if (url_has(json_string_value(json_object_get(json_object_get(t, "template"), "path")))) {
-		snprintf(field, cap, "target.template.path");
+		snprintf(field, cap, "%s.template.path", pre);
 		return 1;
+	}
+	if (url_has(json_string_value(json_object_get(t, "path")))) {
+		snprintf(field, cap, "%s.path", pre);
+		return 1;
+	}
+	return 0;
+}
+
+int redact_spec_find(const json_t *spec, char *field, size_t cap)
+{
+	if (target_find(json_object_get(spec, "target"), "target", field, cap))
+		return 1;
+	size_t k;
+	json_t *c;
+	json_array_foreach(json_object_get(spec, "classes"), k, c)
+	{ /* a traffic class's own target fields are stored too */
+		char pre[48];
+		snprintf(pre, sizeof pre, "classes[%zu].target", k);
+		if (target_find(json_object_get(c, "target"), pre, field, cap))
+			return 1;
 	}
 	static const char *const lists[] = {"dcgm_urls", "metrics_urls"};
 	json_t *tel = json_object_get(spec, "telemetry");

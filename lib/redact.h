@@ -27,7 +27,9 @@ int redact_query_name(const char *name, size_t n);
 int redact_url(const char *url, char *out, size_t cap);
 /* The first place of a spec (its normalised JSON) holding a credential:
  * a sensitive header of target.headers, or a URL (target.url,
- * target.template.path, telemetry.dcgm_urls[i], telemetry.metrics_urls[i])
+ * target.template.path, target.path, telemetry.dcgm_urls[i],
+ * telemetry.metrics_urls[i]); the same in each traffic class's target
+ * (classes[k].target...)
  * that redact_url would change. Returns 1 with the dotted field in field,
  * or 0. */
 int redact_spec_find(const json_t *spec, char *field, size_t cap);

@@ -1290,6 +1290,41 @@ static int scan_template(struct vctx *v, json_t *x, char *path, size_t plen, int
 
 /* target.template {path, body, response_path, stream_path}: with endpoint
  * "template" only (docs/spec.md). */
+/* A path as sent after the URL: '/' first, printable ASCII, no space or
+ * '#' (a query string may follow). */
+static int path_ok(const char *p)
+{
+	bool bad = p[0] != '/';
+	for (const char *c = p; *c; c++)
+		bad |= (unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f || *c == '#';
+	return !bad;
+}
+
+/* target.path: the request path of the endpoint replaced (kept only when
+ * given, so that specs without it keep their fingerprints). */
+static int parse_target_path(struct vctx *v, json_t *t, struct spec *s)
+{
+	json_t *pj = json_object_get(t, "path");
+	s->target.path = NULL;
+	if (!pj || json_is_null(pj)) {
+		json_object_del(t, "path");
+		return 0;
+	}
+	const char *p = get_str(v, t, "path", "target.path", NULL, HR_MAX_URL_LEN);
+	if (!p)
+		return -1;
+	if (s->target.endpoint == SPEC_EP_TEMPLATE)
+		return fail(v, "invalid_value", "target.path",
+		            "'target.path' does not apply to endpoint \"template\": its path is "
+		            "'target.template.path'");
+	if (!path_ok(p))
+		return fail(v, "invalid_value", "target.path",
+		            "'target.path' must start with '/' and be printable ASCII without "
+		            "spaces or '#' (\"/openai/deployments/d1/chat/completions?api-version=1\")");
+	s->target.path = p;
+	return 0;
+}
+
 static int parse_template(struct vctx *v, json_t *t, struct spec *s)
 {
 	json_t *tp = json_object_get(t, "template");
@@ -1407,7 +1442,7 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 /* The target fields a class may set over the run's (the API key stays the run's). */
 static const char *const class_target_keys[] = {
     "url", "endpoint", "model", "stream", "headers", "extra_body", "timeout_s", "mock",
-    "max_tokens_field", "template", "transport", NULL};
+    "max_tokens_field", "template", "transport", "path", NULL};
 
 static int class_name_ok(const char *n)
 {
@@ -1666,7 +1701,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
 	                                    "api_key_secret", "max_tokens_field", "template",
-	                                    "api_key_header", "transport", NULL};
+	                                    "api_key_header", "transport", "path", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -1833,7 +1868,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 		return fail(v, "invalid_value", "target.transport",
 		            "'target.transport' \"native\" speaks plain http:// only; use \"curl\" "
 		            "or \"auto\" for an https:// target");
-	if (parse_template(v, t, s) < 0)
+	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0)
 		return -1;
 
 	/* workload */
@@ -2089,6 +2124,8 @@ const char *spec_target_path(const struct spec *s)
 {
 	if (s->target.endpoint == SPEC_EP_TEMPLATE && s->target.template_path)
 		return s->target.template_path;
+	if (s->target.path)
+		return s->target.path;
 	if (s->target.endpoint == SPEC_EP_TGI && s->target.stream)
 		return "/generate_stream";
 	return spec_endpoint_path(s->target.endpoint);

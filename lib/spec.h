@@ -112,6 +112,8 @@ struct spec {
 		json_t *headers;    /* borrowed: object of string values */
 		json_t *extra_body; /* borrowed: object, may be empty */
 		/* endpoint template (target.template), else NULL: */
+		const char *path;          /* borrowed: target.path, the endpoint's path
+					    * replaced (Azure-style deployments...), or NULL */
 		const char *template_path; /* borrowed: the path appended to url */
 		json_t *template_body;     /* borrowed: object with {{placeholders}} */
 		const char *response_path; /* borrowed: dotted path, or NULL */

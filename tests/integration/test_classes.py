@@ -354,6 +354,11 @@ class Classes(hrtest.ServiceCase):
             (lambda s: s.update(classes=[]), "classes"),
             (lambda s: s.update(classes={}), "classes"),
             (lambda s: s.update(workers=3), "workers"),
+            # a class's own target is stored too: no credential in it
+            (lambda s: s["classes"][1]["target"].update(headers={"x-api-key": "k"}),
+             "classes[1].target.headers.x-api-key"),
+            (lambda s: s["classes"][1]["target"].update(path="/v1/chat/completions?sig=s3cr3t"),
+             "classes[1].target.path"),
         ]
         for mutate, field in cases:
             s = json.loads(json.dumps(base))

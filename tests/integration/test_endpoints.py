@@ -164,6 +164,36 @@ class Endpoints(unittest.TestCase):
 
     # --- every endpoint, valid ----------------------------------------------------------
 
+    def test_target_path(self):
+        """target.path replaces the endpoint's path (a query string kept):
+        the mock's chat route answers it; a path the server has not is
+        every request's 404; a bad or credential-like path is refused."""
+        sp = self.spec("chat", True)
+        sp["target"]["path"] = "/v1/chat/completions?api-version=2024-06-01"
+        run, rows = self.run_spec(sp)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        self.assertEqual(run["spec"]["target"]["path"], sp["target"]["path"])
+        self.assertEqual(run["summary"]["counts"]["valid"], N)
+        sp = self.spec("chat", True, requests=4)
+        sp["target"]["path"] = "/openai/deployments/d1/chat/completions"
+        run, rows = self.run_spec(sp)
+        self.assertEqual({(r["status"], r["error"]) for r in rows}, {(404, "http_4xx")})
+        plain = self.spec("chat", True)
+        run, rows = self.run_spec(dict(plain, name="no path"))
+        self.assertNotIn("path", run["spec"]["target"])  # kept only when given
+        for bad, code in (("v1/chat", "invalid_value"), ("/a b", "invalid_value"),
+                          ("/v1/chat?sig=abc123", "invalid_value")):
+            sp = self.spec("chat", True)
+            sp["target"]["path"] = bad
+            st, body, _ = self.api.call("POST", "/runs", sp)
+            self.assertEqual(st, 400, (bad, body))
+            self.assertEqual(body["error"]["field"], "target.path", body)
+        sp = self.spec("template", False, template={"path": "/x", "body": {"p": "{{prompt}}"},
+                                                    "response_path": "text"})
+        sp["target"]["path"] = "/y"
+        st, body, _ = self.api.call("POST", "/runs", sp)
+        self.assertEqual((st, body["error"]["field"]), (400, "target.path"), body)
+
     def test_embeddings(self):
         run, rows = self.run_spec(self.spec("embeddings", False))
         self.assertEqual(run["spec"]["workload"]["batch_size"], 1)

@@ -182,6 +182,11 @@ class FlagsTest(unittest.TestCase):
             s = spec_of("-m", "m", "--endpoint-type", aiperf)
             self.assertEqual(s["target"]["endpoint"], ours)
 
+    def test_custom_endpoint_path(self):
+        s = spec_of("-m", "m", "--endpoint", "/openai/deployments/d1/chat/completions?api-version=1")
+        self.assertEqual(s["target"]["path"], "/openai/deployments/d1/chat/completions?api-version=1")
+        self.assertEqual(s["target"]["endpoint"], "chat")
+
     def test_help(self):
         r = profile("--help")
         self.assertEqual(r.returncode, 0)

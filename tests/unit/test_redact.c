@@ -88,6 +88,14 @@ static void test_spec_find(void)
 	     "telemetry.metrics_urls[1]"},
 	    {"{\"target\":{\"url\":\"http://h\"},\"telemetry\":{\"dcgm_urls\":[\"http://x@d\"]}}",
 	     "telemetry.dcgm_urls[0]"},
+	    {"{\"target\":{\"url\":\"http://h\",\"path\":\"/v1/c?api_key=3\"}}", "target.path"},
+	    {"{\"target\":{\"url\":\"http://h\",\"path\":\"/v1/c?api-version=3\"}}", NULL},
+	    {"{\"target\":{\"url\":\"http://h\"},\"classes\":[{\"name\":\"a\",\"target\":{\"url\":"
+	     "\"http://h\"}},{\"name\":\"b\",\"target\":{\"headers\":{\"X-Api-Key\":\"k\"}}}]}",
+	     "classes[1].target.headers.X-Api-Key"},
+	    {"{\"target\":{\"url\":\"http://h\"},\"classes\":[{\"name\":\"a\",\"target\":{\"url\":"
+	     "\"http://u:p@g\"}}]}",
+	     "classes[0].target.url"},
 	};
 	for (size_t i = 0; i < sizeof t / sizeof *t; i++) {
 		json_t *j = json_loads(t[i].json, 0, NULL);
