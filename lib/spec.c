@@ -1348,10 +1348,7 @@ static int parse_template(struct vctx *v, json_t *t, struct spec *s)
 	const char *p = get_str(v, tp, "path", "target.template.path", NULL, HR_MAX_URL_LEN);
 	if (!p)
 		return -1;
-	bool bad = p[0] != '/';
-	for (const char *c = p; *c; c++)
-		bad |= (unsigned char)*c <= ' ' || (unsigned char)*c >= 0x7f || *c == '#';
-	if (bad)
+	if (!path_ok(p))
 		return fail(v, "invalid_value", "target.template.path",
 		            "'target.template.path' must start with '/' and be printable ASCII "
 		            "without spaces or '#' (\"/v1/completions\")");

@@ -187,6 +187,14 @@ static int ident_index(const struct run_ctx *c, const char *ident)
 	return (int)i;
 }
 
+/* A control message to worker i (its routing id "w<i>", worker/main.c). */
+static int send_to(struct run_ctx *c, int i, int type, json_t *o, int flags)
+{
+	char id[16];
+	snprintf(id, sizeof id, "w%d", i);
+	return proto_send_json(c->sock, id, type, o, flags);
+}
+
 static void send_stop(struct run_ctx *c, const char *reason)
 {
 	if (c->stopping)
@@ -195,11 +203,8 @@ static void send_stop(struct run_ctx *c, const char *reason)
 	c->stop_deadline = mono_ns() + STOP_GRACE_NS;
 	json_t *m = json_pack("{s:s}", "reason", reason);
 	for (int i = 0; i < c->n; i++) {
-		if (c->w[i].state >= W_HELLO && c->w[i].state != W_DONE && !c->w[i].exited) {
-			char id[16];
-			snprintf(id, sizeof id, "w%d", i);
-			proto_send_json(c->sock, id, PROTO_STOP, m, ZMQ_DONTWAIT);
-		}
+		if (c->w[i].state >= W_HELLO && c->w[i].state != W_DONE && !c->w[i].exited)
+			send_to(c, i, PROTO_STOP, m, ZMQ_DONTWAIT);
 	}
 	json_decref(m);
 }
@@ -479,9 +484,7 @@ static void send_start(struct run_ctx *c, int64_t phase_start)
 				       "t0_wall_ns", (json_int_t)c->t0_wall, "phase",
 				       c->profiling ? "profiling" : "warmup", "phase_start_ns",
 				       (json_int_t)phase_start);
-		char id[16];
-		snprintf(id, sizeof id, "w%d", k);
-		proto_send_json(c->sock, id, PROTO_START, st, 0);
+		send_to(c, k, PROTO_START, st, 0);
 		json_decref(st);
 	}
 }
@@ -599,10 +602,8 @@ static void maybe_start(struct run_ctx *c);
 
 static void send_schedule(struct run_ctx *c, int i)
 {
-	char id[16];
-	snprintf(id, sizeof id, "w%d", i);
 	json_t *sched = make_share(c, i);
-	proto_send_json(c->sock, id, PROTO_SCHEDULE, sched, 0);
+	send_to(c, i, PROTO_SCHEDULE, sched, 0);
 	json_decref(sched);
 }
 
@@ -611,13 +612,11 @@ static void send_schedule(struct run_ctx *c, int i)
 static void clock_send(struct run_ctx *c, int i)
 {
 	struct wk *w = &c->w[i];
-	char id[16];
-	snprintf(id, sizeof id, "w%d", i);
 	w->seq++;
 	w->pending = 1;
 	w->sent_t1 = mono_ns();
 	json_t *o = json_pack("{s:I, s:I}", "seq", (json_int_t)w->seq, "t1", (json_int_t)w->sent_t1);
-	proto_send_json(c->sock, id, PROTO_CLOCK, o, 0);
+	send_to(c, i, PROTO_CLOCK, o, 0);
 	json_decref(o);
 }
 
