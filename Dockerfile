@@ -12,7 +12,7 @@ FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libmicrohttpd-dev libcurl4-openssl-dev \
-      libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev libyaml-dev \
+      libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev libyaml-dev libpng-dev libjpeg-dev \
       nodejs npm ca-certificates help2man \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

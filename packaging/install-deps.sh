@@ -7,7 +7,7 @@
 set -eu
 
 BUILD_PKGS="build-essential cmake pkg-config libmicrohttpd-dev libcurl4-openssl-dev
-libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev libyaml-dev"
+libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev libyaml-dev libpng-dev libjpeg-dev"
 TEST_PKGS="python3 python3-numpy python3-scipy python3-xmlschema python3-yaml python3-jsonschema python3-zmq curl
 chromium prometheus"
 
