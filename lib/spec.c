@@ -1145,22 +1145,43 @@ static int parse_gates(struct vctx *v, json_t *root, struct spec *s)
 
 /* --- endpoints --------------------------------------------------------- */
 
-static const char *const endpoint_names[SPEC_EP__COUNT] = {
-    "chat",         "completions", "embeddings", "rankings_nim", "rankings_cohere",
-    "rankings_tei", "tgi",         "template"};
+#define GEN_STREAMED (SPEC_EPF_GENERATES | SPEC_EPF_STREAMS | SPEC_EPF_STREAM_DEF)
+const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
+    [SPEC_EP_CHAT] = {"chat", "/v1/chat/completions", NULL, {"chat"}, GEN_STREAMED},
+    [SPEC_EP_COMPLETIONS] = {"completions", "/v1/completions", NULL, {"completions"},
+                             GEN_STREAMED},
+    [SPEC_EP_EMBEDDINGS] = {"embeddings", "/v1/embeddings", NULL, {"embeddings"},
+                            SPEC_EPF_BATCH},
+    [SPEC_EP_RANKINGS_NIM] = {"rankings_nim", "/v1/ranking", NULL, {"rankings", "nim_rankings"},
+                              SPEC_EPF_PASSAGES},
+    [SPEC_EP_RANKINGS_COHERE] = {"rankings_cohere", "/v2/rerank", NULL, {"cohere_rankings"},
+                                 SPEC_EPF_PASSAGES},
+    [SPEC_EP_RANKINGS_TEI] = {"rankings_tei", "/rerank", NULL, {"hf_tei_rankings"},
+                              SPEC_EPF_PASSAGES},
+    [SPEC_EP_TGI] = {"tgi", "/generate", "/generate_stream", {"huggingface_generate", "tgi"},
+                     GEN_STREAMED},
+    [SPEC_EP_TEMPLATE] = {"template", "", NULL, {NULL}, GEN_STREAMED},
+};
+
+int spec_endpoint_from_aiperf(const char *name)
+{
+	for (int i = 0; i < SPEC_EP__COUNT; i++)
+		for (int k = 0; k < 3 && spec_endpoints[i].aiperf[k]; k++)
+			if (strcmp(name, spec_endpoints[i].aiperf[k]) == 0)
+				return i;
+	return -1;
+}
 
 const char *const spec_template_placeholders[] = {"prompt", "max_tokens", "model", "stream", NULL};
 
 bool spec_endpoint_generates(int ep)
 {
-	return ep == SPEC_EP_CHAT || ep == SPEC_EP_COMPLETIONS || ep == SPEC_EP_TGI ||
-	       ep == SPEC_EP_TEMPLATE;
+	return ep >= 0 && ep < SPEC_EP__COUNT && (spec_endpoints[ep].flags & SPEC_EPF_GENERATES);
 }
 
 static bool is_rankings(int ep)
 {
-	return ep == SPEC_EP_RANKINGS_NIM || ep == SPEC_EP_RANKINGS_COHERE ||
-	       ep == SPEC_EP_RANKINGS_TEI;
+	return spec_endpoints[ep].flags & SPEC_EPF_PASSAGES;
 }
 
 static int parse_endpoint(struct vctx *v, json_t *t, struct spec *s)
@@ -1168,15 +1189,20 @@ static int parse_endpoint(struct vctx *v, json_t *t, struct spec *s)
 	const char *ep = get_str(v, t, "endpoint", "target.endpoint", "chat", 32);
 	if (!ep)
 		return -1;
-	for (int i = 0; i < SPEC_EP__COUNT; i++)
-		if (strcmp(ep, endpoint_names[i]) == 0) {
+	char names[1024] = "";
+	size_t used = 0;
+	for (int i = 0; i < SPEC_EP__COUNT; i++) {
+		if (strcmp(ep, spec_endpoints[i].name) == 0) {
 			s->target.endpoint = i;
 			return 0;
 		}
-	return fail(v, "invalid_value", "target.endpoint",
-	            "'target.endpoint' must be one of \"chat\", \"completions\", \"embeddings\", "
-	            "\"rankings_nim\", \"rankings_cohere\", \"rankings_tei\", \"tgi\", "
-	            "\"template\"");
+		int n = snprintf(names + used, sizeof names - used, "%s\"%s\"", i ? ", " : "",
+		                 spec_endpoints[i].name);
+		if (n > 0 && (size_t)n < sizeof names - used)
+			used += (size_t)n;
+	}
+	return fail(v, "invalid_value", "target.endpoint", "'target.endpoint' must be one of %s",
+	            names);
 }
 
 /* A dotted JSON path (response_path, stream_path): 1 to SPEC_MAX_JSON_PATH
@@ -1391,7 +1417,7 @@ static int not_for_endpoint(struct vctx *v, json_t *wl, const char *key, const c
 	char path[64];
 	snprintf(path, sizeof path, "workload.%s", key);
 	return fail(v, "invalid_value", path, "'%s' applies to %s only, not to endpoint \"%s\"",
-	            path, what, endpoint_names[ep]);
+	            path, what, spec_endpoints[ep].name);
 }
 
 /* workload.passages (rankings) and workload.batch_size (embeddings):
@@ -1413,7 +1439,7 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 	} else if (not_for_endpoint(v, wl, "passages", "the rankings endpoints", ep) < 0) {
 		return -1;
 	}
-	if (ep == SPEC_EP_EMBEDDINGS) {
+	if (spec_endpoints[ep].flags & SPEC_EPF_BATCH) {
 		if (get_num(v, wl, "batch_size", "workload.batch_size", 1, 1, 1, SPEC_MAX_BATCH, 1,
 		            &d) < 0)
 			return -1;
@@ -1423,14 +1449,14 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 			            "'workload.batch_size' x 'workload.isl.mean' must be at most %d "
 			            "tokens",
 			            HR_MAX_ISL);
-	} else if (not_for_endpoint(v, wl, "batch_size", "endpoint \"embeddings\"", ep) < 0) {
+	} else if (not_for_endpoint(v, wl, "batch_size", "the embeddings endpoints", ep) < 0) {
 		return -1;
 	}
 	if (s->workload.sessions && !spec_endpoint_generates(ep))
 		return fail(v, "invalid_value", "workload.sessions",
 		            "multi-turn sessions need a generation endpoint (chat, completions, tgi "
 		            "or template), not \"%s\"",
-		            endpoint_names[ep]);
+		            spec_endpoints[ep].name);
 	return 0;
 }
 
@@ -1731,15 +1757,15 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (!s->target.model)
 		return -1;
 	/* embeddings and rankings answer in one piece: not streamed */
-	int stream = get_bool(v, t, "stream", "target.stream",
-	                      spec_endpoint_generates(s->target.endpoint));
+	unsigned epf = spec_endpoints[s->target.endpoint].flags;
+	int stream = get_bool(v, t, "stream", "target.stream", (epf & SPEC_EPF_STREAM_DEF) != 0);
 	if (stream < 0)
 		return -1;
-	if (stream && !spec_endpoint_generates(s->target.endpoint))
+	if (stream && !(epf & SPEC_EPF_STREAMS))
 		return fail(v, "invalid_value", "target.stream",
 		            "'target.stream' must be false with endpoint \"%s\" (its answer is not "
 		            "streamed)",
-		            endpoint_names[s->target.endpoint]);
+		            spec_endpoints[s->target.endpoint].name);
 	s->target.stream = stream;
 	json_t *ake = json_object_get(t, "api_key_env");
 	if (ake && !json_is_null(ake)) {
@@ -2092,29 +2118,12 @@ void spec_release(struct spec *s)
 
 const char *spec_endpoint_name(int ep)
 {
-	return ep >= 0 && ep < SPEC_EP__COUNT ? endpoint_names[ep] : "?";
+	return ep >= 0 && ep < SPEC_EP__COUNT ? spec_endpoints[ep].name : "?";
 }
 
 const char *spec_endpoint_path(int ep)
 {
-	switch (ep) {
-	case SPEC_EP_COMPLETIONS:
-		return "/v1/completions";
-	case SPEC_EP_EMBEDDINGS:
-		return "/v1/embeddings";
-	case SPEC_EP_RANKINGS_NIM:
-		return "/v1/ranking";
-	case SPEC_EP_RANKINGS_COHERE:
-		return "/v2/rerank";
-	case SPEC_EP_RANKINGS_TEI:
-		return "/rerank";
-	case SPEC_EP_TGI:
-		return "/generate";
-	case SPEC_EP_TEMPLATE:
-		return "";
-	default:
-		return "/v1/chat/completions";
-	}
+	return spec_endpoints[ep >= 0 && ep < SPEC_EP__COUNT ? ep : SPEC_EP_CHAT].path;
 }
 
 const char *spec_target_path(const struct spec *s)
@@ -2123,7 +2132,7 @@ const char *spec_target_path(const struct spec *s)
 		return s->target.template_path;
 	if (s->target.path)
 		return s->target.path;
-	if (s->target.endpoint == SPEC_EP_TGI && s->target.stream)
-		return "/generate_stream";
+	if (s->target.stream && spec_endpoints[s->target.endpoint].stream_path)
+		return spec_endpoints[s->target.endpoint].stream_path;
 	return spec_endpoint_path(s->target.endpoint);
 }

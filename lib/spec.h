@@ -29,7 +29,9 @@
 #include "limits.h"
 
 /* target.endpoint. The numbers are not stored (the spec stores the name);
- * the generation endpoints are chat, completions, tgi and template. */
+ * what each one is, its paths and what it accepts are in spec_endpoints[]
+ * (lib/spec.c); how the worker speaks it is its handler (worker/ephandler.h)
+ * and how the mock answers it its route (mock/). New types go last. */
 enum spec_endpoint {
 	SPEC_EP_CHAT = 0,
 	SPEC_EP_COMPLETIONS,
@@ -236,6 +238,24 @@ int spec_parse(const char *text, size_t len, int default_workers, struct spec *o
 /* Same, from an already parsed object (borrowed; the spec keeps its own copy). */
 int spec_from_json(json_t *root, int default_workers, struct spec *out, struct spec_error *err);
 void spec_release(struct spec *s);
+
+/* What an endpoint type is (one row of spec_endpoints[], by SPEC_EP_*). */
+#define SPEC_EPF_GENERATES 0x01u  /* generates text: max_tokens, output tokens, sessions */
+#define SPEC_EPF_STREAMS 0x02u    /* target.stream may be true */
+#define SPEC_EPF_STREAM_DEF 0x04u /* target.stream defaults to true */
+#define SPEC_EPF_PASSAGES 0x08u   /* workload.passages: a query ranked against passages */
+#define SPEC_EPF_BATCH 0x10u      /* workload.batch_size: inputs per request */
+struct spec_endpoint_info {
+	const char *name;        /* target.endpoint */
+	const char *path;        /* default request path ("" for template) */
+	const char *stream_path; /* the path when streamed, when another (TGI), or NULL */
+	/* AIPerf's --endpoint-type names for it, NULL-terminated (headroom profile) */
+	const char *aiperf[3];
+	unsigned flags; /* SPEC_EPF_* */
+};
+extern const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT];
+/* The endpoint type AIPerf's --endpoint-type NAME means, or -1. */
+int spec_endpoint_from_aiperf(const char *name);
 
 const char *spec_endpoint_name(int ep);
 const char *spec_mode_name(int mode);
