@@ -369,29 +369,19 @@ static int completion_body(struct server *srv, const struct stream *s, struct dy
 	return dynbuf_addstr(b, "}");
 }
 
-static int chat_parse(struct server *srv, enum mock_api api, bool stream_path,
-                      const struct http_request *req, struct gen_req *g, char *err)
+static int openai_parse(struct server *srv, enum mock_api api, bool stream_path,
+                        const struct http_request *req, struct gen_req *g, char *err)
 {
 	(void)srv;
-	(void)api;
 	(void)stream_path;
-	return parse_gen(req->body, req->body_len, true, g, err);
-}
-
-static int completion_parse(struct server *srv, enum mock_api api, bool stream_path,
-                            const struct http_request *req, struct gen_req *g, char *err)
-{
-	(void)srv;
-	(void)api;
-	(void)stream_path;
-	return parse_gen(req->body, req->body_len, false, g, err);
+	return parse_gen(req->body, req->body_len, api == API_CHAT, g, err);
 }
 
 const struct mock_handler mock_chat = {
 	.api = API_CHAT,
 	.paths = {{"/v1/chat/completions", false}},
 	.reasoning = true,
-	.parse = chat_parse,
+	.parse = openai_parse,
 	.stream_start = chat_start,
 	.events = events,
 	.malformed = malformed,
@@ -402,7 +392,7 @@ const struct mock_handler mock_chat = {
 const struct mock_handler mock_completion = {
 	.api = API_COMPLETION,
 	.paths = {{"/v1/completions", false}},
-	.parse = completion_parse,
+	.parse = openai_parse,
 	.stream_start = stream_start,
 	.events = events,
 	.malformed = malformed,
