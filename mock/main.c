@@ -4,11 +4,11 @@
  * SIGTERM, free everything and exit 0.
  *
  * --fail-* inject failures into a chosen share of the generation requests
- * (fault.c draws which; openai.c carries them out). --early-stop ends a
+ * (fault.c draws which; api.c carries them out). --early-stop ends a
  * share of the generation responses early, as at an EOS token (drawn in
  * fault.c too). --reasoning-tokens
  * gives chat responses reasoning content; --embedding-dim sets the size of
- * /v1/embeddings' vectors (pool.c).
+ * /v1/embeddings' vectors (route_pool.c).
  *
  * SIGINT and SIGTERM are blocked except inside epoll_pwait(), so the
  * handler (which only sets a flag) can run only while the loop sleeps and

@@ -1,5 +1,6 @@
-/* pool.c - the endpoints of headroom-mock that answer with no generated
- * text: embeddings and rankings, each in its server's wire format.
+/* route_pool.c - the endpoints of headroom-mock that answer with no
+ * generated text, their route handlers (mock.h, struct mock_handler):
+ * embeddings and rankings, each in its server's wire format.
  *
  *   POST /v1/embeddings  OpenAI (and vLLM): input a string, an array of
  *                        strings, an array of token ids or an array of
@@ -54,8 +55,6 @@
 
 #include "mock.h"
 #include "util.h"
-
-#define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
 
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
@@ -607,9 +606,13 @@ static int rank_body(const struct stream *s, struct dynbuf *b)
 	}
 }
 
-int pool_parse(const struct mock_config *cfg, enum mock_api api, const char *body, size_t len,
-               struct gen_req *g, char *err)
+static int pool_parse(struct server *srv, enum mock_api api, bool stream_path,
+                      const struct http_request *req, struct gen_req *g, char *err)
 {
+	(void)stream_path;
+	const struct mock_config *cfg = srv->cfg;
+	const char *body = req->body;
+	size_t len = req->body_len;
 	json_t *root = api_load_object(body, len, err);
 	if (!root)
 		return -1;
@@ -638,8 +641,44 @@ int pool_parse(const struct mock_config *cfg, enum mock_api api, const char *bod
 	return 0;
 }
 
-int pool_body(struct server *srv, const struct stream *s, struct dynbuf *b)
+/* The body of an embeddings or rankings response. */
+static int pool_body(struct server *srv, const struct stream *s, struct dynbuf *b, char *extra,
+                     size_t extra_size)
 {
+	(void)extra;
+	(void)extra_size;
 	dynbuf_reset(b);
 	return s->pq->api == API_EMBED ? embed_body(srv, s, b) : rank_body(s, b);
 }
+
+const struct mock_handler mock_embed = {
+	.api = API_EMBED,
+	.paths = {{"/v1/embeddings", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_rank_nim = {
+	.api = API_RANK_NIM,
+	.paths = {{"/v1/ranking", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_rank_cohere = {
+	.api = API_RANK_COHERE,
+	.paths = {{"/v2/rerank", false}, {"/v1/rerank", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_rank_tei = {
+	.api = API_RANK_TEI,
+	.paths = {{"/rerank", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
