@@ -15,7 +15,7 @@ import os from 'node:os';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import YAML from 'yaml';
-import { parseManifests, schemaErrors, referenceErrors, format } from './validate.mjs';
+import { parseManifests, schemaErrors, ruleErrors, referenceErrors, format } from './validate.mjs';
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const src = process.env.HEADROOM_SRC || path.resolve(here, '..', '..');
@@ -95,7 +95,7 @@ function bundle(texts, secrets = applied) {
 
 // Every finding for docs (a bundle that includes what secrets.sh applies).
 function findings(docs) {
-	return [...schemaErrors(docs), ...referenceErrors(docs), ...fileErrors(docs)];
+	return [...schemaErrors(docs), ...ruleErrors(docs), ...referenceErrors(docs), ...fileErrors(docs)];
 }
 
 function originals() {
@@ -262,6 +262,26 @@ const BROKEN = [
 		/volumeClaimTemplates\[0\]\.spec\.accessModes: Type 'string' is not assignable to type 'string\[\]'/],
 	['agents.yaml', '        - name: agent\n          image', '        - image',
 		/containers\[0\]: .*'name' is missing/],
+	['agents.yaml', 'replicas: 3', 'replicas: -1', /spec\.replicas: -1 is not an integer 0 to/],
+	['agents.yaml', 'imagePullPolicy: IfNotPresent', 'imagePullPolicy: IfNotPresnt',
+		/containers\[0\]\.imagePullPolicy: "IfNotPresnt" is not one of Always, IfNotPresent, Never/],
+	['mock.yaml', 'containerPort: 8000\n              protocol: TCP', 'containerPort: 8000\n              protocol: TPC',
+		/ports\[0\]\.protocol: "TPC" is not one of TCP, UDP, SCTP/],
+	['headroomd.yaml', 'path: /api/v1/readyz\n              port: api\n              scheme: HTTPS',
+		'path: /api/v1/readyz\n              port: api\n              scheme: HTTP5',
+		/readinessProbe\.httpGet\.scheme: "HTTP5" is not one of HTTP, HTTPS/],
+	['headroomd.yaml', 'memory: 4Gi', 'memory: 4GB', /resources\.limits\.memory: "4GB" is not a quantity/],
+	['headroomd.yaml', 'storage: 20Gi', 'storage: 20gi', /resources\.requests\.storage: "20gi" is not a quantity/],
+	['agents.yaml', 'fieldPath: metadata.name', 'fieldPath: metadata.nmae',
+		/fieldRef\.fieldPath: "metadata\.nmae" is not a field the downward API offers/],
+	['headroomd.yaml', '- name: agents\n              containerPort: 8444', '- name: agent-connections\n              containerPort: 8444',
+		/ports\[1\]\.name: "agent-connections" is not a port name/],
+	['agents.yaml', '        - name: agent\n          image', '        - name: Agent\n          image',
+		/containers\[0\]\.name: "Agent" is not a DNS label/],
+	['agents.yaml', 'weight: 100', 'weight: 200', /\.weight: 200 is not an integer 1 to 100/],
+	['agents.yaml', 'defaultMode: 0440', 'defaultMode: 01440', /volumes\[0\]\.secret\.defaultMode: 800 is not an integer 0 to 511/],
+	['agents.yaml', 'app.kubernetes.io/component: agent', 'app.kubernetes.io/component: load agent',
+		/metadata\.labels\.app\.kubernetes\.io\/component: "load agent" is not a label value/],
 	['headroomd.yaml', 'kind: StatefulSet', 'kind: Statefulset', /kind: .*no exported member named 'Statefulset'/],
 	['mock.yaml', 'apiVersion: apps/v1', 'apiVersion: app/v1', /apiVersion: unknown apiVersion "app\/v1"/],
 	['headroomd.yaml', 'spec:\n  type: ClusterIP\n  selector:\n    app.kubernetes.io/name: headroomd',

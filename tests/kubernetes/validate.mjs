@@ -7,7 +7,12 @@
 //    field (a misspelling) is an excess property, a value of the wrong type
 //    and a missing required field are type errors, and an apiVersion or
 //    kind the API does not have names no type.
-// 2. References between the objects of one bundle, which no schema sees:
+// 2. Rules of the API server's validation that the types leave out:
+//    allowed values of enumerations (imagePullPolicy, protocol, ...),
+//    quantities, integer ranges (ports, modes, weights), DNS names of
+//    objects, containers, volumes and ports, label syntax, downward API
+//    fields (RULES below).
+// 3. References between the objects of one bundle, which no schema sees:
 //    a workload's selector and its pod template's labels, a Service's
 //    selector and targetPorts and the pods it would reach, a StatefulSet's
 //    serviceName, volume mounts and volumes, the ConfigMaps and Secrets a
@@ -324,13 +329,116 @@ export function referenceErrors(docs, external = {}) {
 	return errors;
 }
 
+// Rules of the API server's validation that the types cannot carry
+// (their enumerations are plain strings, their integers plain numbers):
+// [path pattern, check, what is expected]. A path is normalised with []
+// for any index (spec.template.spec.containers[].ports[].protocol).
+const DNS_LABEL = /^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$/;
+const DNS_SUBDOMAIN = /^(?=.{1,253}$)[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+const QUANTITY = /^[+-]?(\d+(\.\d*)?|\.\d+)([eE][+-]?\d+|[KMGTPE]i|[numkMGTPE])?$/;
+const oneOf = (...values) => [(v) => values.includes(v), `one of ${values.join(', ')}`];
+const int = (lo, hi) => [(v) => Number.isInteger(v) && v >= lo && v <= hi, `an integer ${lo} to ${hi}`];
+const RULES = [
+	[/^metadata\.name$/, [(v) => DNS_SUBDOMAIN.test(v), 'a DNS subdomain (lower case, digits, - and .)']],
+	[/(containers|initContainers)\[\]\.name$/, [(v) => DNS_LABEL.test(v), 'a DNS label (lower case, digits, -; at most 63)']],
+	[/volumes\[\]\.name$|volumeClaimTemplates\[\]\.metadata\.name$/, [(v) => DNS_LABEL.test(v), 'a DNS label']],
+	[/^spec\.ports\[\]\.name$/, [(v) => DNS_LABEL.test(v), 'a DNS label']],
+	[/(containers|initContainers)\[\]\.ports\[\]\.name$/,
+		[(v) => /^(?=.{1,15}$)(?=.*[a-z])[a-z0-9]+(-[a-z0-9]+)*$/.test(v), 'a port name: at most 15 of a-z 0-9 -, a letter among them']],
+	[/(containers|initContainers)\[\]\.imagePullPolicy$/, oneOf('Always', 'IfNotPresent', 'Never')],
+	[/ports\[\]\.protocol$/, oneOf('TCP', 'UDP', 'SCTP')],
+	[/httpGet\.scheme$/, oneOf('HTTP', 'HTTPS')],
+	[/accessModes\[\]$/, oneOf('ReadWriteOnce', 'ReadOnlyMany', 'ReadWriteMany', 'ReadWriteOncePod')],
+	[/seccompProfile\.type$/, oneOf('RuntimeDefault', 'Unconfined', 'Localhost')],
+	[/(^|template\.)spec\.restartPolicy$/, oneOf('Always', 'OnFailure', 'Never')],
+	[/^spec\.strategy\.type$/, oneOf('RollingUpdate', 'Recreate')],
+	[/^spec\.updateStrategy\.type$/, oneOf('RollingUpdate', 'OnDelete')],
+	[/^spec\.podManagementPolicy$/, oneOf('OrderedReady', 'Parallel')],
+	[/volumeMode$/, oneOf('Filesystem', 'Block')],
+	[/dnsPolicy$/, oneOf('ClusterFirst', 'ClusterFirstWithHostNet', 'Default', 'None')],
+	[/terminationMessagePolicy$/, oneOf('File', 'FallbackToLogsOnError')],
+	[/matchExpressions\[\]\.operator$/, oneOf('In', 'NotIn', 'Exists', 'DoesNotExist', 'Gt', 'Lt')],
+	[/tolerations\[\]\.operator$/, oneOf('Exists', 'Equal')],
+	[/tolerations\[\]\.effect$/, oneOf('NoSchedule', 'PreferNoSchedule', 'NoExecute')],
+	[/fieldRef\.fieldPath$/, [(v) => /^(metadata\.(name|namespace|uid)|metadata\.(labels|annotations)(\['[^']+'\])?|spec\.(nodeName|serviceAccountName)|status\.(hostIP|hostIPs|podIP|podIPs))$/.test(v),
+		'a field the downward API offers (metadata.name, metadata.namespace, status.podIP, ...)']],
+	[/\.(limits|requests)\.[^.]+$|sizeLimit$/, [(v) => typeof v === 'string' && QUANTITY.test(v), 'a quantity such as "2", "500m", "1Gi"']],
+	[/(containerPort|hostPort)$|^spec\.ports\[\]\.(port|nodePort)$/, int(1, 65535)],
+	[/targetPort$|httpGet\.port$|tcpSocket\.port$/, [(v) => (typeof v === 'string' && v !== '') ||
+		(Number.isInteger(v) && v >= 1 && v <= 65535), 'a port name or an integer 1 to 65535']],
+	[/replicas$|revisionHistoryLimit$|minReadySeconds$|terminationGracePeriodSeconds$/, int(0, 2 ** 31 - 1)],
+	[/(initialDelaySeconds|periodSeconds|timeoutSeconds|successThreshold|failureThreshold)$/, int(0, 2 ** 31 - 1)],
+	[/defaultMode$|items\[\]\.mode$/, int(0, 0o777)],
+	[/run(AsUser|AsGroup)$|fsGroup$/, int(0, 2 ** 31 - 1)],
+	[/preferredDuringSchedulingIgnoredDuringExecution\[\]\.weight$/, int(1, 100)],
+];
+
+// Walks obj, calling visit(normalisedPath, path, value) on each leaf and
+// each array element.
+function walk(obj, visit, p = '', np = '') {
+	if (Array.isArray(obj)) {
+		obj.forEach((v, i) => {
+			visit(`${np}[]`, `${p}[${i}]`, v);
+			walk(v, visit, `${p}[${i}]`, `${np}[]`);
+		});
+	} else if (obj && typeof obj === 'object') {
+		for (const [k, v] of Object.entries(obj)) {
+			const kp = p ? `${p}.${k}` : k;
+			const knp = np ? `${np}.${k}` : k;
+			if (!Array.isArray(v))
+				visit(knp, kp, v);
+			walk(v, visit, kp, knp);
+		}
+	}
+}
+
+function labelErrors(labels, p, err) {
+	for (const [k, v] of Object.entries(labels || {})) {
+		const parts = k.split('/');
+		const name = parts.pop();
+		if (parts.length > 1 || (parts.length && !DNS_SUBDOMAIN.test(parts[0])) ||
+			!/^(?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/.test(name))
+			err(`${p}.${k}`, 'not a label key ([prefix/]name, the name at most 63 of A-Z a-z 0-9 - _ .)');
+		if (typeof v === 'string' && !/^((?=.{1,63}$)[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?)?$/.test(v))
+			err(`${p}.${k}`, `${JSON.stringify(v)} is not a label value (at most 63 of A-Z a-z 0-9 - _ ., alphanumeric at the ends)`);
+	}
+}
+
+// Rule findings of docs (RULES, label syntax).
+export function ruleErrors(docs) {
+	const errors = [];
+	for (const d of docs) {
+		if (!d.obj || typeof d.obj !== 'object')
+			continue;
+		const err = (p, message) => errors.push({ where: where(d), path: p, message });
+		walk(d.obj, (np, p, v) => {
+			if (v !== null && typeof v === 'object')
+				return;
+			for (const [re, [ok, expected]] of RULES) {
+				if (re.test(np) && !ok(v)) {
+					err(p, `${JSON.stringify(v)} is not ${expected}`);
+					break;
+				}
+			}
+		});
+		walk(d.obj, (np, p, v) => {
+			if (v && typeof v === 'object' && !Array.isArray(v) &&
+				/(^|\.)metadata\.labels$|matchLabels$/.test(np))
+				labelErrors(v, p, err);
+		});
+		if (d.obj.kind === 'Service' && d.obj.spec && typeof d.obj.spec.selector === 'object')
+			labelErrors(d.obj.spec.selector, 'spec.selector', err);
+	}
+	return errors;
+}
+
 export function format(errors) {
 	return errors.map((e) => `${e.where}: ${e.path ? e.path + ': ' : ''}${e.message}`).join('\n');
 }
 
 if (process.argv[1] && path.resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
 	const docs = loadManifests(process.argv.slice(2));
-	const errors = [...schemaErrors(docs), ...referenceErrors(docs)];
+	const errors = [...schemaErrors(docs), ...ruleErrors(docs), ...referenceErrors(docs)];
 	if (errors.length) {
 		console.error(format(errors));
 		process.exit(1);
