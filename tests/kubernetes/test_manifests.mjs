@@ -31,7 +31,12 @@ const manifestFiles = fs.readdirSync(dir).filter((f) => f.endsWith('.yaml') && f
 // reaching a cluster. Twice, to show a second run keeps the keys. Returns
 // the applied objects as documents of 'secrets.sh'.
 function runSecrets(scriptText) {
-	const realKubectl = execFileSync('sh', ['-c', 'command -v kubectl'], { encoding: 'utf8' }).trim();
+	let realKubectl;
+	try {
+		realKubectl = execFileSync('sh', ['-c', 'command -v kubectl'], { encoding: 'utf8' }).trim();
+	} catch {
+		throw new Error('kubectl is needed (packaging/install-deps.sh installs kubernetes-client); no cluster is used');
+	}
 	const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'hr-k8s-secrets-'));
 	try {
 		const shims = path.join(tmp, 'bin');
@@ -210,6 +215,27 @@ test('secrets.sh applies the namespace and the Secrets and ConfigMap the pods mo
 		assert.ok(mounted.has(`${d.obj.kind}/${d.obj.metadata.name}`),
 			`secrets.sh makes ${d.obj.kind}/${d.obj.metadata.name}, which no pod mounts`);
 	}
+});
+
+test("the README's commands name objects that exist", () => {
+	const readme = fs.readFileSync(path.join(dir, 'README.md'), 'utf8');
+	const docs = bundle(originals());
+	const has = (kind, name) => docs.some((d) => d.obj.kind === kind && d.obj.metadata.name === name);
+	const KINDS = { statefulset: 'StatefulSet', deployment: 'Deployment', svc: 'Service', service: 'Service' };
+	let n = 0;
+	for (const m of readme.matchAll(/\b(statefulset|deployment|svc|service)\/([a-z0-9-]+)/g)) {
+		assert.ok(has(KINDS[m[1]], m[2]), `README.md names ${m[0]}, which no manifest makes`);
+		n++;
+	}
+	for (const m of readme.matchAll(/create secret (?:generic|tls) ([a-z0-9-]+)/g))
+		assert.ok(has('Secret', m[1]), `README.md makes Secret ${m[1]}, which no pod mounts`);
+	for (const m of readme.matchAll(/exec ([a-z0-9-]+)-(\d+) /g)) {
+		assert.ok(has('StatefulSet', m[1]), `README.md execs in ${m[1]}-${m[2]}, of no StatefulSet`);
+		n++;
+	}
+	for (const m of readme.matchAll(/kubectl -n ([a-z0-9-]+)/g))
+		assert.equal(m[1], kustomization.namespace);
+	assert.ok(n >= 5, `only ${n} object names found in README.md`);
 });
 
 // headroomd --check-config over headroomd.yaml's headroomd.conf, with
