@@ -238,6 +238,33 @@ test("the README's commands name objects that exist", () => {
 	assert.ok(n >= 5, `only ${n} object names found in README.md`);
 });
 
+test("the README's spec reaches the example server through an allowed target, on agents that carry its labels", () => {
+	const readme = fs.readFileSync(path.join(dir, 'README.md'), 'utf8');
+	const m = /cat >k8s-run\.json <<'EOF'\n([\s\S]*?)\nEOF\n/.exec(readme);
+	assert.ok(m, 'no k8s-run.json in README.md');
+	const spec = JSON.parse(m[1]);
+	const docs = bundle(originals());
+	const url = new URL(spec.target.url);
+	const [svcName, ns, svc] = url.hostname.split('.');
+	assert.equal(svc, 'svc');
+	const service = docs.find((d) => d.obj.kind === 'Service' && d.obj.metadata.name === svcName &&
+		d.obj.metadata.namespace === ns);
+	assert.ok(service, `no Service ${svcName} in namespace ${ns} for ${spec.target.url}`);
+	assert.ok(service.obj.spec.ports.some((p) => p.port === Number(url.port)), `Service ${svcName} has no port ${url.port}`);
+	const conf = docs.find((d) => d.obj.metadata.name === 'headroomd-config').obj.data['headroomd.conf'];
+	assert.ok(conf.split('\n').includes(`allow-target = ${url.hostname}:${url.port}`),
+		`headroomd.conf allows no target ${url.hostname}:${url.port}`);
+	const agent = docs.find((d) => d.obj.kind === 'Deployment' && d.obj.metadata.name === 'headroom-agent')
+		.obj.spec.template.spec.containers[0];
+	const labels = Object.fromEntries(agent.args[agent.args.indexOf('--labels') + 1].split(',').map((kv) => kv.split('=')));
+	assert.equal(spec.placement.local, 0);
+	for (const a of spec.placement.agents)
+		for (const [k, v] of Object.entries(a.selector))
+			assert.equal(labels[k], v, `the agents do not carry ${k}=${v}`);
+	assert.match(readme, new RegExp(`--labels ${Object.entries(labels).map(([k, v]) => `${k}=${v}`).join(',')}\\b`),
+		'the enrollment in README.md gives other labels than the agents announce');
+});
+
 // headroomd --check-config over headroomd.yaml's headroomd.conf, with
 // edit(conf) applied: {ok, out}.
 function checkConfig(t, edit = (c) => c) {
