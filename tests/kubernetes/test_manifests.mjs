@@ -59,6 +59,8 @@ function runSecrets(scriptText) {
 			'case " $* " in *" apply "*) echo "kubectl stand-in: unexpected $*" >&2; exit 2;; esac\n' +
 			`exec "${realKubectl}" "$@"\n`, { mode: 0o755 });
 		const env = { ...process.env, PATH: `${shims}:${process.env.PATH}`, APPLIED: out };
+		delete env.HEADROOM_NAMESPACE; // the defaults, whatever the caller's shell says
+		delete env.HEADROOM_IMAGE;
 		const keys = path.join(tmp, 'keys');
 		execFileSync(path.join(pkg, 'secrets.sh'), [keys], { env, stdio: 'pipe' });
 		const cert = fs.readFileSync(path.join(keys, 'tls.crt'), 'utf8');
