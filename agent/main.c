@@ -57,7 +57,8 @@ struct fetch { /* the dataset being fetched, one at a time */
 };
 
 struct agent {
-	void *ctx, *up, *wk;
+	void *ctx, *up, *wk, *mon; /* mon: the link's handshake events */
+	int n_links, refused_logged;
 	const char *connect;
 	char pub[CURVEKEY_Z85], sec[CURVEKEY_Z85], srv[CURVEKEY_Z85];
 	char name[AGENT_NAME_MAX + 1], host[256];
@@ -172,6 +173,22 @@ static void link_open(struct agent *a)
 	zmq_setsockopt(a->up, ZMQ_CURVE_SERVERKEY, a->srv, 40);
 	zmq_setsockopt(a->up, ZMQ_CURVE_PUBLICKEY, a->pub, 40);
 	zmq_setsockopt(a->up, ZMQ_CURVE_SECRETKEY, a->sec, 40);
+	int ivl = 500, ivl_max = 10000, hb = 1000, hbt = 3000;
+	zmq_setsockopt(a->up, ZMQ_RECONNECT_IVL, &ivl, sizeof ivl);
+	zmq_setsockopt(a->up, ZMQ_RECONNECT_IVL_MAX, &ivl_max, sizeof ivl_max);
+	zmq_setsockopt(a->up, ZMQ_HEARTBEAT_IVL, &hb, sizeof hb);
+	zmq_setsockopt(a->up, ZMQ_HEARTBEAT_TIMEOUT, &hbt, sizeof hbt);
+	/* a refused key shows only as a handshake event: watch for it */
+	char mon[64];
+	snprintf(mon, sizeof mon, "inproc://link-events-%d", ++a->n_links);
+	zmq_socket_monitor(a->up, mon, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
+				       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+				       ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+	if (a->mon)
+		zmq_close(a->mon);
+	a->mon = zmq_socket(a->ctx, ZMQ_PAIR);
+	zmq_setsockopt(a->mon, ZMQ_LINGER, &zero, sizeof zero);
+	zmq_connect(a->mon, mon);
 	if (zmq_connect(a->up, a->connect) < 0) {
 		logf_("cannot connect to %s: %s\n", a->connect, zmq_strerror(zmq_errno()));
 		exit(2);
@@ -645,6 +662,45 @@ static void reap(struct agent *a)
 	}
 }
 
+/* handshake events of the link: a refused key is said once until a handshake succeeds */
+static void link_events(struct agent *a)
+{
+	for (;;) {
+		zmq_msg_t f[2];
+		zmq_msg_init(&f[0]);
+		zmq_msg_init(&f[1]);
+		if (zmq_msg_recv(&f[0], a->mon, ZMQ_DONTWAIT) < 0) {
+			zmq_msg_close(&f[0]);
+			zmq_msg_close(&f[1]);
+			return;
+		}
+		if (zmq_msg_more(&f[0]))
+			zmq_msg_recv(&f[1], a->mon, ZMQ_DONTWAIT);
+		if (zmq_msg_size(&f[0]) == 6) {
+			uint16_t ev;
+			uint32_t val;
+			memcpy(&ev, zmq_msg_data(&f[0]), 2);
+			memcpy(&val, (char *)zmq_msg_data(&f[0]) + 2, 4);
+			if (ev == ZMQ_EVENT_HANDSHAKE_SUCCEEDED) {
+				a->refused_logged = 0;
+			} else if (!a->refused_logged) {
+				a->refused_logged = 1;
+				if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
+					logf_("the daemon refused this agent's key (ZAP status %u): "
+					      "enroll its public key there (headroomd agent enroll "
+					      "--name NAME --key \"$(cat PREFIX.pub)\"); retrying\n",
+					      val);
+				else
+					logf_("the CURVE handshake with %s failed (is --server-key the "
+					      "daemon's public key?); retrying\n",
+					      a->connect);
+			}
+		}
+		zmq_msg_close(&f[0]);
+		zmq_msg_close(&f[1]);
+	}
+}
+
 /* --- setup --------------------------------------------------------------------------- */
 
 static int parse_labels(const char *text, json_t *out)
@@ -795,10 +851,13 @@ int main(int argc, char **argv)
 	logf_("'%s' on %s, connecting to %s\n", a.name, a.host, a.connect);
 	link_open(&a);
 	while (!a.quit) {
-		zmq_pollitem_t pi[3] = {{a.up, 0, ZMQ_POLLIN, 0},
+		zmq_pollitem_t pi[4] = {{a.up, 0, ZMQ_POLLIN, 0},
 					{a.wk, 0, ZMQ_POLLIN, 0},
-					{NULL, a.sfd, ZMQ_POLLIN, 0}};
-		zmq_poll(pi, 3, 100);
+					{NULL, a.sfd, ZMQ_POLLIN, 0},
+					{a.mon, 0, ZMQ_POLLIN, 0}};
+		zmq_poll(pi, 4, 100);
+		if (pi[3].revents)
+			link_events(&a);
 		if (pi[2].revents) {
 			struct signalfd_siginfo si;
 			if (read(a.sfd, &si, sizeof si) == sizeof si) {
@@ -830,6 +889,7 @@ int main(int argc, char **argv)
 		unlink(a.f.tmp);
 	}
 	zmq_close(a.up);
+	zmq_close(a.mon);
 	zmq_close(a.wk);
 	zmq_ctx_term(a.ctx);
 	json_decref(a.labels);
