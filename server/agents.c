@@ -467,7 +467,7 @@ static void drop_conn(int ci, const char *why)
 		struct rwk *w = &H.rw[i];
 		if (w->used && w->conn == ci && w->state == AGENT_W_RUNNING) {
 			w->state = AGENT_W_LOST;
-			snprintf(w->why, sizeof w->why, "agent '%s' (host %s) %s", c->name, c->host,
+			snprintf(w->why, sizeof w->why, "agent '%s' (host %.64s) %.64s", c->name, c->host,
 				 why);
 			close_worker(w);
 		}

@@ -256,6 +256,20 @@ def spec(duration=4.0, rate=60, **extra):
     return s
 
 
+def check_schema(name, instance):
+    """instance against api/openapi.yaml's components.schemas[name]."""
+    import yaml
+    from jsonschema import Draft202012Validator, RefResolver
+    with open(os.path.join(hrtest.SRC, "api", "openapi.yaml"), encoding="utf-8") as f:
+        doc = yaml.safe_load(f)
+    v = Draft202012Validator(doc["components"]["schemas"][name],
+                             resolver=RefResolver.from_schema(doc))
+    errors = ["%s: %s" % ("/".join(map(str, e.path)), e.message[:200])
+              for e in v.iter_errors(instance)]
+    if errors:
+        raise AssertionError("%s: %s\n%s" % (name, errors[:5], json.dumps(instance)[:1500]))
+
+
 def records(run_id):
     st, text, _ = E.api.call("GET", "/runs/%d/records?format=jsonl" % run_id)
     assert st == 200, text
@@ -280,6 +294,8 @@ class Agents(unittest.TestCase):
         ensure_agent(1)
         st, body, _ = E.api.call("GET", "/agents")
         self.assertEqual(st, 200)
+        for x in body["agents"]:
+            check_schema("Agent", x)
         a = [x for x in body["agents"] if x["name"] == "loadpool"][0]
         self.assertEqual(a["state"], "connected")
         self.assertEqual(a["labels"], {"pool": "a"})
@@ -314,6 +330,8 @@ class Agents(unittest.TestCase):
         one = E.api.wait(E.api.submit(spec(workers=3)), 120)
         self.assertEqual(one["state"], "succeeded", one.get("reason"))
         pl = placed["summary"]["placement"]
+        check_schema("PlacementSummary", pl)
+        check_schema("RunSpec", placed["spec"])
         self.assertEqual(pl["workers"], 3)
         self.assertEqual([a["name"] for a in pl["agents"]], ["ag1", "ag2"])
         self.assertEqual(pl["lost"], [])
@@ -417,6 +435,7 @@ class Agents(unittest.TestCase):
         ensure_agent(2)
         run = E.api.wait(rid, 90)
         self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        check_schema("PlacementSummary", run["summary"]["placement"])
         lost = run["summary"]["placement"]["lost"]
         self.assertEqual([x["worker"] for x in lost], [2])
         self.assertEqual(lost[0]["agent"], "ag2")
