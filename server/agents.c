@@ -50,7 +50,7 @@ struct rwk {
 	int conn;
 	char conn_name[AGENT_NAME_MAX + 1];
 	void *dealer; /* hub thread only */
-	char why[200];
+	char why[256];
 };
 
 enum cmd_kind { CMD_SPAWN, CMD_END };
@@ -467,7 +467,7 @@ static void drop_conn(int ci, const char *why)
 		struct rwk *w = &H.rw[i];
 		if (w->used && w->conn == ci && w->state == AGENT_W_RUNNING) {
 			w->state = AGENT_W_LOST;
-			snprintf(w->why, sizeof w->why, "agent '%s' (host %.64s) %.64s", c->name, c->host,
+			snprintf(w->why, sizeof w->why, "agent '%s' (host %.64s) %.96s", c->name, c->host,
 				 why);
 			close_worker(w);
 		}
