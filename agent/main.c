@@ -7,10 +7,10 @@
  * the agent's own (an abstract ipc socket); the agent relays their
  * messages to the daemon and the daemon's to them, unchanged, so the
  * daemon's runner speaks the worker protocol with them as with its own
- * (clock exchanges included: the worker answers on its own clock). A
- * worker's SCHEDULE naming a dataset file is held until that file, asked
- * for by its SHA-256, is in the agent's cache. One thread, one zmq_poll
- * loop. */
+ * (clock exchanges included: the worker answers on its own clock),
+ * except that a SCHEDULE's dataset and tokenizer paths become those of
+ * the agent's cache, the SCHEDULE held until each file, asked for by its
+ * SHA-256, is there. One thread, one zmq_poll loop. */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -45,7 +45,9 @@ struct slot {
 	int64_t run;
 	int held;      /* its SCHEDULE waits for a dataset */
 	zmq_msg_t hold_hdr;
-	char *hold_json; /* the SCHEDULE, path already rewritten */
+	char *hold_json; /* the SCHEDULE, paths already rewritten */
+	char need[2][65];  /* the files it waits for (SHA-256) */
+	int nneed;
 };
 
 struct fetch { /* the dataset being fetched, one at a time */
@@ -69,6 +71,7 @@ struct agent {
 	int welcomed;
 	int64_t last_rx, last_hello, last_hb, next_try;
 	struct slot w[HR_MAX_WORKERS];
+	json_t *files; /* the run's files: daemon path -> SHA-256 (spawn order) */
 	struct fetch f;
 	int sfd;
 	int quit;
@@ -214,7 +217,7 @@ static void link_reset(struct agent *a, const char *why)
 	link_open(a);
 }
 
-/* --- datasets by content hash -------------------------------------------------------- */
+/* --- files by content hash (datasets, tokenizers) -------------------------------------- */
 
 static int hex64(const char *s)
 {
@@ -228,7 +231,15 @@ static int hex64(const char *s)
 
 static void cache_path(const struct agent *a, const char *sha, char *out, size_t n)
 {
-	snprintf(out, n, "%s/datasets/%s", a->cache, sha);
+	snprintf(out, n, "%s/files/%s", a->cache, sha);
+}
+
+static int cached(const struct agent *a, const char *sha)
+{
+	char p[APATH_MAX];
+	struct stat st;
+	cache_path(a, sha, p, sizeof p);
+	return stat(p, &st) == 0;
 }
 
 /* The SHA-256 of a file, in hex; 0 or -1. */
@@ -264,23 +275,22 @@ static void send_to_worker(struct agent *a, int idx, zmq_msg_t *hdr, const void 
 		logf_("cannot pass a message to worker %d: %s\n", idx, zmq_strerror(zmq_errno()));
 }
 
-/* the held SCHEDULEs of sha's dataset go (ok) or their workers are told why not */
+/* held SCHEDULEs whose files are all cached go; those needing sha fail when !ok */
 static void release_held(struct agent *a, const char *sha, int ok, const char *why)
 {
 	for (int i = 0; i < HR_MAX_WORKERS; i++) {
 		struct slot *s = &a->w[i];
 		if (!s->held)
 			continue;
-		json_t *j = json_loads(s->hold_json, 0, NULL);
-		const char *path = json_string_value(json_object_get(
-			json_object_get(json_object_get(j, "share"), "dataset"), "path"));
-		int mine = path && strstr(path, sha);
-		json_decref(j);
-		if (!mine)
-			continue;
-		if (ok) {
+		int needs = 0, all = 1;
+		for (int k = 0; k < s->nneed; k++) {
+			needs |= strcmp(s->need[k], sha) == 0;
+			all &= cached(a, s->need[k]);
+		}
+		if (ok && all) {
 			send_to_worker(a, i, &s->hold_hdr, s->hold_json, strlen(s->hold_json));
-		} else {
+			free_hold(s);
+		} else if (!ok && needs) {
 			/* the worker cannot run: say so as it would (FAIL), then stop it */
 			json_t *o = json_pack("{s:s}", "message", why);
 			char *t = json_dumps(o, JSON_COMPACT);
@@ -294,8 +304,8 @@ static void release_held(struct agent *a, const char *sha, int ok, const char *w
 			zmq_send(a->up, t, strlen(t), 0);
 			free(t);
 			kill(s->pid, SIGKILL);
+			free_hold(s);
 		}
-		free_hold(s);
 	}
 }
 
@@ -304,36 +314,29 @@ static void fetch_start(struct agent *a, const char *sha)
 	if (a->f.active)
 		return; /* one at a time: the next is asked for when this one ends */
 	char dir[APATH_MAX];
-	snprintf(dir, sizeof dir, "%s/datasets", a->cache);
+	snprintf(dir, sizeof dir, "%s/files", a->cache);
 	mkdir(dir, 0700);
-	snprintf(a->f.tmp, sizeof a->f.tmp, "%s/datasets/.%s.part", a->cache, sha);
+	snprintf(a->f.tmp, sizeof a->f.tmp, "%s/files/.%s.part", a->cache, sha);
 	a->f.fd = open(a->f.tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
 	if (a->f.fd < 0) {
 		logf_("cannot write %s: %s\n", a->f.tmp, strerror(errno));
-		release_held(a, sha, 0, "the agent cannot write its dataset cache");
+		release_held(a, sha, 0, "the agent cannot write its file cache");
 		return;
 	}
 	snprintf(a->f.sha, sizeof a->f.sha, "%s", sha);
 	a->f.active = 1;
 	a->f.got = 0;
 	send_ctl(a, json_pack("{s:s, s:s}", "type", "fetch", "sha256", sha), 0);
-	logf_("fetching dataset %.12s... from the daemon\n", sha);
+	logf_("fetching file %.12s... from the daemon\n", sha);
 }
 
-/* another dataset some held SCHEDULE waits for */
+/* another file some held SCHEDULE waits for */
 static void fetch_next(struct agent *a)
 {
-	for (int i = 0; i < HR_MAX_WORKERS && !a->f.active; i++) {
-		if (!a->w[i].held)
-			continue;
-		json_t *j = json_loads(a->w[i].hold_json, 0, NULL);
-		const char *path = json_string_value(json_object_get(
-			json_object_get(json_object_get(j, "share"), "dataset"), "path"));
-		const char *b = path ? strrchr(path, '/') : NULL;
-		if (b && hex64(b + 1))
-			fetch_start(a, b + 1);
-		json_decref(j);
-	}
+	for (int i = 0; i < HR_MAX_WORKERS && !a->f.active; i++)
+		for (int k = 0; k < a->w[i].nneed && a->w[i].held && !a->f.active; k++)
+			if (!cached(a, a->w[i].need[k]))
+				fetch_start(a, a->w[i].need[k]);
 }
 
 static void fetch_end(struct agent *a, int ok, const char *why)
@@ -346,21 +349,21 @@ static void fetch_end(struct agent *a, int ok, const char *why)
 	char hex[65] = "", final[APATH_MAX];
 	if (good && (file_sha256(a->f.tmp, hex) < 0 || strcmp(hex, sha) != 0)) {
 		good = 0;
-		why = "the dataset received does not have its SHA-256";
+		why = "the file received does not have its SHA-256";
 	}
 	cache_path(a, sha, final, sizeof final);
 	if (good && rename(a->f.tmp, final) != 0) {
 		good = 0;
-		why = "cannot store the dataset in the cache";
+		why = "cannot store the file in the cache";
 	}
 	if (!good)
 		unlink(a->f.tmp);
-	logf_("dataset %.12s... %s%s\n", sha, good ? "cached" : "not cached: ", good ? "" : why);
+	logf_("file %.12s... %s%s\n", sha, good ? "cached" : "not cached: ", good ? "" : why);
 	release_held(a, sha, good, why);
 	fetch_next(a);
 }
 
-/* "b" from the daemon: a chunk of the dataset being fetched */
+/* "b" from the daemon: a chunk of the file being fetched */
 static void on_blob(struct agent *a, zmq_msg_t *f, int n)
 {
 	if (n != 3 || !a->f.active)
@@ -372,13 +375,13 @@ static void on_blob(struct agent *a, zmq_msg_t *f, int n)
 	if (!sha || strcmp(sha, a->f.sha) != 0 || !json_is_integer(off) ||
 	    (uint64_t)json_integer_value(off) != a->f.got) {
 		json_decref(j);
-		fetch_end(a, 0, "the daemon's dataset chunks came out of order");
+		fetch_end(a, 0, "the daemon's file chunks came out of order");
 		return;
 	}
 	json_decref(j);
 	size_t len = zmq_msg_size(&f[2]);
 	if (len && write(a->f.fd, zmq_msg_data(&f[2]), len) != (ssize_t)len) {
-		fetch_end(a, 0, "cannot write the dataset cache");
+		fetch_end(a, 0, "cannot write the file cache");
 		return;
 	}
 	a->f.got += len;
@@ -386,38 +389,51 @@ static void on_blob(struct agent *a, zmq_msg_t *f, int n)
 		fetch_end(a, 1, NULL);
 }
 
-/* A SCHEDULE for worker idx: its dataset path becomes the cached copy's,
- * fetched first if need be. Returns 1 when the message was taken (held or
- * sent), 0 when it goes as it is. */
-static int schedule_dataset(struct agent *a, int idx, zmq_msg_t *hdr, zmq_msg_t *body)
+/* A path of the daemon's host in a SCHEDULE: when the spawn order named
+ * it, it becomes the cached copy's (noted in need when not there yet). */
+static void localise(struct agent *a, json_t *parent, const char *key, struct slot *s)
 {
+	const char *path = json_string_value(json_object_get(parent, key));
+	const char *sha = path ? json_string_value(json_object_get(a->files, path)) : NULL;
+	if (!sha || !hex64(sha) || s->nneed >= 2)
+		return;
+	char local[APATH_MAX];
+	cache_path(a, sha, local, sizeof local);
+	if (!cached(a, sha))
+		snprintf(s->need[s->nneed++], sizeof s->need[0], "%s", sha);
+	json_object_set_new(parent, key, json_string(local));
+}
+
+/* A SCHEDULE for worker idx: its dataset and tokenizer paths become the
+ * cached copies', fetched first if need be (asked once, then reused).
+ * Returns 1 when the message was taken (held or sent), 0 when it goes as
+ * it is. */
+static int schedule_files(struct agent *a, int idx, zmq_msg_t *hdr, zmq_msg_t *body)
+{
+	if (!json_object_size(a->files))
+		return 0;
 	json_t *j = json_loadb(zmq_msg_data(body), zmq_msg_size(body), 0, NULL);
-	json_t *ds = json_object_get(json_object_get(j, "share"), "dataset");
-	const char *path = json_string_value(json_object_get(ds, "path"));
-	const char *b = path ? strrchr(path, '/') : NULL;
-	if (!b || !hex64(b + 1)) {
+	if (!json_is_object(j)) {
 		json_decref(j);
 		return 0;
 	}
-	char sha[65], local[APATH_MAX];
-	snprintf(sha, sizeof sha, "%s", b + 1);
-	cache_path(a, sha, local, sizeof local);
-	json_object_set_new(ds, "path", json_string(local));
+	struct slot *s = &a->w[idx];
+	free_hold(s);
+	s->nneed = 0;
+	localise(a, json_object_get(json_object_get(j, "share"), "dataset"), "path", s);
+	localise(a, json_object_get(json_object_get(j, "spec"), "workload"), "tokenizer", s);
 	char *text = json_dumps(j, JSON_COMPACT);
 	json_decref(j);
-	struct stat st;
-	if (stat(local, &st) == 0) { /* asked once, reused */
+	if (s->nneed == 0) {
 		send_to_worker(a, idx, hdr, text, strlen(text));
 		free(text);
 		return 1;
 	}
-	struct slot *s = &a->w[idx];
-	free_hold(s);
 	zmq_msg_init(&s->hold_hdr);
 	zmq_msg_copy(&s->hold_hdr, hdr);
 	s->hold_json = text;
 	s->held = 1;
-	fetch_start(a, sha);
+	fetch_next(a);
 	return 1;
 }
 
@@ -430,12 +446,15 @@ static const char *const kept_env[] = {"PATH=", "HOME=", "TMPDIR=", "TZ=", "LANG
 static void spawn(struct agent *a, json_t *o)
 {
 	json_t *run = json_object_get(o, "run"), *ws = json_object_get(o, "workers");
-	json_t *key = json_object_get(o, "api_key");
+	json_t *key = json_object_get(o, "api_key"), *files = json_object_get(o, "files");
 	if (!json_is_integer(run) || json_integer_value(run) <= 0 || !json_is_array(ws) ||
-	    json_array_size(ws) > HR_MAX_WORKERS || (key && !json_is_string(key))) {
+	    json_array_size(ws) > HR_MAX_WORKERS || (key && !json_is_string(key)) ||
+	    (files && !json_is_object(files))) {
 		logf_("a malformed spawn order was ignored\n");
 		return;
 	}
+	json_decref(a->files);
+	a->files = files ? json_incref(files) : json_object();
 	/* the environment: what says how to run, the parent's pid (the
 	 * workers die with the agent), the run's API key when it has one */
 	size_t ne = 0;
@@ -536,7 +555,7 @@ static void on_control(struct agent *a, zmq_msg_t *f, int n)
 		json_t *run = json_object_get(o, "run");
 		kill_workers(a, json_is_integer(run) ? json_integer_value(run) : 0);
 	} else if (strcmp(t, "missing") == 0 && a->f.active) {
-		fetch_end(a, 0, "the daemon does not have the run's dataset");
+		fetch_end(a, 0, "the daemon does not have the run's file");
 	}
 	json_decref(o);
 }
@@ -598,7 +617,7 @@ static void from_daemon(struct agent *a)
 			    a->w[idx].pid > 0 && a->w[idx].run == run) {
 				const unsigned char *h = zmq_msg_data(&f[2]);
 				int taken = zmq_msg_size(&f[2]) == 2 && h[1] == PROTO_SCHEDULE &&
-					    schedule_dataset(a, idx, &f[2], &f[3]);
+					    schedule_files(a, idx, &f[2], &f[3]);
 				if (!taken)
 					send_to_worker(a, idx, &f[2], zmq_msg_data(&f[3]),
 						       zmq_msg_size(&f[3]));
@@ -893,6 +912,7 @@ int main(int argc, char **argv)
 	zmq_close(a.wk);
 	zmq_ctx_term(a.ctx);
 	json_decref(a.labels);
+	json_decref(a.files);
 	free(a.worker_bin);
 	close(a.sfd);
 	explicit_bzero(a.sec, sizeof a.sec);

@@ -7,7 +7,7 @@
  *                  fetch, missing)
  *   "w"  relayed worker message: frame 2 "RUN:INDEX" (decimal), frames 3
  *        and 4 the worker protocol's own two frames (proto.h), unchanged
- *   "b"  a blob chunk (a dataset by content hash): frame 2 JSON
+ *   "b"  a chunk of a file by content hash (a dataset, a tokenizer): frame 2 JSON
  *        {sha256, offset, size, last}, frame 3 the bytes
  * Anything else is dropped. */
 #ifndef HR_AGENTPROTO_H

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <openssl/evp.h>
 #include <pthread.h>
 #include <sqlite3.h>
 #include <stdatomic.h>
@@ -64,6 +65,7 @@ struct cmd {
 	int n;
 	int idx[HR_MAX_WORKERS];
 	char *api_key;
+	json_t *files; /* daemon path -> SHA-256 */
 };
 
 static struct hub {
@@ -82,6 +84,7 @@ static struct hub {
 	int64_t run; /* the run whose remote workers rw holds */
 	struct rwk rw[HR_MAX_WORKERS];
 	struct cmd *q, **qtail;
+	json_t *files; /* the run's files agents may fetch: SHA-256 -> path */
 } H = {.mu = PTHREAD_MUTEX_INITIALIZER};
 
 /* --- enrolments in the store ------------------------------------------------------------ */
@@ -500,7 +503,8 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 						"fatal", 1));
 		return;
 	}
-	if (!name || !name_ok(name) || !host || strlen(host) > 255 || !ver || strlen(ver) > 63 ||
+	if (!name || !name_ok(name) || !host || !agentproto_name_ok(host, 255) || !ver ||
+	    !agentproto_name_ok(ver, 63) ||
 	    !json_is_integer(cores) || json_integer_value(cores) < 1 ||
 	    json_integer_value(cores) > 1000000 || (labels && labels_ok(labels, err) < 0)) {
 		hlog(LOG_WARN, "agents", "refused an agent from %s: a malformed hello\n", addr);
@@ -572,22 +576,21 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 	send_ctl_rid(rid, rl, json_pack("{s:s, s:s}", "type", "welcome", "enrolled", user));
 }
 
-/* "fetch": a dataset by its SHA-256, sent in chunks */
+/* "fetch": one of the run's files (a dataset, a tokenizer) by its SHA-256,
+ * sent in chunks; nothing else is served */
 static void on_fetch(int ci, json_t *o)
 {
 	const char *sha = json_string_value(json_object_get(o, "sha256"));
 	struct conn *c = &H.c[ci];
-	int ok = sha && strlen(sha) == 64;
-	for (int i = 0; ok && i < 64; i++)
-		ok = (sha[i] >= '0' && sha[i] <= '9') || (sha[i] >= 'a' && sha[i] <= 'f');
-	char path[1200];
-	int fd = -1;
-	if (ok) {
-		snprintf(path, sizeof path, "%s/datasets/%s", H.data_dir, sha);
-		fd = open(path, O_RDONLY | O_CLOEXEC);
-	}
+	char path[4200] = "";
+	pthread_mutex_lock(&H.mu);
+	const char *p = sha ? json_string_value(json_object_get(H.files, sha)) : NULL;
+	if (p)
+		snprintf(path, sizeof path, "%s", p);
+	pthread_mutex_unlock(&H.mu);
+	int fd = path[0] ? open(path, O_RDONLY | O_CLOEXEC) : -1;
 	if (fd < 0) {
-		send_ctl(c, json_pack("{s:s, s:s}", "type", "missing", "sha256", ok ? sha : ""));
+		send_ctl(c, json_pack("{s:s, s:s}", "type", "missing", "sha256", p ? sha : ""));
 		return;
 	}
 	static char buf[AGENT_BLOB_CHUNK];
@@ -603,17 +606,42 @@ static void on_fetch(int ci, json_t *o)
 				      "size", (json_int_t)r, "last", last);
 		char *hs = json_dumps(h, JSON_COMPACT);
 		json_decref(h);
-		const void *p[4] = {c->rid, "b", hs, buf};
+		const void *pp[4] = {c->rid, "b", hs, buf};
 		size_t n[4] = {c->ridlen, 1, strlen(hs), (size_t)r};
-		send_frames(H.router, p, n, 4);
+		send_frames(H.router, pp, n, 4);
 		free(hs);
 		off += (uint64_t)r;
 		if (last)
 			break;
 	}
 	close(fd);
-	hlog(LOG_INFO, "agents", "sent dataset %.12s... (%llu bytes) to agent '%s'\n", sha,
+	hlog(LOG_INFO, "agents", "sent file %.12s... (%llu bytes) to agent '%s'\n", sha,
 		(unsigned long long)off, c->name);
+}
+
+int agents_file_sha256(const char *path, char *hex)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	EVP_MD_CTX *md = EVP_MD_CTX_new();
+	int ok = md && EVP_DigestInit_ex(md, EVP_sha256(), NULL) == 1;
+	char *buf = xmalloc(1 << 16);
+	ssize_t r;
+	while (ok && (r = read(fd, buf, 1 << 16)) > 0)
+		ok = EVP_DigestUpdate(md, buf, (size_t)r) == 1;
+	ok = ok && r == 0;
+	free(buf);
+	close(fd);
+	unsigned char d[32];
+	unsigned dl = 0;
+	ok = ok && EVP_DigestFinal_ex(md, d, &dl) == 1 && dl == 32;
+	EVP_MD_CTX_free(md);
+	if (!ok)
+		return -1;
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", d[i]);
+	return 0;
 }
 
 static void from_agents(void)
@@ -761,7 +789,13 @@ static void do_spawn(struct cmd *m)
 			close_worker(&H.rw[i]);
 		memset(H.rw, 0, sizeof H.rw);
 		H.run = m->run;
+		json_decref(H.files);
+		H.files = json_object();
 	}
+	const char *fpath;
+	json_t *fsha;
+	json_object_foreach(m->files, fpath, fsha)
+		json_object_set_new(H.files, json_string_value(fsha), json_string(fpath));
 	int ci = -1;
 	for (int i = 0; i < MAX_CONNS; i++)
 		if (H.c[i].used && H.c[i].welcomed && strcmp(H.c[i].name, m->conn) == 0)
@@ -801,6 +835,8 @@ static void do_spawn(struct cmd *m)
 				      "workers", ws);
 		if (m->api_key)
 			json_object_set_new(o, "api_key", json_string(m->api_key));
+		if (json_object_size(m->files))
+			json_object_set(o, "files", m->files);
 		send_ctl(&c, o); /* CURVE: encrypted on the wire */
 	}
 	json_decref(ws);
@@ -823,12 +859,15 @@ static void do_end(struct cmd *m)
 		}
 		memset(H.rw, 0, sizeof H.rw);
 		H.run = 0;
+		json_decref(H.files);
+		H.files = NULL;
 	}
 	pthread_mutex_unlock(&H.mu);
 }
 
 static void free_cmd(struct cmd *m)
 {
+	json_decref(m->files);
 	if (m->api_key) {
 		explicit_bzero(m->api_key, strlen(m->api_key));
 		free(m->api_key);
@@ -1017,6 +1056,8 @@ void agents_stop(void)
 	for (int i = 0; i < H.ne; i++)
 		json_decref(H.e[i].labels);
 	H.ne = 0;
+	json_decref(H.files);
+	H.files = NULL;
 	while (H.q) {
 		struct cmd *m = H.q;
 		H.q = m->next;
@@ -1096,7 +1137,7 @@ int agents_place(const struct spec_placement *pl, struct agent_pick *out, int ma
 }
 
 int agents_spawn(int64_t run, const char *endpoint, const char *conn, const int *idx, int n,
-		 const char *api_key, char *err)
+		 const char *api_key, json_t *files, char *err)
 {
 	if (!H.started)
 		return errf(err, "this daemon takes no agents");
@@ -1110,6 +1151,7 @@ int agents_spawn(int64_t run, const char *endpoint, const char *conn, const int 
 	m->n = n;
 	memcpy(m->idx, idx, (size_t)n * sizeof *idx);
 	m->api_key = api_key ? xstrdup(api_key) : NULL;
+	m->files = files ? json_deep_copy(files) : json_object();
 	/* the table says "running" from now on, until the hub says otherwise */
 	pthread_mutex_lock(&H.mu);
 	if (H.run != run) {

@@ -22,7 +22,7 @@
 struct agents_opts {
 	const char *listen;   /* tcp://HOST:PORT */
 	const char *key;      /* PREFIX: PREFIX.key is the daemon's secret key */
-	const char *data_dir; /* datasets/<sha256> are served from here */
+	const char *data_dir;
 };
 
 /* Starts the hub (once). 0, or -1 with err. */
@@ -58,9 +58,13 @@ struct agent_pick {
 int agents_place(const struct spec_placement *pl, struct agent_pick *out, int max, char *why);
 /* Starts workers idx[0..n-1] of run on agent conn, relayed to the run's
  * worker socket endpoint; api_key (may be NULL) goes to their
- * environment. 0, or -1 with err. */
+ * environment; files (borrowed, may be NULL: {daemon path: SHA-256}) are
+ * the run's files the agent may fetch by hash and caches (the dataset,
+ * the tokenizer). 0, or -1 with err. */
 int agents_spawn(int64_t run, const char *endpoint, const char *conn, const int *idx, int n,
-		 const char *api_key, char *err);
+		 const char *api_key, json_t *files, char *err);
+/* The SHA-256 of a file in hex (65 bytes); 0 or -1. */
+int agents_file_sha256(const char *path, char *hex);
 enum { AGENT_W_RUNNING, AGENT_W_EXITED, AGENT_W_LOST };
 /* Worker idx of run: AGENT_W_RUNNING, AGENT_W_EXITED (*status, its wait
  * status on the agent) or AGENT_W_LOST (why: its agent's link was lost). */

@@ -156,6 +156,7 @@ struct run_ctx {
 	struct agent_pick picks[HR_MAX_WORKERS];
 	int n_picks;
 	json_t *lost;
+	json_t *files; /* what agents may fetch: {path: SHA-256} (datasets, tokenizer) */
 };
 
 /* --- helpers ------------------------------------------------------------------ */
@@ -1135,12 +1136,46 @@ static const struct pool_ops local_pool = {"local", spawn_worker, reap, terminat
  * relayed by the agent hub to this run's own socket with their routing
  * id, so the protocol, the clock exchanges and the records are the same as
  * a local worker's. The hub reports their exits and their agents' loss. */
+/* The files remote workers read, by content: the datasets (stored under
+ * their SHA-256 already) and workload.tokenizer (hashed here, once). */
+static int run_files(struct run_ctx *c)
+{
+	if (c->files)
+		return 0;
+	c->files = json_object();
+	char hex[65];
+	for (int k = 0; k < HR_MAX_CLASSES; k++) {
+		if (!c->have_ds[k])
+			continue;
+		const char *base = strrchr(c->ds[k].path, '/');
+		base = base ? base + 1 : c->ds[k].path;
+		if (strlen(base) == 64 && strspn(base, "0123456789abcdef") == 64)
+			snprintf(hex, sizeof hex, "%s", base); /* stored by its SHA-256 */
+		else if (agents_file_sha256(c->ds[k].path, hex) < 0) {
+			fail_run(c, "workload.dataset: cannot read %s", c->ds[k].path);
+			return -1;
+		}
+		json_object_set_new(c->files, c->ds[k].path, json_string(hex));
+	}
+	const char *tok = c->spec.workload.tokenizer;
+	if (tok) {
+		if (agents_file_sha256(tok, hex) < 0) {
+			fail_run(c, "workload.tokenizer: cannot read %s", tok);
+			return -1;
+		}
+		json_object_set_new(c->files, tok, json_string(hex));
+	}
+	return 0;
+}
+
 static int remote_start(struct run_ctx *c, int i)
 {
 	struct wk *w = &c->w[i];
 	char err[HR_ERRLEN];
+	if (run_files(c) < 0)
+		return -1;
 	if (agents_spawn(c->id, c->endpoint, w->agent, &i, 1,
-			 c->key_var ? strchr(c->key_var, '=') + 1 : NULL, err) < 0) {
+			 c->key_var ? strchr(c->key_var, '=') + 1 : NULL, c->files, err) < 0) {
 		fail_run(c, "cannot start worker %d on agent '%s': %s", i, w->agent, err);
 		return -1;
 	}
@@ -1700,6 +1735,7 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	free(c.saturated);
 	free(c.sat);
 	json_decref(c.lost);
+	json_decref(c.files);
 	for (int i = 0; i < c.n; i++)
 		free(c.w[i].bursts);
 	free(c.w);

@@ -391,7 +391,7 @@ class Agents(unittest.TestCase):
         sp = spec(duration=2, rate=20, placement={
             "agents": [{"selector": {"role": "load"}, "workers": 1}]})
         sp["workload"] = {"kind": "dataset", "dataset": {"id": ds["id"]}}
-        cached = os.path.join(E.tmp.name, "cache1", "datasets", ds["sha256"])
+        cached = os.path.join(E.tmp.name, "cache1", "files", ds["sha256"])
         for _ in range(2):  # asked for once, then taken from the cache
             run = E.api.wait(E.api.submit(sp), 120)
             self.assertEqual(run["state"], "succeeded", run.get("reason"))
@@ -400,7 +400,29 @@ class Agents(unittest.TestCase):
             self.assertTrue(isl <= {3 + i for i in range(20)}, isl)
         with open(os.path.join(E.tmp.name, "agent1.log")) as f:
             log = f.read()
-        self.assertEqual(log.count("fetching dataset %s" % ds["sha256"][:12]), 1, log)
+        self.assertEqual(log.count("fetching file %s" % ds["sha256"][:12]), 1, log)
+
+    def test_4c_tokenizer_by_content_hash(self):
+        enroll()
+        ensure_agent(1)
+        from test_profile import byte_tokenizer
+        path = os.path.join(E.tmp.name, "tokenizer.json")
+        with open(path, "w") as f:
+            json.dump(byte_tokenizer(), f)
+        sp = spec(duration=2, rate=20, placement={
+            "agents": [{"selector": {"role": "load"}, "workers": 1}]})
+        sp["workload"]["tokenizer"] = path
+        sp["workload"]["token_count"] = {"isl": "tokenizer"}
+        run = E.api.wait(E.api.submit(sp), 120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        import hashlib
+        with open(path, "rb") as f:
+            sha = hashlib.sha256(f.read()).hexdigest()
+        self.assertTrue(os.path.exists(os.path.join(E.tmp.name, "cache1", "files", sha)))
+        with open(os.path.join(E.tmp.name, "agent1.log")) as f:
+            self.assertIn("fetching file %s" % sha[:12], f.read())
+        # exact token lengths by the tokenizer, on the agent too
+        self.assertEqual({r["isl"] for r in records(run["id"])}, {8})
 
     def lose_agent_mid_run(self, policy, how):
         enroll()
