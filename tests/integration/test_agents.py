@@ -289,6 +289,84 @@ class Agents(unittest.TestCase):
         with open(os.path.join(E.tmp.name, "agent1.log")) as f:
             self.assertIn("refused this agent's key", f.read())
 
+    def curve_dealer(self):
+        import zmq
+        ctx = zmq.Context.instance()
+        s = ctx.socket(zmq.DEALER)
+        with open(E.akey + ".key") as f:
+            sec = f.read().strip().encode()
+        with open(E.dkey + ".pub") as f:
+            s.curve_serverkey = f.read().strip().encode()
+        s.curve_secretkey = sec
+        s.curve_publickey = zmq.curve_public(sec)
+        s.linger = 0
+        s.connect("tcp://10.77.0.1:%d" % PORT)
+        self.addCleanup(s.close)
+        return s
+
+    def test_1b_version_mismatch_and_hostile_frames(self):
+        import zmq
+        enroll()
+        s = self.curve_dealer()
+        # malformed and out-of-place messages from an enrolled key: dropped
+        for frames in ([b"x"], [b"c", b"not json"], [b"c", b"[]"], [b"c", b'{"type":7}'],
+                       [b"w", b"1:999999", b"\x02\x01", b"{}"], [b"w"] * 5,
+                       [b"b", b"{}", b"zz"],
+                       [b"c", b'{"type":"exited","run":1,"worker":5,"status":0}'],
+                       [b"c", b'{"type":"fetch","sha256":"../../etc/passwd"}'],
+                       [b"c", json.dumps({"type": "hello", "protocol": 1,
+                                          "worker_protocol": 2, "version": "x",
+                                          "name": "bad name!", "host": "h", "cores": 1,
+                                          "labels": {}}).encode()]):
+            s.send_multipart(frames)
+        hello = {"type": "hello", "protocol": 99, "worker_protocol": 2, "version": "9.9.9",
+                 "name": "old", "host": "h", "cores": 1, "labels": {}, "pid": 1}
+        s.send_multipart([b"c", json.dumps(hello).encode()])
+        refusals = []
+        deadline = time.time() + 10 * hrtest.time_scale()
+        while time.time() < deadline and not any("9.9.9" in r["reason"] for r in refusals):
+            if s.poll(200):
+                m = s.recv_multipart()
+                if m[0] == b"c":
+                    o = json.loads(m[1])
+                    if o["type"] == "refuse":
+                        refusals.append(o)
+        mismatch = [r for r in refusals if "9.9.9" in r["reason"]]
+        self.assertTrue(mismatch, refusals)
+        self.assertIn("protocol mismatch", mismatch[0]["reason"])
+        self.assertTrue(mismatch[0]["fatal"])
+        self.assertTrue(any("malformed hello" in r["reason"] for r in refusals), refusals)
+        self.assertNotIn("old", connected())  # and the daemon still answers
+
+    def test_1c_agent_told_of_a_mismatch_exits(self):
+        """The agent's side of a refusal: a stand-in daemon (CURVE, no ZAP)
+        refuses its hello as a daemon of another version would."""
+        import zmq
+        ctx = zmq.Context.instance()
+        srv = ctx.socket(zmq.ROUTER)
+        with open(E.dkey + ".key") as f:
+            srv.curve_secretkey = f.read().strip().encode()
+        srv.curve_server = True
+        srv.linger = 0
+        srv.bind("tcp://10.77.0.1:%d" % (PORT + 2))
+        self.addCleanup(srv.close)
+        p = start_agent(1, "lonely", E.akey, "role=load", via="10.77.0.1:%d" % (PORT + 2))
+        try:
+            self.assertTrue(srv.poll(10000 * hrtest.time_scale()), "no hello")
+            rid, kind, body = srv.recv_multipart()
+            self.assertEqual((kind, json.loads(body)["type"]), (b"c", "hello"))
+            self.assertEqual(json.loads(body)["protocol"], 1)
+            srv.send_multipart([rid, b"c", json.dumps({
+                "type": "refuse", "fatal": True,
+                "reason": "protocol mismatch: this daemon speaks agent protocol 2"}).encode()])
+            self.assertEqual(p.wait(10), 2)
+        finally:
+            if p.poll() is None:
+                p.kill()
+                p.wait(10)
+        with open(os.path.join(E.tmp.name, "agent1.log")) as f:
+            self.assertIn("refused this agent: protocol mismatch", f.read())
+
     def test_2_enrolled_agent_listed(self):
         enroll()
         ensure_agent(1)
