@@ -433,7 +433,7 @@ class Agents(unittest.TestCase):
         for w in clock["workers"]:
             self.assertLessEqual(abs(w["offset_ns"] - truth[w["worker"]]), w["bound_ns"], w)
             self.assertLess(w["bound_ns"], 5_000_000, w)
-        self.assertTrue(placed["valid"], placed["summary"].get("validity"))
+        self.assertTrue(placed["summary"]["validity"]["valid"], placed["summary"]["validity"])
         lag = placed["summary"]["metrics"]["schedule_lag"]
         self.assertLess(lag["p99"], 500, lag)
 
@@ -539,7 +539,7 @@ class Agents(unittest.TestCase):
         lost = run["summary"]["placement"]["lost"]
         self.assertEqual([x["worker"] for x in lost], [2])
         self.assertEqual(lost[0]["agent"], "ag2")
-        self.assertFalse(run["valid"])
+        self.assertFalse(run["summary"]["validity"]["valid"])
         reasons = [x["code"] for x in run["summary"]["validity"]["reasons"]]
         self.assertIn("agent_lost", reasons)
         recs = records(rid)
