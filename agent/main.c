@@ -93,15 +93,23 @@ static void usage(FILE *f)
 	      "       headroom-agent --connect tcp://HOST:PORT --key PREFIX --server-key FILE\n"
 	      "                      [--name NAME] [--labels k=v,k=v] [--cache DIR]\n"
 	      "                      [--worker-bin PATH]\n"
+	      "\n"
+	      "A load host's agent for headroomd (docs/agents.md): it keeps one ZeroMQ\n"
+	      "CURVE connection to the daemon's --agent-listen address, and starts\n"
+	      "headroom-worker processes for the runs placed on it, relaying their\n"
+	      "messages.\n"
+	      "\n"
 	      "  keygen PREFIX      write PREFIX.pub (public key) and PREFIX.key (secret, 0600)\n"
 	      "  --connect          the daemon's --agent-listen address\n"
 	      "  --key PREFIX       this agent's key pair (PREFIX.key is read)\n"
 	      "  --server-key FILE  the daemon's public key (its .pub file)\n"
 	      "  --name NAME        the name announced (default: the host name)\n"
 	      "  --labels k=v,...   labels a run's placement selects agents by\n"
-	      "  --cache DIR        datasets by SHA-256 (default $XDG_CACHE_HOME/headroom-agent,\n"
+	      "  --cache DIR        files by SHA-256 (default $XDG_CACHE_HOME/headroom-agent,\n"
 	      "                     else /var/cache/headroom-agent)\n"
-	      "  --worker-bin PATH  the headroom-worker to start (default: beside this program)\n",
+	      "  --worker-bin PATH  the headroom-worker to start (default: beside this program)\n"
+	      "  --help             this text\n"
+	      "  --version          print the version\n",
 	      f);
 }
 

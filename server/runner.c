@@ -1293,9 +1293,9 @@ static json_t *placement_json(const struct run_ctx *c)
 		json_array_append_new(ag, json_pack("{s:s, s:o}", "name", c->picks[k].conn,
 						     "workers", ws));
 	}
-	return json_pack("{s:i, s:o, s:s, s:O, s:i}", "local", c->spec.placement.local, "agents",
+	return json_pack("{s:i, s:o, s:s, s:o, s:i}", "local", c->spec.placement.local, "agents",
 			 ag, "on_agent_loss", c->spec.placement.degrade ? "degrade" : "fail", "lost",
-			 c->lost ? c->lost : json_array(), "workers", c->n);
+			 c->lost ? json_incref(c->lost) : json_array(), "workers", c->n);
 }
 
 static int open_socket(struct run_ctx *c)

@@ -29,6 +29,7 @@ import json
 import os
 import random
 import select
+import signal
 import socket
 import subprocess
 import threading
@@ -222,19 +223,43 @@ def setUpModule():
     E.relay = None
 
 
+def stop_agent(k):
+    """Agent k stopped with SIGTERM (not its unshare): its exit status."""
+    p = E.agents.pop(k, None)
+    if not p or p.poll() is not None:
+        return p.returncode if p else 0
+    try:
+        with open("/proc/%d/task/%d/children" % (p.pid, p.pid)) as f:
+            child = int(f.read().split()[0])
+        os.kill(child, signal.SIGTERM)
+        return p.wait(30)
+    except (OSError, IndexError, ValueError, subprocess.TimeoutExpired):
+        p.kill()
+        p.wait(10)
+        return -1
+
+
 def tearDownModule():
+    bad = []
     for k in list(getattr(E, "agents", {})):
-        kill_agent(k)
+        rc = stop_agent(k)
+        if rc != 0:
+            bad.append("agent %d exited %s" % (k, rc))
     if getattr(E, "relay", None):
         E.relay.close()
     for name in ("daemon", "mock"):
         p = getattr(E, name, None)
         if p:
-            p.stop()
+            rc = p.stop()
+            if rc != 0:
+                bad.append("%s exited %s" % (name, rc))
     for k in (1, 2, 3):
         sh("ip netns del %s" % ns_name(k), check=False)
     if getattr(E, "tmp", None):
         E.tmp.cleanup()
+    # a sanitizer's report makes a program exit non-zero: that fails the test
+    if bad:
+        raise AssertionError("; ".join(bad))
 
 
 def enroll():
