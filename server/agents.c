@@ -644,7 +644,9 @@ int agents_file_sha256(const char *path, char *hex)
 	return 0;
 }
 
-static void from_agents(void)
+/* Returns 1 when the socket was drained (a heartbeat may otherwise still
+ * wait in its queue: no agent is declared lost then). */
+static int from_agents(void)
 {
 	for (int k = 0; k < 256; k++) {
 		zmq_msg_t f[5];
@@ -665,7 +667,7 @@ static void from_agents(void)
 			}
 		}
 		if (n == 0)
-			return;
+			return 1;
 		if (n > 5) {
 			for (int i = 0; i < 5; i++)
 				zmq_msg_close(&f[i]);
@@ -742,6 +744,7 @@ static void from_agents(void)
 		for (int i = 0; i < n; i++)
 			zmq_msg_close(&f[i]);
 	}
+	return 0;
 }
 
 /* runner -> remote worker i: its two frames, to the agent */
@@ -899,7 +902,7 @@ static void run_commands(void)
 	}
 }
 
-static void housekeeping(int64_t now, int64_t *last_hb, int64_t *last_reload)
+static void housekeeping(int64_t now, int drained, int64_t *last_hb, int64_t *last_reload)
 {
 	pthread_mutex_lock(&H.mu);
 	if (now - *last_reload > RELOAD_NS) {
@@ -922,7 +925,7 @@ static void housekeeping(int64_t now, int64_t *last_hb, int64_t *last_reload)
 		struct conn *c = &H.c[i];
 		if (!c->used)
 			continue;
-		if (now - c->last_seen > AGENT_LOST_NS) {
+		if (drained && now - c->last_seen > AGENT_LOST_NS) {
 			char why[96];
 			snprintf(why, sizeof why, "was lost: no heartbeat for %.1f s",
 				 (double)(now - c->last_seen) / 1e9);
@@ -959,11 +962,11 @@ static void *hub_main(void *arg)
 			zap_answer();
 		if (pi[2].revents)
 			run_commands();
-		from_agents();
+		int drained = from_agents();
 		for (int k = 3; k < np; k++)
 			if (pi[k].revents)
 				from_runner(map[k - 3]);
-		housekeeping(mono_ns(), &last_hb, &last_reload);
+		housekeeping(mono_ns(), drained, &last_hb, &last_reload);
 	}
 	return NULL;
 }
