@@ -588,6 +588,27 @@ class Agents(unittest.TestCase):
             kill_agent(2)
             make_agent_ns(2)
 
+    def test_8_revoked_agent_dropped(self):
+        enroll()
+        ensure_agent(1)
+        st, _, _ = E.api.call("DELETE", "/agents/loadpool")
+        self.assertEqual(st, 204)
+        deadline = time.time() + 10 * hrtest.time_scale()
+        while time.time() < deadline and "ag1" in connected():
+            time.sleep(0.2)
+        self.assertNotIn("ag1", connected())
+        st, body, _ = E.api.call("GET", "/agents")
+        self.assertEqual([a["name"] for a in body["agents"]], [])
+        # and its key is refused from then on
+        time.sleep(3)
+        self.assertNotIn("ag1", connected())
+        with open(os.path.join(E.tmp.name, "agent1.log")) as f:
+            self.assertIn("enrolment was revoked", f.read())
+        # a run that needs it cannot start, and says why
+        run = E.api.wait(E.api.submit(spec(duration=1, placement={
+            "agents": [{"selector": {"role": "load"}, "workers": 1}]})), 60)
+        self.assertEqual(run["state"], "failed")
+        self.assertIn("no connected agent matches", run["reason"])
 
 if __name__ == "__main__":
     unittest.main()
