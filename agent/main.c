@@ -41,12 +41,12 @@ extern char **environ;
 #define APATH_MAX 4096
 
 struct slot {
-	pid_t pid;     /* 0: free */
+	pid_t pid; /* 0: free */
 	int64_t run;
-	int held;      /* its SCHEDULE waits for a dataset */
+	int held; /* its SCHEDULE waits for its files */
 	zmq_msg_t hold_hdr;
-	char *hold_json; /* the SCHEDULE, paths already rewritten */
-	char need[2][65];  /* the files it waits for (SHA-256) */
+	char *hold_json;  /* the SCHEDULE, paths already rewritten */
+	char need[2][65]; /* the files it waits for (SHA-256) */
 	int nneed;
 };
 
@@ -132,11 +132,11 @@ static int send_ctl(struct agent *a, json_t *o, int flags)
 static void send_hello(struct agent *a)
 {
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
-	json_t *o = json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:i, s:O, s:i}", "type", "hello",
-			      "protocol", AGENT_PROTO_VERSION, "worker_protocol", PROTO_VERSION,
-			      "version", HEADROOM_VERSION, "name", a->name, "host", a->host,
-			      "cores", (int)(cores > 0 ? cores : 1), "labels", a->labels, "pid",
-			      (int)getpid());
+	json_t *o =
+	    json_pack("{s:s, s:i, s:i, s:s, s:s, s:s, s:i, s:O, s:i}", "type", "hello", "protocol",
+	              AGENT_PROTO_VERSION, "worker_protocol", PROTO_VERSION, "version",
+	              HEADROOM_VERSION, "name", a->name, "host", a->host, "cores",
+	              (int)(cores > 0 ? cores : 1), "labels", a->labels, "pid", (int)getpid());
 	send_ctl(a, o, ZMQ_DONTWAIT);
 	a->last_hello = mono_ns();
 }
@@ -192,9 +192,9 @@ static void link_open(struct agent *a)
 	/* a refused key shows only as a handshake event: watch for it */
 	char mon[64];
 	snprintf(mon, sizeof mon, "inproc://link-events-%d", ++a->n_links);
-	zmq_socket_monitor(a->up, mon, ZMQ_EVENT_HANDSHAKE_FAILED_AUTH |
-				       ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
-				       ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
+	zmq_socket_monitor(a->up, mon,
+	                   ZMQ_EVENT_HANDSHAKE_FAILED_AUTH | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL |
+	                       ZMQ_EVENT_HANDSHAKE_SUCCEEDED);
 	if (a->mon)
 		zmq_close(a->mon);
 	a->mon = zmq_socket(a->ctx, ZMQ_PAIR);
@@ -447,9 +447,16 @@ static int schedule_files(struct agent *a, int idx, zmq_msg_t *hdr, zmq_msg_t *b
 
 /* --- the daemon's orders ------------------------------------------------------------- */
 
-static const char *const kept_env[] = {"PATH=", "HOME=", "TMPDIR=", "TZ=", "LANG=",
-				       "ASAN_OPTIONS=", "UBSAN_OPTIONS=", "LSAN_OPTIONS=",
-				       "HEADROOM_WORKER_SPIN_US=", "HEADROOM_WORKER_TRANSPORT="};
+static const char *const kept_env[] = {"PATH=",
+                                       "HOME=",
+                                       "TMPDIR=",
+                                       "TZ=",
+                                       "LANG=",
+                                       "ASAN_OPTIONS=",
+                                       "UBSAN_OPTIONS=",
+                                       "LSAN_OPTIONS=",
+                                       "HEADROOM_WORKER_SPIN_US=",
+                                       "HEADROOM_WORKER_TRANSPORT="};
 
 static void spawn(struct agent *a, json_t *o)
 {
@@ -499,17 +506,21 @@ static void spawn(struct agent *a, json_t *o)
 		}
 		char ix[16];
 		snprintf(ix, sizeof ix, "%d", idx);
-		char *argv[] = {(char *)"headroom-worker", (char *)"--connect", a->wk_ep,
-				(char *)"--index", ix, NULL};
+		char *argv[] = {(char *)"headroom-worker",
+		                (char *)"--connect",
+		                a->wk_ep,
+		                (char *)"--index",
+		                ix,
+		                NULL};
 		pid_t pid;
 		int rc = posix_spawn(&pid, a->worker_bin, NULL, NULL, argv, envp);
 		if (rc != 0) {
 			logf_("cannot start %s: %s\n", a->worker_bin, strerror(rc));
 			send_ctl(a,
-				 json_pack("{s:s, s:I, s:i, s:i, s:s}", "type", "exited", "run",
-					   (json_int_t)json_integer_value(run), "worker", idx,
-					   "status", 127 << 8, "message", strerror(rc)),
-				 0);
+			         json_pack("{s:s, s:I, s:i, s:i, s:s}", "type", "exited", "run",
+			                   (json_int_t)json_integer_value(run), "worker", idx,
+			                   "status", 127 << 8, "message", strerror(rc)),
+			         0);
 			continue;
 		}
 		s->pid = pid;
@@ -538,8 +549,8 @@ static void on_control(struct agent *a, zmq_msg_t *f, int n)
 		if (!a->welcomed)
 			logf_("connected to %s as '%s' (enrolled as '%s')\n", a->connect, a->name,
 			      json_string_value(json_object_get(o, "enrolled"))
-				      ? json_string_value(json_object_get(o, "enrolled"))
-				      : "?");
+			          ? json_string_value(json_object_get(o, "enrolled"))
+			          : "?");
 		a->welcomed = 1;
 	} else if (strcmp(t, "refuse") == 0) {
 		const char *why = json_string_value(json_object_get(o, "reason"));
@@ -621,14 +632,14 @@ static void from_daemon(struct agent *a)
 			int64_t run;
 			int idx;
 			if (agentproto_chan(zmq_msg_data(&f[1]), zmq_msg_size(&f[1]), &run, &idx) ==
-				    0 &&
+			        0 &&
 			    a->w[idx].pid > 0 && a->w[idx].run == run) {
 				const unsigned char *h = zmq_msg_data(&f[2]);
 				int taken = zmq_msg_size(&f[2]) == 2 && h[1] == PROTO_SCHEDULE &&
-					    schedule_files(a, idx, &f[2], &f[3]);
+				            schedule_files(a, idx, &f[2], &f[3]);
 				if (!taken)
 					send_to_worker(a, idx, &f[2], zmq_msg_data(&f[3]),
-						       zmq_msg_size(&f[3]));
+					               zmq_msg_size(&f[3]));
 			}
 		}
 		close_frames(f, n);
@@ -657,7 +668,8 @@ static void from_workers(struct agent *a)
 		if (idx >= 0 && idx < HR_MAX_WORKERS && *end == 0 && a->w[idx].pid > 0 && a->up &&
 		    a->welcomed) {
 			char chan[48];
-			int l = snprintf(chan, sizeof chan, "%lld:%ld", (long long)a->w[idx].run, idx);
+			int l =
+			    snprintf(chan, sizeof chan, "%lld:%ld", (long long)a->w[idx].run, idx);
 			if (zmq_send(a->up, "w", 1, ZMQ_SNDMORE) < 0 ||
 			    zmq_send(a->up, chan, (size_t)l, ZMQ_SNDMORE) < 0 ||
 			    zmq_msg_send(&f[1], a->up, ZMQ_SNDMORE) < 0 ||
@@ -682,9 +694,10 @@ static void reap(struct agent *a)
 			free_hold(s);
 			if (a->up && a->welcomed)
 				send_ctl(a,
-					 json_pack("{s:s, s:I, s:i, s:i}", "type", "exited", "run",
-						   (json_int_t)s->run, "worker", i, "status", status),
-					 0);
+				         json_pack("{s:s, s:I, s:i, s:i}", "type", "exited", "run",
+				                   (json_int_t)s->run, "worker", i, "status",
+				                   status),
+				         0);
 		}
 	}
 }
@@ -713,12 +726,14 @@ static void link_events(struct agent *a)
 			} else if (!a->refused_logged) {
 				a->refused_logged = 1;
 				if (ev == ZMQ_EVENT_HANDSHAKE_FAILED_AUTH)
-					logf_("the daemon refused this agent's key (ZAP status %u): "
-					      "enroll its public key there (headroomd agent enroll "
-					      "--name NAME --key \"$(cat PREFIX.pub)\"); retrying\n",
-					      val);
+					logf_(
+					    "the daemon refused this agent's key (ZAP status %u): "
+					    "enroll its public key there (headroomd agent enroll "
+					    "--name NAME --key \"$(cat PREFIX.pub)\"); retrying\n",
+					    val);
 				else
-					logf_("the CURVE handshake with %s failed (is --server-key the "
+					logf_("the CURVE handshake with %s failed (is --server-key "
+					      "the "
 					      "daemon's public key?); retrying\n",
 					      a->connect);
 			}
@@ -742,8 +757,8 @@ static int parse_labels(const char *text, json_t *out)
 		if (!eq)
 			return -1;
 		*eq = 0;
-		if (!agentproto_name_ok(t, AGENT_NAME_MAX) || !agentproto_name_ok(eq + 1, AGENT_NAME_MAX) ||
-		    json_object_size(out) >= 32)
+		if (!agentproto_name_ok(t, AGENT_NAME_MAX) ||
+		    !agentproto_name_ok(eq + 1, AGENT_NAME_MAX) || json_object_size(out) >= 32)
 			return -1;
 		json_object_set_new(out, t, json_string(eq + 1));
 	}
@@ -772,30 +787,52 @@ int main(int argc, char **argv)
 			return 1;
 		}
 		printf("%s\n", pub);
-		fprintf(stderr, "wrote %s.pub and %s.key (keep the .key secret)\n", argv[2], argv[2]);
+		fprintf(stderr, "wrote %s.pub and %s.key (keep the .key secret)\n", argv[2],
+		        argv[2]);
 		return 0;
 	}
 	static struct agent a;
 	const char *key = NULL, *server_key = NULL, *name = NULL, *labels = NULL, *cache = NULL;
 	static const struct option opts[] = {
-		{"connect", required_argument, NULL, 'c'},  {"key", required_argument, NULL, 'k'},
-		{"server-key", required_argument, NULL, 's'}, {"name", required_argument, NULL, 'n'},
-		{"labels", required_argument, NULL, 'l'},   {"cache", required_argument, NULL, 'd'},
-		{"worker-bin", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
-		{"version", no_argument, NULL, 'V'},	    {NULL, 0, NULL, 0}};
+	    {"connect", required_argument, NULL, 'c'},    {"key", required_argument, NULL, 'k'},
+	    {"server-key", required_argument, NULL, 's'}, {"name", required_argument, NULL, 'n'},
+	    {"labels", required_argument, NULL, 'l'},     {"cache", required_argument, NULL, 'd'},
+	    {"worker-bin", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},          {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
-		case 'c': a.connect = optarg; break;
-		case 'k': key = optarg; break;
-		case 's': server_key = optarg; break;
-		case 'n': name = optarg; break;
-		case 'l': labels = optarg; break;
-		case 'd': cache = optarg; break;
-		case 'b': free(a.worker_bin); a.worker_bin = xstrdup(optarg); break;
-		case 'h': usage(stdout); return 0;
-		case 'V': puts("headroom-agent " HEADROOM_VERSION " (" HEADROOM_COMMIT ")"); return 0;
-		default: usage(stderr); return 2;
+		case 'c':
+			a.connect = optarg;
+			break;
+		case 'k':
+			key = optarg;
+			break;
+		case 's':
+			server_key = optarg;
+			break;
+		case 'n':
+			name = optarg;
+			break;
+		case 'l':
+			labels = optarg;
+			break;
+		case 'd':
+			cache = optarg;
+			break;
+		case 'b':
+			free(a.worker_bin);
+			a.worker_bin = xstrdup(optarg);
+			break;
+		case 'h':
+			usage(stdout);
+			return 0;
+		case 'V':
+			puts("headroom-agent " HEADROOM_VERSION " (" HEADROOM_COMMIT ")");
+			return 0;
+		default:
+			usage(stderr);
+			return 2;
 		}
 	}
 	if (!a.connect || !key || !server_key || optind != argc) {
@@ -823,15 +860,16 @@ int main(int argc, char **argv)
 	else
 		memcpy(a.name, name ? name : a.host, strlen(name ? name : a.host) + 1);
 	if (!agentproto_name_ok(a.name, AGENT_NAME_MAX)) {
-		fprintf(stderr, "headroom-agent: the name must be 1 to %d characters of A-Z a-z 0-9 "
-				". _ - (give --name)\n",
-			AGENT_NAME_MAX);
+		fprintf(stderr,
+		        "headroom-agent: the name must be 1 to %d characters of A-Z a-z 0-9 "
+		        ". _ - (give --name)\n",
+		        AGENT_NAME_MAX);
 		return 2;
 	}
 	a.labels = json_object();
 	if (labels && parse_labels(labels, a.labels) < 0) {
 		fprintf(stderr, "headroom-agent: --labels must be k=v,k=v (keys and values of "
-				"A-Z a-z 0-9 . _ -, at most 32)\n");
+		                "A-Z a-z 0-9 . _ -, at most 32)\n");
 		return 2;
 	}
 	const char *xdg = getenv("XDG_CACHE_HOME");
@@ -843,14 +881,14 @@ int main(int argc, char **argv)
 		snprintf(a.cache, sizeof a.cache, "/var/cache/headroom-agent");
 	if (mkdir(a.cache, 0700) != 0 && errno != EEXIST) {
 		fprintf(stderr, "headroom-agent: cannot make the cache %s: %s\n", a.cache,
-			strerror(errno));
+		        strerror(errno));
 		return 2;
 	}
 	if (!a.worker_bin)
 		a.worker_bin = beside_self("headroom-worker");
 	if (access(a.worker_bin, X_OK) != 0) {
 		fprintf(stderr, "headroom-agent: %s is not executable: %s\n", a.worker_bin,
-			strerror(errno));
+		        strerror(errno));
 		return 2;
 	}
 
@@ -872,16 +910,16 @@ int main(int argc, char **argv)
 	snprintf(a.wk_ep, sizeof a.wk_ep, "ipc://@headroom-agent-%d", (int)getpid());
 	if (zmq_bind(a.wk, a.wk_ep) < 0) {
 		fprintf(stderr, "headroom-agent: cannot bind %s: %s\n", a.wk_ep,
-			zmq_strerror(zmq_errno()));
+		        zmq_strerror(zmq_errno()));
 		return 1;
 	}
 	logf_("'%s' on %s, connecting to %s\n", a.name, a.host, a.connect);
 	link_open(&a);
 	while (!a.quit) {
 		zmq_pollitem_t pi[4] = {{a.up, 0, ZMQ_POLLIN, 0},
-					{a.wk, 0, ZMQ_POLLIN, 0},
-					{NULL, a.sfd, ZMQ_POLLIN, 0},
-					{a.mon, 0, ZMQ_POLLIN, 0}};
+		                        {a.wk, 0, ZMQ_POLLIN, 0},
+		                        {NULL, a.sfd, ZMQ_POLLIN, 0},
+		                        {a.mon, 0, ZMQ_POLLIN, 0}};
 		zmq_poll(pi, 4, 100);
 		if (pi[3].revents)
 			link_events(&a);
@@ -900,7 +938,7 @@ int main(int argc, char **argv)
 			send_hello(&a);
 		if (a.welcomed && now - a.last_hb > AGENT_HB_NS) {
 			send_ctl(&a, json_pack("{s:s, s:i}", "type", "hb", "workers", in_use(&a)),
-				 ZMQ_DONTWAIT);
+			         ZMQ_DONTWAIT);
 			a.last_hb = now;
 		}
 		if (now - a.last_rx > AGENT_RELINK_NS && (a.welcomed || in_use(&a)))

@@ -17,9 +17,9 @@
 #include <stdint.h>
 
 #define AGENT_PROTO_VERSION 1
-#define AGENT_HB_NS 500000000LL        /* heartbeats both ways */
-#define AGENT_LOST_NS 3000000000LL     /* the daemon declares a silent agent lost */
-#define AGENT_RELINK_NS 4000000000LL   /* an agent with no word this long connects anew */
+#define AGENT_HB_NS 500000000LL           /* heartbeats both ways */
+#define AGENT_LOST_NS 3000000000LL        /* the daemon declares a silent agent lost */
+#define AGENT_RELINK_NS 4000000000LL      /* an agent with no word this long connects anew */
 #define AGENT_HELLO_EVERY_NS 1000000000LL /* an unanswered hello is repeated */
 #define AGENT_NAME_MAX 63
 #define AGENT_BLOB_CHUNK (1u << 20)

@@ -36,7 +36,7 @@ struct conn {
 	char enrolled[AGENT_NAME_MAX + 1];
 	char host[256], version[64], addr[64];
 	int cores, in_use;
-	json_t *labels;  /* enrolled labels, then the announced ones they do not set */
+	json_t *labels; /* enrolled labels, then the announced ones they do not set */
 	int64_t last_seen, last_hb_ms, since_ms;
 };
 
@@ -107,9 +107,10 @@ int agents_parse_labels(const char *text, json_t *out, char *err)
 			return errf(err, "labels must be k=v,k=v");
 		*eq = 0;
 		if (!name_ok(t) || !name_ok(eq + 1))
-			return errf(err, "a label's key and value are 1 to %d characters of A-Z a-z "
-					 "0-9 . _ -",
-				    AGENT_NAME_MAX);
+			return errf(err,
+			            "a label's key and value are 1 to %d characters of A-Z a-z "
+			            "0-9 . _ -",
+			            AGENT_NAME_MAX);
 		if (json_object_size(out) >= 32)
 			return errf(err, "at most 32 labels");
 		json_object_set_new(out, t, json_string(eq + 1));
@@ -128,9 +129,10 @@ static int labels_ok(json_t *labels, char *err)
 	json_object_foreach(labels, k, v)
 	{
 		if (!json_is_string(v) || !name_ok(k) || !name_ok(json_string_value(v)))
-			return errf(err, "a label's key and value are 1 to %d characters of A-Z a-z "
-					 "0-9 . _ -",
-				    AGENT_NAME_MAX);
+			return errf(err,
+			            "a label's key and value are 1 to %d characters of A-Z a-z "
+			            "0-9 . _ -",
+			            AGENT_NAME_MAX);
 	}
 	return 0;
 }
@@ -146,7 +148,7 @@ static int enroll_job(struct store_tx *tx, void *arg, char *err)
 {
 	struct enroll_args *a = arg;
 	sqlite3_stmt *st = store_tx_stmt(tx, "SELECT name = ?1 FROM agents WHERE name = ?1 OR "
-					     "public_key = ?2");
+	                                     "public_key = ?2");
 	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, a->key, -1, SQLITE_STATIC);
 	if (sqlite3_step(st) == SQLITE_ROW) {
@@ -156,7 +158,7 @@ static int enroll_job(struct store_tx *tx, void *arg, char *err)
 	}
 	sqlite3_reset(st);
 	st = store_tx_stmt(tx, "INSERT INTO agents (name, public_key, labels, enrolled_ms) "
-			       "VALUES (?, ?, ?, ?)");
+	                       "VALUES (?, ?, ?, ?)");
 	sqlite3_bind_text(st, 1, a->name, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 2, a->key, -1, SQLITE_STATIC);
 	sqlite3_bind_text(st, 3, a->labels, -1, SQLITE_STATIC);
@@ -171,8 +173,8 @@ static int64_t now_ms(void)
 	return wall_ns() / 1000000;
 }
 
-int agents_enroll(struct store *s, const char *name, const char *key, json_t *labels,
-		  json_t **out, char *field, char *err)
+int agents_enroll(struct store *s, const char *name, const char *key, json_t *labels, json_t **out,
+                  char *field, char *err)
 {
 	field[0] = 0;
 	if (!name || !name_ok(name)) {
@@ -184,7 +186,7 @@ int agents_enroll(struct store *s, const char *name, const char *key, json_t *la
 	if (!key || !curvekey_valid(key)) {
 		strcpy(field, "public_key");
 		errf(err, "'public_key' must be a Z85 CURVE public key (40 characters, as "
-			  "headroom-agent keygen writes it)");
+		          "headroom-agent keygen writes it)");
 		return -400;
 	}
 	json_t *own = labels ? json_incref(labels) : json_object();
@@ -204,8 +206,9 @@ int agents_enroll(struct store *s, const char *name, const char *key, json_t *la
 	if (a.taken) {
 		json_decref(own);
 		strcpy(field, a.taken == 1 ? "name" : "public_key");
-		errf(err, a.taken == 1 ? "an agent named '%s' is enrolled already"
-				       : "that public key is enrolled already (as another agent)",
+		errf(err,
+		     a.taken == 1 ? "an agent named '%s' is enrolled already"
+		                  : "that public key is enrolled already (as another agent)",
 		     name);
 		return -409;
 	}
@@ -213,7 +216,7 @@ int agents_enroll(struct store *s, const char *name, const char *key, json_t *la
 		char at[32];
 		fmt_time_ms(at, a.at);
 		*out = json_pack("{s:s, s:s, s:o, s:s}", "name", name, "public_key", key, "labels",
-				 own, "enrolled_at", at);
+		                 own, "enrolled_at", at);
 	} else {
 		json_decref(own);
 	}
@@ -256,7 +259,7 @@ static void reload(void)
 	sqlite3 *db = store_reader(H.store);
 	sqlite3_stmt *st = NULL;
 	if (sqlite3_prepare_v2(db, "SELECT name, public_key, labels FROM agents ORDER BY name", -1,
-			       &st, NULL) == SQLITE_OK) {
+	                       &st, NULL) == SQLITE_OK) {
 		for (int i = 0; i < H.ne; i++)
 			json_decref(H.e[i].labels);
 		H.ne = 0;
@@ -303,9 +306,9 @@ static json_t *conn_json(const struct conn *c)
 	fmt_time_ms(hb, c->last_hb_ms);
 	fmt_time_ms(since, c->since_ms);
 	return json_pack("{s:s, s:s, s:s, s:i, s:s, s:O, s:s, s:s, s:i}", "name", c->name, "host",
-			 c->host, "address", c->addr, "cores", c->cores, "version", c->version,
-			 "labels", c->labels, "connected_at", since, "last_heartbeat", hb,
-			 "workers_in_use", c->in_use);
+	                 c->host, "address", c->addr, "cores", c->cores, "version", c->version,
+	                 "labels", c->labels, "connected_at", since, "last_heartbeat", hb,
+	                 "workers_in_use", c->in_use);
 }
 
 int agents_list(struct store *s, json_t **out, char *err)
@@ -313,9 +316,10 @@ int agents_list(struct store *s, json_t **out, char *err)
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
 	int rc = -1;
-	if (sqlite3_prepare_v2(db, "SELECT name, public_key, labels, enrolled_ms FROM agents "
-				   "ORDER BY name",
-			       -1, &st, NULL) != SQLITE_OK) {
+	if (sqlite3_prepare_v2(db,
+	                       "SELECT name, public_key, labels, enrolled_ms FROM agents "
+	                       "ORDER BY name",
+	                       -1, &st, NULL) != SQLITE_OK) {
 		errf(err, "sqlite: %s", sqlite3_errmsg(db));
 		goto out;
 	}
@@ -344,14 +348,14 @@ int agents_list(struct store *s, json_t **out, char *err)
 			workers += c->in_use;
 			json_array_append_new(conns, cj);
 		}
-		json_t *a = json_pack("{s:s, s:s, s:o, s:s, s:s, s:o}", "name", name ? name : "",
-				      "public_key", key ? key : "", "labels", labels, "enrolled_at",
-				      at, "state", first ? "connected" : "disconnected",
-				      "connections", conns);
+		json_t *a =
+		    json_pack("{s:s, s:s, s:o, s:s, s:s, s:o}", "name", name ? name : "",
+		              "public_key", key ? key : "", "labels", labels, "enrolled_at", at,
+		              "state", first ? "connected" : "disconnected", "connections", conns);
 		static const char *const copy[] = {"host", "cores", "version", "last_heartbeat"};
 		for (size_t k = 0; k < sizeof copy / sizeof *copy; k++)
-			json_object_set(a, copy[k], first ? json_object_get(first, copy[k])
-							   : json_null());
+			json_object_set(a, copy[k],
+			                first ? json_object_get(first, copy[k]) : json_null());
 		json_object_set_new(a, "workers_in_use", json_integer(workers));
 		json_array_append_new(arr, a);
 	}
@@ -416,8 +420,8 @@ static void zap_answer(void)
 	if (n >= 7 && zmq_msg_size(&f[5]) == 5 && memcmp(zmq_msg_data(&f[5]), "CURVE", 5) == 0 &&
 	    zmq_msg_size(&f[6]) == 32) {
 		zmq_z85_encode(key, zmq_msg_data(&f[6]), 32);
-		size_t al = zmq_msg_size(&f[3]) < sizeof addr - 1 ? zmq_msg_size(&f[3])
-								   : sizeof addr - 1;
+		size_t al =
+		    zmq_msg_size(&f[3]) < sizeof addr - 1 ? zmq_msg_size(&f[3]) : sizeof addr - 1;
 		memcpy(addr, zmq_msg_data(&f[3]), al);
 		pthread_mutex_lock(&H.mu);
 		const struct enrolled *e = enrolled_by_key(key);
@@ -434,9 +438,10 @@ static void zap_answer(void)
 		}
 		pthread_mutex_unlock(&H.mu);
 		if (!e)
-			hlog(LOG_WARN, "agents", "refused a connection from %s: its key %.8s... is not "
-					"enrolled (headroomd agent enroll)\n",
-				addr, key);
+			hlog(LOG_WARN, "agents",
+			     "refused a connection from %s: its key %.8s... is not "
+			     "enrolled (headroomd agent enroll)\n",
+			     addr, key);
 	}
 	if (n >= 2) {
 		const void *p[6] = {"1.0", zmq_msg_data(&f[1]), status, text, user, ""};
@@ -470,8 +475,8 @@ static void drop_conn(int ci, const char *why)
 		struct rwk *w = &H.rw[i];
 		if (w->used && w->conn == ci && w->state == AGENT_W_RUNNING) {
 			w->state = AGENT_W_LOST;
-			snprintf(w->why, sizeof w->why, "agent '%s' (host %.64s) %.96s", c->name, c->host,
-				 why);
+			snprintf(w->why, sizeof w->why, "agent '%s' (host %.64s) %.96s", c->name,
+			         c->host, why);
 			close_worker(w);
 		}
 	}
@@ -490,28 +495,31 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 	if (!json_is_integer(proto) || json_integer_value(proto) != AGENT_PROTO_VERSION ||
 	    !json_is_integer(wp) || json_integer_value(wp) != PROTO_VERSION) {
 		char why[400];
-		snprintf(why, sizeof why,
-			 "protocol mismatch: this daemon (headroom " HEADROOM_VERSION ") speaks agent "
-			 "protocol %d and worker protocol %d, the agent (headroom %.40s) speaks %lld "
-			 "and %lld: run the same headroom version on both",
-			 AGENT_PROTO_VERSION, PROTO_VERSION, ver ? ver : "?",
-			 json_is_integer(proto) ? (long long)json_integer_value(proto) : -1LL,
-			 json_is_integer(wp) ? (long long)json_integer_value(wp) : -1LL);
+		snprintf(
+		    why, sizeof why,
+		    "protocol mismatch: this daemon (headroom " HEADROOM_VERSION ") speaks agent "
+		    "protocol %d and worker protocol %d, the agent (headroom %.40s) speaks %lld "
+		    "and %lld: run the same headroom version on both",
+		    AGENT_PROTO_VERSION, PROTO_VERSION, ver ? ver : "?",
+		    json_is_integer(proto) ? (long long)json_integer_value(proto) : -1LL,
+		    json_is_integer(wp) ? (long long)json_integer_value(wp) : -1LL);
 		hlog(LOG_WARN, "agents", "refused agent '%.64s' from %s: %s\n", name ? name : "?",
-			addr, why);
-		send_ctl_rid(rid, rl, json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason", why,
-						"fatal", 1));
+		     addr, why);
+		send_ctl_rid(
+		    rid, rl,
+		    json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason", why, "fatal", 1));
 		return;
 	}
 	if (!name || !name_ok(name) || !host || !agentproto_name_ok(host, 255) || !ver ||
-	    !agentproto_name_ok(ver, 63) ||
-	    !json_is_integer(cores) || json_integer_value(cores) < 1 ||
-	    json_integer_value(cores) > 1000000 || (labels && labels_ok(labels, err) < 0)) {
+	    !agentproto_name_ok(ver, 63) || !json_is_integer(cores) ||
+	    json_integer_value(cores) < 1 || json_integer_value(cores) > 1000000 ||
+	    (labels && labels_ok(labels, err) < 0)) {
 		hlog(LOG_WARN, "agents", "refused an agent from %s: a malformed hello\n", addr);
-		send_ctl_rid(rid, rl, json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason",
-						"malformed hello (name, host, version, cores, "
-						"labels)",
-						"fatal", 1));
+		send_ctl_rid(rid, rl,
+		             json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason",
+		                       "malformed hello (name, host, version, cores, "
+		                       "labels)",
+		                       "fatal", 1));
 		return;
 	}
 	pthread_mutex_lock(&H.mu);
@@ -526,15 +534,18 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 			char why[300], other[64];
 			snprintf(other, sizeof other, "%s", H.c[i].addr);
 			pthread_mutex_unlock(&H.mu);
-			snprintf(why, sizeof why,
-				 "an agent named '%s' is connected already (from %s): give each agent "
-				 "its own --name",
-				 name, other);
-			hlog(LOG_WARN, "agents", "refused a second connection named '%s' from %s: one "
-					"is connected already from %s\n",
-				name, addr, other);
-			send_ctl_rid(rid, rl, json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason",
-							why, "fatal", 0));
+			snprintf(
+			    why, sizeof why,
+			    "an agent named '%s' is connected already (from %s): give each agent "
+			    "its own --name",
+			    name, other);
+			hlog(LOG_WARN, "agents",
+			     "refused a second connection named '%s' from %s: one "
+			     "is connected already from %s\n",
+			     name, addr, other);
+			send_ctl_rid(rid, rl,
+			             json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason", why,
+			                       "fatal", 0));
 			return;
 		}
 	}
@@ -542,8 +553,9 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 		ci = free_i;
 	if (ci < 0) {
 		pthread_mutex_unlock(&H.mu);
-		send_ctl_rid(rid, rl, json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason",
-						"too many agents connected", "fatal", 0));
+		send_ctl_rid(rid, rl,
+		             json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason",
+		                       "too many agents connected", "fatal", 0));
 		return;
 	}
 	struct conn *c = &H.c[ci];
@@ -570,9 +582,10 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 	c->last_hb_ms = now_ms();
 	pthread_mutex_unlock(&H.mu);
 	if (fresh)
-		hlog(LOG_INFO, "agents", "agent '%s' connected from %s (host %s, %d cores, headroom "
-				"%s, enrolled as '%s')\n",
-			name, addr, host, (int)json_integer_value(cores), ver, user);
+		hlog(LOG_INFO, "agents",
+		     "agent '%s' connected from %s (host %s, %d cores, headroom "
+		     "%s, enrolled as '%s')\n",
+		     name, addr, host, (int)json_integer_value(cores), ver, user);
 	send_ctl_rid(rid, rl, json_pack("{s:s, s:s}", "type", "welcome", "enrolled", user));
 }
 
@@ -602,8 +615,8 @@ static void on_fetch(int ci, json_t *o)
 			break;
 		}
 		int last = r < (ssize_t)sizeof buf;
-		json_t *h = json_pack("{s:s, s:I, s:I, s:b}", "sha256", sha, "offset", (json_int_t)off,
-				      "size", (json_int_t)r, "last", last);
+		json_t *h = json_pack("{s:s, s:I, s:I, s:b}", "sha256", sha, "offset",
+		                      (json_int_t)off, "size", (json_int_t)r, "last", last);
 		char *hs = json_dumps(h, JSON_COMPACT);
 		json_decref(h);
 		const void *pp[4] = {c->rid, "b", hs, buf};
@@ -616,7 +629,7 @@ static void on_fetch(int ci, json_t *o)
 	}
 	close(fd);
 	hlog(LOG_INFO, "agents", "sent file %.12s... (%llu bytes) to agent '%s'\n", sha,
-		(unsigned long long)off, c->name);
+	     (unsigned long long)off, c->name);
 }
 
 int agents_file_sha256(const char *path, char *hex)
@@ -706,14 +719,17 @@ static int from_agents(void)
 					H.c[ci].in_use = (int)json_integer_value(w);
 				pthread_mutex_unlock(&H.mu);
 			} else if (strcmp(t, "exited") == 0) {
-				json_t *run = json_object_get(o, "run"), *wi = json_object_get(o, "worker");
+				json_t *run = json_object_get(o, "run"),
+				       *wi = json_object_get(o, "worker");
 				json_t *st = json_object_get(o, "status");
 				pthread_mutex_lock(&H.mu);
 				if (json_is_integer(run) && json_integer_value(run) == H.run &&
 				    json_is_integer(wi) && json_integer_value(wi) >= 0 &&
-				    json_integer_value(wi) < HR_MAX_WORKERS && json_is_integer(st)) {
+				    json_integer_value(wi) < HR_MAX_WORKERS &&
+				    json_is_integer(st)) {
 					struct rwk *w = &H.rw[json_integer_value(wi)];
-					if (w->used && w->conn == ci && w->state == AGENT_W_RUNNING) {
+					if (w->used && w->conn == ci &&
+					    w->state == AGENT_W_RUNNING) {
 						w->state = AGENT_W_EXITED;
 						w->status = (int)json_integer_value(st);
 					}
@@ -726,14 +742,15 @@ static int from_agents(void)
 		} else if (kind == 'w' && n == 5 && ci >= 0) {
 			int64_t run;
 			int idx;
-			if (agentproto_chan(zmq_msg_data(&f[2]), zmq_msg_size(&f[2]), &run, &idx) < 0)
+			if (agentproto_chan(zmq_msg_data(&f[2]), zmq_msg_size(&f[2]), &run, &idx) <
+			    0)
 				goto next;
 			pthread_mutex_lock(&H.mu);
 			struct rwk *w = &H.rw[idx];
-			void *d = run == H.run && w->used && w->conn == ci &&
-						  w->state == AGENT_W_RUNNING
-					  ? w->dealer
-					  : NULL;
+			void *d =
+			    run == H.run && w->used && w->conn == ci && w->state == AGENT_W_RUNNING
+			        ? w->dealer
+			        : NULL;
 			pthread_mutex_unlock(&H.mu);
 			/* blocking: a runner that cannot keep up slows the agent down
 			 * (back-pressure through the TCP connection to its workers) */
@@ -762,7 +779,7 @@ static void from_runner(int i)
 		}
 		zmq_msg_init(&f[1]);
 		int ok = zmq_msg_more(&f[0]) && zmq_msg_recv(&f[1], w->dealer, ZMQ_DONTWAIT) >= 0 &&
-			 !zmq_msg_more(&f[1]);
+		         !zmq_msg_more(&f[1]);
 		pthread_mutex_lock(&H.mu);
 		struct conn *c = w->conn >= 0 && H.c[w->conn].used ? &H.c[w->conn] : NULL;
 		unsigned char rid[256];
@@ -798,7 +815,7 @@ static void do_spawn(struct cmd *m)
 	const char *fpath;
 	json_t *fsha;
 	json_object_foreach(m->files, fpath, fsha)
-		json_object_set_new(H.files, json_string_value(fsha), json_string(fpath));
+	    json_object_set_new(H.files, json_string_value(fsha), json_string(fpath));
 	int ci = -1;
 	for (int i = 0; i < MAX_CONNS; i++)
 		if (H.c[i].used && H.c[i].welcomed && strcmp(H.c[i].name, m->conn) == 0)
@@ -813,8 +830,8 @@ static void do_spawn(struct cmd *m)
 		snprintf(w->conn_name, sizeof w->conn_name, "%s", m->conn);
 		if (ci < 0) {
 			w->state = AGENT_W_LOST;
-			snprintf(w->why, sizeof w->why, "agent '%s' was gone before its workers started",
-				 m->conn);
+			snprintf(w->why, sizeof w->why,
+			         "agent '%s' was gone before its workers started", m->conn);
 			continue;
 		}
 		w->dealer = zmq_socket(H.ctx, ZMQ_DEALER);
@@ -825,7 +842,7 @@ static void do_spawn(struct cmd *m)
 		if (zmq_connect(w->dealer, m->endpoint) < 0) {
 			w->state = AGENT_W_LOST;
 			snprintf(w->why, sizeof w->why, "cannot relay to the run's socket: %s",
-				 zmq_strerror(zmq_errno()));
+			         zmq_strerror(zmq_errno()));
 			close_worker(w);
 			continue;
 		}
@@ -835,7 +852,7 @@ static void do_spawn(struct cmd *m)
 	pthread_mutex_unlock(&H.mu);
 	if (ci >= 0 && json_array_size(ws)) {
 		json_t *o = json_pack("{s:s, s:I, s:O}", "type", "spawn", "run", (json_int_t)m->run,
-				      "workers", ws);
+		                      "workers", ws);
 		if (m->api_key)
 			json_object_set_new(o, "api_key", json_string(m->api_key));
 		if (json_object_size(m->files))
@@ -856,7 +873,7 @@ static void do_end(struct cmd *m)
 				told[w->conn] = 1;
 				struct conn c = H.c[w->conn];
 				send_ctl(&c, json_pack("{s:s, s:I}", "type", "kill", "run",
-						       (json_int_t)m->run));
+				                       (json_int_t)m->run));
 			}
 			close_worker(w);
 		}
@@ -910,14 +927,15 @@ static void housekeeping(int64_t now, int drained, int64_t *last_hb, int64_t *la
 		*last_reload = now;
 		for (int i = 0; i < MAX_CONNS; i++)
 			if (H.c[i].used && !enrolled_by_name(H.c[i].enrolled)) {
-				hlog(LOG_WARN, "agents", "agent '%s' dropped: its enrolment '%s' was "
-						"revoked\n",
-					H.c[i].name, H.c[i].enrolled);
+				hlog(LOG_WARN, "agents",
+				     "agent '%s' dropped: its enrolment '%s' was "
+				     "revoked\n",
+				     H.c[i].name, H.c[i].enrolled);
 				struct conn c = H.c[i];
 				c.labels = NULL;
-				send_ctl(&c, json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason",
-						       "this agent's enrolment was revoked", "fatal",
-						       0));
+				send_ctl(&c, json_pack(
+				                 "{s:s, s:s, s:b}", "type", "refuse", "reason",
+				                 "this agent's enrolment was revoked", "fatal", 0));
 				drop_conn(i, "was revoked");
 			}
 	}
@@ -928,9 +946,9 @@ static void housekeeping(int64_t now, int drained, int64_t *last_hb, int64_t *la
 		if (drained && now - c->last_seen > AGENT_LOST_NS) {
 			char why[96];
 			snprintf(why, sizeof why, "was lost: no heartbeat for %.1f s",
-				 (double)(now - c->last_seen) / 1e9);
+			         (double)(now - c->last_seen) / 1e9);
 			hlog(LOG_WARN, "agents", "agent '%s' (host %s, %s) %s\n", c->name, c->host,
-				c->addr, why);
+			     c->addr, why);
 			drop_conn(i, why);
 		} else if (now - *last_hb > AGENT_HB_NS) {
 			send_ctl(c, json_pack("{s:s}", "type", "hb"));
@@ -1099,7 +1117,7 @@ int agents_place(const struct spec_placement *pl, struct agent_pick *out, int ma
 		return 0;
 	if (!H.started)
 		return errf(why, "placement.agents: this daemon takes no agents (start it with "
-				 "--agent-listen and --agent-key)");
+		                 "--agent-listen and --agent-key)");
 	int n = 0;
 	pthread_mutex_lock(&H.mu);
 	int64_t now = mono_ns();
@@ -1117,7 +1135,8 @@ int agents_place(const struct spec_placement *pl, struct agent_pick *out, int ma
 			if (k == n) {
 				if (n == max) {
 					pthread_mutex_unlock(&H.mu);
-					return errf(why, "placement: more than %d agents selected", max);
+					return errf(why, "placement: more than %d agents selected",
+					            max);
 				}
 				snprintf(out[n].conn, sizeof out[n].conn, "%s", c->name);
 				out[n++].workers = 0;
@@ -1126,9 +1145,11 @@ int agents_place(const struct spec_placement *pl, struct agent_pick *out, int ma
 		}
 		if (!found) {
 			pthread_mutex_unlock(&H.mu);
-			char *sel = json_dumps(pl->agents[e].selector, JSON_COMPACT | JSON_SORT_KEYS);
-			errf(why, "placement.agents[%d]: no connected agent matches the selector %s "
-				  "(GET /api/v1/agents lists them)",
+			char *sel =
+			    json_dumps(pl->agents[e].selector, JSON_COMPACT | JSON_SORT_KEYS);
+			errf(why,
+			     "placement.agents[%d]: no connected agent matches the selector %s "
+			     "(GET /api/v1/agents lists them)",
 			     e, sel ? sel : "?");
 			free(sel);
 			return -1;
@@ -1140,7 +1161,7 @@ int agents_place(const struct spec_placement *pl, struct agent_pick *out, int ma
 }
 
 int agents_spawn(int64_t run, const char *endpoint, const char *conn, const int *idx, int n,
-		 const char *api_key, json_t *files, char *err)
+                 const char *api_key, json_t *files, char *err)
 {
 	if (!H.started)
 		return errf(err, "this daemon takes no agents");
@@ -1206,7 +1227,8 @@ void agents_end_run(int64_t run)
 
 static void agent_usage(FILE *f)
 {
-	fputs("usage: headroomd agent enroll [--data DIR] --name NAME --key Z85PUB [--labels k=v,...]\n"
+	fputs("usage: headroomd agent enroll [--data DIR] --name NAME --key Z85PUB [--labels "
+	      "k=v,...]\n"
 	      "       headroomd agent list [--data DIR]\n"
 	      "       headroomd agent revoke [--data DIR] NAME\n"
 	      "       headroomd keygen PREFIX\n"
@@ -1228,7 +1250,7 @@ int agents_keygen_command(int argc, char **argv)
 	}
 	printf("%s\n", pub);
 	fprintf(stderr, "wrote %s.pub and %s.key (give agents the .pub: --server-key)\n", argv[0],
-		argv[0]);
+	        argv[0]);
 	return 0;
 }
 
@@ -1252,7 +1274,8 @@ int agents_command(int argc, char **argv)
 			continue;
 		}
 		if (!v) {
-			fprintf(stderr, "headroomd agent %s: %s needs a value (or is unknown)\n", cmd, a);
+			fprintf(stderr, "headroomd agent %s: %s needs a value (or is unknown)\n",
+			        cmd, a);
 			return 2;
 		}
 		if (strcmp(a, "--data") == 0)
@@ -1272,8 +1295,8 @@ int agents_command(int argc, char **argv)
 	if ((strcmp(cmd, "enroll") == 0 && (!name || !key)) ||
 	    (strcmp(cmd, "revoke") == 0 && !name)) {
 		fprintf(stderr, "headroomd agent %s: %s\n", cmd,
-			strcmp(cmd, "enroll") == 0 ? "--name and --key are required"
-						   : "say which agent (NAME)");
+		        strcmp(cmd, "enroll") == 0 ? "--name and --key are required"
+		                                   : "say which agent (NAME)");
 		return 2;
 	}
 	char err[HR_ERRLEN], field[32];
@@ -1286,7 +1309,7 @@ int agents_command(int argc, char **argv)
 	struct store *s = NULL;
 	struct store_opts so = {.readers = 1, .exports = 1};
 	if (strcmp(cmd, "enroll") != 0 ? store_open_existing(data, "agent", &s) < 0
-				       : store_open(data, &so, &s, err) < 0) {
+	                               : store_open(data, &so, &s, err) < 0) {
 		if (strcmp(cmd, "enroll") == 0)
 			fprintf(stderr, "headroomd agent: %s\n", err);
 		json_decref(lab);
@@ -1307,9 +1330,10 @@ int agents_command(int argc, char **argv)
 			fprintf(stderr, "headroomd agent revoke: %s\n", err);
 			status = rc == -1 ? 1 : 2;
 		} else {
-			fprintf(stderr, "agent '%s' revoked (a running daemon drops its connections "
-					"within seconds)\n",
-				name);
+			fprintf(stderr,
+			        "agent '%s' revoked (a running daemon drops its connections "
+			        "within seconds)\n",
+			        name);
 		}
 	} else {
 		json_t *out;
@@ -1323,10 +1347,11 @@ int agents_command(int argc, char **argv)
 			json_array_foreach(json_object_get(out, "agents"), i, a)
 			{
 				char *l = json_dumps(json_object_get(a, "labels"),
-						     JSON_COMPACT | JSON_SORT_KEYS);
+				                     JSON_COMPACT | JSON_SORT_KEYS);
 				printf("%-24s %-40s %s\n",
 				       json_string_value(json_object_get(a, "name")),
-				       json_string_value(json_object_get(a, "public_key")), l ? l : "{}");
+				       json_string_value(json_object_get(a, "public_key")),
+				       l ? l : "{}");
 				free(l);
 			}
 			json_decref(out);

@@ -20,8 +20,8 @@
 #include "store.h"
 
 struct agents_opts {
-	const char *listen;   /* tcp://HOST:PORT */
-	const char *key;      /* PREFIX: PREFIX.key is the daemon's secret key */
+	const char *listen; /* tcp://HOST:PORT */
+	const char *key;    /* PREFIX: PREFIX.key is the daemon's secret key */
 	const char *data_dir;
 };
 
@@ -39,8 +39,8 @@ int agents_keygen_command(int argc, char **argv);
  * enrolment (-400 bad input, -409 name or key taken, field names the
  * member); revocation (-404). 0 on success, -1 with err otherwise. */
 int agents_list(struct store *s, json_t **out, char *err);
-int agents_enroll(struct store *s, const char *name, const char *key, json_t *labels,
-		  json_t **out, char *field, char *err);
+int agents_enroll(struct store *s, const char *name, const char *key, json_t *labels, json_t **out,
+                  char *field, char *err);
 int agents_revoke(struct store *s, const char *name, char *err);
 /* labels "k=v,k=v" into an object; 0 or -1 with err */
 int agents_parse_labels(const char *text, json_t *out, char *err);
@@ -62,7 +62,7 @@ int agents_place(const struct spec_placement *pl, struct agent_pick *out, int ma
  * the run's files the agent may fetch by hash and caches (the dataset,
  * the tokenizer). 0, or -1 with err. */
 int agents_spawn(int64_t run, const char *endpoint, const char *conn, const int *idx, int n,
-		 const char *api_key, json_t *files, char *err);
+                 const char *api_key, json_t *files, char *err);
 /* The SHA-256 of a file in hex (65 bytes); 0 or -1. */
 int agents_file_sha256(const char *path, char *hex);
 enum { AGENT_W_RUNNING, AGENT_W_EXITED, AGENT_W_LOST };

@@ -24,7 +24,7 @@ enum MHD_Result h_agent_enroll(struct call *k)
 	json_t *b = json_loadb(k->body, k->body_len, JSON_REJECT_DUPLICATES, &je);
 	if (!b)
 		return reply_error(k->conn, 400, "invalid_json", NULL, "the body is not JSON: %s",
-				   je.text);
+		                   je.text);
 	enum MHD_Result ret;
 	if (!json_is_object(b)) {
 		ret = reply_error(k->conn, 400, "wrong_type", NULL, "the body must be an object");
@@ -37,7 +37,7 @@ enum MHD_Result h_agent_enroll(struct call *k)
 		if (strcmp(key, "name") != 0 && strcmp(key, "public_key") != 0 &&
 		    strcmp(key, "labels") != 0) {
 			ret = reply_error(k->conn, 400, "unknown_field", key,
-					  "unknown member '%.64s'", key);
+			                  "unknown member '%.64s'", key);
 			goto out;
 		}
 	}
@@ -46,26 +46,26 @@ enum MHD_Result h_agent_enroll(struct call *k)
 		json_t *x = json_object_get(b, req[i]);
 		if (!x) {
 			ret = reply_error(k->conn, 400, "missing_field", req[i], "'%s' is required",
-					  req[i]);
+			                  req[i]);
 			goto out;
 		}
 		if (!json_is_string(x)) {
-			ret = reply_error(k->conn, 400, "wrong_type", req[i], "'%s' must be a string",
-					  req[i]);
+			ret = reply_error(k->conn, 400, "wrong_type", req[i],
+			                  "'%s' must be a string", req[i]);
 			goto out;
 		}
 	}
 	json_t *labels = json_object_get(b, "labels");
 	if (labels && !json_is_object(labels)) {
 		ret = reply_error(k->conn, 400, "wrong_type", "labels",
-				  "'labels' must be an object of strings");
+		                  "'labels' must be an object of strings");
 		goto out;
 	}
 	char err[HR_ERRLEN], field[32];
 	json_t *out = NULL;
 	int rc = agents_enroll(k->a->store, json_string_value(json_object_get(b, "name")),
-			       json_string_value(json_object_get(b, "public_key")), labels, &out,
-			       field, err);
+	                       json_string_value(json_object_get(b, "public_key")), labels, &out,
+	                       field, err);
 	if (rc == -400)
 		ret = reply_error(k->conn, 400, "invalid_value", field, "%s", err);
 	else if (rc == -409)
@@ -75,7 +75,7 @@ enum MHD_Result h_agent_enroll(struct call *k)
 	else {
 		if (k->auth)
 			snprintf(k->auth->detail, sizeof k->auth->detail, "agent %.64s enrolled",
-				 json_string_value(json_object_get(b, "name")));
+			         json_string_value(json_object_get(b, "name")));
 		ret = reply_json(k->conn, 201, out);
 	}
 out:
@@ -87,11 +87,12 @@ enum MHD_Result h_agent_revoke(struct call *k)
 {
 	if (!agentproto_name_ok(k->name, AGENT_NAME_MAX))
 		return reply_error(k->conn, 404, "not_found", "name", "no agent named '%.64s'",
-				   k->name);
+		                   k->name);
 	char err[HR_ERRLEN];
 	int rc = agents_revoke(k->a->store, k->name, err);
 	if (rc == -404)
-		return reply_error(k->conn, 404, "not_found", "name", "no agent named '%s'", k->name);
+		return reply_error(k->conn, 404, "not_found", "name", "no agent named '%s'",
+		                   k->name);
 	if (rc < 0)
 		return reply_internal(k->conn, err);
 	if (k->auth)
