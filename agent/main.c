@@ -60,7 +60,7 @@ struct fetch { /* the dataset being fetched, one at a time */
 
 struct agent {
 	void *ctx, *up, *wk, *mon; /* mon: the link's handshake events */
-	int n_links, refused_logged;
+	int n_links, refused_logged, relink;
 	const char *connect;
 	char pub[CURVEKEY_Z85], sec[CURVEKEY_Z85], srv[CURVEKEY_Z85];
 	char name[AGENT_NAME_MAX + 1], host[256];
@@ -558,7 +558,10 @@ static void on_control(struct agent *a, zmq_msg_t *f, int n)
 		if (json_is_true(json_object_get(o, "fatal"))) {
 			a->quit = 2;
 		} else {
+			/* a new connection after a pause (a revoked key is then
+			 * refused at its handshake) */
 			a->welcomed = 0;
+			a->relink = 1;
 			a->next_try = mono_ns() + 3 * AGENT_HELLO_EVERY_NS;
 		}
 	} else if (strcmp(t, "who") == 0) {
@@ -934,7 +937,11 @@ int main(int argc, char **argv)
 		from_workers(&a);
 		reap(&a);
 		int64_t now = mono_ns();
-		if (!a.welcomed && now - a.last_hello > AGENT_HELLO_EVERY_NS && now > a.next_try)
+		if (a.relink && now > a.next_try) {
+			a.relink = 0;
+			link_reset(&a, "refused");
+		} else if (!a.welcomed && now - a.last_hello > AGENT_HELLO_EVERY_NS &&
+		           now > a.next_try)
 			send_hello(&a);
 		if (a.welcomed && now - a.last_hb > AGENT_HB_NS) {
 			send_ctl(&a, json_pack("{s:s, s:i}", "type", "hb", "workers", in_use(&a)),

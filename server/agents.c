@@ -34,6 +34,7 @@ struct conn {
 	size_t ridlen;
 	char name[AGENT_NAME_MAX + 1];
 	char enrolled[AGENT_NAME_MAX + 1];
+	char key[CURVEKEY_Z85]; /* the key it authenticated with */
 	char host[256], version[64], addr[64];
 	int cores, in_use;
 	json_t *labels; /* enrolled labels, then the announced ones they do not set */
@@ -292,14 +293,6 @@ static const struct enrolled *enrolled_by_key(const char *key)
 	return NULL;
 }
 
-static const struct enrolled *enrolled_by_name(const char *name)
-{
-	for (int i = 0; i < H.ne; i++)
-		if (strcmp(H.e[i].name, name) == 0)
-			return &H.e[i];
-	return NULL;
-}
-
 static json_t *conn_json(const struct conn *c)
 {
 	char hb[32], since[32];
@@ -429,12 +422,10 @@ static void zap_answer(void)
 			reload(); /* enrolled a moment ago, perhaps */
 			e = enrolled_by_key(key);
 		}
-		static char uname[AGENT_NAME_MAX + 1];
-		if (e) {
-			snprintf(uname, sizeof uname, "%s", e->name);
+		if (e) { /* the user id is the key: its enrolment is looked up at each hello */
 			status = "200";
 			text = "OK";
-			user = uname;
+			user = key;
 		}
 		pthread_mutex_unlock(&H.mu);
 		if (!e)
@@ -523,6 +514,20 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 		return;
 	}
 	pthread_mutex_lock(&H.mu);
+	/* the connection's key (ZAP's user id) is still enrolled: a revoked
+	 * key's connection, still open, is refused here */
+	const struct enrolled *e = enrolled_by_key(user);
+	if (!e) {
+		pthread_mutex_unlock(&H.mu);
+		hlog(LOG_WARN, "agents",
+		     "refused agent '%s' from %s: its key is not enrolled (any "
+		     "more)\n",
+		     name, addr);
+		send_ctl_rid(rid, rl,
+		             json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason",
+		                       "this agent's key is not enrolled (revoked?)", "fatal", 0));
+		return;
+	}
 	int ci = conn_by_rid(rid, rl), free_i = -1;
 	for (int i = 0; i < MAX_CONNS; i++) {
 		if (!H.c[i].used) {
@@ -568,14 +573,16 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 	}
 	c->welcomed = 1;
 	snprintf(c->name, sizeof c->name, "%s", name);
-	snprintf(c->enrolled, sizeof c->enrolled, "%s", user);
+	snprintf(c->enrolled, sizeof c->enrolled, "%s", e->name);
+	memcpy(c->key, e->key, sizeof c->key);
+	char ename[AGENT_NAME_MAX + 1];
+	snprintf(ename, sizeof ename, "%s", e->name);
 	snprintf(c->host, sizeof c->host, "%s", host);
 	snprintf(c->version, sizeof c->version, "%s", ver);
 	snprintf(c->addr, sizeof c->addr, "%s", addr);
 	c->cores = (int)json_integer_value(cores);
 	json_decref(c->labels);
-	const struct enrolled *e = enrolled_by_name(user);
-	c->labels = e ? json_deep_copy(e->labels) : json_object();
+	c->labels = json_deep_copy(e->labels);
 	if (labels)
 		json_object_update_missing(c->labels, labels);
 	c->last_seen = mono_ns();
@@ -585,8 +592,8 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 		hlog(LOG_INFO, "agents",
 		     "agent '%s' connected from %s (host %s, %d cores, headroom "
 		     "%s, enrolled as '%s')\n",
-		     name, addr, host, (int)json_integer_value(cores), ver, user);
-	send_ctl_rid(rid, rl, json_pack("{s:s, s:s}", "type", "welcome", "enrolled", user));
+		     name, addr, host, (int)json_integer_value(cores), ver, ename);
+	send_ctl_rid(rid, rl, json_pack("{s:s, s:s}", "type", "welcome", "enrolled", ename));
 }
 
 /* "fetch": one of the run's files (a dataset, a tokenizer) by its SHA-256,
@@ -926,7 +933,7 @@ static void housekeeping(int64_t now, int drained, int64_t *last_hb, int64_t *la
 		reload();
 		*last_reload = now;
 		for (int i = 0; i < MAX_CONNS; i++)
-			if (H.c[i].used && !enrolled_by_name(H.c[i].enrolled)) {
+			if (H.c[i].used && !enrolled_by_key(H.c[i].key)) {
 				hlog(LOG_WARN, "agents",
 				     "agent '%s' dropped: its enrolment '%s' was "
 				     "revoked\n",

@@ -1496,6 +1496,7 @@ static void start_failed(struct run_ctx *c, json_t *spec_json, struct mockproc *
 	run_ended(c->r, c->id, spec_json);
 	mockproc_stop(mock);
 	release_datasets(c);
+	forget_secret(c); /* the workers' environment (placement fails after prepare) */
 	spec_release(&c->spec);
 }
 
