@@ -461,6 +461,11 @@ class Agents(unittest.TestCase):
         self.assertTrue(placed["summary"]["validity"]["valid"], placed["summary"]["validity"])
         lag = placed["summary"]["metrics"]["schedule_lag"]
         self.assertLess(lag["p99"], 500, lag)
+        out = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "--url",
+                              E.api.base.rsplit("/api/v1", 1)[0], "show", str(placed["id"])],
+                             capture_output=True, text=True, timeout=60)
+        self.assertEqual(out.returncode, 0, out.stderr)
+        self.assertIn("placement 1 here, 1 on ag1, 1 on ag2", out.stdout)
 
     def test_4_offset_through_a_delaying_relay(self):
         enroll()
