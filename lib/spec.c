@@ -1699,6 +1699,79 @@ const struct spec *spec_for_worker(const struct spec *s, uint32_t w)
 	return k < 0 ? s : s->classes[k].spec;
 }
 
+/* placement (docs/agents.md): kept only when given, so specs without it
+ * keep their fingerprints. */
+static int parse_placement(struct vctx *v, json_t *root, json_t *given, struct spec *s)
+{
+	json_t *o = json_object_get(root, "placement");
+	if (!o || json_is_null(o)) {
+		json_object_del(root, "placement");
+		return 0;
+	}
+	if (!json_is_object(o))
+		return fail(v, "wrong_type", "placement", "'placement' must be an object");
+	static const char *const keys[] = {"local", "agents", "on_agent_loss", NULL};
+	if (check_keys(v, o, "placement", keys) < 0)
+		return -1;
+	if (json_object_get(root, "classes") && !json_is_null(json_object_get(root, "classes")))
+		return fail(v, "invalid_value", "placement",
+		            "'placement' cannot be combined with 'classes'");
+	if (json_object_get(given, "workers"))
+		return fail(v, "invalid_value", "workers",
+		            "with 'placement' the workers are placement.local plus each "
+		            "placement.agents entry's workers on every agent it selects: leave "
+		            "'workers' out");
+	double local;
+	if (get_num(v, o, "local", "placement.local", 0, 1, 0, HR_MAX_WORKERS, 1, &local) < 0)
+		return -1;
+	json_t *ag = json_object_get(o, "agents");
+	if (!ag || json_is_null(ag)) {
+		ag = json_array();
+		json_object_set_new(o, "agents", ag);
+	}
+	if (!json_is_array(ag))
+		return fail(v, "wrong_type", "placement.agents", "'placement.agents' must be an array");
+	if (json_array_size(ag) > HR_MAX_PLACEMENT)
+		return fail(v, "out_of_range", "placement.agents",
+		            "'placement.agents' has more than %d entries", HR_MAX_PLACEMENT);
+	s->placement.given = 1;
+	s->placement.local = (int)local;
+	size_t i;
+	json_t *e;
+	json_array_foreach(ag, i, e)
+	{
+		char path[64], p2[96];
+		snprintf(path, sizeof path, "placement.agents[%zu]", i);
+		if (!json_is_object(e))
+			return fail(v, "wrong_type", path, "'%s' must be an object", path);
+		static const char *const ekeys[] = {"selector", "workers", NULL};
+		if (check_keys(v, e, path, ekeys) < 0)
+			return -1;
+		snprintf(p2, sizeof p2, "%s.selector", path);
+		json_t *sel = get_obj(v, e, "selector", p2, 0);
+		if (!sel || check_string_map(v, sel, p2, HR_MAX_LABELS) < 0)
+			return -1;
+		snprintf(p2, sizeof p2, "%s.workers", path);
+		double w;
+		if (get_num(v, e, "workers", p2, 1, 1, 1, HR_MAX_WORKERS, 1, &w) < 0)
+			return -1;
+		s->placement.agents[i].selector = sel;
+		s->placement.agents[i].workers = (int)w;
+		s->placement.n_agents++;
+	}
+	if (s->placement.local == 0 && s->placement.n_agents == 0)
+		return fail(v, "invalid_value", "placement",
+		            "'placement' places no worker: give 'local' or 'agents'");
+	const char *loss = get_str(v, o, "on_agent_loss", "placement.on_agent_loss", "fail", 16);
+	if (!loss)
+		return -1;
+	if (strcmp(loss, "fail") != 0 && strcmp(loss, "degrade") != 0)
+		return fail(v, "invalid_value", "placement.on_agent_loss",
+		            "'placement.on_agent_loss' must be \"fail\" or \"degrade\"");
+	s->placement.degrade = strcmp(loss, "degrade") == 0;
+	return 0;
+}
+
 static int validate(struct vctx *v, json_t *root, json_t *given, int default_workers,
                     struct spec *s)
 {
@@ -1706,7 +1779,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                  "load",	"workers",   "warmup", "telemetry",
 	                                  "client",	"goodput",   "repeat",
 	                                  "validity",	"gates",     "classes",
-	                                  NULL};
+	                                  "placement",	NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -2025,7 +2098,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (parse_goodput(v, root, s) < 0)
 		return -1;
 	if (parse_repeat(v, root, s) < 0 || parse_validity(v, root, s) < 0 ||
-	    parse_gates(v, root, s) < 0)
+	    parse_gates(v, root, s) < 0 || parse_placement(v, root, given, s) < 0)
 		return -1;
 	json_t *classes = json_object_get(root, "classes");
 	if (classes && !json_is_null(classes))
@@ -2039,6 +2112,11 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (cap > 0 && defw > cap)
 		defw = cap;
 	double w;
+	if (s->placement.given) { /* the agents' workers are counted at the start */
+		json_object_del(root, "workers");
+		s->workers = s->placement.local;
+		return 0;
+	}
 	if (get_num(v, root, "workers", "workers", defw, 1, 1, HR_MAX_WORKERS, 1, &w) < 0)
 		return -1;
 	s->workers = (int)w;

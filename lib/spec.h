@@ -200,7 +200,20 @@ struct spec {
 		double confidence;
 	} gates[HR_MAX_GATES];
 	int n_gates;
-	int workers; /* with classes: the sum of the classes' workers */
+	int workers; /* with classes: the sum of the classes' workers; with
+		      * placement: placement.local (the agents' add at the start) */
+	/* placement (docs/agents.md): workers on this host and on agents
+	 * chosen by label; given = 0 when the spec has none */
+	struct spec_placement {
+		int given;
+		int local;
+		int n_agents;
+		struct {
+			const json_t *selector; /* borrowed: an object of strings */
+			int workers;            /* per matching connected agent */
+		} agents[HR_MAX_PLACEMENT];
+		int degrade; /* on_agent_loss "degrade" (else "fail") */
+	} placement;
 	/* spec.classes (docs/classes.md): traffic classes, each a whole spec of
 	 * its own (the run's fields with the class's target, workload, load
 	 * and goodput over them), run side by side on consecutive workers:
