@@ -1617,6 +1617,11 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 			hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
 				(long long)id, err);
 		judge_run(r->store, id, &c->spec, summary);
+		/* and the judgement indexed before the state turns terminal: a
+		 * reader that sees the run finished sees its validity too */
+		if (history_index_summary(r->store, id, summary, err) < 0)
+			hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
+				(long long)id, err);
 	}
 	card_end(r->store, id, card, summary); /* lengths sent, verdict, GPUs */
 	const char *state = RUN_SUCCEEDED;
