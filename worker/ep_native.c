@@ -399,19 +399,20 @@ static int raw_event(struct req *r, const char *name, json_t *j, struct chunk_in
 	return EV_FAIL;
 }
 
-/* The answer is not read: it is timed, its bytes counted. */
+/* The answer is not read: it is timed, one piece at the body's end (the
+ * clock of the read that brought its last bytes), and its bytes counted. */
 static int raw_answer(struct req *r, json_t *j, const json_error_t *je, char **msg)
 {
 	(void)j;
 	(void)je;
 	r->rec.bytes_out = r->resp.len > INT32_MAX ? INT32_MAX : (int32_t)r->resp.len;
-	if (r->body_ns != HR_NO_TIME && record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
-		*msg = xstrdup("cannot record the answer's arrival");
-		return HR_ERR_MALFORMED_STREAM;
-	}
 	if (r->body_ns == HR_NO_TIME) {
 		*msg = xstrdup("empty response body");
 		return HR_ERR_NO_CONTENT;
+	}
+	if (record_add_chunk(&r->rec, r->cb_ns, &r->chunk_cap) < 0) {
+		*msg = xstrdup("cannot record the answer's arrival");
+		return HR_ERR_MALFORMED_STREAM;
 	}
 	return HR_ERR_NONE;
 }

@@ -1154,13 +1154,15 @@ static void fill_tokens(struct req *r)
 		rec->tok_osl = n < 0 ? -1 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
 	}
 
-	if (c->one_piece) { /* embeddings, rankings: nothing is generated */
-		rec->osl = 0;
-		rec->osl_src = HR_TOKSRC_REQUESTED;
-	} else if (c->h->raw) { /* a raw stream: read, not counted */
+	if (c->h->raw) { /* a raw answer: read, not counted */
 		rec->osl = -1;
 		rec->osl_src = HR_TOKSRC_NONE;
-		rec->bytes_out = r->raw_bytes > INT32_MAX ? INT32_MAX : (int32_t)r->raw_bytes;
+		if (c->stream)
+			rec->bytes_out =
+			    r->raw_bytes > INT32_MAX ? INT32_MAX : (int32_t)r->raw_bytes;
+	} else if (c->one_piece) { /* embeddings, rankings: nothing is generated */
+		rec->osl = 0;
+		rec->osl_src = HR_TOKSRC_REQUESTED;
 	} else {
 		int32_t chunks = c->stream ? (int32_t)rec->n_chunks : -1;
 		struct {
