@@ -25,6 +25,7 @@ import collections
 import json
 import os
 import re
+import subprocess
 import unittest
 import urllib.request
 
@@ -382,6 +383,49 @@ class NativeEndpoints(unittest.TestCase):
         sp = self.spec("tei_embeddings", False, workload={"passages": 2})
         st, body, _ = self.api.call("POST", "/runs", sp)
         self.assertEqual((st, body["error"]["field"]), (400, "workload.passages"), body)
+
+
+class Profile(unittest.TestCase):
+    """`headroom profile --endpoint-type` with AIPerf's names for these types."""
+
+    def profile(self, *args):
+        return subprocess.run([os.path.join(hrtest.BIN, "headroom"), "profile", "--print-spec",
+                               *args], capture_output=True, text=True, timeout=30)
+
+    def test_names(self):
+        for aiperf, ours in (("nim_embeddings", "nim_embeddings"),
+                             ("cohere_embeddings", "cohere_embeddings"),
+                             ("hf_tei_embeddings", "tei_embeddings"),
+                             ("vllm_generate", "vllm_generate"),
+                             ("sglang_generate", "sglang_generate")):
+            with self.subTest(aiperf=aiperf):
+                r = self.profile("-m", "m", "--endpoint-type", aiperf)
+                self.assertEqual(r.returncode, 0, r.stderr)
+                self.assertEqual(json.loads(r.stdout)["target"]["endpoint"], ours)
+        r = self.profile("-m", "m", "--endpoint-type", "sglang_generate", "--streaming")
+        self.assertTrue(json.loads(r.stdout)["target"]["stream"])
+        r = self.profile("-m", "m", "--endpoint-type", "vllm_generate", "--streaming")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--streaming", r.stderr)
+
+    def test_raw(self):
+        r = self.profile("-m", "m", "--endpoint-type", "raw", "--endpoint", "/infer",
+                         "--extra-inputs", '{"q": [1, 2]}')
+        self.assertEqual(r.returncode, 0, r.stderr)
+        t = json.loads(r.stdout)["target"]
+        self.assertEqual((t["endpoint"], t["path"], t["raw"]), ("raw", "/infer",
+                                                                 {"body": {"q": [1, 2]}}))
+        self.assertNotIn("extra_body", t)
+        r = self.profile("-m", "m", "--endpoint-type", "raw")
+        self.assertEqual(r.returncode, 2, r.stderr)
+        self.assertIn("--extra-inputs", r.stderr)
+
+    def test_help(self):
+        r = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "profile", "--help"],
+                           capture_output=True, text=True, timeout=30)
+        for name in ("nim_embeddings", "cohere_embeddings", "hf_tei_embeddings",
+                     "vllm_generate", "sglang_generate", "raw"):
+            self.assertIn(name, r.stdout + r.stderr)
 
 
 if __name__ == "__main__":
