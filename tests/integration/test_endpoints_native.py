@@ -27,6 +27,7 @@ import os
 import re
 import subprocess
 import unittest
+import urllib.error
 import urllib.request
 
 import hrtest
@@ -383,6 +384,121 @@ class NativeEndpoints(unittest.TestCase):
         sp = self.spec("tei_embeddings", False, workload={"passages": 2})
         st, body, _ = self.api.call("POST", "/runs", sp)
         self.assertEqual((st, body["error"]["field"]), (400, "workload.passages"), body)
+
+
+class MockRoutes(unittest.TestCase):
+    """The mock's wire format of these routes, asked by hand (docs/mock.md)."""
+
+    @classmethod
+    def setUpClass(cls):
+        cls.mock = hrtest.start_mock("--embedding-dim", "4", "--quiet")
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.mock.stop()
+
+    def post(self, path, body):
+        data = body if isinstance(body, bytes) else json.dumps(body).encode()
+        req = urllib.request.Request("http://%s%s" % (self.mock.addr, path), data=data,
+                                     headers={"Content-Type": "application/json"})
+        try:
+            with urllib.request.urlopen(req, timeout=10) as f:
+                return f.status, f.read().decode()
+        except urllib.error.HTTPError as e:
+            return e.code, e.read().decode()
+
+    def test_cohere_embed(self):
+        st, text = self.post("/v2/embed", {"model": "m", "texts": ["a b", "c"],
+                                           "input_type": "search_query",
+                                           "embedding_types": ["float"]})
+        self.assertEqual(st, 200, text)
+        j = json.loads(text)
+        self.assertEqual(len(j["embeddings"]["float"]), 2)
+        self.assertEqual(len(j["embeddings"]["float"][0]), 4)
+        self.assertEqual(j["texts"], ["a b", "c"])
+        self.assertEqual(j["meta"]["billed_units"]["input_tokens"], 3)
+        # the vectors are those of /v1/embeddings for the same texts
+        st2, text2 = self.post("/v1/embeddings", {"model": "m", "input": ["a b", "c"]})
+        self.assertEqual([d["embedding"] for d in json.loads(text2)["data"]],
+                         j["embeddings"]["float"])
+        for body, word in (({"texts": ["a"], "input_type": "search_query"}, "'model'"),
+                           ({"model": "m", "texts": ["a"]}, "'input_type'"),
+                           ({"model": "m", "texts": [], "input_type": "image"}, "'texts'"),
+                           ({"model": "m", "texts": ["a"], "input_type": "image",
+                             "embedding_types": ["int8"]}, "'embedding_types'")):
+            st, text = self.post("/v2/embed", body)
+            self.assertEqual(st, 400, text)
+            self.assertIn(word, text)
+
+    def test_tei_embed(self):
+        st, text = self.post("/embed", {"inputs": "a b"})
+        self.assertEqual(st, 200, text)
+        self.assertEqual(len(json.loads(text)), 1)
+        st, text = self.post("/embed", {"inputs": ["a", "b", "c"], "normalize": True})
+        self.assertEqual((st, len(json.loads(text))), (200, 3))
+        st, text = self.post("/embed", {"inputs": [1]})
+        self.assertEqual(st, 400, text)
+        self.assertIn("'inputs[0]'", text)
+
+    def test_nim_members(self):
+        st, text = self.post("/v1/embeddings", {"model": "m", "input": ["a"],
+                                                "input_type": "passage", "truncate": "END"})
+        self.assertEqual(st, 200, text)
+        for body, word in (({"input": "a", "input_type": "doc"}, "'input_type'"),
+                           ({"input": "a", "truncate": "LEFT"}, "'truncate'")):
+            st, text = self.post("/v1/embeddings", body)
+            self.assertEqual(st, 400, text)
+            self.assertIn(word, text)
+
+    def test_vllm_generate(self):
+        st, text = self.post("/inference/v1/generate",
+                             {"model": "m", "token_ids": [5, 6], "stream": False,
+                              "sampling_params": {"max_tokens": 3}})
+        self.assertEqual(st, 200, text)
+        j = json.loads(text)
+        self.assertEqual(j["choices"][0]["token_ids"], [102, 103, 104])
+        self.assertEqual(j["choices"][0]["finish_reason"], "length")
+        self.assertEqual(j["prompt_token_count"], 2)
+        for body, word in (({"token_ids": []}, "'token_ids'"),
+                           ({"token_ids": [1, -2]}, "'token_ids[1]'"),
+                           ({"token_ids": [1], "stream": True}, "'stream'"),
+                           ({"token_ids": [1], "sampling_params": {"max_tokens": 0}},
+                            "'sampling_params.max_tokens'")):
+            st, text = self.post("/inference/v1/generate", body)
+            self.assertEqual(st, 400, text)
+            self.assertIn(word, text)
+
+    def test_sglang_generate(self):
+        st, text = self.post("/generate", {"text": "a b c", "stream": True,
+                                           "sampling_params": {"max_new_tokens": 3}})
+        self.assertEqual(st, 200, text)
+        events = [e[len("data: "):] for e in text.split("\n\n") if e]
+        self.assertEqual(events[-1], "[DONE]")
+        evs = [json.loads(e) for e in events[:-1]]
+        self.assertEqual(len(evs), 3)
+        self.assertEqual([e["meta_info"]["completion_tokens"] for e in evs], [1, 2, 3])
+        self.assertEqual([e["output_ids"] for e in evs], [[103], [104], [105]])
+        self.assertEqual(evs[-1]["text"], "fox jumps over ")
+        self.assertIsNone(evs[0]["meta_info"]["finish_reason"])
+        self.assertEqual(evs[-1]["meta_info"]["finish_reason"]["type"], "length")
+        st, text = self.post("/generate", {"input_ids": [1, 2, 3],
+                                           "sampling_params": {"max_new_tokens": 2}})
+        j = json.loads(text)
+        self.assertEqual((j["text"], j["output_ids"]), ("fox jumps ", [103, 104]))
+        self.assertEqual(j["meta_info"]["prompt_tokens"], 3)
+        # TGI keeps its /generate: a body with "inputs" is TGI's
+        st, text = self.post("/generate", {"inputs": "a b c",
+                                           "parameters": {"max_new_tokens": 2}})
+        self.assertEqual(json.loads(text), {"generated_text": "fox jumps "})
+        for body, word in (({"text": "a", "input_ids": [1]}, "not both"),
+                           ({"text": ""}, "'text'"),
+                           ({"text": "a", "sampling_params": []}, "'sampling_params'")):
+            st, text = self.post("/generate", body)
+            self.assertEqual(st, 400, text)
+            self.assertIn(word, text)
+        # neither shape: TGI's route, which wants "inputs"
+        st, text = self.post("/generate", b"[1]")
+        self.assertEqual(st, 400, text)
 
 
 class Profile(unittest.TestCase):
