@@ -211,6 +211,20 @@ class NativeEndpoints(unittest.TestCase):
                 for r in rows:
                     self.assertEqual(r["requested_osl"], OSL, r)
 
+    def test_vllm_generate_tokenizer(self):
+        """With workload.tokenizer the ids are the prompt's, encoded by it:
+        exactly the ISL asked for (the prompt is built to that length), as
+        the mock counts them (one token per id)."""
+        from test_profile import byte_tokenizer
+        tok = os.path.join(self.tmp.name, "tokenizer.json")
+        with open(tok, "w") as f:
+            json.dump(byte_tokenizer(), f)
+        before = self.mock_prompt_tokens()
+        sp = self.spec("vllm_generate", False, workload={"tokenizer": tok})
+        run, rows = self.run_spec(sp)
+        self.check_valid(run, rows, ISL, OSL, "tokenizer", "server_usage", 0)
+        self.assertEqual(self.mock_prompt_tokens() - before, N * ISL)
+
     def test_sglang_streamed(self):
         for tr in TRANSPORTS:
             with self.subTest(transport=tr):
