@@ -106,7 +106,8 @@ static int vllm_parse(struct server *srv, enum mock_api api, bool stream_path,
 	    sampling(root, "max_tokens", "min_tokens", VLLM_DEFAULT_MAX_TOKENS, g, err) < 0)
 		goto out;
 	if (stream) {
-		errf(err, "'stream' must be false: this server answers /inference/v1/generate whole");
+		errf(err,
+		     "'stream' must be false: this server answers /inference/v1/generate whole");
 		goto out;
 	}
 	g->prompt_tokens = (uint32_t)n; /* at most the body's size */

@@ -251,8 +251,8 @@ static int parse_embed_texts(const struct mock_config *cfg, enum mock_api api, c
 			if (!json_is_array(et) || json_array_size(et) != 1 ||
 			    !json_is_string(json_array_get(et, 0)) ||
 			    strcmp(json_string_value(json_array_get(et, 0)), "float") != 0)
-				return errf(err, "'embedding_types' must be [\"float\"] (the only type "
-				                 "this server gives)");
+				return errf(err, "'embedding_types' must be [\"float\"] (the only "
+				                 "type this server gives)");
 		}
 		const json_t *tr = json_object_get(root, "truncate");
 		if (tr && !json_is_null(tr) &&
@@ -291,8 +291,8 @@ static int parse_embed_texts(const struct mock_config *cfg, enum mock_api api, c
 			return -1;
 	}
 	if ((uint64_t)pq->n * pq->dim > MOCK_MAX_EMBED_VALUES)
-		return errf(err, "'%s' has %u items of %u dimensions: at most %u values in all", key,
-		            pq->n, pq->dim, (unsigned)MOCK_MAX_EMBED_VALUES);
+		return errf(err, "'%s' has %u items of %u dimensions: at most %u values in all",
+		            key, pq->n, pq->dim, (unsigned)MOCK_MAX_EMBED_VALUES);
 	if (api == API_EMBED_COHERE)
 		pq->root_texts = in;
 	return 0;

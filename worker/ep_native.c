@@ -92,8 +92,8 @@ static int emb_body(struct req *r, const struct req_params *p)
 	if (dynbuf_add(b, "]", 1) < 0)
 		return -1;
 	if (r->requested_isl >= 0)
-		r->requested_isl = sum + r->requested_isl > INT32_MAX ? INT32_MAX
-		                                                      : (int)(sum + r->requested_isl);
+		r->requested_isl =
+		    sum + r->requested_isl > INT32_MAX ? INT32_MAX : (int)(sum + r->requested_isl);
 	return rq_end_body(r, true);
 }
 
@@ -153,7 +153,7 @@ const struct ep_handler ep_embeddings_tei = {
 
 /* --- vLLM /inference/v1/generate -------------------------------------------- */
 
-#define VLLM_ID_BASE 100     /* synthetic ids: from here ... */
+#define VLLM_ID_BASE 100    /* synthetic ids: from here ... */
 #define VLLM_ID_SPAN 32000u /* ... over this many */
 
 static int vllm_cfg(struct req_cfg *c, const struct spec *s, char *err)
@@ -235,9 +235,9 @@ static int vllm_body(struct req *r, const struct req_params *p)
 	    ((c->with_prompt && dynbuf_add(b, ",", 1) < 0) ||
 	     dynbuf_addstr(b, "\"sampling_params\":{\"max_tokens\":") < 0 ||
 	     rq_add_uint(b, r->requested_osl) < 0 ||
-	     (c->min_tokens && (dynbuf_addstr(b, ",\"ignore_eos\":true") < 0 ||
-	                        dynbuf_addstr(b, ",\"min_tokens\":") < 0 ||
-	                        rq_add_uint(b, r->requested_osl) < 0)) ||
+	     (c->min_tokens &&
+	      (dynbuf_addstr(b, ",\"ignore_eos\":true") < 0 ||
+	       dynbuf_addstr(b, ",\"min_tokens\":") < 0 || rq_add_uint(b, r->requested_osl) < 0)) ||
 	     dynbuf_add(b, "}", 1) < 0))
 		return -1;
 	if (dynbuf_addstr(b, c->with_prompt || c->with_max_tokens ? ",\"stream\":false"
