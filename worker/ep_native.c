@@ -166,9 +166,45 @@ static int vllm_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	return rq_cfg_tail(c, s, true, err);
 }
 
-/* The prompt's token ids: with workload.tokenizer, the prompt headroom
- * writes encoded by it; without, requested_isl ids drawn from the seed
- * and the request (a dataset's text: one id per word). */
+/* Appends the i-th id (from 0) of a run of ids drawn from base. */
+static int add_drawn_id(struct dynbuf *b, uint64_t base, int i, bool sep)
+{
+	uint64_t h = rng_hash(base, RNG_STREAM_PROMPT, (uint64_t)i);
+	return (sep && dynbuf_add(b, ",", 1) < 0) ||
+	               rq_add_uint(b, VLLM_ID_BASE + (int)(h % VLLM_ID_SPAN)) < 0
+	           ? -1
+	           : 0;
+}
+
+/* One id per whitespace-separated word of s[0..n) (FNV-1a of its bytes),
+ * so that the same text always gives the same ids; *count grows by the
+ * words. */
+static int add_word_ids(struct dynbuf *b, const char *s, size_t n, int64_t *count)
+{
+	size_t i = 0;
+	while (i < n) {
+		while (i < n && (s[i] == ' ' || s[i] == '\n' || s[i] == '\t' || s[i] == '\r'))
+			i++;
+		if (i == n)
+			break;
+		uint64_t h = 0xcbf29ce484222325ULL;
+		while (i < n && s[i] != ' ' && s[i] != '\n' && s[i] != '\t' && s[i] != '\r') {
+			h = (h ^ (unsigned char)s[i++]) * 0x100000001b3ULL;
+		}
+		if ((*count && dynbuf_add(b, ",", 1) < 0) ||
+		    rq_add_uint(b, VLLM_ID_BASE + (int)(h % VLLM_ID_SPAN)) < 0)
+			return -1;
+		++*count;
+	}
+	return 0;
+}
+
+/* The prompt's token ids. With workload.tokenizer: the prompt headroom
+ * writes (shared prefix included) encoded by it. Without: one id per word
+ * of a shared prefix and of a dataset's text (a hash of the word), and a
+ * synthetic prompt's requested_isl ids drawn from the seed: a trace's
+ * prefix blocks from their hash ids (the same block, the same ids), the
+ * rest from the request. The ISL is then the ids sent. */
 static int vllm_ids(struct req *r, const struct req_params *p)
 {
 	const struct req_cfg *c = r->cfg;
@@ -194,29 +230,42 @@ static int vllm_ids(struct req *r, const struct req_params *p)
 			rc = (i && dynbuf_add(b, ",", 1) < 0) || rq_add_uint(b, (int)ids.v[i]) < 0
 			         ? -1
 			         : 0;
-		r->requested_isl = ids.len > INT32_MAX ? INT32_MAX : (int)ids.len;
+		/* the record adds the shared prompts' tokens (extra_tokens) itself */
+		int64_t own = (int64_t)ids.len - r->extra_tokens;
+		r->requested_isl = own < 0 ? 0 : own > INT32_MAX ? INT32_MAX : (int)own;
 		tok_ids_release(&ids);
 		return rc;
 	}
-	int n = r->requested_isl;
-	if (p->text) { /* a dataset's text: one id per word */
-		n = 0;
-		for (size_t i = 0; i < p->text_len; i++)
-			if (p->text[i] != ' ' && p->text[i] != '\n' && p->text[i] != '\t' &&
-			    (i == 0 || p->text[i - 1] == ' ' || p->text[i - 1] == '\n' ||
-			     p->text[i - 1] == '\t'))
-				n++;
-	}
-	if (n < 1)
-		n = 1;
-	uint64_t base = rng_hash(c->seed, RNG_STREAM_PROMPT, p->req_id);
-	for (int i = 0; i < n; i++) {
-		uint64_t h = rng_hash(base, RNG_STREAM_PROMPT, (uint64_t)i);
-		if ((i && dynbuf_add(b, ",", 1) < 0) ||
-		    rq_add_uint(b, VLLM_ID_BASE + (int)(h % VLLM_ID_SPAN)) < 0)
+	int64_t n = 0;
+	if (p->prefix) {
+		/* the prefix is JSON-escaped text: its words, unescaped enough */
+		if (add_word_ids(b, p->prefix, p->prefix_len, &n) < 0)
 			return -1;
 	}
-	r->requested_isl = n;
+	if (p->text) {
+		if (add_word_ids(b, p->text, p->text_len, &n) < 0)
+			return -1;
+	} else {
+		int left = r->requested_isl < 1 ? 1 : r->requested_isl;
+		for (uint32_t i = 0; i < p->n_hash && left > 0; i++) {
+			int k = left < c->block_size ? left : c->block_size;
+			uint64_t base = rng_hash(c->seed, RNG_STREAM_PROMPT,
+			                         REQ_BLOCK_OFFSET + p->hash_ids[i]);
+			for (int j = 0; j < k; j++, n++)
+				if (add_drawn_id(b, base, j, n > 0) < 0)
+					return -1;
+			left -= k;
+		}
+		uint64_t base = rng_hash(c->seed, RNG_STREAM_PROMPT, p->req_id);
+		for (int j = 0; j < left; j++, n++)
+			if (add_drawn_id(b, base, j, n > 0) < 0)
+				return -1;
+	}
+	if (n == 0 && add_drawn_id(b, rng_hash(c->seed, RNG_STREAM_PROMPT, p->req_id), 0, false) < 0)
+		return -1;
+	if (n == 0)
+		n = 1;
+	r->requested_isl = n > INT32_MAX ? INT32_MAX : (int)n;
 	return 0;
 }
 

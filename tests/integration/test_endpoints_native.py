@@ -211,6 +211,17 @@ class NativeEndpoints(unittest.TestCase):
                 for r in rows:
                     self.assertEqual(r["requested_osl"], OSL, r)
 
+    def test_vllm_generate_prefix(self):
+        """Shared prefix prompts become ids too (one per word, the same
+        prefix the same ids): every request sends the prefix's 10 ids and
+        its own 16, all of which the mock counts."""
+        before = self.mock_prompt_tokens()
+        sp = self.spec("vllm_generate", False,
+                       workload={"prefix_prompts": {"count": 2, "tokens": 10}})
+        run, rows = self.run_spec(sp)
+        self.check_valid(run, rows, ISL + 10, OSL, "requested", "server_usage", 0)
+        self.assertEqual(self.mock_prompt_tokens() - before, N * (ISL + 10))
+
     def test_vllm_generate_tokenizer(self):
         """With workload.tokenizer the ids are the prompt's, encoded by it:
         exactly the ISL asked for (the prompt is built to that length), as
