@@ -536,7 +536,6 @@ class Profile(unittest.TestCase):
     def test_names(self):
         for aiperf, ours in (("nim_embeddings", "nim_embeddings"),
                              ("cohere_embeddings", "cohere_embeddings"),
-                             ("hf_tei_embeddings", "tei_embeddings"),
                              ("vllm_generate", "vllm_generate"),
                              ("sglang_generate", "sglang_generate")):
             with self.subTest(aiperf=aiperf):
@@ -564,8 +563,8 @@ class Profile(unittest.TestCase):
     def test_help(self):
         r = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "profile", "--help"],
                            capture_output=True, text=True, timeout=30)
-        for name in ("nim_embeddings", "cohere_embeddings", "hf_tei_embeddings",
-                     "vllm_generate", "sglang_generate", "raw"):
+        for name in ("nim_embeddings", "cohere_embeddings", "vllm_generate",
+                     "sglang_generate", "raw"):
             self.assertIn(name, r.stdout + r.stderr)
 
 
