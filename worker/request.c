@@ -1157,7 +1157,7 @@ static void fill_tokens(struct req *r)
 	if (c->h->raw) { /* a raw answer: read, not counted */
 		rec->osl = -1;
 		rec->osl_src = HR_TOKSRC_NONE;
-		if (c->stream)
+		if (r->mode == RB_SSE) /* a 200 stream: its bytes as read */
 			rec->bytes_out =
 			    r->raw_bytes > INT32_MAX ? INT32_MAX : (int32_t)r->raw_bytes;
 	} else if (c->one_piece) { /* embeddings, rankings: nothing is generated */

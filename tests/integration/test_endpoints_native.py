@@ -330,8 +330,10 @@ class NativeEndpoints(unittest.TestCase):
 
     def test_raw_http_errors(self):
         """A path the server has not: every request's 404, as today."""
-        run, rows = self.run_spec(self.raw_spec(False, "native", {"x": 1}, path="/nope"))
-        self.assertEqual({(r["status"], r["error"]) for r in rows}, {(404, "http_4xx")})
+        for stream in (False, True):
+            run, rows = self.run_spec(self.raw_spec(stream, "native", {"x": 1}, path="/nope"))
+            self.assertEqual({(r["status"], r["error"], r["bytes_out"]) for r in rows},
+                             {(404, "http_4xx", None)})
         # a body the route refuses: 400s
         run, rows = self.run_spec(self.raw_spec(False, "curl", "not json"))
         self.assertEqual({(r["status"], r["error"]) for r in rows}, {(400, "http_4xx")})
