@@ -1161,6 +1161,16 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
     [SPEC_EP_TGI] = {"tgi", "/generate", "/generate_stream", {"huggingface_generate", "tgi"},
                      GEN_STREAMED},
     [SPEC_EP_TEMPLATE] = {"template", "", NULL, {NULL}, GEN_STREAMED},
+    [SPEC_EP_EMBEDDINGS_NIM] = {"nim_embeddings", "/v1/embeddings", NULL, {"nim_embeddings"},
+                                SPEC_EPF_BATCH},
+    [SPEC_EP_EMBEDDINGS_COHERE] = {"cohere_embeddings", "/v2/embed", NULL,
+                                   {"cohere_embeddings"}, SPEC_EPF_BATCH},
+    [SPEC_EP_EMBEDDINGS_TEI] = {"tei_embeddings", "/embed", NULL, {NULL}, SPEC_EPF_BATCH},
+    [SPEC_EP_VLLM_GENERATE] = {"vllm_generate", "/inference/v1/generate", NULL,
+                               {"vllm_generate"}, SPEC_EPF_GENERATES},
+    [SPEC_EP_SGLANG_GENERATE] = {"sglang_generate", "/generate", NULL, {"sglang_generate"},
+                                 GEN_STREAMED},
+    [SPEC_EP_RAW] = {"raw", "/", NULL, {"raw"}, SPEC_EPF_STREAMS | SPEC_EPF_RAW},
 };
 
 int spec_endpoint_from_aiperf(const char *name)
@@ -1406,6 +1416,61 @@ static int parse_template(struct vctx *v, json_t *t, struct spec *s)
 	return v->failed ? -1 : 0;
 }
 
+/* target.raw (endpoint "raw"): {"body": any JSON value, a string sent as
+ * its bytes; "content_type"}. */
+static int parse_raw(struct vctx *v, json_t *t, struct spec *s)
+{
+	json_t *rp = json_object_get(t, "raw");
+	s->target.raw_body = NULL;
+	s->target.raw_content_type = NULL;
+	if (s->target.endpoint != SPEC_EP_RAW) {
+		if (rp && !json_is_null(rp))
+			return fail(v, "invalid_value", "target.raw",
+			            "'target.raw' needs 'target.endpoint' \"raw\"");
+		json_object_del(t, "raw");
+		return 0;
+	}
+	if (!rp || json_is_null(rp))
+		return fail(v, "missing_field", "target.raw",
+		            "'target.raw' ({\"body\", \"content_type\"}) is required with "
+		            "'target.endpoint' \"raw\"");
+	if (!json_is_object(rp))
+		return fail(v, "wrong_type", "target.raw", "'target.raw' must be an object");
+	static const char *const keys[] = {"body", "content_type", NULL};
+	if (check_keys(v, rp, "target.raw", keys) < 0)
+		return -1;
+	json_t *body = json_object_get(rp, "body");
+	if (!body || json_is_null(body))
+		return fail(v, "missing_field", "target.raw.body",
+		            "'target.raw.body' (the request body: a string sent as given, or any "
+		            "other JSON value) is required");
+	char *dump = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+	size_t n = json_is_string(body) ? json_string_length(body) : dump ? strlen(dump) : 0;
+	free(dump);
+	if (n > SPEC_MAX_RAW_BODY)
+		return fail(v, "out_of_range", "target.raw.body",
+		            "'target.raw.body' must be at most %d bytes as sent, not %zu",
+		            SPEC_MAX_RAW_BODY, n);
+	s->target.raw_body = body;
+	json_t *ct = json_object_get(rp, "content_type");
+	if (ct && !json_is_null(ct)) {
+		const char *c = get_str(v, rp, "content_type", "target.raw.content_type", NULL, 200);
+		if (!c)
+			return -1;
+		bool ok = *c != '\0';
+		for (const char *q = c; *q; q++)
+			ok = ok && (unsigned char)*q >= ' ' && *q != 0x7f;
+		if (!ok)
+			return fail(v, "invalid_value", "target.raw.content_type",
+			            "'target.raw.content_type' must be a non-empty printable header "
+			            "value");
+		s->target.raw_content_type = c;
+	} else {
+		json_object_del(rp, "content_type");
+	}
+	return 0;
+}
+
 /* Rejects a workload field that does not apply to the endpoint. */
 static int not_for_endpoint(struct vctx *v, json_t *wl, const char *key, const char *what, int ep)
 {
@@ -1452,6 +1517,10 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 	} else if (not_for_endpoint(v, wl, "batch_size", "the embeddings endpoints", ep) < 0) {
 		return -1;
 	}
+	if (s->workload.sessions && ep == SPEC_EP_VLLM_GENERATE)
+		return fail(v, "invalid_value", "workload.sessions",
+		            "multi-turn sessions are not available with \"vllm_generate\" (its "
+		            "answer is token ids, not text to carry into the next turn)");
 	if (s->workload.sessions && !spec_endpoint_generates(ep))
 		return fail(v, "invalid_value", "workload.sessions",
 		            "multi-turn sessions need a generation endpoint (chat, completions, tgi "
@@ -1465,7 +1534,7 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 /* The target fields a class may set over the run's (the API key stays the run's). */
 static const char *const class_target_keys[] = {
     "url", "endpoint", "model", "stream", "headers", "extra_body", "timeout_s", "mock",
-    "max_tokens_field", "template", "transport", "path", NULL};
+    "max_tokens_field", "template", "transport", "path", "raw", NULL};
 
 static int class_name_ok(const char *n)
 {
@@ -1797,7 +1866,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
 	                                    "api_key_secret", "max_tokens_field", "template",
-	                                    "api_key_header", "transport", "path", NULL};
+	                                    "api_key_header", "transport", "path", "raw", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -1964,7 +2033,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 		return fail(v, "invalid_value", "target.transport",
 		            "'target.transport' \"native\" speaks plain http:// only; use \"curl\" "
 		            "or \"auto\" for an https:// target");
-	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0)
+	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0 || parse_raw(v, t, s) < 0)
 		return -1;
 
 	/* workload */

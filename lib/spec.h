@@ -41,6 +41,12 @@ enum spec_endpoint {
 	SPEC_EP_RANKINGS_TEI,    /* Hugging Face TEI /rerank */
 	SPEC_EP_TGI,             /* Hugging Face TGI /generate, /generate_stream */
 	SPEC_EP_TEMPLATE,        /* target.template: the user's path and body */
+	SPEC_EP_EMBEDDINGS_NIM,    /* NVIDIA NIM /v1/embeddings (input_type, truncate) */
+	SPEC_EP_EMBEDDINGS_COHERE, /* Cohere /v2/embed */
+	SPEC_EP_EMBEDDINGS_TEI,    /* Hugging Face TEI /embed */
+	SPEC_EP_VLLM_GENERATE,     /* vLLM /inference/v1/generate: token ids in and out */
+	SPEC_EP_SGLANG_GENERATE,   /* SGLang /generate: text in, streamed text and ids out */
+	SPEC_EP_RAW,               /* target.raw: a body sent as given, the answer not parsed */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */
@@ -48,6 +54,7 @@ enum spec_endpoint {
 #define SPEC_MAX_BATCH 2048          /* workload.batch_size */
 #define SPEC_MAX_JSON_PATH 256       /* bytes of a template's response_path / stream_path */
 #define SPEC_MAX_JSON_PATH_SEGS 32   /* segments of one */
+#define SPEC_MAX_RAW_BODY 262144     /* bytes of target.raw.body as sent */
 enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE };
 enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE, SPEC_WL_DATASET };
 enum spec_maxtok { SPEC_MAXTOK_MAX_TOKENS = 0, SPEC_MAXTOK_COMPLETION };
@@ -120,6 +127,10 @@ struct spec {
 		json_t *template_body;     /* borrowed: object with {{placeholders}} */
 		const char *response_path; /* borrowed: dotted path, or NULL */
 		const char *stream_path;   /* borrowed: dotted path, or NULL */
+		/* endpoint raw (target.raw), else NULL: the body, sent as its
+		 * bytes when a string, else serialised compactly (borrowed) */
+		json_t *raw_body;
+		const char *raw_content_type; /* borrowed: target.raw.content_type, or NULL */
 	} target;
 	struct {
 		int kind;
@@ -258,6 +269,7 @@ void spec_release(struct spec *s);
 #define SPEC_EPF_STREAM_DEF 0x04u /* target.stream defaults to true */
 #define SPEC_EPF_PASSAGES 0x08u   /* workload.passages: a query ranked against passages */
 #define SPEC_EPF_BATCH 0x10u      /* workload.batch_size: inputs per request */
+#define SPEC_EPF_RAW 0x20u        /* target.raw: the body given, the answer not parsed */
 struct spec_endpoint_info {
 	const char *name;        /* target.endpoint */
 	const char *path;        /* default request path ("" for template) */

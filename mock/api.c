@@ -627,12 +627,14 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 
 	/* the POST endpoints, each a generation request: the paths of the
 	 * route handlers (routes.c) */
-	const struct mock_handler *h;
+	const struct mock_handler *h = NULL;
 	const struct mock_path *mp = NULL;
-	for (unsigned a = 0; !mp && (h = mock_handler(a)) != NULL; a++)
-		for (const struct mock_path *q = h->paths; !mp && q->path; q++)
-			if (http_path_is(req, q->path))
-				mp = q;
+	for (int pass = 0; pass < 2 && !mp; pass++) /* first the handlers that claim */
+		for (unsigned a = 0; !mp && (h = mock_handler(a)) != NULL; a++)
+			for (const struct mock_path *q = h->paths;
+			     !mp && q->path && (pass == 0) == (h->claims != NULL); q++)
+				if (http_path_is(req, q->path) && (pass == 1 || h->claims(req)))
+					mp = q;
 	if (mp) {
 		if (http_method_is(req, "POST") && !authorized(srv, req))
 			http_error_type(c, 401, "authentication_error",

@@ -11,6 +11,7 @@
  *   route_openai.c  OpenAI-compatible chat and text completions (with
  *                reasoning content)
  *   route_tgi.c  Hugging Face TGI /generate and /generate_stream
+ *   route_native.c  vLLM's /inference/v1/generate and SGLang's /generate
  *   route_pool.c embeddings and rankings (OpenAI, NIM, Cohere, TEI)
  *   model.c      when each generated chunk is due: fixed TTFT/ITL, or the
  *                load model (an engine loop of continuous batching)
@@ -121,6 +122,10 @@ enum mock_api {
 	API_RANK_NIM,    /* POST /v1/ranking */
 	API_RANK_COHERE, /* POST /v2/rerank, /v1/rerank */
 	API_RANK_TEI,    /* POST /rerank */
+	API_EMBED_COHERE, /* POST /v2/embed, /v1/embed */
+	API_EMBED_TEI,    /* POST /embed */
+	API_VLLM_GEN,     /* POST /inference/v1/generate (vLLM, token ids) */
+	API_SGLANG_GEN,   /* POST /generate with "text" or "input_ids" (SGLang) */
 	API__COUNT
 };
 
@@ -432,6 +437,10 @@ struct mock_handler {
 	enum mock_api api;
 	struct mock_path paths[MOCK_MAX_ROUTE_PATHS]; /* the POST paths it answers */
 	bool pool;      /* one step, no generated token, answered whole (embeddings...) */
+	/* Optional, for a path another handler also answers (SGLang's and
+	 * TGI's /generate): whether this request is this handler's. Handlers
+	 * with it are asked first; the first without it takes the rest. */
+	bool (*claims)(const struct http_request *req);
 	bool reasoning; /* --reasoning-tokens applies (the first tokens are reasoning) */
 	/* The request's body into g (zeroed): 0, or -1 with a message in err
 	 * (a 400). api: this handler's; stream_path: the path's stream. */
@@ -454,7 +463,8 @@ struct mock_handler {
 /* The handler of api (enum mock_api), or NULL past the last. */
 const struct mock_handler *mock_handler(unsigned api);
 extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
-    mock_rank_cohere, mock_rank_tei;
+    mock_rank_cohere, mock_rank_tei, mock_embed_cohere, mock_embed_tei, mock_vllm_gen,
+    mock_sglang_gen;
 
 /* route_openai.c */
 /* A chat (chat) or text completion body read with jansson into g (zeroed

@@ -10,6 +10,10 @@ static const struct mock_handler *const table[API__COUNT] = {
 	[API_RANK_NIM] = &mock_rank_nim,
 	[API_RANK_COHERE] = &mock_rank_cohere,
 	[API_RANK_TEI] = &mock_rank_tei,
+	[API_EMBED_COHERE] = &mock_embed_cohere,
+	[API_EMBED_TEI] = &mock_embed_tei,
+	[API_VLLM_GEN] = &mock_vllm_gen,
+	[API_SGLANG_GEN] = &mock_sglang_gen,
 };
 
 const struct mock_handler *mock_handler(unsigned api)

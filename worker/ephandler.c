@@ -11,6 +11,12 @@ static const struct ep_handler *const table[SPEC_EP__COUNT] = {
 	[SPEC_EP_RANKINGS_TEI] = &ep_rankings_tei,
 	[SPEC_EP_TGI] = &ep_tgi,
 	[SPEC_EP_TEMPLATE] = &ep_template,
+	[SPEC_EP_EMBEDDINGS_NIM] = &ep_embeddings_nim,
+	[SPEC_EP_EMBEDDINGS_COHERE] = &ep_embeddings_cohere,
+	[SPEC_EP_EMBEDDINGS_TEI] = &ep_embeddings_tei,
+	[SPEC_EP_VLLM_GENERATE] = &ep_vllm_generate,
+	[SPEC_EP_SGLANG_GENERATE] = &ep_sglang_generate,
+	[SPEC_EP_RAW] = &ep_raw,
 };
 
 const struct ep_handler *ep_handler(int endpoint)
