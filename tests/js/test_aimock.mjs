@@ -2,8 +2,8 @@
 // aimock (@copilotkit/aimock, MIT), an independent mock of the OpenAI and
 // Anthropic APIs, serves every request from one fixture, split into chunks
 // of 20 characters with a fixed pause between them. Each run must count
-// every request valid, see exactly the chunks aimock sends, and time them
-// apart by its pause; what aimock does not stream is one piece.
+// every request valid, see exactly the chunks aimock sends, and take no
+// less time than its pauses; what aimock does not stream is one piece.
 //
 // Run: HEADROOM_BIN=build/bin tests/js/run.sh tests/js/test_aimock.mjs
 import { after, before, test } from 'node:test';
@@ -91,19 +91,19 @@ function allValid(run, recs) {
 	}
 }
 
-// A streamed generation: aimock's chunks, each a content-bearing chunk,
-// about PAUSE_MS apart. Node's timers and the loopback may bunch two
-// arrivals of one stream, never all of them: the spacing of the first to
-// the last chunk is at least (chunks - 1) pauses, less a millisecond each.
+// A streamed generation: aimock's chunks, each a content-bearing chunk.
+// aimock pauses PAUSE_MS before each chunk after the first, so the last one
+// cannot arrive sooner than those pauses after the first byte was asked
+// for; how close together they arrive depends on when the client reads
+// (a busy machine may read them in one go), so only that bound is judged.
 function checkStreamed(recs) {
 	const chunks = Math.ceil(TEXT.length / CHUNK);
 	for (const r of recs) {
 		assert.equal(r.n_chunks, chunks, JSON.stringify(r));
-		const off = r.chunk_offsets_ns;
-		const span = (off[off.length - 1] - off[0]) / 1e6;
-		assert.ok(span >= (chunks - 1) * (PAUSE_MS - 1), `chunks span only ${span} ms`);
+		const last = r.chunk_offsets_ns[chunks - 1] / 1e6;
+		assert.ok(last >= (chunks - 1) * (PAUSE_MS - 1), `last chunk after only ${last} ms`);
 		assert.ok(r.time_to_first_token > 0);
-		assert.ok(r.request_latency >= r.time_to_first_token + span - 0.001);
+		assert.ok(r.request_latency >= last - 0.001);
 	}
 }
 
