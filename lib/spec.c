@@ -1161,6 +1161,8 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
     [SPEC_EP_TGI] = {"tgi", "/generate", "/generate_stream", {"huggingface_generate", "tgi"},
                      GEN_STREAMED},
     [SPEC_EP_TEMPLATE] = {"template", "", NULL, {NULL}, GEN_STREAMED},
+    [SPEC_EP_RESPONSES] = {"responses", "/v1/responses", NULL, {"responses"}, GEN_STREAMED},
+    [SPEC_EP_MESSAGES] = {"messages", "/v1/messages", NULL, {"messages"}, GEN_STREAMED},
 };
 
 int spec_endpoint_from_aiperf(const char *name)

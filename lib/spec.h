@@ -41,6 +41,8 @@ enum spec_endpoint {
 	SPEC_EP_RANKINGS_TEI,    /* Hugging Face TEI /rerank */
 	SPEC_EP_TGI,             /* Hugging Face TGI /generate, /generate_stream */
 	SPEC_EP_TEMPLATE,        /* target.template: the user's path and body */
+	SPEC_EP_RESPONSES,       /* OpenAI Responses /v1/responses */
+	SPEC_EP_MESSAGES,        /* Anthropic Messages /v1/messages */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */

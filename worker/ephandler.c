@@ -11,6 +11,8 @@ static const struct ep_handler *const table[SPEC_EP__COUNT] = {
 	[SPEC_EP_RANKINGS_TEI] = &ep_rankings_tei,
 	[SPEC_EP_TGI] = &ep_tgi,
 	[SPEC_EP_TEMPLATE] = &ep_template,
+	[SPEC_EP_RESPONSES] = &ep_responses,
+	[SPEC_EP_MESSAGES] = &ep_messages,
 };
 
 const struct ep_handler *ep_handler(int endpoint)
