@@ -258,7 +258,7 @@ static void resp_delta(struct conn *c, bool reasoning, uint32_t from, uint32_t n
 	                              type, s->evseq++, (unsigned long long)s->id,
 	                              s->reasoning ? 1u : 0u);
 	struct api_piece pc[3] = {fmt_piece(head, hl), {NULL, n, from},
-	                          API_PIECE("\",\"logprobs\":[]}")};
+	                          reasoning ? API_PIECE("\"}") : API_PIECE("\",\"logprobs\":[]}")};
 	api_put_named_event(c, type, pc, 3);
 }
 
