@@ -33,6 +33,7 @@ import os
 import re
 import subprocess
 import unittest
+import urllib.error
 import urllib.request
 
 import hrtest
@@ -350,6 +351,38 @@ class LlmEndpoints(hrtest.ServiceCase):
         sp = self.spec("messages", True, "native", requests=4, key=False)
         run, rows = self.run_spec(sp)
         self.assertEqual({(r["status"], r["error"]) for r in rows}, {(401, "http_4xx")})
+
+    def test_mock_bad_bodies(self):
+        """The mock's routes answer hostile bodies 400, naming the member."""
+        cases = [
+            ("/v1/messages", {"messages": [{"role": "user", "content": "a"}]}, "'max_tokens'"),
+            ("/v1/messages", {"max_tokens": 0, "messages": [{"role": "user", "content": "a"}]},
+             "'max_tokens'"),
+            ("/v1/messages", {"max_tokens": 2, "messages": []}, "'messages'"),
+            ("/v1/messages", {"max_tokens": 2, "messages": [{"role": "system", "content": "a"}]},
+             "'role'"),
+            ("/v1/messages", {"max_tokens": 2, "messages": [{"role": "user", "content": [
+                {"type": "text"}]}]}, "'text'"),
+            ("/v1/messages", {"max_tokens": 2, "system": 5,
+                              "messages": [{"role": "user", "content": "a"}]}, "'system'"),
+            ("/v1/responses", {"input": 7}, "'input'"),
+            ("/v1/responses", {"input": "a", "instructions": []}, "'instructions'"),
+            ("/v1/responses", {"input": "a", "max_output_tokens": 2 ** 40},
+             "'max_output_tokens'"),
+            ("/v1/responses", {"input": [5]}, "'input'"),
+            ("/v1/responses", {"input": "a", "stream": "yes"}, "'stream'"),
+            ("/v1/responses", [], "JSON object"),
+        ]
+        for path, body, part in cases:
+            with self.subTest(path=path, body=body):
+                req = urllib.request.Request(
+                    "http://%s%s" % (self.mock.addr, path), data=json.dumps(body).encode(),
+                    headers={"x-api-key": KEY, "Content-Type": "application/json"})
+                with self.assertRaises(urllib.error.HTTPError) as cm:
+                    urllib.request.urlopen(req, timeout=10)
+                self.assertEqual(cm.exception.code, 400)
+                err = json.loads(cm.exception.read())["error"]
+                self.assertIn(part, err["message"])
 
     def test_scripted_streams(self):
         s = Scripted()
