@@ -37,7 +37,8 @@ static int text_words(const json_t *v, const char *name, uint64_t *n, char *err)
 		const char *type = json_string_value(json_object_get(part, "type"));
 		if (!type)
 			return errf(err, "each part of '%s' needs a string 'type'", name);
-		if (strcmp(type, "text") && strcmp(type, "input_text") && strcmp(type, "output_text"))
+		if (strcmp(type, "text") && strcmp(type, "input_text") &&
+		    strcmp(type, "output_text"))
 			continue;
 		const json_t *text = json_object_get(part, "text");
 		if (!json_is_string(text))
@@ -90,7 +91,8 @@ static int llm_parse(struct server *srv, enum mock_api api, bool stream_path,
 	long long v;
 	uint64_t words = 0;
 	const char *mkey = messages ? "max_tokens" : "max_output_tokens";
-	if (api_check_model(root, err) < 0 || api_opt_bool(root, "stream", "stream", &g->stream, err) < 0)
+	if (api_check_model(root, err) < 0 ||
+	    api_opt_bool(root, "stream", "stream", &g->stream, err) < 0)
 		goto out;
 	int got = api_opt_int(root, mkey, mkey, messages ? 1 : 0, HR_MAX_OSL, &v, err);
 	if (got < 0)
@@ -153,34 +155,39 @@ static struct api_piece fmt_piece(const char *buf, int n)
 /* The response object: in progress (no output, no usage) or complete. */
 static void resp_object(struct server *srv, struct dynbuf *b, const struct stream *s, bool done)
 {
-	dynbuf_printf(b, "{\"id\":\"resp_mock_%llu\",\"object\":\"response\",\"created_at\":%lld,"
-	                 "\"status\":\"%s\",\"model\":",
+	dynbuf_printf(b,
+	              "{\"id\":\"resp_mock_%llu\",\"object\":\"response\",\"created_at\":%lld,"
+	              "\"status\":\"%s\",\"model\":",
 	              (unsigned long long)s->id, (long long)(s->created < 0 ? 0 : s->created),
 	              done ? "completed" : "in_progress");
 	dynbuf_add(b, srv->model_json, srv->model_json_len);
 	ADD_LIT(b, ",\"output\":[");
 	if (done && s->reasoning) {
-		dynbuf_printf(b, "{\"id\":\"rs_mock_%llu\",\"type\":\"reasoning\",\"summary\":["
-		                 "{\"type\":\"summary_text\",\"text\":\"",
+		dynbuf_printf(b,
+		              "{\"id\":\"rs_mock_%llu\",\"type\":\"reasoning\",\"summary\":["
+		              "{\"type\":\"summary_text\",\"text\":\"",
 		              (unsigned long long)s->id);
 		api_add_words(b, s, 0, s->reasoning);
 		ADD_LIT(b, "\"}]}");
 	}
 	if (done && text_tokens(s)) {
-		dynbuf_printf(b, "%s{\"id\":\"msg_mock_%llu\",\"type\":\"message\",\"status\":"
-		                 "\"completed\",\"role\":\"assistant\",\"content\":["
-		                 "{\"type\":\"output_text\",\"text\":\"",
+		dynbuf_printf(b,
+		              "%s{\"id\":\"msg_mock_%llu\",\"type\":\"message\",\"status\":"
+		              "\"completed\",\"role\":\"assistant\",\"content\":["
+		              "{\"type\":\"output_text\",\"text\":\"",
 		              s->reasoning ? "," : "", (unsigned long long)s->id);
 		api_add_words(b, s, s->reasoning, text_tokens(s));
 		ADD_LIT(b, "\",\"annotations\":[]}]}");
 	}
 	ADD_LIT(b, "]");
 	if (done)
-		dynbuf_printf(b, ",\"usage\":{\"input_tokens\":%u,\"input_tokens_details\":"
-		                 "{\"cached_tokens\":0},\"output_tokens\":%u,\"output_tokens_details\":"
-		                 "{\"reasoning_tokens\":%u},\"total_tokens\":%llu}",
-		              s->prompt_tokens, s->sent, s->reasoning,
-		              (unsigned long long)s->prompt_tokens + s->sent);
+		dynbuf_printf(
+		    b,
+		    ",\"usage\":{\"input_tokens\":%u,\"input_tokens_details\":"
+		    "{\"cached_tokens\":0},\"output_tokens\":%u,\"output_tokens_details\":"
+		    "{\"reasoning_tokens\":%u},\"total_tokens\":%llu}",
+		    s->prompt_tokens, s->sent, s->reasoning,
+		    (unsigned long long)s->prompt_tokens + s->sent);
 	else
 		ADD_LIT(b, ",\"usage\":null");
 	ADD_LIT(b, "}");
@@ -229,10 +236,11 @@ static void resp_start(struct server *srv, struct conn *c)
 	}
 	if (s->reasoning) {
 		char buf[160];
-		snprintf(buf, sizeof buf,
-		         "\"output_index\":0,\"item\":{\"id\":\"rs_mock_%llu\",\"type\":\"reasoning\","
-		         "\"summary\":[]}",
-		         (unsigned long long)s->id);
+		snprintf(
+		    buf, sizeof buf,
+		    "\"output_index\":0,\"item\":{\"id\":\"rs_mock_%llu\",\"type\":\"reasoning\","
+		    "\"summary\":[]}",
+		    (unsigned long long)s->id);
 		resp_send(srv, c, "response.output_item.added", buf);
 	} else if (s->max_tokens) {
 		resp_open_message(srv, c, 0);
@@ -257,7 +265,8 @@ static void resp_delta(struct conn *c, bool reasoning, uint32_t from, uint32_t n
 	                              "\"delta\":\"",
 	                              type, s->evseq++, (unsigned long long)s->id,
 	                              s->reasoning ? 1u : 0u);
-	struct api_piece pc[3] = {fmt_piece(head, hl), {NULL, n, from},
+	struct api_piece pc[3] = {fmt_piece(head, hl),
+	                          {NULL, n, from},
 	                          reasoning ? API_PIECE("\"}") : API_PIECE("\",\"logprobs\":[]}")};
 	api_put_named_event(c, type, pc, 3);
 }
@@ -272,9 +281,10 @@ static void resp_events(struct server *srv, struct conn *c, uint32_t n)
 		resp_delta(c, true, from, r);
 	if (text_starts(s, from, n)) {
 		char buf[128];
-		snprintf(buf, sizeof buf,
-		         "\"output_index\":0,\"item\":{\"id\":\"rs_mock_%llu\",\"type\":\"reasoning\"}",
-		         (unsigned long long)s->id);
+		snprintf(
+		    buf, sizeof buf,
+		    "\"output_index\":0,\"item\":{\"id\":\"rs_mock_%llu\",\"type\":\"reasoning\"}",
+		    (unsigned long long)s->id);
 		resp_send(srv, c, "response.output_item.done", buf);
 		resp_open_message(srv, c, 1);
 	}
@@ -288,17 +298,18 @@ static void resp_end(struct server *srv, struct conn *c)
 	struct dynbuf *b = &srv->scratch;
 	if (text_tokens(s)) {
 		dynbuf_reset(b);
-		dynbuf_printf(b, "{\"type\":\"response.output_text.done\",\"sequence_number\":%u,"
-		                 "\"item_id\":\"msg_mock_%llu\",\"output_index\":%u,"
-		                 "\"content_index\":0,\"text\":\"",
+		dynbuf_printf(b,
+		              "{\"type\":\"response.output_text.done\",\"sequence_number\":%u,"
+		              "\"item_id\":\"msg_mock_%llu\",\"output_index\":%u,"
+		              "\"content_index\":0,\"text\":\"",
 		              s->evseq++, (unsigned long long)s->id, s->reasoning ? 1u : 0u);
 		api_add_words(b, s, s->reasoning, text_tokens(s));
 		ADD_LIT(b, "\"}");
 		api_send_named_event(srv, c, "response.output_text.done");
 	}
 	dynbuf_reset(b);
-	dynbuf_printf(b, "{\"type\":\"response.completed\",\"sequence_number\":%u,\"response\":",
-	              s->evseq++);
+	dynbuf_printf(
+	    b, "{\"type\":\"response.completed\",\"sequence_number\":%u,\"response\":", s->evseq++);
 	resp_object(srv, b, s, true);
 	ADD_LIT(b, "}");
 	api_send_named_event(srv, c, "response.completed");
@@ -309,8 +320,9 @@ static void resp_malformed(struct server *srv, struct conn *c)
 {
 	struct dynbuf *b = &srv->scratch;
 	dynbuf_reset(b);
-	dynbuf_printf(b, "{\"type\":\"response.output_text.delta\",\"sequence_number\":%u,"
-	                 "\"item_id\":\"msg_mock_%llu\",\"delta\":\"",
+	dynbuf_printf(b,
+	              "{\"type\":\"response.output_text.delta\",\"sequence_number\":%u,"
+	              "\"item_id\":\"msg_mock_%llu\",\"delta\":\"",
 	              c->st.evseq++, (unsigned long long)c->st.id);
 	api_send_named_event(srv, c, "response.output_text.delta");
 }
@@ -356,12 +368,14 @@ static void msg_start(struct server *srv, struct conn *c)
 	struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
 	dynbuf_reset(b);
-	dynbuf_printf(b, "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_mock_%llu\","
-	                 "\"type\":\"message\",\"role\":\"assistant\",\"model\":",
+	dynbuf_printf(b,
+	              "{\"type\":\"message_start\",\"message\":{\"id\":\"msg_mock_%llu\","
+	              "\"type\":\"message\",\"role\":\"assistant\",\"model\":",
 	              (unsigned long long)s->id);
 	dynbuf_add(b, srv->model_json, srv->model_json_len);
-	dynbuf_printf(b, ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
-	                 "\"usage\":{\"input_tokens\":%u,\"output_tokens\":0}}}",
+	dynbuf_printf(b,
+	              ",\"content\":[],\"stop_reason\":null,\"stop_sequence\":null,"
+	              "\"usage\":{\"input_tokens\":%u,\"output_tokens\":0}}}",
 	              s->prompt_tokens);
 	api_send_named_event(srv, c, "message_start");
 	dynbuf_reset(b);
@@ -406,8 +420,9 @@ static void msg_end(struct server *srv, struct conn *c)
 	if (s->max_tokens)
 		msg_block_stop(srv, c, s->reasoning && text_tokens(s) ? 1 : 0);
 	dynbuf_reset(b);
-	dynbuf_printf(b, "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
-	                 "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%u}}",
+	dynbuf_printf(b,
+	              "{\"type\":\"message_delta\",\"delta\":{\"stop_reason\":\"%s\","
+	              "\"stop_sequence\":null},\"usage\":{\"output_tokens\":%u}}",
 	              stop_reason(s), s->sent);
 	api_send_named_event(srv, c, "message_delta");
 	dynbuf_reset(b);
@@ -420,8 +435,9 @@ static void msg_malformed(struct server *srv, struct conn *c)
 {
 	struct dynbuf *b = &srv->scratch;
 	dynbuf_reset(b);
-	dynbuf_printf(b, "{\"type\":\"content_block_delta\",\"index\":%u,\"delta\":{\"type\":"
-	                 "\"text_delta\",\"text\":\"",
+	dynbuf_printf(b,
+	              "{\"type\":\"content_block_delta\",\"index\":%u,\"delta\":{\"type\":"
+	              "\"text_delta\",\"text\":\"",
 	              c->st.reasoning ? 1u : 0u);
 	api_send_named_event(srv, c, "content_block_delta");
 }
@@ -432,8 +448,9 @@ static int msg_body(struct server *srv, const struct stream *s, struct dynbuf *b
 	(void)extra;
 	(void)extra_size;
 	dynbuf_reset(b);
-	dynbuf_printf(b, "{\"id\":\"msg_mock_%llu\",\"type\":\"message\",\"role\":\"assistant\","
-	                 "\"model\":",
+	dynbuf_printf(b,
+	              "{\"id\":\"msg_mock_%llu\",\"type\":\"message\",\"role\":\"assistant\","
+	              "\"model\":",
 	              (unsigned long long)s->id);
 	dynbuf_add(b, srv->model_json, srv->model_json_len);
 	ADD_LIT(b, ",\"content\":[");
@@ -448,8 +465,9 @@ static int msg_body(struct server *srv, const struct stream *s, struct dynbuf *b
 		api_add_words(b, s, s->reasoning, text_tokens(s));
 		ADD_LIT(b, "\"}");
 	}
-	dynbuf_printf(b, "],\"stop_reason\":\"%s\",\"stop_sequence\":null,\"usage\":"
-	                 "{\"input_tokens\":%u,\"output_tokens\":%u}}",
+	dynbuf_printf(b,
+	              "],\"stop_reason\":\"%s\",\"stop_sequence\":null,\"usage\":"
+	              "{\"input_tokens\":%u,\"output_tokens\":%u}}",
 	              stop_reason(s), s->prompt_tokens, s->sent);
 	return b->len && b->data[b->len - 1] == '}' ? 0 : -1;
 }

@@ -115,8 +115,8 @@ static int llm_body(struct req *r, const struct req_params *p)
 		if (dynbuf_addstr(b, "],") < 0)
 			return -1;
 	}
-	if (c->with_max_tokens &&
-	    rq_add_count(b, lc->messages ? "max_tokens" : "max_output_tokens", r->requested_osl) < 0)
+	if (c->with_max_tokens && rq_add_count(b, lc->messages ? "max_tokens" : "max_output_tokens",
+	                                       r->requested_osl) < 0)
 		return -1;
 	return dynbuf_add(b, c->body_tail, c->body_tail_len);
 }

@@ -38,7 +38,8 @@ static void responses_usage(json_t *u, struct llm_event *ev)
 		return;
 	ev->prompt_tokens = count(u, "input_tokens");
 	ev->completion_tokens = count(u, "output_tokens");
-	ev->reasoning_tokens = count(json_object_get(u, "output_tokens_details"), "reasoning_tokens");
+	ev->reasoning_tokens =
+	    count(json_object_get(u, "output_tokens_details"), "reasoning_tokens");
 }
 
 /* A Messages usage object: input_tokens plus the cached ones
@@ -86,7 +87,8 @@ static void responses_event(const char *type, json_t *j, struct llm_event *ev)
 		ev->final = true;
 	} else if (is(type, "response.failed")) {
 		ev->failed = true;
-		ev->message = error_message(json_object_get(json_object_get(j, "response"), "error"));
+		ev->message =
+		    error_message(json_object_get(json_object_get(j, "response"), "error"));
 	} else if (is(type, "error")) {
 		ev->failed = true;
 		ev->message = json_string_value(json_object_get(j, "message"));

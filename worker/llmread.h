@@ -14,14 +14,14 @@
 
 /* What an event says (docs/metrics.md, "Per endpoint"). */
 struct llm_event {
-	bool content;   /* output text: Responses' response.output_text.delta,
-	                 * Messages' content_block_delta with a text_delta */
-	bool reasoning; /* reasoning text: Responses' reasoning (summary) text
-	                 * deltas, Messages' thinking_delta */
-	json_t *text;   /* the non-empty string of either (borrowed from the event) */
-	bool final;     /* the stream's last event: response.completed or
-	                 * response.incomplete; message_stop */
-	bool failed;    /* an error event (error, response.failed) */
+	bool content;        /* output text: Responses' response.output_text.delta,
+	                      * Messages' content_block_delta with a text_delta */
+	bool reasoning;      /* reasoning text: Responses' reasoning (summary) text
+	                      * deltas, Messages' thinking_delta */
+	json_t *text;        /* the non-empty string of either (borrowed from the event) */
+	bool final;          /* the stream's last event: response.completed or
+	                      * response.incomplete; message_stop */
+	bool failed;         /* an error event (error, response.failed) */
 	const char *message; /* its message (borrowed), or NULL */
 	/* usage, each an integer in [0, INT32_MAX] or -1 when absent */
 	int64_t prompt_tokens, completion_tokens, reasoning_tokens;

@@ -57,7 +57,8 @@ static void test_responses_events(void)
 	/* the name when the data has no type; the data's type wins */
 	SAYS(false, "response.output_text.delta", "{\"delta\":\"n\"}", "c:n -1 -1 -1");
 	SAYS(false, "response.output_text.delta",
-	     "{\"type\":\"response.output_text.done\",\"text\":\"all\",\"delta\":\"n\"}", " -1 -1 -1");
+	     "{\"type\":\"response.output_text.done\",\"text\":\"all\",\"delta\":\"n\"}",
+	     " -1 -1 -1");
 	SAYS(false, "message", "{\"delta\":\"n\"}", " -1 -1 -1");
 	SAYS(false, NULL,
 	     "{\"type\":\"response.completed\",\"response\":{\"usage\":{\"input_tokens\":5,"
@@ -107,17 +108,20 @@ static void test_messages_events(void)
 	/* the start's input (with the cached tokens), never its output placeholder */
 	SAYS(true, "message_start",
 	     "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":10,"
-	     "\"cache_creation_input_tokens\":3,\"cache_read_input_tokens\":4,\"output_tokens\":1}}}",
+	     "\"cache_creation_input_tokens\":3,\"cache_read_input_tokens\":4,\"output_tokens\":1}}"
+	     "}",
 	     " 17 -1 -1");
 	SAYS(true, NULL,
 	     "{\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":2147483647,"
 	     "\"cache_read_input_tokens\":4}}}",
 	     " 2147483647 -1 -1");
-	SAYS(true, NULL, "{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}", " -1 9 -1");
+	SAYS(true, NULL, "{\"type\":\"message_delta\",\"usage\":{\"output_tokens\":9}}",
+	     " -1 9 -1");
 	SAYS(true, NULL, "{\"type\":\"message_stop\"}", "F -1 -1 -1");
 	SAYS(true, "ping", "{\"type\":\"ping\"}", " -1 -1 -1");
 	SAYS(true, "content_block_start",
-	     "{\"type\":\"content_block_start\",\"content_block\":{\"type\":\"text\",\"text\":\"x\"}}",
+	     "{\"type\":\"content_block_start\",\"content_block\":{\"type\":\"text\",\"text\":"
+	     "\"x\"}}",
 	     " -1 -1 -1");
 	SAYS(true, "error",
 	     "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}",
@@ -165,14 +169,15 @@ static void answered(bool messages, const char *data, char *out, size_t n)
 
 static void test_answers(void)
 {
-	ANSWERS(false,
-	        "{\"status\":\"completed\",\"output\":[{\"type\":\"reasoning\",\"summary\":[{\"type\":"
-	        "\"summary_text\",\"text\":\"think\"}]},{\"type\":\"message\",\"content\":[{\"type\":"
-	        "\"output_text\",\"text\":\"a\"},{\"type\":\"refusal\",\"refusal\":\"no\"},{\"type\":"
-	        "\"output_text\",\"text\":\"b\"}]},{\"type\":\"function_call\"}],\"usage\":{"
-	        "\"input_tokens\":4,\"output_tokens\":3,\"output_tokens_details\":{"
-	        "\"reasoning_tokens\":1}}}",
-	        "ok r:think|a|b| 4 3 1 c r");
+	ANSWERS(
+	    false,
+	    "{\"status\":\"completed\",\"output\":[{\"type\":\"reasoning\",\"summary\":[{\"type\":"
+	    "\"summary_text\",\"text\":\"think\"}]},{\"type\":\"message\",\"content\":[{\"type\":"
+	    "\"output_text\",\"text\":\"a\"},{\"type\":\"refusal\",\"refusal\":\"no\"},{\"type\":"
+	    "\"output_text\",\"text\":\"b\"}]},{\"type\":\"function_call\"}],\"usage\":{"
+	    "\"input_tokens\":4,\"output_tokens\":3,\"output_tokens_details\":{"
+	    "\"reasoning_tokens\":1}}}",
+	    "ok r:think|a|b| 4 3 1 c r");
 	ANSWERS(false, "{\"status\":\"incomplete\",\"output\":[]}", "ok  -1 -1 -1");
 	ANSWERS(false, "{\"status\":\"failed\",\"error\":{\"message\":\"nope\"}}",
 	        "err nope (failed)");
@@ -185,9 +190,10 @@ static void test_answers(void)
 	        "{\"type\":\"tool_use\",\"id\":\"x\"},{\"type\":\"text\",\"text\":\"\"},{\"type\":"
 	        "\"text\",\"text\":\"hello\"}],\"usage\":{\"input_tokens\":6,\"output_tokens\":2}}",
 	        "ok r:t|hello| 6 2 -1 c r");
-	ANSWERS(true,
-	        "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}",
-	        "err busy (failed)");
+	ANSWERS(
+	    true,
+	    "{\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"busy\"}}",
+	    "err busy (failed)");
 	ANSWERS(true, "{\"type\":\"message\",\"content\":\"text\"}", "err content is not an array");
 	ANSWERS(true, "{\"type\":\"message\",\"content\":[],\"usage\":{\"output_tokens\":\"2\"}}",
 	        "ok  -1 -1 -1");
