@@ -1171,6 +1171,8 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
     [SPEC_EP_SGLANG_GENERATE] = {"sglang_generate", "/generate", NULL, {"sglang_generate"},
                                  GEN_STREAMED},
     [SPEC_EP_RAW] = {"raw", "/", NULL, {"raw"}, SPEC_EPF_STREAMS | SPEC_EPF_RAW},
+    [SPEC_EP_RESPONSES] = {"responses", "/v1/responses", NULL, {"responses"}, GEN_STREAMED},
+    [SPEC_EP_MESSAGES] = {"messages", "/v1/messages", NULL, {"messages"}, GEN_STREAMED},
 };
 
 int spec_endpoint_from_aiperf(const char *name)

@@ -47,6 +47,8 @@ enum spec_endpoint {
 	SPEC_EP_VLLM_GENERATE,     /* vLLM /inference/v1/generate: token ids in and out */
 	SPEC_EP_SGLANG_GENERATE,   /* SGLang /generate: text in, streamed text and ids out */
 	SPEC_EP_RAW,               /* target.raw: a body sent as given, the answer not parsed */
+	SPEC_EP_RESPONSES,       /* OpenAI Responses /v1/responses */
+	SPEC_EP_MESSAGES,        /* Anthropic Messages /v1/messages */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */

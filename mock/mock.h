@@ -13,6 +13,7 @@
  *   route_tgi.c  Hugging Face TGI /generate and /generate_stream
  *   route_native.c  vLLM's /inference/v1/generate and SGLang's /generate
  *   route_pool.c embeddings and rankings (OpenAI, NIM, Cohere, TEI)
+ *   route_llm.c  OpenAI Responses and Anthropic Messages (typed events)
  *   model.c      when each generated chunk is due: fixed TTFT/ITL, or the
  *                load model (an engine loop of continuous batching)
  *   telemetry.c  Prometheus pages that follow the simulated load: vLLM-like
@@ -105,7 +106,8 @@ struct mock_config {
 	double early_stop;           /* --early-stop: share of responses that end early */
 	int64_t stall_ns;            /* --stall-ms; MOCK_NEVER: until the client leaves */
 	struct tok *tokenizer;       /* --tokenizer: prompt tokens counted with it, else words */
-	const char *api_key;         /* --api-key: POSTs need "Authorization: Bearer KEY" */
+	const char *api_key;         /* --api-key: POSTs need "Authorization: Bearer KEY"
+	                              * (or "x-api-key: KEY") */
 	/* more endpoints (route_pool.c, route_openai.c) */
 	uint32_t embedding_dim;    /* --embedding-dim: vector size of /v1/embeddings */
 	bool reasoning;            /* --reasoning-tokens given */
@@ -126,6 +128,8 @@ enum mock_api {
 	API_EMBED_TEI,    /* POST /embed */
 	API_VLLM_GEN,     /* POST /inference/v1/generate (vLLM, token ids) */
 	API_SGLANG_GEN,   /* POST /generate with "text" or "input_ids" (SGLang) */
+	API_RESPONSES,   /* POST /v1/responses (OpenAI Responses) */
+	API_MESSAGES,    /* POST /v1/messages (Anthropic Messages) */
 	API__COUNT
 };
 
@@ -163,6 +167,7 @@ struct stream {
 	/* per API */
 	bool eos;            /* --early-stop: ends early, finish_reason "stop" */
 	uint32_t reasoning;  /* chat: the first `reasoning` tokens are reasoning content */
+	uint32_t evseq;      /* Responses: the next event's sequence_number */
 	bool tgi_details;    /* TGI: "details" */
 	bool tgi_seed_given; /* TGI: "seed" given, reported in the details */
 	uint64_t tgi_seed;
@@ -326,6 +331,8 @@ struct http_request {
 	bool expect_continue;
 	const char *auth; /* the Authorization header's value (in the input), or NULL */
 	size_t auth_len;
+	const char *x_api_key; /* the x-api-key header's value (Anthropic's), or NULL */
+	size_t x_api_key_len;
 };
 
 enum http_parse_result {
@@ -422,6 +429,11 @@ struct api_piece {
  * chunked. The bytes are the same as formatting the event whole and
  * sending it with api_send_event. */
 void api_put_event(struct conn *c, bool space, const struct api_piece *pc, size_t np);
+/* The same with an "event: NAME" line before the data (typed events of
+ * the Responses and Messages APIs), and srv->scratch sent so. */
+void api_put_named_event(struct conn *c, const char *name, const struct api_piece *pc,
+                         size_t np);
+void api_send_named_event(struct server *srv, struct conn *c, const char *name);
 /* A string literal appended to a dynbuf. */
 #define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
 
@@ -464,7 +476,7 @@ struct mock_handler {
 const struct mock_handler *mock_handler(unsigned api);
 extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
     mock_rank_cohere, mock_rank_tei, mock_embed_cohere, mock_embed_tei, mock_vllm_gen,
-    mock_sglang_gen;
+    mock_sglang_gen, mock_responses, mock_messages;
 
 /* route_openai.c */
 /* A chat (chat) or text completion body read with jansson into g (zeroed

@@ -14,6 +14,8 @@ static const struct mock_handler *const table[API__COUNT] = {
 	[API_EMBED_TEI] = &mock_embed_tei,
 	[API_VLLM_GEN] = &mock_vllm_gen,
 	[API_SGLANG_GEN] = &mock_sglang_gen,
+	[API_RESPONSES] = &mock_responses,
+	[API_MESSAGES] = &mock_messages,
 };
 
 const struct mock_handler *mock_handler(unsigned api)

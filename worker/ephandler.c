@@ -17,6 +17,8 @@ static const struct ep_handler *const table[SPEC_EP__COUNT] = {
 	[SPEC_EP_VLLM_GENERATE] = &ep_vllm_generate,
 	[SPEC_EP_SGLANG_GENERATE] = &ep_sglang_generate,
 	[SPEC_EP_RAW] = &ep_raw,
+	[SPEC_EP_RESPONSES] = &ep_responses,
+	[SPEC_EP_MESSAGES] = &ep_messages,
 };
 
 const struct ep_handler *ep_handler(int endpoint)

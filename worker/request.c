@@ -1296,6 +1296,9 @@ void req_complete(struct req *r, CURLcode result, int64_t done_ns)
 			err = HR_ERR_NO_CONTENT;
 			msg = r->stream_error ? xstrdup(r->stream_error)
 			                      : xstrdup("no content-bearing chunk in the stream");
+		} else if (r->cfg->h->end_event && !r->saw_done) {
+			err = HR_ERR_MALFORMED_STREAM;
+			msg = xstrdup("the stream ended before its last event");
 		}
 	} else {
 		err = parse_body(r, &msg);

@@ -354,6 +354,8 @@ static void test_endpoints(void)
 	    {"rankings_cohere", SPEC_EP_RANKINGS_COHERE, "/v2/rerank", false, 4, 0},
 	    {"rankings_tei", SPEC_EP_RANKINGS_TEI, "/rerank", false, 4, 0},
 	    {"tgi", SPEC_EP_TGI, "/generate_stream", true, 0, 0},
+	    {"responses", SPEC_EP_RESPONSES, "/v1/responses", true, 0, 0},
+	    {"messages", SPEC_EP_MESSAGES, "/v1/messages", true, 0, 0},
 	};
 	struct spec s, s2;
 	struct spec_error e;
