@@ -109,6 +109,7 @@ struct mock_config {
 	uint32_t embedding_dim;    /* --embedding-dim: vector size of /v1/embeddings */
 	bool reasoning;            /* --reasoning-tokens given */
 	uint32_t reasoning_tokens; /* chat: reasoning tokens before the content */
+	const char *media_dir;     /* --media-dir: chat's media parts written there, or NULL */
 };
 
 /* The API a response speaks. The first three generate tokens (streamed or

@@ -46,6 +46,7 @@ struct req_cfg {
 	struct curl_slist *headers; /* owned */
 	char *body_tail;            /* owned: fixed JSON members + '}' */
 	size_t body_tail_len;
+	size_t body_extra;          /* bytes the handler's body may add besides (media) */
 	json_t *tail_members;       /* owned: the same members as an object (chat and
 	                             * completions; a dataset entry's extra is merged
 	                             * over them), else NULL */
