@@ -58,7 +58,7 @@ static const char profile_help[] =
     "  -m, --model NAME              model name (required)\n"
     "  --endpoint-type TYPE          chat (default), completions, embeddings,\n"
     "                                rankings, cohere_rankings, hf_tei_rankings,\n"
-    "                                huggingface_generate\n"
+    "                                huggingface_generate, audio_transcription\n"
     "  --endpoint PATH               the request path instead of the type's\n"
     "                                (/openai/deployments/d/chat/completions?v=1)\n"
     "  --streaming                   stream responses (default: not streamed)\n"

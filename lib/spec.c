@@ -1163,6 +1163,9 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
     [SPEC_EP_TGI] = {"tgi", "/generate", "/generate_stream", {"huggingface_generate", "tgi"},
                      GEN_STREAMED},
     [SPEC_EP_TEMPLATE] = {"template", "", NULL, {NULL}, GEN_STREAMED},
+    [SPEC_EP_AUDIO_TRANSCRIPTION] = {"audio_transcription", "/v1/audio/transcriptions", NULL,
+                                     {"audio_transcription"},
+                                     SPEC_EPF_STREAMS | SPEC_EPF_AUDIO | SPEC_EPF_AUDIO_FILE},
 };
 
 int spec_endpoint_from_aiperf(const char *name)
@@ -1524,9 +1527,15 @@ static int parse_images(struct vctx *v, json_t *wl, struct spec *s)
 static int parse_audio(struct vctx *v, json_t *wl, struct spec *s)
 {
 	int ep = s->target.endpoint;
+	bool file = spec_endpoints[ep].flags & SPEC_EPF_AUDIO_FILE;
 	json_t *o = json_object_get(wl, "audio");
+	if (file && (!o || json_is_null(o))) { /* the clip uploaded: always described */
+		o = json_object();
+		json_object_set_new(wl, "audio", o);
+	}
 	if (!o || json_is_null(o) || !(spec_endpoints[ep].flags & SPEC_EPF_AUDIO))
-		return not_for_endpoint(v, wl, "audio", "the chat endpoint", ep);
+		return not_for_endpoint(v, wl, "audio", "the chat and audio_transcription endpoints",
+		                        ep);
 	if (!json_is_object(o))
 		return fail(v, "wrong_type", "workload.audio", "'workload.audio' must be an object");
 	static const char *const keys[] = {"count", "duration_s", "sample_rate", "format", "pool",
@@ -1549,6 +1558,29 @@ static int parse_audio(struct vctx *v, json_t *wl, struct spec *s)
 	if (strcmp(f, "wav") != 0)
 		return fail(v, "invalid_value", "workload.audio.format",
 		            "'workload.audio.format' must be \"wav\"");
+	if (file && c != 1)
+		return fail(v, "invalid_value", "workload.audio.count",
+		            "'workload.audio.count' must be 1 for endpoint \"%s\" (one file a "
+		            "request)",
+		            spec_endpoints[ep].name);
+	if (file) { /* the form's fields: scalars only */
+		const char *key;
+		json_t *val;
+		json_object_foreach(s->target.extra_body, key, val)
+		{
+			char path[300];
+			snprintf(path, sizeof path, "target.extra_body.%.200s", key);
+			if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
+				return fail(v, "invalid_value", path,
+				            "'%s' must be a string, number or boolean: the members of "
+				            "'target.extra_body' are form fields for endpoint \"%s\"",
+				            path, spec_endpoints[ep].name);
+			if (strcmp(key, "file") == 0 || strcmp(key, "stream") == 0)
+				return fail(v, "invalid_value", path,
+				            "'%s' is the worker's own form field for endpoint \"%s\"",
+				            path, spec_endpoints[ep].name);
+		}
+	}
 	int ms = (int)lround(d * 1000);
 	if (ms < 1)
 		ms = 1;

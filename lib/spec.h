@@ -43,6 +43,7 @@ enum spec_endpoint {
 	SPEC_EP_RANKINGS_TEI,    /* Hugging Face TEI /rerank */
 	SPEC_EP_TGI,             /* Hugging Face TGI /generate, /generate_stream */
 	SPEC_EP_TEMPLATE,        /* target.template: the user's path and body */
+	SPEC_EP_AUDIO_TRANSCRIPTION, /* OpenAI /v1/audio/transcriptions (multipart upload) */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */
@@ -262,6 +263,9 @@ void spec_release(struct spec *s);
 #define SPEC_EPF_BATCH 0x10u      /* workload.batch_size: inputs per request */
 #define SPEC_EPF_IMAGES 0x20u     /* workload.images: pictures in the user message */
 #define SPEC_EPF_AUDIO 0x40u      /* workload.audio: audio clips in the user message */
+/* one clip uploaded per request: workload.audio always filled, count 1;
+ * target.extra_body's members are form fields (strings, numbers, booleans) */
+#define SPEC_EPF_AUDIO_FILE 0x80u
 struct spec_endpoint_info {
 	const char *name;        /* target.endpoint */
 	const char *path;        /* default request path ("" for template) */

@@ -129,6 +129,25 @@ void openai_use_tokenizer(const struct tok *tok)
 
 /* Tokens of one prompt text: by the tokenizer given with --tokenizer (as
  * the server's own would count them), else one per word. */
+#define MEDIA_FILES 4096
+void api_save_media(const char *dir, const char *kind, const void *p, size_t n)
+{
+	static unsigned saved;
+	if (saved >= MEDIA_FILES)
+		return;
+	char path[4096];
+	int len = snprintf(path, sizeof path, "%s/%u.%s", dir, saved, kind);
+	if (len < 0 || (size_t)len >= sizeof path)
+		return;
+	saved++;
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return;
+	if (fwrite(p, 1, n, f) != n)
+		fprintf(stderr, "headroom-mock: --media-dir: cannot write %s\n", path);
+	fclose(f);
+}
+
 uint64_t api_text_tokens(const char *s, size_t n)
 {
 	if (prompt_tok) {

@@ -122,6 +122,7 @@ enum mock_api {
 	API_RANK_NIM,    /* POST /v1/ranking */
 	API_RANK_COHERE, /* POST /v2/rerank, /v1/rerank */
 	API_RANK_TEI,    /* POST /rerank */
+	API_TRANSCRIBE,  /* POST /v1/audio/transcriptions (multipart upload) */
 	API__COUNT
 };
 
@@ -322,6 +323,8 @@ struct http_request {
 	bool expect_continue;
 	const char *auth; /* the Authorization header's value (in the input), or NULL */
 	size_t auth_len;
+	const char *content_type; /* the Content-Type header's value (in the input), or NULL */
+	size_t content_type_len;
 };
 
 enum http_parse_result {
@@ -455,7 +458,10 @@ struct mock_handler {
 /* The handler of api (enum mock_api), or NULL past the last. */
 const struct mock_handler *mock_handler(unsigned api);
 extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
-    mock_rank_cohere, mock_rank_tei;
+    mock_rank_cohere, mock_rank_tei, mock_transcribe;
+/* --media-dir: n bytes of a request's media into DIR/K.KIND (the first
+ * 4096 files of the process, K counting them). */
+void api_save_media(const char *dir, const char *kind, const void *p, size_t n);
 
 /* route_openai.c */
 /* A chat (chat) or text completion body read with jansson into g (zeroed

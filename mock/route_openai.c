@@ -389,26 +389,6 @@ static int completion_body(struct server *srv, const struct stream *s, struct dy
 	return dynbuf_addstr(b, "}");
 }
 
-/* --media-dir: one part's text into DIR/NAME (the first MEDIA_FILES only). */
-#define MEDIA_FILES 4096
-static void save_part(const char *dir, const char *kind, const char *fmt, const json_t *text)
-{
-	static unsigned saved;
-	if (saved >= MEDIA_FILES)
-		return;
-	char path[4096];
-	int n = snprintf(path, sizeof path, "%s/%u.%s%s%s", dir, saved, kind, fmt ? "." : "",
-	                 fmt ? fmt : "");
-	if (n < 0 || (size_t)n >= sizeof path)
-		return;
-	saved++;
-	FILE *f = fopen(path, "wb");
-	if (!f)
-		return;
-	fwrite(json_string_value(text), 1, json_string_length(text), f);
-	fclose(f);
-}
-
 /* A short, file-name-safe format name, or "bin". */
 static const char *safe_format(const json_t *f)
 {
@@ -439,13 +419,18 @@ static void save_media(const char *dir, const char *body, size_t len)
 				if (json_is_object(v))
 					v = json_object_get(v, "url");
 				if (json_is_string(v))
-					save_part(dir, "image", NULL, v);
+					api_save_media(dir, "image", json_string_value(v),
+					               json_string_length(v));
 			} else if (strcmp(t, "input_audio") == 0) {
 				v = json_object_get(part, "input_audio");
 				const json_t *d = json_object_get(v, "data");
-				if (json_is_string(d))
-					save_part(dir, "audio", safe_format(json_object_get(v, "format")),
-					          d);
+				if (json_is_string(d)) {
+					char kind[32];
+					snprintf(kind, sizeof kind, "audio.%s",
+					         safe_format(json_object_get(v, "format")));
+					api_save_media(dir, kind, json_string_value(d),
+					               json_string_length(d));
+				}
 			}
 		}
 	}

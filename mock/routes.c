@@ -10,6 +10,7 @@ static const struct mock_handler *const table[API__COUNT] = {
 	[API_RANK_NIM] = &mock_rank_nim,
 	[API_RANK_COHERE] = &mock_rank_cohere,
 	[API_RANK_TEI] = &mock_rank_tei,
+	[API_TRANSCRIBE] = &mock_transcribe,
 };
 
 const struct mock_handler *mock_handler(unsigned api)

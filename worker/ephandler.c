@@ -11,6 +11,7 @@ static const struct ep_handler *const table[SPEC_EP__COUNT] = {
 	[SPEC_EP_RANKINGS_TEI] = &ep_rankings_tei,
 	[SPEC_EP_TGI] = &ep_tgi,
 	[SPEC_EP_TEMPLATE] = &ep_template,
+	[SPEC_EP_AUDIO_TRANSCRIPTION] = &ep_audio_transcription,
 };
 
 const struct ep_handler *ep_handler(int endpoint)

@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""test_multimodal.py - multimodal chat end to end: REST submit -> worker ->
-headroom-mock -> records in SQLite -> exports, with workload.images and
-workload.audio (docs/spec.md, "Multimodal chat").
+"""test_multimodal.py - the media endpoints end to end: REST submit -> worker
+-> headroom-mock -> records in SQLite -> exports. Multimodal chat with
+workload.images and workload.audio (docs/spec.md, "Multimodal chat"), and
+audio_transcription (a multipart upload of one clip; streamed as
+transcript.text.delta events, or a whole answer timed as one piece).
 
 The mock runs with --media-dir, so the test sees every picture and clip it
 received: each must decode as a PNG, JPEG or WAV of the size the spec
@@ -13,6 +15,12 @@ summary's percentiles are reproduced exactly (numpy, linear) from the
 exported records. Both transports: the native client (the default) and
 libcurl (target.transport "curl").
 
+Transcription: every upload the mock received is a WAV of the asked
+length and rate; ISL and OSL are the mock's usage (50 audio tokens a
+second, 3 words a second), a streamed record has one chunk per word, a
+whole one is one piece (OSL 0); injected 500s and malformed events are
+counted exactly as the mock draws them.
+
 Specs: workload.images and workload.audio are stored only when given, with
 every member filled; wrong fields are 400s naming the field; the fields are
 refused on endpoints that take no media. The mock refuses malformed media
@@ -21,6 +29,7 @@ parts with a 400.
 Run: HEADROOM_BIN=build/bin python3 tests/integration/test_multimodal.py
 """
 import base64
+import collections
 import glob
 import json
 import os
@@ -32,6 +41,7 @@ import wave
 import zlib
 
 import hrtest
+from test_faults import fault_draw
 
 try:  # api/openapi.yaml's RunSpec, checked against every spec here
     import yaml
@@ -138,7 +148,7 @@ class Multimodal(unittest.TestCase):
                 clips.append(base64.b64decode(text, validate=True))
         return images, clips
 
-    def run_spec(self, sp):
+    def run_spec(self, sp, isl=ISL, osl=OSL):
         self.clear()
         self.check_schema(sp)
         run = self.api.wait(self.api.submit(sp), timeout=120)
@@ -153,11 +163,13 @@ class Multimodal(unittest.TestCase):
         for r in rows:
             self.assertEqual((r["status"], r["error"]), (200, ""), r)
             # the mock counts the text parts only
-            self.assertEqual((r["isl"], r["isl_source"]), (ISL, "server_usage"), r)
-            self.assertEqual(r["osl"], OSL, r)
+            self.assertEqual((r["isl"], r["isl_source"]), (isl, "server_usage"), r)
+            self.assertEqual(r["osl"], osl, r)
         m = s["metrics"]
         tags = ("time_to_first_token", "inter_token_latency", "request_latency")
-        for tag in tags if sp["target"]["stream"] else tags[2:]:
+        streamed = sp["target"]["stream"]
+        one_piece = sp["target"]["endpoint"] == "audio_transcription" and not streamed
+        for tag in tags if streamed else tags[::2] if one_piece else tags[2:]:
             vals = [r[tag] for r in rows]
             self.assertEqual(m[tag]["count"], N, tag)
             for name, pct in PCTS.items():
@@ -270,6 +282,108 @@ class Multimodal(unittest.TestCase):
              "out_of_range"),
             (self.spec(audio={"count": 16, "duration_s": 600, "sample_rate": 48000}),
              "workload.audio", "out_of_range"),
+        ]
+        for sp, field, code in cases:
+            st, body, _ = self.api.call("POST", "/runs", sp)
+            self.assertEqual(st, 400, (field, body))
+            self.assertEqual((body["error"]["field"], body["error"]["code"]), (field, code),
+                             body)
+
+    # --- audio_transcription ------------------------------------------------------------
+
+    def check_uploads(self, rows, seconds, rate, pool):
+        clips = []
+        for path in sorted(glob.glob(os.path.join(self.media, "*"))):
+            self.assertTrue(path.endswith(".upload.wav"), path)
+            with open(path, "rb") as f:
+                clips.append(f.read())
+        self.clear()
+        self.assertEqual(len(clips), N)
+        for data in set(clips):
+            with wave.open(__import__("io").BytesIO(data)) as w:
+                self.assertEqual((w.getnchannels(), w.getsampwidth(), w.getframerate(),
+                                  w.getnframes()), (1, 2, rate, int(seconds * rate)))
+        self.assertLessEqual(len(set(clips)), pool)
+        self.assertEqual(sum(r["media_bytes_in"] for r in rows), sum(len(c) for c in clips))
+        for r in rows:
+            self.assertEqual((r["images_in"], r["audio_in"]), (None, 1), r)
+
+    def test_transcription_streamed(self):
+        sp = self.spec(endpoint="audio_transcription",
+                       audio={"duration_s": 2, "sample_rate": 16000, "pool": 3})
+        sp["target"]["extra_body"] = {"language": "en", "temperature": 0}
+        run, rows = self.run_spec(sp, isl=100, osl=6)
+        self.check_uploads(rows, 2, 16000, 3)
+        for r in rows:
+            self.assertEqual((r["osl_source"], r["n_chunks"]), ("server_usage", 6), r)
+            self.assertIsNone(r["requested_osl"], r)
+        m = run["summary"]["metrics"]
+        self.assertGreaterEqual(m["time_to_first_token"]["min"], 20 * 0.9)
+        self.assertGreater(m["request_latency"]["min"], 20 + 4 * 4 * 0.9)
+
+    def test_transcription_whole_curl(self):
+        """Not streamed: one piece, timed at the answer's arrival; the
+        clip described by defaults when the spec gives none."""
+        sp = self.spec(stream=False, endpoint="audio_transcription")
+        sp["workload"]["seed"] = 3
+        sp["target"]["transport"] = "curl"
+        run, rows = self.run_spec(sp, isl=250, osl=0)
+        self.assertEqual(run["spec"]["workload"]["audio"], {
+            "count": 1, "duration_s": 5, "sample_rate": 16000, "format": "wav", "pool": 8})
+        self.check_uploads(rows, 5, 16000, 8)
+        for r in rows:
+            self.assertEqual((r["osl_source"], r["n_chunks"]), ("requested", 1), r)
+            self.assertEqual(r["end_ns"], r["done_ns"], r)
+        m = run["summary"]["metrics"]
+        self.assertEqual(m["inter_token_latency"]["count"], 0)
+        self.assertGreaterEqual(m["time_to_first_token"]["min"], 20 * 0.9)
+
+    def test_transcription_faults(self):
+        """Injected 500s and malformed events (streamed) or bodies (whole):
+        http_5xx and malformed_stream, exactly as the mock draws them."""
+        probs = {"500": 0.25, "malformed": 0.25}
+        seed = 11
+        expected = collections.Counter(fault_draw(seed, n, probs) for n in range(1, N + 1))
+        self.assertTrue(expected["500"] and expected["malformed"] and expected[None])
+        for stream in (True, False):
+            with self.subTest(stream=stream):
+                mock = hrtest.start_mock("--fail-500", "0.25", "--fail-malformed", "0.25",
+                                         "--fail-seed", str(seed), "--quiet")
+                try:
+                    sp = self.spec(stream=stream, endpoint="audio_transcription",
+                                   audio={"duration_s": 1})
+                    sp["target"]["url"] = "http://" + mock.addr
+                    sp["load"]["concurrency"] = 1  # the mock numbers requests in order
+                    run = self.api.wait(self.api.submit(sp), timeout=120)
+                    st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl"
+                                                % run["id"])
+                    rows = [json.loads(line) for line in text.splitlines()]
+                finally:
+                    self.assertEqual(mock.stop(), 0)
+                s = run["summary"]
+                self.assertEqual(s["counts"]["valid"], expected[None])
+                self.assertEqual(s["errors"], {"http_5xx": expected["500"],
+                                               "malformed_stream": expected["malformed"]})
+                for r in rows:
+                    if r["error"] == "malformed_stream":
+                        self.assertEqual(r["status"], 200)
+                        self.assertIn("not JSON", r["error_message"])
+
+    def test_transcription_spec_errors(self):
+        ep = "audio_transcription"
+        cases = [
+            (self.spec(endpoint=ep, audio={"count": 2}), "workload.audio.count",
+             "invalid_value"),
+            (self.spec(endpoint=ep, images={}), "workload.images", "invalid_value"),
+            (dict(self.spec(endpoint=ep), target=dict(self.spec(endpoint=ep)["target"],
+                                                      extra_body={"language": ["en"]})),
+             "target.extra_body.language", "invalid_value"),
+            (dict(self.spec(endpoint=ep), target=dict(self.spec(endpoint=ep)["target"],
+                                                      extra_body={"file": "x"})),
+             "target.extra_body.file", "invalid_value"),
+            (dict(self.spec(endpoint=ep), workload=dict(self.spec(endpoint=ep)["workload"],
+                                                        sessions={"turns": {"mean": 2}})),
+             "workload.sessions", "invalid_value"),
         ]
         for sp, field, code in cases:
             st, body, _ = self.api.call("POST", "/runs", sp)
