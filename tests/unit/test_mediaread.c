@@ -1,0 +1,117 @@
+/* test_mediaread.c - the readers of audio transcription answers and stream
+ * events (worker/mediaread.c): OpenAI's delta and done events, vLLM's
+ * chunks, event names standing in for a missing type, usage in both
+ * spellings, and every malformed shape mapped to its error class
+ * (malformed_stream, no_content) as for the other endpoints.
+ *
+ * The worker's sources are not part of the core library, so the module is
+ * compiled into this test directly. */
+#include "../../worker/mediaread.c"
+
+#include <jansson.h>
+#include <string.h>
+
+#include "tap.h"
+
+static struct mr_facts ev(const char *name, const char *text)
+{
+	struct mr_facts f;
+	json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
+	if (!j)
+		tap_ok(0, "bad test JSON %s", text);
+	mr_transcript_event(name, j, &f);
+	f.text = NULL; /* (borrowed from j) */
+	f.error = f.error ? (json_t *)1 : NULL;
+	json_decref(j);
+	return f;
+}
+
+static struct mr_facts ans(const char *text)
+{
+	struct mr_facts f;
+	json_t *j = json_loads(text, JSON_DECODE_ANY, NULL);
+	mr_transcript_answer(j, &f);
+	f.text = NULL;
+	json_decref(j);
+	return f;
+}
+
+static void test_events(void)
+{
+	struct mr_facts f = ev(NULL, "{\"type\":\"transcript.text.delta\",\"delta\":\"hi \"}");
+	CHECK(f.chunk && !f.final && !f.err);
+	CHECK_EQ_INT(f.in_tokens, -1);
+	f = ev(NULL, "{\"type\":\"transcript.text.delta\",\"delta\":\"\"}");
+	CHECK(!f.chunk && !f.err);
+	f = ev(NULL, "{\"type\":\"transcript.text.done\",\"text\":\"hi\",\"usage\":{\"type\":"
+	             "\"tokens\",\"input_tokens\":100,\"output_tokens\":6,\"total_tokens\":106}}");
+	CHECK(f.final && !f.chunk && !f.err);
+	CHECK_EQ_INT(f.in_tokens, 100);
+	CHECK_EQ_INT(f.out_tokens, 6);
+	/* the SSE event name when the JSON has no type */
+	f = ev("transcript.text.delta", "{\"delta\":\"word\"}");
+	CHECK(f.chunk);
+	f = ev("transcript.text.done", "{\"text\":\"word\"}");
+	CHECK(f.final);
+	f = ev("message", "{\"delta\":\"word\"}");
+	CHECK(!f.chunk && !f.final && !f.err);
+	/* vLLM's chunks, chat-style usage */
+	f = ev(NULL, "{\"object\":\"transcription.chunk\",\"choices\":[{\"delta\":{\"content\":"
+	             "\"a\"}}],\"usage\":{\"prompt_tokens\":5,\"completion_tokens\":1}}");
+	CHECK(f.chunk && !f.err);
+	CHECK_EQ_INT(f.in_tokens, 5);
+	CHECK_EQ_INT(f.out_tokens, 1);
+	f = ev(NULL, "{\"choices\":[{\"delta\":{\"content\":null}}]}");
+	CHECK(!f.chunk && !f.err);
+	/* counts out of range are not counts */
+	f = ev(NULL, "{\"usage\":{\"input_tokens\":-3,\"output_tokens\":99999999999}}");
+	CHECK_EQ_INT(f.in_tokens, -1);
+	CHECK_EQ_INT(f.out_tokens, -1);
+	/* an error member is kept for the message */
+	f = ev(NULL, "{\"error\":{\"message\":\"overloaded\"}}");
+	CHECK(f.error && !f.chunk && !f.err);
+	f = ev(NULL, "{\"error\":null}");
+	CHECK(!f.error);
+	/* malformed shapes */
+	f = ev(NULL, "{\"type\":\"transcript.text.delta\",\"delta\":3}");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+	CHECK(strstr(f.msg, "'delta'") != NULL);
+	f = ev(NULL, "{\"type\":\"transcript.text.delta\"}");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+	f = ev(NULL, "{\"type\":\"transcript.text.done\",\"text\":[]}");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+	f = ev(NULL, "{\"choices\":[{\"delta\":{\"content\":7}}]}");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+	f = ev(NULL, "[1]");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+	CHECK(!f.chunk && !f.final);
+}
+
+static void test_answers(void)
+{
+	struct mr_facts f = ans("{\"text\":\"a transcript\",\"usage\":{\"type\":\"duration\","
+	                        "\"seconds\":3}}");
+	CHECK(f.chunk && !f.err);
+	CHECK_EQ_INT(f.in_tokens, -1);
+	f = ans("{\"text\":\"x\",\"usage\":{\"input_tokens\":9,\"output_tokens\":1}}");
+	CHECK_EQ_INT(f.in_tokens, 9);
+	CHECK_EQ_INT(f.out_tokens, 1);
+	f = ans("{\"text\":\"\"}");
+	CHECK_EQ_INT(f.err, HR_ERR_NO_CONTENT);
+	f = ans("{\"text\":null}");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+	f = ans("{}");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+	CHECK(strstr(f.msg, "'text'") != NULL);
+	f = ans("\"text\"");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+	f = ans("3");
+	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+}
+
+int main(void)
+{
+	test_events();
+	test_answers();
+	return tap_done();
+}
