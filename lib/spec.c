@@ -1166,6 +1166,10 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
     [SPEC_EP_AUDIO_TRANSCRIPTION] = {"audio_transcription", "/v1/audio/transcriptions", NULL,
                                      {"audio_transcription"},
                                      SPEC_EPF_STREAMS | SPEC_EPF_AUDIO | SPEC_EPF_AUDIO_FILE},
+    [SPEC_EP_IMAGE_GENERATION] = {"image_generation", "/v1/images/generations", NULL,
+                                  {"image_generation"}, 0},
+    [SPEC_EP_IMAGE_EDIT] = {"image_edit", "/v1/images/edits", NULL, {"image_edit"},
+                            SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_FILE},
 };
 
 int spec_endpoint_from_aiperf(const char *name)
@@ -1469,12 +1473,42 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
  * user message of every request (the endpoints flagged SPEC_EPF_IMAGES /
  * SPEC_EPF_AUDIO). Absent or null: removed, none; given: every member
  * filled, so a spec without them keeps its fingerprint. */
+/* target.extra_body of an endpoint that uploads a form: its members are
+ * form fields (scalars), and not the worker's own (NULL-terminated). */
+static int form_extra_body(struct vctx *v, const struct spec *s, const char *const *own)
+{
+	const char *key;
+	json_t *val;
+	const char *name = spec_endpoints[s->target.endpoint].name;
+	json_object_foreach(s->target.extra_body, key, val)
+	{
+		char path[300];
+		snprintf(path, sizeof path, "target.extra_body.%.200s", key);
+		if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
+			return fail(v, "invalid_value", path,
+			            "'%s' must be a string, number or boolean: the members of "
+			            "'target.extra_body' are form fields for endpoint \"%s\"",
+			            path, name);
+		for (const char *const *o = own; *o; o++)
+			if (strcmp(key, *o) == 0)
+				return fail(v, "invalid_value", path,
+				            "'%s' is the worker's own form field for endpoint \"%s\"",
+				            path, name);
+	}
+	return 0;
+}
+
 static int parse_images(struct vctx *v, json_t *wl, struct spec *s)
 {
 	int ep = s->target.endpoint;
+	bool file = spec_endpoints[ep].flags & SPEC_EPF_IMAGE_FILE;
 	json_t *o = json_object_get(wl, "images");
+	if (file && (!o || json_is_null(o))) { /* the picture uploaded: always described */
+		o = json_object();
+		json_object_set_new(wl, "images", o);
+	}
 	if (!o || json_is_null(o) || !(spec_endpoints[ep].flags & SPEC_EPF_IMAGES))
-		return not_for_endpoint(v, wl, "images", "the chat endpoint", ep);
+		return not_for_endpoint(v, wl, "images", "the chat and image_edit endpoints", ep);
 	if (!json_is_object(o))
 		return fail(v, "wrong_type", "workload.images", "'workload.images' must be an object");
 	static const char *const keys[] = {"count", "width", "height", "format", "quality", "pool",
@@ -1521,7 +1555,13 @@ static int parse_images(struct vctx *v, json_t *wl, struct spec *s)
 		            "'workload.images' pool x width x height x 3 must be at most %u bytes",
 		            SPEC_MAX_MEDIA_POOL_BYTES);
 	*im = (struct spec_images){(int)c, (int)w, (int)h, im->format, (int)q, (int)pool};
-	return 0;
+	if (file && c != 1)
+		return fail(v, "invalid_value", "workload.images.count",
+		            "'workload.images.count' must be 1 for endpoint \"%s\" (one file a "
+		            "request)",
+		            spec_endpoints[ep].name);
+	static const char *const own[] = {"image", "prompt", NULL};
+	return file ? form_extra_body(v, s, own) : 0;
 }
 
 static int parse_audio(struct vctx *v, json_t *wl, struct spec *s)
@@ -1563,24 +1603,9 @@ static int parse_audio(struct vctx *v, json_t *wl, struct spec *s)
 		            "'workload.audio.count' must be 1 for endpoint \"%s\" (one file a "
 		            "request)",
 		            spec_endpoints[ep].name);
-	if (file) { /* the form's fields: scalars only */
-		const char *key;
-		json_t *val;
-		json_object_foreach(s->target.extra_body, key, val)
-		{
-			char path[300];
-			snprintf(path, sizeof path, "target.extra_body.%.200s", key);
-			if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
-				return fail(v, "invalid_value", path,
-				            "'%s' must be a string, number or boolean: the members of "
-				            "'target.extra_body' are form fields for endpoint \"%s\"",
-				            path, spec_endpoints[ep].name);
-			if (strcmp(key, "file") == 0 || strcmp(key, "stream") == 0)
-				return fail(v, "invalid_value", path,
-				            "'%s' is the worker's own form field for endpoint \"%s\"",
-				            path, spec_endpoints[ep].name);
-		}
-	}
+	static const char *const own[] = {"file", "stream", NULL};
+	if (file && form_extra_body(v, s, own) < 0)
+		return -1;
 	int ms = (int)lround(d * 1000);
 	if (ms < 1)
 		ms = 1;

@@ -44,6 +44,8 @@ enum spec_endpoint {
 	SPEC_EP_TGI,             /* Hugging Face TGI /generate, /generate_stream */
 	SPEC_EP_TEMPLATE,        /* target.template: the user's path and body */
 	SPEC_EP_AUDIO_TRANSCRIPTION, /* OpenAI /v1/audio/transcriptions (multipart upload) */
+	SPEC_EP_IMAGE_GENERATION,    /* OpenAI /v1/images/generations */
+	SPEC_EP_IMAGE_EDIT,          /* OpenAI /v1/images/edits (multipart upload) */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */
@@ -266,6 +268,8 @@ void spec_release(struct spec *s);
 /* one clip uploaded per request: workload.audio always filled, count 1;
  * target.extra_body's members are form fields (strings, numbers, booleans) */
 #define SPEC_EPF_AUDIO_FILE 0x80u
+/* the same for one picture (workload.images) */
+#define SPEC_EPF_IMAGE_FILE 0x100u
 struct spec_endpoint_info {
 	const char *name;        /* target.endpoint */
 	const char *path;        /* default request path ("" for template) */

@@ -572,6 +572,9 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 	s->tgi_seed = g.seed;
 	s->tgi_prefix = g.prefix;
 	s->tgi_prefix_len = g.prefix_len;
+	s->img_n = g.img_n;
+	s->img_w = g.img_w;
+	s->img_h = g.img_h;
 	s->pq = g.pq;
 	s->id = id;
 	s->created = wall_ns() / 1000000000LL;

@@ -123,6 +123,8 @@ enum mock_api {
 	API_RANK_COHERE, /* POST /v2/rerank, /v1/rerank */
 	API_RANK_TEI,    /* POST /rerank */
 	API_TRANSCRIBE,  /* POST /v1/audio/transcriptions (multipart upload) */
+	API_IMAGE_GEN,   /* POST /v1/images/generations */
+	API_IMAGE_EDIT,  /* POST /v1/images/edits (multipart upload) */
 	API__COUNT
 };
 
@@ -165,6 +167,7 @@ struct stream {
 	uint64_t tgi_seed;
 	char *tgi_prefix; /* TGI return_full_text: a copy of the inputs, or NULL */
 	size_t tgi_prefix_len;
+	uint16_t img_n, img_w, img_h; /* images: pictures to answer, their size */
 	struct pool_req *pq; /* embeddings and rankings: the request, for the body */
 };
 
@@ -379,6 +382,7 @@ struct gen_req {
 	struct pool_req *pq; /* embeddings, rankings: owned, moved into the stream */
 	bool ignore_eos;     /* chat, completions: "ignore_eos": never ends early */
 	uint32_t min_tokens; /* chat, completions: "min_tokens": no early end before */
+	uint16_t img_n, img_w, img_h; /* images: pictures to answer, their size */
 };
 
 struct json_t; /* jansson */
@@ -458,7 +462,7 @@ struct mock_handler {
 /* The handler of api (enum mock_api), or NULL past the last. */
 const struct mock_handler *mock_handler(unsigned api);
 extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
-    mock_rank_cohere, mock_rank_tei, mock_transcribe;
+    mock_rank_cohere, mock_rank_tei, mock_transcribe, mock_image_gen, mock_image_edit;
 /* --media-dir: n bytes of a request's media into DIR/K.KIND (the first
  * 4096 files of the process, K counting them). */
 void api_save_media(const char *dir, const char *kind, const void *p, size_t n);
@@ -473,6 +477,25 @@ int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *
  * with g set exactly as api_parse_gen_json() sets it, or false when it
  * leaves the body to api_parse_gen_json() (g untouched then). */
 bool gen_parse_fast(const char *body, size_t len, bool chat, struct gen_req *g);
+
+/* route_audio.c: the multipart/form-data reader (bounded: at most
+ * FORM_MAX_PARTS parts, a part's header section at most 4 KiB) */
+#define FORM_MAX_PARTS 64
+#define FORM_MAX_BOUNDARY 70 /* RFC 2046 */
+struct form_part {
+	const char *name, *filename; /* inside the body; lengths below */
+	size_t name_len, filename_len;
+	const char *data;
+	size_t len;
+};
+/* The boundary of req's multipart/form-data Content-Type into out
+ * (FORM_MAX_BOUNDARY + 1 bytes): 0, or -1 with err. */
+int mock_form_boundary(const struct http_request *req, char *out, char *err);
+/* The parts of body (FORM_MAX_PARTS room in parts): their count, or -1 with err. */
+int mock_form_parse(const char *body, size_t len, const char *b, struct form_part *parts,
+                    char *err);
+bool mock_form_part_is(const struct form_part *p, const char *name);
+bool mock_form_value_is(const struct form_part *p, const char *v);
 
 /* route_pool.c */
 void pool_free(struct pool_req *pq);

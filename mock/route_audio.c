@@ -20,6 +20,7 @@
  * {"text_tokens":0,"audio_tokens":P},"output_tokens":N,"total_tokens":P+N},
  * as OpenAI's streaming transcription writes them (no [DONE]). With
  * --media-dir the uploaded file is written there (K.upload.wav).
+ * The multipart reader (mock_form_*) is shared with route_image.c.
  */
 #define _GNU_SOURCE /* memmem */
 #include <stdio.h>
@@ -30,22 +31,13 @@
 #include "mock.h"
 #include "util.h"
 
-#define FORM_MAX_PARTS 64
 #define FORM_MAX_PART_HEAD 4096
-#define FORM_MAX_BOUNDARY 70 /* RFC 2046 */
 #define WORDS_PER_S 3
 #define FRAMES_PER_S 50
 
-struct form_part {
-	const char *name, *filename; /* inside the body; lengths below */
-	size_t name_len, filename_len;
-	const char *data;
-	size_t len;
-};
-
 /* The boundary parameter of a multipart/form-data Content-Type (quoted or
  * not): 0, or -1 with err. */
-static int form_boundary(const struct http_request *req, char *out, char *err)
+int mock_form_boundary(const struct http_request *req, char *out, char *err)
 {
 	const char *v = req->content_type;
 	size_t n = req->content_type_len;
@@ -118,8 +110,8 @@ static bool disp_param(const char *h, size_t n, const char *key, const char **v,
 }
 
 /* The parts of body (boundary b): their count, or -1 with err. */
-static int form_parse(const char *body, size_t len, const char *b, struct form_part *parts,
-                      char *err)
+int mock_form_parse(const char *body, size_t len, const char *b, struct form_part *parts,
+                    char *err)
 {
 	char delim[FORM_MAX_BOUNDARY + 8];
 	int dn = snprintf(delim, sizeof delim, "--%s", b);
@@ -173,12 +165,12 @@ static int form_parse(const char *body, size_t len, const char *b, struct form_p
 	}
 }
 
-static bool part_is(const struct form_part *p, const char *name)
+bool mock_form_part_is(const struct form_part *p, const char *name)
 {
 	return p->name_len == strlen(name) && memcmp(p->name, name, p->name_len) == 0;
 }
 
-static bool value_is(const struct form_part *p, const char *v)
+bool mock_form_value_is(const struct form_part *p, const char *v)
 {
 	return p->len == strlen(v) && memcmp(p->data, v, p->len) == 0;
 }
@@ -222,25 +214,25 @@ static int transcribe_parse(struct server *srv, enum mock_api api, bool stream_p
 	(void)stream_path;
 	char boundary[FORM_MAX_BOUNDARY + 1];
 	struct form_part parts[FORM_MAX_PARTS];
-	if (form_boundary(req, boundary, err) < 0)
+	if (mock_form_boundary(req, boundary, err) < 0)
 		return -1;
-	int n = form_parse(req->body, req->body_len, boundary, parts, err);
+	int n = mock_form_parse(req->body, req->body_len, boundary, parts, err);
 	if (n < 0)
 		return -1;
 	const struct form_part *file = NULL;
 	for (int i = 0; i < n; i++) {
 		const struct form_part *p = &parts[i];
-		if (part_is(p, "file")) {
+		if (mock_form_part_is(p, "file")) {
 			file = p;
-		} else if (part_is(p, "stream")) {
-			if (value_is(p, "true"))
+		} else if (mock_form_part_is(p, "stream")) {
+			if (mock_form_value_is(p, "true"))
 				g->stream = true;
-			else if (!value_is(p, "false"))
+			else if (!mock_form_value_is(p, "false"))
 				return errf(err, "'stream' must be true or false");
-		} else if (part_is(p, "response_format")) {
-			if (!value_is(p, "json"))
+		} else if (mock_form_part_is(p, "response_format")) {
+			if (!mock_form_value_is(p, "json"))
 				return errf(err, "headroom-mock writes 'response_format' json only");
-		} else if (part_is(p, "model")) {
+		} else if (mock_form_part_is(p, "model")) {
 			if (p->len == 0)
 				return errf(err, "'model' must not be empty");
 		}

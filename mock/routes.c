@@ -11,6 +11,8 @@ static const struct mock_handler *const table[API__COUNT] = {
 	[API_RANK_COHERE] = &mock_rank_cohere,
 	[API_RANK_TEI] = &mock_rank_tei,
 	[API_TRANSCRIBE] = &mock_transcribe,
+	[API_IMAGE_GEN] = &mock_image_gen,
+	[API_IMAGE_EDIT] = &mock_image_edit,
 };
 
 const struct mock_handler *mock_handler(unsigned api)

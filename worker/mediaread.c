@@ -1,5 +1,6 @@
-/* mediaread.c - readers of the audio transcription answers and events
- * (mediaread.h), pure functions of a parsed JSON value. */
+/* mediaread.c - readers of the audio transcription answers and events and
+ * of the image answers (mediaread.h), pure functions of a parsed JSON
+ * value. */
 #include "mediaread.h"
 
 #include <stdio.h>
@@ -114,4 +115,41 @@ void mr_transcript_answer(json_t *j, struct mr_facts *f)
 	}
 	f->chunk = true;
 	f->text = t;
+}
+
+void mr_image_answer(json_t *j, struct mr_facts *f)
+{
+	facts_init(f);
+	if (!json_is_object(j)) {
+		f->err = HR_ERR_MALFORMED_STREAM;
+		snprintf(f->msg, sizeof f->msg, "response body is not a JSON object");
+		return;
+	}
+	take_usage(json_object_get(j, "usage"), f);
+	json_t *data = json_object_get(j, "data");
+	if (!json_is_array(data)) {
+		f->err = HR_ERR_MALFORMED_STREAM;
+		snprintf(f->msg, sizeof f->msg, "'data' is not an array");
+		return;
+	}
+	size_t i;
+	json_t *it;
+	json_array_foreach(data, i, it)
+	{
+		json_t *b = json_object_get(it, "b64_json"), *u = json_object_get(it, "url");
+		if (!(json_is_string(b) && json_string_length(b) > 0) &&
+		    !(json_is_string(u) && json_string_length(u) > 0)) {
+			f->err = HR_ERR_MALFORMED_STREAM;
+			snprintf(f->msg, sizeof f->msg,
+			         "'data[%zu]' has no non-empty 'b64_json' or 'url'", i);
+			return;
+		}
+	}
+	if (json_array_size(data) == 0) {
+		f->err = HR_ERR_NO_CONTENT;
+		snprintf(f->msg, sizeof f->msg, "no picture in 'data'");
+		return;
+	}
+	f->images = json_array_size(data) > INT32_MAX ? INT32_MAX : (int)json_array_size(data);
+	f->chunk = true;
 }

@@ -1,6 +1,7 @@
 /* mediaread.h - the pure readers of the media endpoints' answers and
- * stream events (audio transcription): what one parsed JSON value says,
- * with no request state, so that the endpoint handlers (ep_audio.c) and
+ * stream events (audio transcription, image generation and edit): what one parsed JSON value says,
+ * with no request state, so that the endpoint handlers (ep_audio.c,
+ * ep_image.c) and
  * the fuzz target (tests/fuzz/fuzz_mediaread.c) read exactly the same way.
  *
  * Thread affinity: none (pure).
@@ -20,6 +21,7 @@ struct mr_facts {
 	json_t *text;    /* borrowed from the value read, or NULL */
 	json_t *error;   /* a non-null "error" member (borrowed), or NULL */
 	int64_t in_tokens, out_tokens; /* usage; -1: not given */
+	int images; /* pictures in an image answer */
 };
 
 /* One streamed transcription event (name: its SSE event field, "message"
@@ -36,5 +38,11 @@ void mr_transcript_event(const char *name, json_t *j, struct mr_facts *f);
  * optional usage ({"input_tokens","output_tokens"} or
  * {"prompt_tokens","completion_tokens"}). */
 void mr_transcript_answer(json_t *j, struct mr_facts *f);
+
+/* A whole image generation or edit answer: an object whose "data" is an
+ * array of pictures, each an object with a non-empty string "b64_json" or
+ * "url" (images: how many; none: no_content; anything else: malformed),
+ * with an optional usage as above. chunk is set when it is valid. */
+void mr_image_answer(json_t *j, struct mr_facts *f);
 
 #endif

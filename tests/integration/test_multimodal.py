@@ -168,7 +168,8 @@ class Multimodal(unittest.TestCase):
         m = s["metrics"]
         tags = ("time_to_first_token", "inter_token_latency", "request_latency")
         streamed = sp["target"]["stream"]
-        one_piece = sp["target"]["endpoint"] == "audio_transcription" and not streamed
+        one_piece = not streamed and sp["target"]["endpoint"] in (
+            "audio_transcription", "image_generation", "image_edit")
         for tag in tags if streamed else tags[::2] if one_piece else tags[2:]:
             vals = [r[tag] for r in rows]
             self.assertEqual(m[tag]["count"], N, tag)
@@ -385,6 +386,97 @@ class Multimodal(unittest.TestCase):
                                                         sessions={"turns": {"mean": 2}})),
              "workload.sessions", "invalid_value"),
         ]
+        for sp, field, code in cases:
+            st, body, _ = self.api.call("POST", "/runs", sp)
+            self.assertEqual(st, 400, (field, body))
+            self.assertEqual((body["error"]["field"], body["error"]["code"]), (field, code),
+                             body)
+
+    # --- image_generation, image_edit ---------------------------------------------------
+
+    def check_images(self, run, rows, n_out):
+        window_s = (max(r["end_ns"] for r in rows) - min(r["start_ns"] for r in rows)) / 1e9
+        m = run["summary"]["metrics"]
+        self.assertEqual(m["image_throughput"], {"unit": "images/sec",
+                                                 "avg": n_out * N / window_s})
+        self.assertEqual(m["inter_token_latency"]["count"], 0)
+        for r in rows:
+            self.assertEqual((r["images_out"], r["n_chunks"], r["osl_source"]),
+                             (n_out, 1, "requested"), r)
+            self.assertGreater(r["bytes_out"], 100 * n_out, r)
+            self.assertEqual(r["end_ns"], r["done_ns"], r)
+
+    def test_image_generation(self):
+        sp = self.spec(stream=False, endpoint="image_generation")
+        sp["target"]["extra_body"] = {"n": 2, "size": "48x32", "quality": "low"}
+        run, rows = self.run_spec(sp, isl=ISL, osl=0)
+        self.assertNotIn("images", run["spec"]["workload"])
+        self.check_images(run, rows, 2)
+        for r in rows:
+            self.assertEqual((r["images_in"], r["audio_in"], r["media_bytes_in"]),
+                             (None, None, None), r)
+        # 2 pictures of 16 steps each: the TTFT and 31 steps at the ITL
+        m = run["summary"]["metrics"]
+        self.assertGreaterEqual(m["time_to_first_token"]["min"], (20 + 31 * 4) * 0.9)
+        self.assertEqual(self.received(), ([], []))
+
+    def test_image_edit_curl(self):
+        sp = self.spec(stream=False, endpoint="image_edit",
+                       images={"width": 40, "height": 30, "pool": 2})
+        sp["target"]["transport"] = "curl"
+        run, rows = self.run_spec(sp, isl=ISL + 256, osl=0)
+        self.assertEqual(run["spec"]["workload"]["images"], {
+            "count": 1, "width": 40, "height": 30, "format": "png", "pool": 2})
+        self.check_images(run, rows, 1)
+        ups = []
+        for path in sorted(glob.glob(os.path.join(self.media, "*"))):
+            self.assertTrue(path.endswith(".edit.png"), path)
+            with open(path, "rb") as f:
+                ups.append(f.read())
+        self.clear()
+        self.assertEqual(len(ups), N)
+        self.assertLessEqual(len(set(ups)), 2)
+        for data in set(ups):
+            self.assertEqual(png_size(data), (40, 30))
+        self.assertEqual(sum(r["media_bytes_in"] for r in rows), sum(len(u) for u in ups))
+        for r in rows:
+            self.assertEqual((r["images_in"], r["audio_in"]), (1, None), r)
+
+    def test_image_faults(self):
+        probs = {"500": 0.25, "malformed": 0.25}
+        seed = 11
+        expected = collections.Counter(fault_draw(seed, n, probs) for n in range(1, N + 1))
+        for ep in ("image_generation", "image_edit"):
+            with self.subTest(endpoint=ep):
+                mock = hrtest.start_mock("--fail-500", "0.25", "--fail-malformed", "0.25",
+                                         "--fail-seed", str(seed), "--quiet")
+                try:
+                    sp = self.spec(stream=False, endpoint=ep)
+                    if ep == "image_edit":
+                        sp["workload"]["images"] = {"width": 16, "height": 16}
+                    sp["target"]["url"] = "http://" + mock.addr
+                    sp["target"]["extra_body"] = {"size": "16x16"}
+                    sp["load"]["concurrency"] = 1
+                    run = self.api.wait(self.api.submit(sp), timeout=120)
+                finally:
+                    self.assertEqual(mock.stop(), 0)
+                s = run["summary"]
+                self.assertEqual(s["counts"]["valid"], expected[None])
+                self.assertEqual(s["errors"], {"http_5xx": expected["500"],
+                                               "malformed_stream": expected["malformed"]})
+
+    def test_image_spec_errors(self):
+        cases = [
+            (self.spec(endpoint="image_edit", stream=False, images={"count": 2}),
+             "workload.images.count", "invalid_value"),
+            (self.spec(endpoint="image_generation", stream=False, images={}),
+             "workload.images", "invalid_value"),
+            (self.spec(endpoint="image_generation", stream=True), "target.stream",
+             "invalid_value"),
+        ]
+        sp = self.spec(endpoint="image_edit", stream=False)
+        sp["target"]["extra_body"] = {"prompt": "x"}
+        cases.append((sp, "target.extra_body.prompt", "invalid_value"))
         for sp, field, code in cases:
             st, body, _ = self.api.call("POST", "/runs", sp)
             self.assertEqual(st, 400, (field, body))
