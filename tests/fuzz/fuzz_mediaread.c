@@ -1,5 +1,6 @@
 /* fuzz_mediaread.c - libFuzzer target for the readers of the audio
- * transcription answers and stream events (worker/mediaread.c).
+ * transcription answers and stream events and of the image answers
+ * (worker/mediaread.c).
  *
  * Input: byte 0 picks the SSE event name the event reader is given (none,
  * "transcript.text.delta", "transcript.text.done", another); the rest is
@@ -7,7 +8,8 @@
  * an error comes with a message and says nothing else; a chunk's text is a
  * non-empty string; an answer with no error has its text; a final event is
  * no chunk; usage counts are -1 or in [0, INT32_MAX]; the error member is
- * never JSON null; and reading the same value twice gives the same facts.
+ * never JSON null; a valid image answer counts 1 to |data| pictures, an
+ * invalid one none; and reading the same value twice gives the same facts.
  *
  * Build: see tests/CMakeLists.txt (worker/mediaread.c is compiled in).
  */
@@ -68,6 +70,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		REQUIRE(a.chunk);
 	mr_transcript_answer(j, &b);
 	REQUIRE(same(&a, &b));
+	mr_image_answer(j, &a);
+	REQUIRE(a.in_tokens >= -1 && a.in_tokens <= INT32_MAX);
+	if (a.err) {
+		REQUIRE(a.images == 0 && !a.chunk && a.msg[0] != '\0');
+	} else {
+		json_t *arr = json_object_get(j, "data");
+		REQUIRE(a.chunk && json_is_array(arr));
+		REQUIRE(a.images >= 1 && (size_t)a.images == json_array_size(arr));
+	}
+	mr_image_answer(j, &b);
+	REQUIRE(same(&a, &b) && a.images == b.images);
 	json_decref(j);
 	return 0;
 }

@@ -1,13 +1,16 @@
-/* fuzz_mockform.c - libFuzzer target for headroom-mock's reading of an
- * audio transcription upload (mock/route_audio.c): the multipart/form-data
- * body, its parts' headers and the WAV file in it.
+/* fuzz_mockform.c - libFuzzer target for headroom-mock's reading of its
+ * multipart/form-data uploads: an audio transcription (mock/route_audio.c:
+ * the body, its parts' headers and the WAV file in it) or an image edit
+ * (mock/route_image.c: the picture, prompt, n and size fields).
  *
- * Input: byte 0 is the length k of the boundary (taken mod 80, so some are
- * too long), the next k bytes the boundary put into the Content-Type
+ * Input: byte 0's top bit picks the image edit route, its low 7 bits mod
+ * 80 are the length k of the boundary (so some are too long), the next k
+ * bytes the boundary put into the Content-Type
  * header, the rest the body, parsed from a private buffer of exactly its
  * size (so overreads are caught). Checked: the reading either fails with
- * a message or gives a request with 1 to HR_MAX_OSL words and at least one
- * prompt token. Any violation aborts.
+ * a message or gives a request with 1 to HR_MAX_OSL words (steps) and at
+ * least one prompt token (an edit: 1 to 10 pictures of a size, not
+ * streamed). Any violation aborts.
  *
  * Build: see tests/CMakeLists.txt (the mock's sources but main.c are
  * compiled in).
@@ -27,7 +30,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	if (size < 1)
 		return 0;
-	size_t k = data[0] % 80;
+	size_t k = (data[0] & 0x7f) % 80;
+	enum mock_api api = data[0] & 0x80 ? API_IMAGE_EDIT : API_TRANSCRIBE;
 	if (size < 1 + k)
 		return 0;
 	char ctype[160];
@@ -52,11 +56,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct gen_req g;
 	memset(&g, 0, sizeof g);
 	char err[HR_ERRLEN] = "";
-	const struct mock_handler *h = mock_handler(API_TRANSCRIBE);
+	const struct mock_handler *h = mock_handler(api);
 	REQUIRE(h != NULL);
-	if (h->parse(&srv, API_TRANSCRIBE, false, &req, &g, err) == 0) {
+	if (h->parse(&srv, api, false, &req, &g, err) == 0) {
 		REQUIRE(g.max_tokens >= 1 && g.max_tokens <= HR_MAX_OSL);
 		REQUIRE(g.prompt_tokens >= 1);
+		if (api == API_IMAGE_EDIT)
+			REQUIRE(g.img_n >= 1 && g.img_n <= 10 && g.img_w >= 1 && g.img_h >= 1 &&
+			        !g.stream);
 	} else {
 		REQUIRE(err[0] != '\0');
 	}

@@ -1,8 +1,9 @@
 /* test_mediaread.c - the readers of audio transcription answers and stream
- * events (worker/mediaread.c): OpenAI's delta and done events, vLLM's
- * chunks, event names standing in for a missing type, usage in both
- * spellings, and every malformed shape mapped to its error class
- * (malformed_stream, no_content) as for the other endpoints.
+ * events and of image answers (worker/mediaread.c): OpenAI's delta and
+ * done events, vLLM's chunks, event names standing in for a missing type,
+ * usage in both spellings, pictures as b64_json or URLs, and every
+ * malformed shape mapped to its error class (malformed_stream,
+ * no_content) as for the other endpoints.
  *
  * The worker's sources are not part of the core library, so the module is
  * compiled into this test directly. */
@@ -109,9 +110,41 @@ static void test_answers(void)
 	CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
 }
 
+static void test_images(void)
+{
+	struct mr_facts f;
+	json_t *j = json_loads("{\"created\":1,\"data\":[{\"b64_json\":\"iVBO\"},{\"url\":"
+	                       "\"http://x/a.png\"}],\"usage\":{\"input_tokens\":12}}",
+	                       0, NULL);
+	mr_image_answer(j, &f);
+	CHECK(f.chunk && !f.err);
+	CHECK_EQ_INT(f.images, 2);
+	CHECK_EQ_INT(f.in_tokens, 12);
+	json_decref(j);
+	static const struct {
+		const char *text;
+		int err;
+	} bad[] = {
+	    {"{\"data\":[]}", HR_ERR_NO_CONTENT},
+	    {"{}", HR_ERR_MALFORMED_STREAM},
+	    {"{\"data\":{}}", HR_ERR_MALFORMED_STREAM},
+	    {"{\"data\":[{\"b64_json\":\"\"}]}", HR_ERR_MALFORMED_STREAM},
+	    {"{\"data\":[{\"b64_json\":\"x\"},3]}", HR_ERR_MALFORMED_STREAM},
+	    {"[]", HR_ERR_MALFORMED_STREAM},
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		j = json_loads(bad[i].text, JSON_DECODE_ANY, NULL);
+		mr_image_answer(j, &f);
+		CHECK_EQ_INT(f.err, bad[i].err);
+		CHECK_EQ_INT(f.images, 0);
+		json_decref(j);
+	}
+}
+
 int main(void)
 {
 	test_events();
 	test_answers();
+	test_images();
 	return tap_done();
 }
