@@ -59,7 +59,7 @@ static const char profile_help[] =
     "  --endpoint-type TYPE          chat (default), completions, embeddings,\n"
     "                                rankings, cohere_rankings, hf_tei_rankings,\n"
     "                                huggingface_generate, audio_transcription,\n"
-    "                                image_generation, image_edit\n"
+    "                                image_generation, image_edit, image_retrieval\n"
     "  --endpoint PATH               the request path instead of the type's\n"
     "                                (/openai/deployments/d/chat/completions?v=1)\n"
     "  --streaming                   stream responses (default: not streamed)\n"

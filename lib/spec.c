@@ -1170,6 +1170,8 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
                                   {"image_generation"}, 0},
     [SPEC_EP_IMAGE_EDIT] = {"image_edit", "/v1/images/edits", NULL, {"image_edit"},
                             SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_FILE},
+    [SPEC_EP_IMAGE_RETRIEVAL] = {"image_retrieval", "/v1/infer", NULL, {"image_retrieval"},
+                                 SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_NEEDED},
 };
 
 int spec_endpoint_from_aiperf(const char *name)
@@ -1502,13 +1504,15 @@ static int parse_images(struct vctx *v, json_t *wl, struct spec *s)
 {
 	int ep = s->target.endpoint;
 	bool file = spec_endpoints[ep].flags & SPEC_EPF_IMAGE_FILE;
+	bool needed = spec_endpoints[ep].flags & SPEC_EPF_IMAGE_NEEDED;
 	json_t *o = json_object_get(wl, "images");
-	if (file && (!o || json_is_null(o))) { /* the picture uploaded: always described */
+	if ((file || needed) && (!o || json_is_null(o))) { /* the input: always described */
 		o = json_object();
 		json_object_set_new(wl, "images", o);
 	}
 	if (!o || json_is_null(o) || !(spec_endpoints[ep].flags & SPEC_EPF_IMAGES))
-		return not_for_endpoint(v, wl, "images", "the chat and image_edit endpoints", ep);
+		return not_for_endpoint(v, wl, "images",
+		                        "the chat, image_edit and image_retrieval endpoints", ep);
 	if (!json_is_object(o))
 		return fail(v, "wrong_type", "workload.images", "'workload.images' must be an object");
 	static const char *const keys[] = {"count", "width", "height", "format", "quality", "pool",
@@ -1560,6 +1564,10 @@ static int parse_images(struct vctx *v, json_t *wl, struct spec *s)
 		            "'workload.images.count' must be 1 for endpoint \"%s\" (one file a "
 		            "request)",
 		            spec_endpoints[ep].name);
+	if (needed && c < 1)
+		return fail(v, "out_of_range", "workload.images.count",
+		            "'workload.images.count' must be 1 to %d for endpoint \"%s\"",
+		            SPEC_MAX_MEDIA_COUNT, spec_endpoints[ep].name);
 	static const char *const own[] = {"image", "prompt", NULL};
 	return file ? form_extra_body(v, s, own) : 0;
 }

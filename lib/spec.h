@@ -46,6 +46,7 @@ enum spec_endpoint {
 	SPEC_EP_AUDIO_TRANSCRIPTION, /* OpenAI /v1/audio/transcriptions (multipart upload) */
 	SPEC_EP_IMAGE_GENERATION,    /* OpenAI /v1/images/generations */
 	SPEC_EP_IMAGE_EDIT,          /* OpenAI /v1/images/edits (multipart upload) */
+	SPEC_EP_IMAGE_RETRIEVAL,     /* NVIDIA NIM /v1/infer (pictures as data URLs) */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */
@@ -270,6 +271,8 @@ void spec_release(struct spec *s);
 #define SPEC_EPF_AUDIO_FILE 0x80u
 /* the same for one picture (workload.images) */
 #define SPEC_EPF_IMAGE_FILE 0x100u
+/* workload.images always filled, count at least 1 (the pictures are the input) */
+#define SPEC_EPF_IMAGE_NEEDED 0x200u
 struct spec_endpoint_info {
 	const char *name;        /* target.endpoint */
 	const char *path;        /* default request path ("" for template) */

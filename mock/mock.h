@@ -112,8 +112,10 @@ struct mock_config {
 	const char *media_dir;     /* --media-dir: chat's media parts written there, or NULL */
 };
 
-/* The API a response speaks. The first three generate tokens (streamed or
- * not); the others are answered whole after one prefill-only step. */
+/* The API a response speaks. Chat, completions, TGI, transcription and the
+ * image generation and edit routes generate tokens (steps; streamed or
+ * not); the others (struct mock_handler's pool) are answered whole after
+ * one prefill-only step. */
 enum mock_api {
 	API_CHAT,        /* POST /v1/chat/completions */
 	API_COMPLETION,  /* POST /v1/completions */
@@ -125,6 +127,7 @@ enum mock_api {
 	API_TRANSCRIBE,  /* POST /v1/audio/transcriptions (multipart upload) */
 	API_IMAGE_GEN,   /* POST /v1/images/generations */
 	API_IMAGE_EDIT,  /* POST /v1/images/edits (multipart upload) */
+	API_IMAGE_RETRIEVAL, /* POST /v1/infer (NVIDIA NIM) */
 	API__COUNT
 };
 
@@ -462,7 +465,8 @@ struct mock_handler {
 /* The handler of api (enum mock_api), or NULL past the last. */
 const struct mock_handler *mock_handler(unsigned api);
 extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
-    mock_rank_cohere, mock_rank_tei, mock_transcribe, mock_image_gen, mock_image_edit;
+    mock_rank_cohere, mock_rank_tei, mock_transcribe, mock_image_gen, mock_image_edit,
+    mock_image_retrieval;
 /* --media-dir: n bytes of a request's media into DIR/K.KIND (the first
  * 4096 files of the process, K counting them). */
 void api_save_media(const char *dir, const char *kind, const void *p, size_t n);

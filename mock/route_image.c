@@ -24,6 +24,13 @@
  * prompt's words (and 256 per uploaded picture) in and the steps out.
  * With --media-dir an edit's uploaded picture is written there
  * (K.edit.png or K.edit.jpg).
+ *
+ * NVIDIA NIM image retrieval, POST /v1/infer: {"input":[{"type":
+ * "image_url","url":...},...]} (1 to 64 items, any non-empty URL), answered
+ * whole after one prefill step of 256 tokens a picture, as embeddings are:
+ * {"data":[{"index":I,"bounding_boxes":{"table":[],"chart":[],"title":[]}},
+ * ...],"model":NAME}, one result per picture. --media-dir writes the URLs
+ * (K.image).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -218,6 +225,78 @@ static int image_body(struct server *srv, const struct stream *s, struct dynbuf 
 	api_add_u64(b, s->prompt_tokens);
 	return ADD_LIT(b, ",\"image_tokens\":0}}}");
 }
+
+/* NIM image retrieval: {"input":[{"type":"image_url","url":...},...]}. */
+#define RETRIEVAL_MAX_INPUTS 64
+static int retr_parse(struct server *srv, enum mock_api api, bool stream_path,
+                      const struct http_request *req, struct gen_req *g, char *err)
+{
+	(void)api;
+	(void)stream_path;
+	json_t *root = api_load_object(req->body, req->body_len, err);
+	if (!root)
+		return -1;
+	int rc = -1;
+	const json_t *in = json_object_get(root, "input");
+	size_t i;
+	const json_t *it;
+	if (!json_is_array(in) || json_array_size(in) == 0 ||
+	    json_array_size(in) > RETRIEVAL_MAX_INPUTS) {
+		errf(err, "'input' must be an array of 1 to %d image_url items", RETRIEVAL_MAX_INPUTS);
+		goto out;
+	}
+	json_array_foreach(in, i, it)
+	{
+		const json_t *type = json_object_get(it, "type"), *url = json_object_get(it, "url");
+		if (!json_is_string(type) || strcmp(json_string_value(type), "image_url") != 0 ||
+		    !json_is_string(url) || json_string_length(url) == 0) {
+			errf(err, "'input[%zu]' must be {\"type\":\"image_url\",\"url\":...}", i);
+			goto out;
+		}
+	}
+	if (srv->cfg->media_dir)
+		json_array_foreach(in, i, it)
+		{
+			const json_t *url = json_object_get(it, "url");
+			api_save_media(srv->cfg->media_dir, "image", json_string_value(url),
+			               json_string_length(url));
+		}
+	g->img_n = (uint16_t)json_array_size(in);
+	g->max_tokens = 1; /* one step: the prefill, then the answer */
+	g->prompt_tokens = (uint32_t)g->img_n * IMAGE_UPLOAD_TOKENS;
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+/* One result per picture: its index and (empty) detections. */
+static int retr_body(struct server *srv, const struct stream *s, struct dynbuf *b, char *extra,
+                     size_t extra_size)
+{
+	(void)extra;
+	(void)extra_size;
+	dynbuf_reset(b);
+	ADD_LIT(b, "{\"data\":[");
+	for (unsigned i = 0; i < s->img_n; i++) {
+		if (i)
+			ADD_LIT(b, ",");
+		ADD_LIT(b, "{\"index\":");
+		api_add_u64(b, i);
+		ADD_LIT(b, ",\"bounding_boxes\":{\"table\":[],\"chart\":[],\"title\":[]}}");
+	}
+	ADD_LIT(b, "],\"model\":");
+	dynbuf_add(b, srv->model_json, srv->model_json_len);
+	return ADD_LIT(b, "}");
+}
+
+const struct mock_handler mock_image_retrieval = {
+	.api = API_IMAGE_RETRIEVAL,
+	.paths = {{"/v1/infer", false}},
+	.pool = true,
+	.parse = retr_parse,
+	.body = retr_body,
+};
 
 /* Not streamed: an injected malformed answer is cut short by api.c. */
 const struct mock_handler mock_image_gen = {

@@ -13,6 +13,7 @@ static const struct mock_handler *const table[API__COUNT] = {
 	[API_TRANSCRIBE] = &mock_transcribe,
 	[API_IMAGE_GEN] = &mock_image_gen,
 	[API_IMAGE_EDIT] = &mock_image_edit,
+	[API_IMAGE_RETRIEVAL] = &mock_image_retrieval,
 };
 
 const struct mock_handler *mock_handler(unsigned api)

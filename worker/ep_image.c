@@ -9,7 +9,11 @@
  * target.extra_body's members; each pool picture's file part and the
  * fields after the prompt are built once per run. Both answers are timed
  * as one piece (their arrival), with the pictures counted (images_out)
- * and the answer's bytes (bytes_out); mediaread.c reads them. */
+ * and the answer's bytes (bytes_out); mediaread.c reads them.
+ *
+ * NVIDIA NIM image retrieval (/v1/infer): {"input":[{"type":"image_url",
+ * "url":"data:..."},...]} with workload.images' pictures of the run's pool
+ * (ep_media.c), answered whole as one piece. */
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -18,6 +22,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include "ep_media.h"
 #include "ephandler.h"
 #include "media.h"
 #include "mediaread.h"
@@ -250,6 +255,89 @@ static int edit_body(struct req *r, const struct req_params *p)
 	int rc = p->text ? dynbuf_add(b, p->text, p->text_len) : rq_add_prompt(r, p);
 	return rc < 0 || dynbuf_add(b, f->rest, f->rest_len) < 0 ? -1 : 0;
 }
+
+/* --- NIM image retrieval: pictures as data URLs -------------------------------- */
+
+static int retr_cfg(struct req_cfg *c, const struct spec *s, char *err)
+{
+	c->with_prompt = !json_object_get(s->target.extra_body, "input");
+	c->with_max_tokens = false;
+	c->sends_osl = false;
+	if (c->with_prompt) {
+		int failed;
+		struct epm_pool *pool = epm_pool_new(s, EPM_NIM, err, &failed);
+		if (failed)
+			return -1;
+		c->ep = pool;
+		if (pool)
+			c->body_extra = pool->max_parts_len + 64;
+	}
+	/* a NIM serves one model: no "model" member, as AIPerf sends it */
+	return rq_cfg_tail(c, s, false, err);
+}
+
+static void retr_release(struct req_cfg *c)
+{
+	epm_pool_free(c->ep);
+	c->ep = NULL;
+}
+
+static int retr_body(struct req *r, const struct req_params *p)
+{
+	struct dynbuf *b = &r->body;
+	const struct epm_pool *pool = r->cfg->ep;
+	r->osl_sent = false;
+	r->requested_isl = -1; /* no text: the server says, else unknown */
+	if (dynbuf_add(b, "{", 1) < 0)
+		return -1;
+	if (pool) {
+		if (dynbuf_addstr(b, "\"input\":[") < 0)
+			return -1;
+		size_t first = b->len; /* the first part's leading ',' goes */
+		if (epm_add_parts(pool, p->req_id, b, &r->rec.images_in, &r->rec.audio_in,
+		                  &r->rec.media_bytes_in) < 0)
+			return -1;
+		r->rec.audio_in = -1;
+		memmove(b->data + first, b->data + first + 1, b->len - first - 1);
+		b->len--;
+		b->data[b->len] = '\0';
+		if (dynbuf_add(b, "]", 1) < 0)
+			return -1;
+	}
+	return rq_end_body(r, pool != NULL);
+}
+
+static int retr_answer(struct req *r, json_t *j, const json_error_t *je, char **msg)
+{
+	struct mr_facts f;
+	if (!j) {
+		*msg = xasprintf("response body is not JSON: %s", je->text);
+		return HR_ERR_MALFORMED_STREAM;
+	}
+	mr_retrieval_answer(j, &f);
+	if (f.in_tokens >= 0)
+		r->u_prompt = f.in_tokens;
+	if (f.err) {
+		*msg = xstrdup(f.msg);
+		return f.err;
+	}
+	if (r->body_ns != HR_NO_TIME && record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
+		*msg = xstrdup("cannot record the answer's arrival");
+		return HR_ERR_MALFORMED_STREAM;
+	}
+	return HR_ERR_NONE;
+}
+
+const struct ep_handler ep_image_retrieval = {
+	.endpoint = SPEC_EP_IMAGE_RETRIEVAL,
+	.content_type = "application/json",
+	.one_piece = true,
+	.history = EP_HIST_TEXT,
+	.cfg_init = retr_cfg,
+	.cfg_release = retr_release,
+	.body = retr_body,
+	.answer = retr_answer,
+};
 
 const struct ep_handler ep_image_generation = {
 	.endpoint = SPEC_EP_IMAGE_GENERATION,

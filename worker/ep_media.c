@@ -38,7 +38,8 @@ static size_t longest(const struct epm_item *items, int n)
 	return m;
 }
 
-struct epm_pool *epm_pool_new(const struct spec *s, char *err, int *failed)
+struct epm_pool *epm_pool_new(const struct spec *s, enum epm_shape shape, char *err,
+                              int *failed)
 {
 	const struct spec_images *im = &s->workload.images;
 	const struct spec_audio *au = &s->workload.audio;
@@ -55,7 +56,10 @@ struct epm_pool *epm_pool_new(const struct spec *s, char *err, int *failed)
 		p->pool_images = im->pool;
 		p->images = xcalloc((size_t)im->pool, sizeof *p->images);
 		char pre[96];
-		snprintf(pre, sizeof pre, ",{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:%s;base64,",
+		snprintf(pre, sizeof pre,
+		         shape == EPM_NIM ? ",{\"type\":\"image_url\",\"url\":\"data:%s;base64,"
+		                          : ",{\"type\":\"image_url\",\"image_url\":{\"url\":\"data:%s;"
+		                            "base64,",
 		         media_image_mime(im->format));
 		for (int i = 0; i < im->pool; i++) {
 			dynbuf_reset(&file);
@@ -64,7 +68,7 @@ struct epm_pool *epm_pool_new(const struct spec *s, char *err, int *failed)
 				errf(err, "workload.images: %s", merr);
 				goto fail;
 			}
-			if (render(&p->images[i], pre, &file, "\"}}", err) < 0)
+			if (render(&p->images[i], pre, &file, shape == EPM_NIM ? "\"}" : "\"}}", err) < 0)
 				goto fail;
 		}
 	}

@@ -20,6 +20,9 @@ struct epm_item {
 	int64_t bytes; /* the media file's size before base64 */
 };
 
+/* How a picture's part is written: chat's content part, or NIM's input item. */
+enum epm_shape { EPM_CHAT = 0, EPM_NIM };
+
 struct epm_pool {
 	uint64_t seed;
 	int n_images, n_audio; /* per request */
@@ -31,7 +34,8 @@ struct epm_pool {
 /* Renders the pools the spec asks for. Returns NULL when it asks for no
  * media (or the endpoint takes none), else a pool; NULL with err set when
  * rendering failed. */
-struct epm_pool *epm_pool_new(const struct spec *s, char *err, int *failed);
+struct epm_pool *epm_pool_new(const struct spec *s, enum epm_shape shape, char *err,
+                              int *failed);
 void epm_pool_free(struct epm_pool *p);
 
 /* Appends request req_id's media parts (each with its leading ',') to b

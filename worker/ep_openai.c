@@ -63,7 +63,7 @@ static int openai_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	c->sends_osl = c->with_max_tokens;
 	if (s->target.endpoint == SPEC_EP_CHAT && c->with_prompt) {
 		int failed;
-		struct epm_pool *pool = epm_pool_new(s, err, &failed);
+		struct epm_pool *pool = epm_pool_new(s, EPM_CHAT, err, &failed);
 		if (failed)
 			return -1;
 		c->ep = pool;

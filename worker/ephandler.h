@@ -86,6 +86,6 @@ const struct ep_handler *ep_handler(int endpoint);
 /* The handlers (ep_*.c), for the table only. */
 extern const struct ep_handler ep_chat, ep_completions, ep_embeddings, ep_rankings_nim,
     ep_rankings_cohere, ep_rankings_tei, ep_tgi, ep_template, ep_audio_transcription,
-    ep_image_generation, ep_image_edit;
+    ep_image_generation, ep_image_edit, ep_image_retrieval;
 
 #endif

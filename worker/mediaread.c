@@ -153,3 +153,26 @@ void mr_image_answer(json_t *j, struct mr_facts *f)
 	f->images = json_array_size(data) > INT32_MAX ? INT32_MAX : (int)json_array_size(data);
 	f->chunk = true;
 }
+
+void mr_retrieval_answer(json_t *j, struct mr_facts *f)
+{
+	facts_init(f);
+	if (!json_is_object(j)) {
+		f->err = HR_ERR_MALFORMED_STREAM;
+		snprintf(f->msg, sizeof f->msg, "response body is not a JSON object");
+		return;
+	}
+	take_usage(json_object_get(j, "usage"), f);
+	json_t *data = json_object_get(j, "data");
+	if (!json_is_array(data)) {
+		f->err = HR_ERR_MALFORMED_STREAM;
+		snprintf(f->msg, sizeof f->msg, "'data' is not an array");
+		return;
+	}
+	if (json_array_size(data) == 0) {
+		f->err = HR_ERR_NO_CONTENT;
+		snprintf(f->msg, sizeof f->msg, "empty 'data'");
+		return;
+	}
+	f->chunk = true;
+}

@@ -45,4 +45,9 @@ void mr_transcript_answer(json_t *j, struct mr_facts *f);
  * with an optional usage as above. chunk is set when it is valid. */
 void mr_image_answer(json_t *j, struct mr_facts *f);
 
+/* A whole NIM image retrieval answer: an object whose "data" is a
+ * non-empty array (empty: no_content; absent or not an array: malformed);
+ * chunk is set when it is valid. */
+void mr_retrieval_answer(json_t *j, struct mr_facts *f);
+
 #endif

@@ -9,7 +9,8 @@
  * non-empty string; an answer with no error has its text; a final event is
  * no chunk; usage counts are -1 or in [0, INT32_MAX]; the error member is
  * never JSON null; a valid image answer counts 1 to |data| pictures, an
- * invalid one none; and reading the same value twice gives the same facts.
+ * invalid one none; a valid retrieval answer has a non-empty data; and
+ * reading the same value twice gives the same facts.
  *
  * Build: see tests/CMakeLists.txt (worker/mediaread.c is compiled in).
  */
@@ -81,6 +82,9 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mr_image_answer(j, &b);
 	REQUIRE(same(&a, &b) && a.images == b.images);
+	mr_retrieval_answer(j, &a);
+	check(&a);
+	REQUIRE(a.err || (a.chunk && json_array_size(json_object_get(j, "data")) > 0));
 	json_decref(j);
 	return 0;
 }

@@ -148,7 +148,7 @@ class Multimodal(unittest.TestCase):
                 clips.append(base64.b64decode(text, validate=True))
         return images, clips
 
-    def run_spec(self, sp, isl=ISL, osl=OSL):
+    def run_spec(self, sp, isl=ISL, osl=OSL, isl_source="server_usage"):
         self.clear()
         self.check_schema(sp)
         run = self.api.wait(self.api.submit(sp), timeout=120)
@@ -163,13 +163,13 @@ class Multimodal(unittest.TestCase):
         for r in rows:
             self.assertEqual((r["status"], r["error"]), (200, ""), r)
             # the mock counts the text parts only
-            self.assertEqual((r["isl"], r["isl_source"]), (isl, "server_usage"), r)
+            self.assertEqual((r["isl"], r["isl_source"]), (isl, isl_source), r)
             self.assertEqual(r["osl"], osl, r)
         m = s["metrics"]
         tags = ("time_to_first_token", "inter_token_latency", "request_latency")
         streamed = sp["target"]["stream"]
         one_piece = not streamed and sp["target"]["endpoint"] in (
-            "audio_transcription", "image_generation", "image_edit")
+            "audio_transcription", "image_generation", "image_edit", "image_retrieval")
         for tag in tags if streamed else tags[::2] if one_piece else tags[2:]:
             vals = [r[tag] for r in rows]
             self.assertEqual(m[tag]["count"], N, tag)
@@ -178,11 +178,12 @@ class Multimodal(unittest.TestCase):
             self.assertEqual((min(vals), max(vals)), (m[tag]["min"], m[tag]["max"]))
         return run, rows
 
-    def check_counts(self, rows, images, clips, n_img, n_aud, pool_img, pool_aud):
+    def check_counts(self, rows, images, clips, n_img, n_aud, pool_img, pool_aud,
+                     rec_aud=0):
         self.assertEqual(len(images), N * n_img)
         self.assertEqual(len(clips), N * n_aud)
         for r in rows:
-            self.assertEqual((r["images_in"], r["audio_in"]), (n_img, n_aud), r)
+            self.assertEqual((r["images_in"], r["audio_in"]), (n_img, n_aud or rec_aud), r)
         # every byte the requests carried, and nothing else
         total = sum(len(d) for _, d in images) + sum(len(d) for d in clips)
         self.assertEqual(sum(r["media_bytes_in"] for r in rows), total)
@@ -482,6 +483,33 @@ class Multimodal(unittest.TestCase):
             self.assertEqual(st, 400, (field, body))
             self.assertEqual((body["error"]["field"], body["error"]["code"]), (field, code),
                              body)
+
+    # --- image_retrieval ----------------------------------------------------------------
+
+    def test_image_retrieval(self):
+        sp = self.spec(stream=False, endpoint="image_retrieval",
+                       images={"count": 2, "width": 24, "height": 24, "format": "jpeg",
+                               "pool": 4})
+        run, rows = self.run_spec(sp, isl=None, osl=0, isl_source="none")
+        images, clips = self.received()
+        self.check_counts(rows, images, clips, 2, 0, 4, 0, rec_aud=None)
+        for head, data in images:
+            self.assertEqual(head, "data:image/jpeg;base64")
+            self.assertEqual(jpeg_size(data), (24, 24))
+        for r in rows:
+            self.assertEqual((r["n_chunks"], r["images_out"], r["audio_in"]), (1, None, None))
+        # the default: one 512 x 512 PNG, described in the stored spec
+        st, body, _ = self.api.call("POST", "/runs", dict(self.spec(
+            stream=False, endpoint="image_retrieval"), name="default images"))
+        self.assertEqual(st, 201, body)
+        run = self.api.wait(body["id"], timeout=120)
+        self.assertEqual(run["spec"]["workload"]["images"], {
+            "count": 1, "width": 512, "height": 512, "format": "png", "pool": 8})
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        self.clear()
+        st, body, _ = self.api.call("POST", "/runs", self.spec(
+            stream=False, endpoint="image_retrieval", images={"count": 0}))
+        self.assertEqual((st, body["error"]["field"]), (400, "workload.images.count"), body)
 
     def test_mock_refuses_malformed_parts(self):
         def post(content):

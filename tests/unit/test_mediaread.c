@@ -1,7 +1,8 @@
 /* test_mediaread.c - the readers of audio transcription answers and stream
  * events and of image answers (worker/mediaread.c): OpenAI's delta and
  * done events, vLLM's chunks, event names standing in for a missing type,
- * usage in both spellings, pictures as b64_json or URLs, and every
+ * usage in both spellings, pictures as b64_json or URLs, NIM retrieval
+ * results, and every
  * malformed shape mapped to its error class (malformed_stream,
  * no_content) as for the other endpoints.
  *
@@ -141,8 +142,31 @@ static void test_images(void)
 	}
 }
 
+static void test_retrieval(void)
+{
+	static const struct {
+		const char *text;
+		int err;
+	} cases[] = {
+	    {"{\"data\":[{\"index\":0,\"bounding_boxes\":{}}]}", HR_ERR_NONE},
+	    {"{\"data\":[]}", HR_ERR_NO_CONTENT},
+	    {"{\"data\":null}", HR_ERR_MALFORMED_STREAM},
+	    {"{}", HR_ERR_MALFORMED_STREAM},
+	    {"7", HR_ERR_MALFORMED_STREAM},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+		struct mr_facts f;
+		json_t *j = json_loads(cases[i].text, JSON_DECODE_ANY, NULL);
+		mr_retrieval_answer(j, &f);
+		CHECK_EQ_INT(f.err, cases[i].err);
+		CHECK(f.chunk == (cases[i].err == HR_ERR_NONE));
+		json_decref(j);
+	}
+}
+
 int main(void)
 {
+	test_retrieval();
 	test_events();
 	test_answers();
 	test_images();
