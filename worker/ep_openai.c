@@ -61,6 +61,8 @@ static int openai_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	c->tail_members = fixed;
 	free(dump);
 	c->sends_osl = c->with_max_tokens;
+	if (s->target.endpoint == SPEC_EP_CHAT && s->workload.kind == SPEC_WL_DATASET)
+		c->body_extra = HR_MAX_DATASET_LINE; /* an entry's media, as given */
 	if (s->target.endpoint == SPEC_EP_CHAT && c->with_prompt) {
 		int failed;
 		struct epm_pool *pool = epm_pool_new(s, EPM_CHAT, err, &failed);
@@ -68,7 +70,7 @@ static int openai_cfg(struct req_cfg *c, const struct spec *s, char *err)
 			return -1;
 		c->ep = pool;
 		if (pool) /* the parts and the content array's own bytes */
-			c->body_extra = pool->max_parts_len + 64;
+			c->body_extra += pool->max_parts_len + 64;
 	}
 	return 0;
 }
@@ -93,14 +95,26 @@ static int build_messages(struct req *r, const struct req_params *p, const struc
 			return -1;
 		r->user_off = b->len;
 		const struct epm_pool *media = chat ? c->ep : NULL;
-		if (media) { /* a content array: the text, then the pictures and clips */
+		const char *own = chat ? p->media : NULL; /* a dataset entry's, as given */
+		if (media || own) { /* a content array: the text, the pictures and clips */
 			if (dynbuf_addstr(b, "{\"role\":\"user\",\"content\":[{\"type\":\"text\","
 			                     "\"text\":\"") < 0 ||
 			    rq_add_prompt(r, p) < 0 || dynbuf_addstr(b, "\"}") < 0 ||
-			    epm_add_parts(media, p->req_id, b, &r->rec.images_in, &r->rec.audio_in,
-			                  &r->rec.media_bytes_in) < 0 ||
+			    (own && dynbuf_add(b, own, p->media_len) < 0) ||
+			    (media && epm_add_parts(media, p->req_id, b, &r->rec.images_in,
+			                            &r->rec.audio_in, &r->rec.media_bytes_in) < 0) ||
 			    dynbuf_addstr(b, "]}") < 0)
 				return -1;
+			if (own && media) {
+				int64_t sum = (int64_t)r->rec.media_bytes_in + p->media_bytes;
+				r->rec.images_in += p->media_images;
+				r->rec.audio_in += p->media_audio;
+				r->rec.media_bytes_in = sum > INT32_MAX ? INT32_MAX : (int32_t)sum;
+			} else if (own) {
+				r->rec.images_in = p->media_images;
+				r->rec.audio_in = p->media_audio;
+				r->rec.media_bytes_in = p->media_bytes;
+			}
 		} else if ((chat && dynbuf_addstr(b, "{\"role\":\"user\",\"content\":\"") < 0) ||
 		           rq_add_prompt(r, p) < 0 || (chat && dynbuf_addstr(b, "\"}") < 0)) {
 			return -1;

@@ -111,6 +111,11 @@ struct req_params {
 	const char *extra;        /* a dataset entry's `extra`: a compact JSON object merged
 	                           * over the body (chat, completions), or NULL */
 	size_t extra_len;
+	const char *media;        /* a dataset entry's pictures and clips as chat content
+	                           * parts (each after a ','), or NULL */
+	size_t media_len;
+	int media_images, media_audio; /* their counts */
+	int32_t media_bytes;           /* the bytes their data carries */
 	const char *prefix;       /* a shared prefix prompt, JSON-escaped, put before the
 	                           * prompt in the same message; NULL: none */
 	size_t prefix_len;

@@ -291,6 +291,57 @@ class Multimodal(unittest.TestCase):
             self.assertEqual((body["error"]["field"], body["error"]["code"]), (field, code),
                              body)
 
+    def test_dataset_media(self):
+        """A single_turn dataset's image, images and audio fields go into the
+        user message as given; the records count them (a URL carries 0
+        bytes, a data URL its decoded bytes); an entry without media is a
+        plain chat request."""
+        pic = b"\x89PNG\r\n\x1a\n" + bytes(range(40))
+        clip = b"RIFF" + bytes(range(60))
+        png_url = "data:image/png;base64," + base64.b64encode(pic).decode()
+        lines = [
+            {"text": "describe this", "image": png_url},
+            {"text": "two pictures", "images": ["https://example.invalid/a.png",
+                                                "data:image/jpeg;base64,/9j/AA=="]},
+            {"text": "listen", "audio": "wav," + base64.b64encode(clip).decode()},
+            {"text": "plain words only"},
+        ]
+        data = "\n".join(json.dumps(x) for x in lines).encode()
+        st, ds, _ = self.api.call("POST", "/datasets?format=single_turn&name=media", raw=data)
+        self.assertEqual(st, 201, ds)
+        sp = self.spec()
+        sp["workload"] = {"kind": "dataset", "dataset": {"id": ds["id"],
+                                                         "sampling": "sequential"},
+                          "osl": {"mean": OSL, "stddev": 0}}
+        sp["load"] = {"mode": "concurrency", "concurrency": 1, "requests": 4}
+        self.clear()
+        run = self.api.wait(self.api.submit(sp), timeout=120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl" % run["id"])
+        rows = sorted((json.loads(x) for x in text.splitlines()), key=lambda r: r["req_id"])
+        got = [(r["images_in"], r["audio_in"], r["media_bytes_in"], r["isl"]) for r in rows]
+        self.assertEqual(got, [(1, 0, len(pic), 2), (2, 0, 4, 2), (0, 1, len(clip), 1),
+                               (None, None, None, 3)])
+        files = sorted(glob.glob(os.path.join(self.media, "*")),
+                       key=lambda f: int(os.path.basename(f).split(".")[0]))
+        sent = []
+        for f in files:
+            with open(f) as fh:
+                sent.append((os.path.basename(f).split(".", 1)[1], fh.read()))
+        self.clear()
+        self.assertEqual(sent, [("image", png_url), ("image", "https://example.invalid/a.png"),
+                                ("image", "data:image/jpeg;base64,/9j/AA=="),
+                                ("audio.wav", base64.b64encode(clip).decode())])
+        # malformed media fields are refused at upload, naming the field
+        for bad, field in (({"text": "x", "image": 3}, "image"),
+                           ({"text": "x", "images": ["u", ""]}, "images"),
+                           ({"text": "x", "images": ["u"] * 17}, "images"),
+                           ({"text": "x", "audio": "WAV!,AAAA"}, "audio")):
+            st, body, _ = self.api.call("POST", "/datasets?format=single_turn&name=bad",
+                                        raw=json.dumps(bad).encode())
+            self.assertEqual(st, 400, (bad, body))
+            self.assertIn(field, body["error"]["message"], body)
+
     # --- audio_transcription ------------------------------------------------------------
 
     def check_uploads(self, rows, seconds, rate, pool):
