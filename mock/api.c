@@ -575,6 +575,7 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 	s->img_n = g.img_n;
 	s->img_w = g.img_w;
 	s->img_h = g.img_h;
+	s->img_partial = g.img_partial;
 	s->pq = g.pq;
 	s->id = id;
 	s->created = wall_ns() / 1000000000LL;

@@ -171,6 +171,7 @@ struct stream {
 	char *tgi_prefix; /* TGI return_full_text: a copy of the inputs, or NULL */
 	size_t tgi_prefix_len;
 	uint16_t img_n, img_w, img_h; /* images: pictures to answer, their size */
+	uint16_t img_partial;         /* images, streamed: partial pictures before the last */
 	struct pool_req *pq; /* embeddings and rankings: the request, for the body */
 };
 
@@ -386,6 +387,7 @@ struct gen_req {
 	bool ignore_eos;     /* chat, completions: "ignore_eos": never ends early */
 	uint32_t min_tokens; /* chat, completions: "min_tokens": no early end before */
 	uint16_t img_n, img_w, img_h; /* images: pictures to answer, their size */
+	uint16_t img_partial;         /* images, streamed: partial pictures before the last */
 };
 
 struct json_t; /* jansson */

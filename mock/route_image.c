@@ -6,8 +6,9 @@
  * Request: `prompt` (required, non-empty; its words are the prompt
  * tokens), `n` (1 to 10, default 1), `size` ("WxH", each side 1 to 4096, or
  * "auto"), `response_format` ("b64_json", the default; the mock serves no
- * URLs), `model`; `stream` true is refused (the mock does not stream
- * pictures); other fields are ignored. An edit also needs `image`, a PNG
+ * URLs), `model`, and for generations `stream` (then `n` 1) with
+ * `partial_images` (0 to 3); an edit's `stream` must be false; other
+ * fields are ignored. An edit also needs `image`, a PNG
  * or JPEG file (checked by its signature); `mask` and further `image`
  * parts are accepted.
  *
@@ -22,6 +23,11 @@
  * (N, k); usage {"total_tokens","input_tokens","output_tokens",
  * "input_tokens_details":{"text_tokens","image_tokens"}} counts the
  * prompt's words (and 256 per uploaded picture) in and the steps out.
+ * A streamed generation sends OpenAI's events: partial picture k
+ * ({"type":"image_generation.partial_image","b64_json",...,
+ * "partial_image_index":k}) once step (k + 1) x 16 / (partial_images + 1)
+ * is done, then {"type":"image_generation.completed","b64_json",...,
+ * "usage"} after the last step.
  * With --media-dir an edit's uploaded picture is written there
  * (K.edit.png or K.edit.jpg).
  *
@@ -101,11 +107,13 @@ static int gen_parse(struct server *srv, enum mock_api api, bool stream_path,
 		errf(err, "'prompt' must be a non-empty string");
 		goto out;
 	}
+	long long partial = 0;
 	if (api_check_model(root, err) < 0 || api_opt_bool(root, "stream", "stream", &stream, err) < 0 ||
-	    api_opt_int(root, "n", "n", 1, IMAGE_MAX_N, &n, err) < 0)
+	    api_opt_int(root, "n", "n", 1, IMAGE_MAX_N, &n, err) < 0 ||
+	    api_opt_int(root, "partial_images", "partial_images", 0, 3, &partial, err) < 0)
 		goto out;
-	if (stream) {
-		errf(err, "headroom-mock does not stream pictures ('stream' must be false)");
+	if (stream && n != 1) {
+		errf(err, "'n' must be 1 when streaming");
 		goto out;
 	}
 	if (rf && !json_is_null(rf) &&
@@ -122,6 +130,8 @@ static int gen_parse(struct server *srv, enum mock_api api, bool stream_path,
 	    parse_size(json_string_value(size), json_string_length(size), g, err) < 0)
 		goto out;
 	rc = finish(g, n, api_text_tokens(json_string_value(prompt), json_string_length(prompt)));
+	g->stream = stream;
+	g->img_partial = (uint16_t)partial;
 out:
 	json_decref(root);
 	return rc;
@@ -186,6 +196,89 @@ static int edit_parse(struct server *srv, enum mock_api api, bool stream_path,
 	                  (uint64_t)uploads * IMAGE_UPLOAD_TOKENS);
 }
 
+/* ,"b64_json":"..." of picture `index` of response s. */
+static int add_picture(const struct stream *s, unsigned index, struct dynbuf *b)
+{
+	int w = s->img_w < IMAGE_MAX_SIDE ? s->img_w : IMAGE_MAX_SIDE;
+	int h = s->img_h < IMAGE_MAX_SIDE ? s->img_h : IMAGE_MAX_SIDE;
+	struct dynbuf pic;
+	char merr[128];
+	dynbuf_init(&pic, (size_t)IMAGE_MAX_SIDE * IMAGE_MAX_SIDE * 4 + 4096);
+	int rc = media_image(s->id, index, w, h, MEDIA_PNG, 0, &pic, merr);
+	if (rc == 0)
+		rc = ADD_LIT(b, ",\"b64_json\":\"") < 0 || media_base64(pic.data, pic.len, b) < 0 ||
+		             ADD_LIT(b, "\"") < 0
+		         ? -1
+		         : 0;
+	dynbuf_release(&pic);
+	return rc;
+}
+
+/* Streamed (n 1): partial picture k once step (k + 1) x steps /
+ * (partial_images + 1) is done, then the completed one (events_end). */
+static void image_events(struct server *srv, struct conn *c, uint32_t n)
+{
+	const struct stream *s = &c->st;
+	struct dynbuf *b = &srv->scratch;
+	for (unsigned k = 0; k < s->img_partial; k++) {
+		uint32_t at = (uint32_t)(((uint64_t)k + 1) * s->max_tokens / (s->img_partial + 1u));
+		if (at < 1)
+			at = 1;
+		if (at <= s->sent || at > s->sent + n)
+			continue;
+		dynbuf_reset(b);
+		ADD_LIT(b, "{\"type\":\"image_generation.partial_image\"");
+		if (add_picture(s, 100 + k, b) < 0)
+			continue;
+		ADD_LIT(b, ",\"partial_image_index\":");
+		api_add_u64(b, k);
+		ADD_LIT(b, ",\"created_at\":");
+		api_add_u64(b, s->created < 0 ? 0 : (uint64_t)s->created);
+		ADD_LIT(b, ",\"output_format\":\"png\",\"quality\":\"auto\",\"size\":\"auto\","
+		           "\"background\":\"opaque\"}");
+		api_send_event(srv, c, true);
+	}
+}
+
+static void add_usage(struct dynbuf *b, const struct stream *s)
+{
+	ADD_LIT(b, "\"usage\":{\"total_tokens\":");
+	api_add_u64(b, (uint64_t)s->prompt_tokens + s->max_tokens);
+	ADD_LIT(b, ",\"input_tokens\":");
+	api_add_u64(b, s->prompt_tokens);
+	ADD_LIT(b, ",\"output_tokens\":");
+	api_add_u64(b, s->max_tokens);
+	ADD_LIT(b, ",\"input_tokens_details\":{\"text_tokens\":");
+	api_add_u64(b, s->prompt_tokens);
+	ADD_LIT(b, ",\"image_tokens\":0}}");
+}
+
+static void image_events_end(struct server *srv, struct conn *c)
+{
+	const struct stream *s = &c->st;
+	struct dynbuf *b = &srv->scratch;
+	dynbuf_reset(b);
+	ADD_LIT(b, "{\"type\":\"image_generation.completed\"");
+	if (add_picture(s, 0, b) < 0)
+		return;
+	ADD_LIT(b, ",\"created_at\":");
+	api_add_u64(b, s->created < 0 ? 0 : (uint64_t)s->created);
+	ADD_LIT(b, ",\"output_format\":\"png\",\"quality\":\"auto\",\"size\":\"auto\","
+	           "\"background\":\"opaque\",");
+	add_usage(b, s);
+	ADD_LIT(b, "}");
+	api_send_event(srv, c, true);
+}
+
+/* An injected malformed event: a partial picture cut off inside its data. */
+static void image_malformed(struct server *srv, struct conn *c)
+{
+	struct dynbuf *b = &srv->scratch;
+	dynbuf_reset(b);
+	ADD_LIT(b, "{\"type\":\"image_generation.partial_image\",\"b64_json\":\"iVBORw0K");
+	api_send_event(srv, c, true);
+}
+
 /* The answer: n pictures, rendered now. */
 static int image_body(struct server *srv, const struct stream *s, struct dynbuf *b, char *extra,
                       size_t extra_size)
@@ -215,15 +308,9 @@ static int image_body(struct server *srv, const struct stream *s, struct dynbuf 
 	dynbuf_release(&pic);
 	if (rc < 0)
 		return -1;
-	ADD_LIT(b, "],\"usage\":{\"total_tokens\":");
-	api_add_u64(b, (uint64_t)s->prompt_tokens + s->max_tokens);
-	ADD_LIT(b, ",\"input_tokens\":");
-	api_add_u64(b, s->prompt_tokens);
-	ADD_LIT(b, ",\"output_tokens\":");
-	api_add_u64(b, s->max_tokens);
-	ADD_LIT(b, ",\"input_tokens_details\":{\"text_tokens\":");
-	api_add_u64(b, s->prompt_tokens);
-	return ADD_LIT(b, ",\"image_tokens\":0}}}");
+	ADD_LIT(b, "],");
+	add_usage(b, s);
+	return ADD_LIT(b, "}");
 }
 
 /* NIM image retrieval: {"input":[{"type":"image_url","url":...},...]}. */
@@ -303,6 +390,9 @@ const struct mock_handler mock_image_gen = {
 	.api = API_IMAGE_GEN,
 	.paths = {{"/v1/images/generations", false}},
 	.parse = gen_parse,
+	.events = image_events,
+	.malformed = image_malformed,
+	.events_end = image_events_end,
 	.body = image_body,
 };
 

@@ -9,7 +9,10 @@
  * target.extra_body's members; each pool picture's file part and the
  * fields after the prompt are built once per run. Both answers are timed
  * as one piece (their arrival), with the pictures counted (images_out)
- * and the answer's bytes (bytes_out); mediaread.c reads them.
+ * and the answer's bytes (bytes_out); mediaread.c reads them. A streamed
+ * generation (OpenAI's image_generation.partial_image events, then
+ * image_generation.completed) has a chunk per picture event, the first
+ * the first token; images_out counts the completed ones.
  *
  * NVIDIA NIM image retrieval (/v1/infer): {"input":[{"type":"image_url",
  * "url":"data:..."},...]} with workload.images' pictures of the run's pool
@@ -41,6 +44,8 @@ static json_t *fixed_members(const struct spec *s)
 	json_object_set_new(o, "model", json_string(s->target.model));
 	json_object_set_new(o, "response_format", json_string("b64_json"));
 	json_object_set_new(o, "n", json_integer(1));
+	if (s->target.stream)
+		json_object_set_new(o, "stream", json_true());
 	if (json_is_object(s->target.extra_body))
 		json_object_update(o, s->target.extra_body);
 	return o;
@@ -62,6 +67,7 @@ static int gen_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	free(dump);
 	c->with_max_tokens = false;
 	c->sends_osl = false;
+	c->one_piece = !s->target.stream; /* streamed: every picture event is a chunk */
 	return 0;
 }
 
@@ -79,6 +85,27 @@ static int gen_body(struct req *r, const struct req_params *p)
 		r->requested_isl = -1; /* extra_body's prompt: not counted here */
 	}
 	return rq_end_body(r, r->cfg->with_prompt);
+}
+
+/* A streamed generation's event: partial pictures, then the completed one. */
+static int gen_event(struct req *r, const char *name, json_t *j, struct chunk_info *ci)
+{
+	struct mr_facts f;
+	mr_image_event(name, j, &f);
+	memset(ci, 0, sizeof *ci);
+	ci->prompt_tokens = f.in_tokens;
+	ci->completion_tokens = f.out_tokens;
+	ci->reasoning_tokens = -1;
+	if (f.err) {
+		rq_fail(r, f.err, "%s", f.msg);
+		return EV_FAIL;
+	}
+	ci->content = f.chunk;
+	ci->final = f.final;
+	if (f.chunk) /* the pictures completed (partial ones are progress) */
+		r->rec.images_out = (r->rec.images_out < 0 ? 0 : r->rec.images_out) + f.images;
+	rq_take_stream_error(r, f.error);
+	return 0;
 }
 
 /* The whole answer, both endpoints. */
@@ -346,6 +373,7 @@ const struct ep_handler ep_image_generation = {
 	.history = EP_HIST_TEXT,
 	.cfg_init = gen_cfg,
 	.body = gen_body,
+	.event = gen_event,
 	.answer = image_answer,
 };
 

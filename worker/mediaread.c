@@ -176,3 +176,32 @@ void mr_retrieval_answer(json_t *j, struct mr_facts *f)
 	}
 	f->chunk = true;
 }
+
+void mr_image_event(const char *name, json_t *j, struct mr_facts *f)
+{
+	facts_init(f);
+	if (!json_is_object(j)) {
+		f->err = HR_ERR_MALFORMED_STREAM;
+		snprintf(f->msg, sizeof f->msg, "stream event is not a JSON object");
+		return;
+	}
+	take_error(j, f);
+	take_usage(json_object_get(j, "usage"), f);
+	const char *type = json_string_value(json_object_get(j, "type"));
+	if (!type)
+		type = name ? name : "";
+	bool partial = strcmp(type, "image_generation.partial_image") == 0;
+	bool done = strcmp(type, "image_generation.completed") == 0;
+	if (!partial && !done)
+		return;
+	json_t *b = json_object_get(j, "b64_json");
+	if (!json_is_string(b) || json_string_length(b) == 0) {
+		f->err = HR_ERR_MALFORMED_STREAM;
+		snprintf(f->msg, sizeof f->msg, "%s event: 'b64_json' is not a non-empty string",
+		         type);
+		return;
+	}
+	f->chunk = true;
+	f->final = done;
+	f->images = done;
+}

@@ -45,6 +45,13 @@ void mr_transcript_answer(json_t *j, struct mr_facts *f);
  * with an optional usage as above. chunk is set when it is valid. */
 void mr_image_answer(json_t *j, struct mr_facts *f);
 
+/* One streamed image generation event (the JSON "type", else the SSE
+ * event name): image_generation.partial_image (a chunk) and
+ * image_generation.completed (a chunk, final, images 1, usage), each with
+ * a non-empty string "b64_json" (else malformed); other types carry
+ * nothing. */
+void mr_image_event(const char *name, json_t *j, struct mr_facts *f);
+
 /* A whole NIM image retrieval answer: an object whose "data" is a
  * non-empty array (empty: no_content; absent or not an array: malformed);
  * chunk is set when it is valid. */

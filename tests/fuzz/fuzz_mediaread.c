@@ -82,6 +82,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	}
 	mr_image_answer(j, &b);
 	REQUIRE(same(&a, &b) && a.images == b.images);
+	mr_image_event(name, j, &a);
+	REQUIRE(a.in_tokens >= -1 && a.out_tokens >= -1 && !a.text);
+	if (a.err)
+		REQUIRE(!a.chunk && !a.final && a.images == 0 && a.msg[0] != '\0');
+	else
+		REQUIRE(a.images == (a.final ? 1 : 0) && (!a.final || a.chunk));
+	mr_image_event(name, j, &b);
+	REQUIRE(same(&a, &b));
 	mr_retrieval_answer(j, &a);
 	REQUIRE(a.in_tokens >= -1 && a.in_tokens <= INT32_MAX && !a.text && !a.final);
 	if (a.err)

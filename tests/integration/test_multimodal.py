@@ -472,6 +472,32 @@ class Multimodal(unittest.TestCase):
         self.assertGreaterEqual(m["time_to_first_token"]["min"], (20 + 31 * 4) * 0.9)
         self.assertEqual(self.received(), ([], []))
 
+    def test_image_generation_streamed(self):
+        """Streamed: two partial pictures and the completed one are the
+        chunks; OSL is the usage's steps, images_out the completed one."""
+        sp = self.spec(stream=True, endpoint="image_generation")
+        sp["target"]["extra_body"] = {"size": "16x16", "partial_images": 2}
+        run, rows = self.run_spec(sp, isl=ISL, osl=16)
+        for r in rows:
+            self.assertEqual((r["n_chunks"], r["images_out"], r["osl_source"]),
+                             (3, 1, "server_usage"), r)
+            # partial pictures after steps 5 and 10, the last after step 16
+            gaps = [b - a for a, b in zip(r["chunk_offsets_ns"], r["chunk_offsets_ns"][1:])]
+            self.assertGreaterEqual(gaps[0] / 1e6, 5 * 4 * 0.8, r)
+        m = run["summary"]["metrics"]
+        self.assertEqual(m["image_throughput"]["avg"],
+                         N / ((max(r["end_ns"] for r in rows) -
+                               min(r["start_ns"] for r in rows)) / 1e9))
+        self.assertGreaterEqual(m["time_to_first_token"]["min"], (20 + 4 * 4) * 0.9)
+        # and a malformed partial picture is malformed_stream
+        mock = hrtest.start_mock("--fail-malformed", "1", "--quiet")
+        try:
+            sp["target"]["url"] = "http://" + mock.addr
+            run = self.api.wait(self.api.submit(sp), timeout=120)
+        finally:
+            self.assertEqual(mock.stop(), 0)
+        self.assertEqual(run["summary"]["errors"], {"malformed_stream": N})
+
     def test_image_edit_curl(self):
         sp = self.spec(stream=False, endpoint="image_edit",
                        images={"width": 40, "height": 30, "pool": 2})
@@ -523,7 +549,7 @@ class Multimodal(unittest.TestCase):
              "workload.images.count", "invalid_value"),
             (self.spec(endpoint="image_generation", stream=False, images={}),
              "workload.images", "invalid_value"),
-            (self.spec(endpoint="image_generation", stream=True), "target.stream",
+            (self.spec(endpoint="image_edit", stream=True), "target.stream",
              "invalid_value"),
         ]
         sp = self.spec(endpoint="image_edit", stream=False)

@@ -1,5 +1,6 @@
 // test_openai_images.mjs - the official `openai` npm client's image methods
-// (client.images.generate, client.images.edit) against headroom-mock's
+// (client.images.generate, whole and streamed, client.images.edit) against
+// headroom-mock's
 // /v1/images/generations and /v1/images/edits: the pictures come back as
 // real PNGs of the size asked, with usage, as the client reads them; the
 // picture the mock received (--media-dir) is the one the client sent.
@@ -108,6 +109,30 @@ test('images.generate: n pictures of the size asked', async () => {
 	assert.equal(r.usage.output_tokens, 3 * 16);
 	assert.ok(r.created > 0);
 	assert.deepEqual(fs.readdirSync(media), []);
+});
+
+test('images.generate streamed: partial pictures, then the completed one', async () => {
+	const stream = await client.images.generate({
+		model: MODEL,
+		prompt: 'a lighthouse',
+		size: '24x24',
+		stream: true,
+		partial_images: 2,
+	});
+	const types = [];
+	let done = null;
+	for await (const ev of stream) {
+		types.push(ev.type);
+		assert.deepEqual(pngSize(Buffer.from(ev.b64_json, 'base64')), [24, 24]);
+		if (ev.type === 'image_generation.partial_image')
+			assert.equal(ev.partial_image_index, types.length - 1);
+		else
+			done = ev;
+	}
+	assert.deepEqual(types, ['image_generation.partial_image', 'image_generation.partial_image',
+		'image_generation.completed']);
+	assert.equal(done.usage.output_tokens, 16);
+	assert.equal(done.usage.input_tokens, 2);
 });
 
 test('images.edit: the picture uploaded, a picture back', async () => {

@@ -164,8 +164,48 @@ static void test_retrieval(void)
 	}
 }
 
+static void test_image_events(void)
+{
+	struct mr_facts f;
+	json_t *j = json_loads("{\"type\":\"image_generation.partial_image\",\"b64_json\":"
+	                       "\"iVBO\",\"partial_image_index\":0}",
+	                       0, NULL);
+	mr_image_event(NULL, j, &f);
+	CHECK(f.chunk && !f.final && !f.err);
+	CHECK_EQ_INT(f.images, 0);
+	json_decref(j);
+	j = json_loads("{\"type\":\"image_generation.completed\",\"b64_json\":\"iVBO\","
+	                       "\"usage\":{\"input_tokens\":3,\"output_tokens\":16}}",
+	                       0, NULL);
+	mr_image_event(NULL, j, &f);
+	CHECK(f.chunk && f.final && !f.err);
+	CHECK_EQ_INT(f.images, 1);
+	CHECK_EQ_INT(f.out_tokens, 16);
+	json_decref(j);
+	static const char *const bad[] = {
+	    "{\"type\":\"image_generation.partial_image\"}",
+	    "{\"type\":\"image_generation.completed\",\"b64_json\":\"\"}",
+	    "{\"type\":\"image_generation.completed\",\"b64_json\":1}",
+	    "[]",
+	};
+	for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+		j = json_loads(bad[i], JSON_DECODE_ANY, NULL);
+		mr_image_event(NULL, j, &f);
+		CHECK_EQ_INT(f.err, HR_ERR_MALFORMED_STREAM);
+		CHECK(!f.chunk && !f.final);
+		json_decref(j);
+	}
+	j = json_loads("{\"b64_json\":\"x\"}", 0, NULL);
+	mr_image_event("image_generation.partial_image", j, &f); /* the SSE event name */
+	CHECK(f.chunk);
+	mr_image_event("message", j, &f);
+	CHECK(!f.chunk && !f.err);
+	json_decref(j);
+}
+
 int main(void)
 {
+	test_image_events();
 	test_retrieval();
 	test_events();
 	test_answers();
