@@ -58,7 +58,12 @@ static const char profile_help[] =
     "  -m, --model NAME              model name (required)\n"
     "  --endpoint-type TYPE          chat (default), completions, embeddings,\n"
     "                                rankings, cohere_rankings, hf_tei_rankings,\n"
-    "                                huggingface_generate, audio_transcription,\n"
+    "                                huggingface_generate, nim_embeddings,\n"
+    "                                cohere_embeddings, vllm_generate,\n"
+    "                                sglang_generate, responses (OpenAI\n"
+    "                                Responses), messages (Anthropic Messages),\n"
+    "                                raw (the body: --extra-inputs JSON, sent\n"
+    "                                as given), audio_transcription,\n"
     "                                image_generation, image_edit, image_retrieval\n"
     "  --endpoint PATH               the request path instead of the type's\n"
     "                                (/openai/deployments/d/chat/completions?v=1)\n"
@@ -491,8 +496,16 @@ static int build(struct pflags *p, json_t **out)
 		json_object_set_new(target, "timeout_s", json_real(p->timeout));
 	if (json_object_size(p->headers))
 		json_object_set(target, "headers", p->headers);
-	if (json_object_size(p->extra))
+	if (type == SPEC_EP_RAW) { /* the body sent as given: --extra-inputs */
+		if (!json_object_size(p->extra)) {
+			json_decref(target);
+			return bad("--endpoint-type",
+			           "raw sends a body of your own: give it with --extra-inputs JSON");
+		}
+		json_object_set_new(target, "raw", json_pack("{s:O}", "body", p->extra));
+	} else if (json_object_size(p->extra)) {
 		json_object_set(target, "extra_body", p->extra);
+	}
 
 	json_t *spec = json_pack("{s:o}", "target", target);
 	if (p->name)

@@ -1163,6 +1163,18 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
     [SPEC_EP_TGI] = {"tgi", "/generate", "/generate_stream", {"huggingface_generate", "tgi"},
                      GEN_STREAMED},
     [SPEC_EP_TEMPLATE] = {"template", "", NULL, {NULL}, GEN_STREAMED},
+    [SPEC_EP_EMBEDDINGS_NIM] = {"nim_embeddings", "/v1/embeddings", NULL, {"nim_embeddings"},
+                                SPEC_EPF_BATCH},
+    [SPEC_EP_EMBEDDINGS_COHERE] = {"cohere_embeddings", "/v2/embed", NULL,
+                                   {"cohere_embeddings"}, SPEC_EPF_BATCH},
+    [SPEC_EP_EMBEDDINGS_TEI] = {"tei_embeddings", "/embed", NULL, {NULL}, SPEC_EPF_BATCH},
+    [SPEC_EP_VLLM_GENERATE] = {"vllm_generate", "/inference/v1/generate", NULL,
+                               {"vllm_generate"}, SPEC_EPF_GENERATES},
+    [SPEC_EP_SGLANG_GENERATE] = {"sglang_generate", "/generate", NULL, {"sglang_generate"},
+                                 GEN_STREAMED},
+    [SPEC_EP_RAW] = {"raw", "/", NULL, {"raw"}, SPEC_EPF_STREAMS | SPEC_EPF_RAW},
+    [SPEC_EP_RESPONSES] = {"responses", "/v1/responses", NULL, {"responses"}, GEN_STREAMED},
+    [SPEC_EP_MESSAGES] = {"messages", "/v1/messages", NULL, {"messages"}, GEN_STREAMED},
     [SPEC_EP_AUDIO_TRANSCRIPTION] = {"audio_transcription", "/v1/audio/transcriptions", NULL,
                                      {"audio_transcription"},
                                      SPEC_EPF_STREAMS | SPEC_EPF_AUDIO | SPEC_EPF_AUDIO_FILE},
@@ -1417,6 +1429,61 @@ static int parse_template(struct vctx *v, json_t *t, struct spec *s)
 	return v->failed ? -1 : 0;
 }
 
+/* target.raw (endpoint "raw"): {"body": any JSON value, a string sent as
+ * its bytes; "content_type"}. */
+static int parse_raw(struct vctx *v, json_t *t, struct spec *s)
+{
+	json_t *rp = json_object_get(t, "raw");
+	s->target.raw_body = NULL;
+	s->target.raw_content_type = NULL;
+	if (s->target.endpoint != SPEC_EP_RAW) {
+		if (rp && !json_is_null(rp))
+			return fail(v, "invalid_value", "target.raw",
+			            "'target.raw' needs 'target.endpoint' \"raw\"");
+		json_object_del(t, "raw");
+		return 0;
+	}
+	if (!rp || json_is_null(rp))
+		return fail(v, "missing_field", "target.raw",
+		            "'target.raw' ({\"body\", \"content_type\"}) is required with "
+		            "'target.endpoint' \"raw\"");
+	if (!json_is_object(rp))
+		return fail(v, "wrong_type", "target.raw", "'target.raw' must be an object");
+	static const char *const keys[] = {"body", "content_type", NULL};
+	if (check_keys(v, rp, "target.raw", keys) < 0)
+		return -1;
+	json_t *body = json_object_get(rp, "body");
+	if (!body || json_is_null(body))
+		return fail(v, "missing_field", "target.raw.body",
+		            "'target.raw.body' (the request body: a string sent as given, or any "
+		            "other JSON value) is required");
+	char *dump = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+	size_t n = json_is_string(body) ? json_string_length(body) : dump ? strlen(dump) : 0;
+	free(dump);
+	if (n > SPEC_MAX_RAW_BODY)
+		return fail(v, "out_of_range", "target.raw.body",
+		            "'target.raw.body' must be at most %d bytes as sent, not %zu",
+		            SPEC_MAX_RAW_BODY, n);
+	s->target.raw_body = body;
+	json_t *ct = json_object_get(rp, "content_type");
+	if (ct && !json_is_null(ct)) {
+		const char *c = get_str(v, rp, "content_type", "target.raw.content_type", NULL, 200);
+		if (!c)
+			return -1;
+		bool ok = *c != '\0';
+		for (const char *q = c; *q; q++)
+			ok = ok && (unsigned char)*q >= ' ' && *q != 0x7f;
+		if (!ok)
+			return fail(v, "invalid_value", "target.raw.content_type",
+			            "'target.raw.content_type' must be a non-empty printable header "
+			            "value");
+		s->target.raw_content_type = c;
+	} else {
+		json_object_del(rp, "content_type");
+	}
+	return 0;
+}
+
 /* Rejects a workload field that does not apply to the endpoint. */
 static int not_for_endpoint(struct vctx *v, json_t *wl, const char *key, const char *what, int ep)
 {
@@ -1463,6 +1530,10 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 	} else if (not_for_endpoint(v, wl, "batch_size", "the embeddings endpoints", ep) < 0) {
 		return -1;
 	}
+	if (s->workload.sessions && ep == SPEC_EP_VLLM_GENERATE)
+		return fail(v, "invalid_value", "workload.sessions",
+		            "multi-turn sessions are not available with \"vllm_generate\" (its "
+		            "answer is token ids, not text to carry into the next turn)");
 	if (s->workload.sessions && !spec_endpoint_generates(ep))
 		return fail(v, "invalid_value", "workload.sessions",
 		            "multi-turn sessions need a generation endpoint (chat, completions, tgi "
@@ -1639,7 +1710,7 @@ static int parse_audio(struct vctx *v, json_t *wl, struct spec *s)
 /* The target fields a class may set over the run's (the API key stays the run's). */
 static const char *const class_target_keys[] = {
     "url", "endpoint", "model", "stream", "headers", "extra_body", "timeout_s", "mock",
-    "max_tokens_field", "template", "transport", "path", NULL};
+    "max_tokens_field", "template", "transport", "path", "raw", NULL};
 
 static int class_name_ok(const char *n)
 {
@@ -1873,6 +1944,79 @@ const struct spec *spec_for_worker(const struct spec *s, uint32_t w)
 	return k < 0 ? s : s->classes[k].spec;
 }
 
+/* placement (docs/agents.md): kept only when given, so specs without it
+ * keep their fingerprints. */
+static int parse_placement(struct vctx *v, json_t *root, json_t *given, struct spec *s)
+{
+	json_t *o = json_object_get(root, "placement");
+	if (!o || json_is_null(o)) {
+		json_object_del(root, "placement");
+		return 0;
+	}
+	if (!json_is_object(o))
+		return fail(v, "wrong_type", "placement", "'placement' must be an object");
+	static const char *const keys[] = {"local", "agents", "on_agent_loss", NULL};
+	if (check_keys(v, o, "placement", keys) < 0)
+		return -1;
+	if (json_object_get(root, "classes") && !json_is_null(json_object_get(root, "classes")))
+		return fail(v, "invalid_value", "placement",
+		            "'placement' cannot be combined with 'classes'");
+	if (json_object_get(given, "workers"))
+		return fail(v, "invalid_value", "workers",
+		            "with 'placement' the workers are placement.local plus each "
+		            "placement.agents entry's workers on every agent it selects: leave "
+		            "'workers' out");
+	double local;
+	if (get_num(v, o, "local", "placement.local", 0, 1, 0, HR_MAX_WORKERS, 1, &local) < 0)
+		return -1;
+	json_t *ag = json_object_get(o, "agents");
+	if (!ag || json_is_null(ag)) {
+		ag = json_array();
+		json_object_set_new(o, "agents", ag);
+	}
+	if (!json_is_array(ag))
+		return fail(v, "wrong_type", "placement.agents", "'placement.agents' must be an array");
+	if (json_array_size(ag) > HR_MAX_PLACEMENT)
+		return fail(v, "out_of_range", "placement.agents",
+		            "'placement.agents' has more than %d entries", HR_MAX_PLACEMENT);
+	s->placement.given = 1;
+	s->placement.local = (int)local;
+	size_t i;
+	json_t *e;
+	json_array_foreach(ag, i, e)
+	{
+		char path[64], p2[96];
+		snprintf(path, sizeof path, "placement.agents[%zu]", i);
+		if (!json_is_object(e))
+			return fail(v, "wrong_type", path, "'%s' must be an object", path);
+		static const char *const ekeys[] = {"selector", "workers", NULL};
+		if (check_keys(v, e, path, ekeys) < 0)
+			return -1;
+		snprintf(p2, sizeof p2, "%s.selector", path);
+		json_t *sel = get_obj(v, e, "selector", p2, 0);
+		if (!sel || check_string_map(v, sel, p2, HR_MAX_LABELS) < 0)
+			return -1;
+		snprintf(p2, sizeof p2, "%s.workers", path);
+		double w;
+		if (get_num(v, e, "workers", p2, 1, 1, 1, HR_MAX_WORKERS, 1, &w) < 0)
+			return -1;
+		s->placement.agents[i].selector = sel;
+		s->placement.agents[i].workers = (int)w;
+		s->placement.n_agents++;
+	}
+	if (s->placement.local == 0 && s->placement.n_agents == 0)
+		return fail(v, "invalid_value", "placement",
+		            "'placement' places no worker: give 'local' or 'agents'");
+	const char *loss = get_str(v, o, "on_agent_loss", "placement.on_agent_loss", "fail", 16);
+	if (!loss)
+		return -1;
+	if (strcmp(loss, "fail") != 0 && strcmp(loss, "degrade") != 0)
+		return fail(v, "invalid_value", "placement.on_agent_loss",
+		            "'placement.on_agent_loss' must be \"fail\" or \"degrade\"");
+	s->placement.degrade = strcmp(loss, "degrade") == 0;
+	return 0;
+}
+
 static int validate(struct vctx *v, json_t *root, json_t *given, int default_workers,
                     struct spec *s)
 {
@@ -1880,7 +2024,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                  "load",	"workers",   "warmup", "telemetry",
 	                                  "client",	"goodput",   "repeat",
 	                                  "validity",	"gates",     "classes",
-	                                  NULL};
+	                                  "placement",	NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -1898,7 +2042,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
 	                                    "api_key_secret", "max_tokens_field", "template",
-	                                    "api_key_header", "transport", "path", NULL};
+	                                    "api_key_header", "transport", "path", "raw", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -2065,7 +2209,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 		return fail(v, "invalid_value", "target.transport",
 		            "'target.transport' \"native\" speaks plain http:// only; use \"curl\" "
 		            "or \"auto\" for an https:// target");
-	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0)
+	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0 || parse_raw(v, t, s) < 0)
 		return -1;
 
 	/* workload */
@@ -2201,7 +2345,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (parse_goodput(v, root, s) < 0)
 		return -1;
 	if (parse_repeat(v, root, s) < 0 || parse_validity(v, root, s) < 0 ||
-	    parse_gates(v, root, s) < 0)
+	    parse_gates(v, root, s) < 0 || parse_placement(v, root, given, s) < 0)
 		return -1;
 	json_t *classes = json_object_get(root, "classes");
 	if (classes && !json_is_null(classes))
@@ -2215,6 +2359,11 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (cap > 0 && defw > cap)
 		defw = cap;
 	double w;
+	if (s->placement.given) { /* the agents' workers are counted at the start */
+		json_object_del(root, "workers");
+		s->workers = s->placement.local;
+		return 0;
+	}
 	if (get_num(v, root, "workers", "workers", defw, 1, 1, HR_MAX_WORKERS, 1, &w) < 0)
 		return -1;
 	s->workers = (int)w;

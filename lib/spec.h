@@ -43,6 +43,14 @@ enum spec_endpoint {
 	SPEC_EP_RANKINGS_TEI,    /* Hugging Face TEI /rerank */
 	SPEC_EP_TGI,             /* Hugging Face TGI /generate, /generate_stream */
 	SPEC_EP_TEMPLATE,        /* target.template: the user's path and body */
+	SPEC_EP_EMBEDDINGS_NIM,    /* NVIDIA NIM /v1/embeddings (input_type, truncate) */
+	SPEC_EP_EMBEDDINGS_COHERE, /* Cohere /v2/embed */
+	SPEC_EP_EMBEDDINGS_TEI,    /* Hugging Face TEI /embed */
+	SPEC_EP_VLLM_GENERATE,     /* vLLM /inference/v1/generate: token ids in and out */
+	SPEC_EP_SGLANG_GENERATE,   /* SGLang /generate: text in, streamed text and ids out */
+	SPEC_EP_RAW,               /* target.raw: a body sent as given, the answer not parsed */
+	SPEC_EP_RESPONSES,       /* OpenAI Responses /v1/responses */
+	SPEC_EP_MESSAGES,        /* Anthropic Messages /v1/messages */
 	SPEC_EP_AUDIO_TRANSCRIPTION, /* OpenAI /v1/audio/transcriptions (multipart upload) */
 	SPEC_EP_IMAGE_GENERATION,    /* OpenAI /v1/images/generations */
 	SPEC_EP_IMAGE_EDIT,          /* OpenAI /v1/images/edits (multipart upload) */
@@ -54,6 +62,7 @@ enum spec_endpoint {
 #define SPEC_MAX_BATCH 2048          /* workload.batch_size */
 #define SPEC_MAX_JSON_PATH 256       /* bytes of a template's response_path / stream_path */
 #define SPEC_MAX_JSON_PATH_SEGS 32   /* segments of one */
+#define SPEC_MAX_RAW_BODY 262144     /* bytes of target.raw.body as sent */
 #define SPEC_MAX_MEDIA_COUNT 16      /* workload.images.count, workload.audio.count */
 #define SPEC_MAX_MEDIA_POOL 64       /* workload.images.pool, workload.audio.pool */
 /* raw bytes (RGB pixels, PCM samples) of one request's media, and of a pool */
@@ -131,6 +140,10 @@ struct spec {
 		json_t *template_body;     /* borrowed: object with {{placeholders}} */
 		const char *response_path; /* borrowed: dotted path, or NULL */
 		const char *stream_path;   /* borrowed: dotted path, or NULL */
+		/* endpoint raw (target.raw), else NULL: the body, sent as its
+		 * bytes when a string, else serialised compactly (borrowed) */
+		json_t *raw_body;
+		const char *raw_content_type; /* borrowed: target.raw.content_type, or NULL */
 	} target;
 	struct {
 		int kind;
@@ -219,7 +232,20 @@ struct spec {
 		double confidence;
 	} gates[HR_MAX_GATES];
 	int n_gates;
-	int workers; /* with classes: the sum of the classes' workers */
+	int workers; /* with classes: the sum of the classes' workers; with
+		      * placement: placement.local (the agents' add at the start) */
+	/* placement (docs/agents.md): workers on this host and on agents
+	 * chosen by label; given = 0 when the spec has none */
+	struct spec_placement {
+		int given;
+		int local;
+		int n_agents;
+		struct {
+			const json_t *selector; /* borrowed: an object of strings */
+			int workers;            /* per matching connected agent */
+		} agents[HR_MAX_PLACEMENT];
+		int degrade; /* on_agent_loss "degrade" (else "fail") */
+	} placement;
 	/* spec.classes (docs/classes.md): traffic classes, each a whole spec of
 	 * its own (the run's fields with the class's target, workload, load
 	 * and goodput over them), run side by side on consecutive workers:
@@ -264,15 +290,16 @@ void spec_release(struct spec *s);
 #define SPEC_EPF_STREAM_DEF 0x04u /* target.stream defaults to true */
 #define SPEC_EPF_PASSAGES 0x08u   /* workload.passages: a query ranked against passages */
 #define SPEC_EPF_BATCH 0x10u      /* workload.batch_size: inputs per request */
-#define SPEC_EPF_IMAGES 0x20u     /* workload.images: pictures in the user message */
-#define SPEC_EPF_AUDIO 0x40u      /* workload.audio: audio clips in the user message */
+#define SPEC_EPF_RAW 0x20u        /* target.raw: the body given, the answer not parsed */
+#define SPEC_EPF_IMAGES 0x40u     /* workload.images: pictures in the user message */
+#define SPEC_EPF_AUDIO 0x80u      /* workload.audio: audio clips in the user message */
 /* one clip uploaded per request: workload.audio always filled, count 1;
  * target.extra_body's members are form fields (strings, numbers, booleans) */
-#define SPEC_EPF_AUDIO_FILE 0x80u
+#define SPEC_EPF_AUDIO_FILE 0x100u
 /* the same for one picture (workload.images) */
-#define SPEC_EPF_IMAGE_FILE 0x100u
+#define SPEC_EPF_IMAGE_FILE 0x200u
 /* workload.images always filled, count at least 1 (the pictures are the input) */
-#define SPEC_EPF_IMAGE_NEEDED 0x200u
+#define SPEC_EPF_IMAGE_NEEDED 0x400u
 struct spec_endpoint_info {
 	const char *name;        /* target.endpoint */
 	const char *path;        /* default request path ("" for template) */

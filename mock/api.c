@@ -15,6 +15,8 @@
  *   POST /v1/ranking           NVIDIA NIM rankings (route_pool.c)
  *   POST /v2/rerank            Cohere rerank, also on /v1/rerank (route_pool.c)
  *   POST /rerank               Hugging Face TEI rerank (route_pool.c)
+ *   POST /v1/responses         OpenAI Responses, typed events (route_llm.c)
+ *   POST /v1/messages          Anthropic Messages, typed events (route_llm.c)
  *   GET  /metrics              vLLM-like Prometheus page (telemetry.c)
  *
  * A connection accepted on --dcgm-listen serves only GET /metrics, the
@@ -329,11 +331,14 @@ void api_add_json_text(struct dynbuf *b, const char *s, size_t n)
 	dynbuf_add(b, s + n - run, run);
 }
 
-void api_put_event(struct conn *c, bool space, const struct api_piece *pc, size_t np)
+/* An event, with "event: NAME\n" first when name. */
+static void put_event(struct conn *c, const char *name, bool space, const struct api_piece *pc,
+                      size_t np)
 {
 	static const char hex[] = "0123456789abcdef";
 	const struct stream *s = &c->st;
-	size_t len = (space ? 6 : 5) + 2;
+	size_t nlen = name ? strlen(name) : 0;
+	size_t len = (space ? 6 : 5) + 2 + (name ? nlen + 8 : 0);
 	for (size_t i = 0; i < np; i++)
 		len += pc[i].p ? pc[i].n : words_len(s, pc[i].from, (uint32_t)pc[i].n);
 	char *w = dynbuf_space(&c->out, len + 20); /* + the chunk's size line and CRLF */
@@ -354,6 +359,12 @@ void api_put_event(struct conn *c, bool space, const struct api_piece *pc, size_
 		*w++ = '\r';
 		*w++ = '\n';
 	}
+	if (name) {
+		memcpy(w, "event: ", 7);
+		memcpy(w + 7, name, nlen);
+		w[7 + nlen] = '\n';
+		w += nlen + 8;
+	}
 	memcpy(w, "data: ", 6);
 	w += space ? 6 : 5;
 	for (size_t i = 0; i < np; i++) {
@@ -371,6 +382,23 @@ void api_put_event(struct conn *c, bool space, const struct api_piece *pc, size_
 		*w++ = '\n';
 	}
 	dynbuf_commit(&c->out, (size_t)(w - start));
+}
+
+void api_put_event(struct conn *c, bool space, const struct api_piece *pc, size_t np)
+{
+	put_event(c, NULL, space, pc, np);
+}
+
+void api_put_named_event(struct conn *c, const char *name, const struct api_piece *pc,
+                         size_t np)
+{
+	put_event(c, name, true, pc, np);
+}
+
+void api_send_named_event(struct server *srv, struct conn *c, const char *name)
+{
+	struct api_piece pc = {srv->scratch.data ? srv->scratch.data : "", srv->scratch.len, 0};
+	put_event(c, name, true, &pc, 1);
 }
 
 void api_send_event(struct server *srv, struct conn *c, bool space)
@@ -624,13 +652,16 @@ static void dcgm_handle(struct server *srv, struct conn *c, const struct http_re
 	}
 }
 
-/* --api-key: a POST must carry "Authorization: Bearer KEY" exactly. */
+/* --api-key: a POST must carry "Authorization: Bearer KEY" exactly, or
+ * "x-api-key: KEY" (Anthropic's way). */
 static bool authorized(const struct server *srv, const struct http_request *req)
 {
 	const char *key = srv->cfg->api_key;
 	if (!key)
 		return true;
 	size_t klen = strlen(key);
+	if (req->x_api_key && req->x_api_key_len == klen && memcmp(req->x_api_key, key, klen) == 0)
+		return true;
 	return req->auth && req->auth_len == klen + 7 && strncasecmp(req->auth, "Bearer ", 7) == 0 &&
 	       memcmp(req->auth + 7, key, klen) == 0;
 }
@@ -650,12 +681,14 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 
 	/* the POST endpoints, each a generation request: the paths of the
 	 * route handlers (routes.c) */
-	const struct mock_handler *h;
+	const struct mock_handler *h = NULL;
 	const struct mock_path *mp = NULL;
-	for (unsigned a = 0; !mp && (h = mock_handler(a)) != NULL; a++)
-		for (const struct mock_path *q = h->paths; !mp && q->path; q++)
-			if (http_path_is(req, q->path))
-				mp = q;
+	for (int pass = 0; pass < 2 && !mp; pass++) /* first the handlers that claim */
+		for (unsigned a = 0; !mp && (h = mock_handler(a)) != NULL; a++)
+			for (const struct mock_path *q = h->paths;
+			     !mp && q->path && (pass == 0) == (h->claims != NULL); q++)
+				if (http_path_is(req, q->path) && (pass == 1 || h->claims(req)))
+					mp = q;
 	if (mp) {
 		if (http_method_is(req, "POST") && !authorized(srv, req))
 			http_error_type(c, 401, "authentication_error",

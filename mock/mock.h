@@ -11,7 +11,9 @@
  *   route_openai.c  OpenAI-compatible chat and text completions (with
  *                reasoning content)
  *   route_tgi.c  Hugging Face TGI /generate and /generate_stream
+ *   route_native.c  vLLM's /inference/v1/generate and SGLang's /generate
  *   route_pool.c embeddings and rankings (OpenAI, NIM, Cohere, TEI)
+ *   route_llm.c  OpenAI Responses and Anthropic Messages (typed events)
  *   model.c      when each generated chunk is due: fixed TTFT/ITL, or the
  *                load model (an engine loop of continuous batching)
  *   telemetry.c  Prometheus pages that follow the simulated load: vLLM-like
@@ -104,7 +106,8 @@ struct mock_config {
 	double early_stop;           /* --early-stop: share of responses that end early */
 	int64_t stall_ns;            /* --stall-ms; MOCK_NEVER: until the client leaves */
 	struct tok *tokenizer;       /* --tokenizer: prompt tokens counted with it, else words */
-	const char *api_key;         /* --api-key: POSTs need "Authorization: Bearer KEY" */
+	const char *api_key;         /* --api-key: POSTs need "Authorization: Bearer KEY"
+	                              * (or "x-api-key: KEY") */
 	/* more endpoints (route_pool.c, route_openai.c) */
 	uint32_t embedding_dim;    /* --embedding-dim: vector size of /v1/embeddings */
 	bool reasoning;            /* --reasoning-tokens given */
@@ -124,6 +127,12 @@ enum mock_api {
 	API_RANK_NIM,    /* POST /v1/ranking */
 	API_RANK_COHERE, /* POST /v2/rerank, /v1/rerank */
 	API_RANK_TEI,    /* POST /rerank */
+	API_EMBED_COHERE, /* POST /v2/embed, /v1/embed */
+	API_EMBED_TEI,    /* POST /embed */
+	API_VLLM_GEN,     /* POST /inference/v1/generate (vLLM, token ids) */
+	API_SGLANG_GEN,   /* POST /generate with "text" or "input_ids" (SGLang) */
+	API_RESPONSES,   /* POST /v1/responses (OpenAI Responses) */
+	API_MESSAGES,    /* POST /v1/messages (Anthropic Messages) */
 	API_TRANSCRIBE,  /* POST /v1/audio/transcriptions (multipart upload) */
 	API_IMAGE_GEN,   /* POST /v1/images/generations */
 	API_IMAGE_EDIT,  /* POST /v1/images/edits (multipart upload) */
@@ -165,6 +174,7 @@ struct stream {
 	/* per API */
 	bool eos;            /* --early-stop: ends early, finish_reason "stop" */
 	uint32_t reasoning;  /* chat: the first `reasoning` tokens are reasoning content */
+	uint32_t evseq;      /* Responses: the next event's sequence_number */
 	bool tgi_details;    /* TGI: "details" */
 	bool tgi_seed_given; /* TGI: "seed" given, reported in the details */
 	uint64_t tgi_seed;
@@ -330,6 +340,8 @@ struct http_request {
 	bool expect_continue;
 	const char *auth; /* the Authorization header's value (in the input), or NULL */
 	size_t auth_len;
+	const char *x_api_key; /* the x-api-key header's value (Anthropic's), or NULL */
+	size_t x_api_key_len;
 	const char *content_type; /* the Content-Type header's value (in the input), or NULL */
 	size_t content_type_len;
 };
@@ -430,6 +442,11 @@ struct api_piece {
  * chunked. The bytes are the same as formatting the event whole and
  * sending it with api_send_event. */
 void api_put_event(struct conn *c, bool space, const struct api_piece *pc, size_t np);
+/* The same with an "event: NAME" line before the data (typed events of
+ * the Responses and Messages APIs), and srv->scratch sent so. */
+void api_put_named_event(struct conn *c, const char *name, const struct api_piece *pc,
+                         size_t np);
+void api_send_named_event(struct server *srv, struct conn *c, const char *name);
 /* A string literal appended to a dynbuf. */
 #define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
 
@@ -445,6 +462,10 @@ struct mock_handler {
 	enum mock_api api;
 	struct mock_path paths[MOCK_MAX_ROUTE_PATHS]; /* the POST paths it answers */
 	bool pool;      /* one step, no generated token, answered whole (embeddings...) */
+	/* Optional, for a path another handler also answers (SGLang's and
+	 * TGI's /generate): whether this request is this handler's. Handlers
+	 * with it are asked first; the first without it takes the rest. */
+	bool (*claims)(const struct http_request *req);
 	bool reasoning; /* --reasoning-tokens applies (the first tokens are reasoning) */
 	/* The request's body into g (zeroed): 0, or -1 with a message in err
 	 * (a 400). api: this handler's; stream_path: the path's stream. */
@@ -467,8 +488,9 @@ struct mock_handler {
 /* The handler of api (enum mock_api), or NULL past the last. */
 const struct mock_handler *mock_handler(unsigned api);
 extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
-    mock_rank_cohere, mock_rank_tei, mock_transcribe, mock_image_gen, mock_image_edit,
-    mock_image_retrieval;
+    mock_rank_cohere, mock_rank_tei, mock_embed_cohere, mock_embed_tei, mock_vllm_gen,
+    mock_sglang_gen, mock_responses, mock_messages, mock_transcribe, mock_image_gen,
+    mock_image_edit, mock_image_retrieval;
 /* --media-dir: n bytes of a request's media into DIR/K.KIND (the first
  * 4096 files of the process, K counting them). */
 void api_save_media(const char *dir, const char *kind, const void *p, size_t n);

@@ -26,6 +26,11 @@ want="$BUILD_PKGS $TEST_PKGS $PACKAGING_PKGS"
 # missing.
 command -v node >/dev/null 2>&1 || want="$want nodejs"
 command -v npm >/dev/null 2>&1 || want="$want npm"
+# kubectl renders packaging/kubernetes/kustomization.yaml offline
+# (tests/kubernetes/); any kubectl will do, Debian's is kubernetes-client.
+command -v kubectl >/dev/null 2>&1 || want="$want kubernetes-client"
+# ... and openssl makes the certificate its secrets.sh stores
+want="$want openssl"
 
 # shellcheck source-path=SCRIPTDIR source=lib-apt.sh
 . "$(dirname "$0")/lib-apt.sh"

@@ -51,10 +51,18 @@ struct ep_handler {
 	 * otherwise every content-bearing stream event is a chunk, the first
 	 * one the first token. reasoning_chunks: streamed reasoning chunks
 	 * stand in for usage's reasoning_tokens. any_json_event: a stream
-	 * event may be any JSON value, not only an object. */
+	 * event may be any JSON value, not only an object. end_event: a
+	 * stream is whole only with its last event (the event reader's
+	 * ci->final); one that ends without it is malformed_stream. */
 	bool one_piece;
+	/* raw: the answer is not parsed. Not streamed, it is one piece (the
+	 * handler's answer times it); streamed, it is no SSE: every read of
+	 * the body is a chunk, the first the first token, and no output
+	 * length is known. Its bytes go to the record's bytes_out. */
+	bool raw;
 	bool reasoning_chunks;
 	bool any_json_event;
+	bool end_event;
 	enum ep_history history;
 
 	/* Once per run, from the validated spec (after the headers): the
@@ -85,7 +93,9 @@ const struct ep_handler *ep_handler(int endpoint);
 
 /* The handlers (ep_*.c), for the table only. */
 extern const struct ep_handler ep_chat, ep_completions, ep_embeddings, ep_rankings_nim,
-    ep_rankings_cohere, ep_rankings_tei, ep_tgi, ep_template, ep_audio_transcription,
-    ep_image_generation, ep_image_edit, ep_image_retrieval;
+    ep_rankings_cohere, ep_rankings_tei, ep_tgi, ep_template, ep_embeddings_nim,
+    ep_embeddings_cohere, ep_embeddings_tei, ep_vllm_generate, ep_sglang_generate, ep_raw,
+    ep_responses, ep_messages, ep_audio_transcription, ep_image_generation, ep_image_edit,
+    ep_image_retrieval;
 
 #endif

@@ -601,6 +601,16 @@ static int on_body(void *ud, const char *p, size_t len)
 
 	switch (r->mode) {
 	case RB_SSE:
+		if (r->cfg->h->raw) { /* not SSE: each read is a chunk */
+			r->raw_bytes += len;
+			if (r->rec.n_chunks && r->rec.end_ns == r->cb_ns)
+				return 0; /* the same read, framed as several HTTP chunks */
+			struct chunk_info ci = {.content = true,
+			                        .prompt_tokens = -1,
+			                        .completion_tokens = -1,
+			                        .reasoning_tokens = -1};
+			return note_chunk(r, &ci) ? EV_FAIL : 0;
+		}
 		if (r->saw_done)
 			return 0;
 		rc = sse_feed(&r->sse, p, len);
@@ -854,6 +864,7 @@ void req_reset(struct req *r)
 	r->saw_done = false;
 	r->reasoning_chunks = 0;
 	r->u_prompt = r->u_completion = r->u_reasoning = -1;
+	r->raw_bytes = 0;
 	r->mode = RB_UNKNOWN;
 	r->h1_status = 0;
 	r->chunked = false;
@@ -1143,7 +1154,13 @@ static void fill_tokens(struct req *r)
 		rec->tok_osl = n < 0 ? -1 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
 	}
 
-	if (c->one_piece) { /* embeddings, rankings: nothing is generated */
+	if (c->h->raw) { /* a raw answer: read, not counted */
+		rec->osl = -1;
+		rec->osl_src = HR_TOKSRC_NONE;
+		if (r->mode == RB_SSE) /* a 200 stream: its bytes as read */
+			rec->bytes_out =
+			    r->raw_bytes > INT32_MAX ? INT32_MAX : (int32_t)r->raw_bytes;
+	} else if (c->one_piece) { /* embeddings, rankings: nothing is generated */
 		rec->osl = 0;
 		rec->osl_src = HR_TOKSRC_REQUESTED;
 	} else {
@@ -1279,6 +1296,9 @@ void req_complete(struct req *r, CURLcode result, int64_t done_ns)
 			err = HR_ERR_NO_CONTENT;
 			msg = r->stream_error ? xstrdup(r->stream_error)
 			                      : xstrdup("no content-bearing chunk in the stream");
+		} else if (r->cfg->h->end_event && !r->saw_done) {
+			err = HR_ERR_MALFORMED_STREAM;
+			msg = xstrdup("the stream ended before its last event");
 		}
 	} else {
 		err = parse_body(r, &msg);

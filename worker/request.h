@@ -174,6 +174,7 @@ struct req {
 	void (*h1_done)(void *ud, struct req *r, int result); /* who hears of the end */
 	void *h1_ud;
 	char *stream_error; /* owned: message of an in-stream {"error":...} */
+	int64_t raw_bytes;  /* a raw stream's body bytes (ephandler.h, raw) */
 
 	/* conversations */
 	bool capture;              /* collect the answer */

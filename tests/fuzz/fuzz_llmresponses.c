@@ -1,0 +1,12 @@
+/* fuzz_llmresponses.c - libFuzzer target for the OpenAI Responses event
+ * and answer readers (worker/llmread.c; the checks are llmfuzz.h's).
+ *
+ * Build: clang -fsanitize=fuzzer,address -Ilib -Iworker tests/fuzz/fuzz_llmresponses.c \
+ *        worker/llmread.c lib/sse.c lib/dynbuf.c lib/util.c -ljansson
+ */
+#include "llmfuzz.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	return llm_fuzz(false, data, size);
+}
