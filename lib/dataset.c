@@ -14,6 +14,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "dynbuf.h"
 #include "limits.h"
 #include "trace.h"
 #include "util.h"
@@ -252,8 +253,124 @@ static int get_ms(struct build *b, json_t *o, const char *key, const char *pre, 
 	return 0;
 }
 
-static const char *const turn_keys[] = {"text",  "output_length", "extra", "timestamp",
-                                        "delay", "role",          NULL};
+static const char *const turn_keys[] = {"text",  "output_length", "extra",  "timestamp",
+                                        "delay", "role",          "image",  "images",
+                                        "audio", NULL};
+
+#define DS_MAX_MEDIA 16 /* pictures and clips of one request */
+
+/* The bytes n characters of base64 stand for (padding aside). */
+static int64_t b64_bytes(const char *s, size_t n)
+{
+	while (n > 0 && s[n - 1] == '=')
+		n--;
+	return (int64_t)(n / 4 * 3 + (n % 4 > 1 ? n % 4 - 1 : 0));
+}
+
+/* One content part (jansson writes it escaped), after a ','. */
+static int add_part(struct dynbuf *parts, json_t *part)
+{
+	char *s = json_dumps(part, JSON_COMPACT);
+	json_decref(part);
+	int rc = !s || dynbuf_add(parts, ",", 1) < 0 || dynbuf_addstr(parts, s) < 0 ? -1 : 0;
+	free(s);
+	return rc;
+}
+
+/* 'image' (a URL or data URL), 'images' (an array of them) and 'audio'
+ * ("FORMAT,BASE64" as AIPerf writes it, or bare base64: wav) as the chat
+ * content parts they become, sent as given. */
+static int parse_media(struct build *b, json_t *o, const char *pre, uint32_t line,
+                       struct ds_entry *e)
+{
+	char path[160];
+	const char *url[DS_MAX_MEDIA];
+	size_t url_len[DS_MAX_MEDIA];
+	int n = 0;
+	json_t *v = json_object_get(o, "image");
+	if (v && !json_is_null(v)) {
+		snprintf(path, sizeof path, "%simage", pre);
+		if (!json_is_string(v) || json_string_length(v) == 0)
+			return fail(b, line, path, "'%s' must be a non-empty string (a URL)", path);
+		url[n] = json_string_value(v);
+		url_len[n++] = json_string_length(v);
+	}
+	v = json_object_get(o, "images");
+	if (v && !json_is_null(v)) {
+		snprintf(path, sizeof path, "%simages", pre);
+		if (!json_is_array(v) || json_array_size(v) + (size_t)n > DS_MAX_MEDIA)
+			return fail(b, line, path, "'%s' must be an array of at most %d URLs", path,
+			            DS_MAX_MEDIA);
+		size_t i;
+		json_t *u;
+		json_array_foreach(v, i, u)
+		{
+			if (!json_is_string(u) || json_string_length(u) == 0)
+				return fail(b, line, path, "'%s[%zu]' must be a non-empty string (a URL)",
+				            path, i);
+			url[n] = json_string_value(u);
+			url_len[n++] = json_string_length(u);
+		}
+	}
+	const char *audio = NULL, *fmt = "wav";
+	size_t audio_len = 0, fmt_len = 3;
+	v = json_object_get(o, "audio");
+	if (v && !json_is_null(v)) {
+		snprintf(path, sizeof path, "%saudio", pre);
+		if (!json_is_string(v) || json_string_length(v) == 0)
+			return fail(b, line, path, "'%s' must be a non-empty string (\"wav,BASE64\")",
+			            path);
+		audio = json_string_value(v);
+		audio_len = json_string_length(v);
+		const char *comma = memchr(audio, ',', audio_len);
+		if (comma) {
+			fmt = audio;
+			fmt_len = (size_t)(comma - audio);
+			audio_len -= fmt_len + 1;
+			audio = comma + 1;
+			for (size_t i = 0; i < fmt_len; i++)
+				if (!((fmt[i] >= 'a' && fmt[i] <= 'z') || (fmt[i] >= '0' && fmt[i] <= '9')))
+					fmt_len = 0;
+			if (fmt_len == 0 || fmt_len > 8 || audio_len == 0)
+				return fail(b, line, path,
+				            "'%s' must be \"FORMAT,BASE64\" (a lower-case format such as "
+				            "wav) or base64 alone",
+				            path);
+		}
+	}
+	if (n == 0 && !audio)
+		return 0;
+	struct dynbuf parts;
+	dynbuf_init(&parts, HR_MAX_DATASET_LINE * 2u);
+	int64_t bytes = 0;
+	int rc = 0;
+	for (int i = 0; i < n && rc == 0; i++) {
+		json_t *u = json_stringn(url[i], url_len[i]);
+		rc = add_part(&parts, json_pack("{s:s, s:{s:o}}", "type", "image_url", "image_url",
+		                                "url", u));
+		const char *c = url_len[i] > 5 && memcmp(url[i], "data:", 5) == 0
+		                    ? memchr(url[i], ',', url_len[i])
+		                    : NULL;
+		if (c)
+			bytes += b64_bytes(c + 1, url_len[i] - (size_t)(c + 1 - url[i]));
+	}
+	if (audio && rc == 0) {
+		rc = add_part(&parts, json_pack("{s:s, s:{s:s%, s:s%}}", "type", "input_audio",
+		                                "input_audio", "data", audio, audio_len, "format",
+		                                fmt, fmt_len));
+		bytes += b64_bytes(audio, audio_len);
+	}
+	if (rc == 0)
+		rc = add_str(b, parts.data, parts.len, line, &e->media);
+	else
+		rc = fail(b, line, pre[0] ? pre : NULL, "the media of line %u cannot be encoded",
+		          line);
+	dynbuf_release(&parts);
+	e->n_images = (uint8_t)n;
+	e->n_audio = audio ? 1 : 0;
+	e->media_bytes = bytes > INT32_MAX ? INT32_MAX : (int32_t)bytes;
+	return rc;
+}
 
 /* The fields of one request (a single_turn line, a multi_turn turn) into e;
  * pre is the path of o. The role was read by the caller. */
@@ -292,6 +409,8 @@ static int parse_request(struct build *b, json_t *o, const char *pre, uint32_t l
 		if (rc < 0)
 			return -1;
 	}
+	if (parse_media(b, o, pre, line, e) < 0)
+		return -1;
 	if (get_ms(b, o, "timestamp", pre, line, &e->t_ms) < 0 ||
 	    get_ms(b, o, "delay", pre, line, &e->delay_ms) < 0)
 		return -1;

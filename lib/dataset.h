@@ -5,7 +5,8 @@
  *
  *   single_turn     JSONL, one request a line:
  *                   {"text": "...", "output_length": N?, "extra": {...}?,
- *                    "timestamp": ms?, "delay": ms?, "role": "user"?}
+ *                    "timestamp": ms?, "delay": ms?, "role": "user"?,
+ *                    "image": URL?, "images": [URL, ...]?, "audio": "wav,BASE64"?}
  *   random_pool     the same lines, meant to be sampled with replacement
  *   multi_turn      JSONL, one conversation a line:
  *                   {"session_id": "..."?, "turns": [{"text", "output_length"?,
@@ -100,6 +101,12 @@ struct ds_entry {
 	struct ds_str text;  /* the prompt (absent for mooncake_trace) */
 	struct ds_str reply; /* sharegpt: the gpt reply to the prompt */
 	struct ds_str extra; /* 'extra' as compact JSON object text, or absent */
+	/* 'image', 'images' and 'audio' (single_turn, random_pool, multi_turn
+	 * turns) as chat content parts, each with a leading ',', or absent;
+	 * their counts and the bytes their data carries (base64 decoded) */
+	struct ds_str media;
+	uint8_t n_images, n_audio;
+	int32_t media_bytes;
 	uint32_t hash_off;   /* mooncake_trace: hash[hash_off .. hash_off + n_hash) */
 	uint32_t n_hash;
 };

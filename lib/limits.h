@@ -125,6 +125,6 @@
 
 /* mock server */
 #define HR_MOCK_MAX_CONNS 65536
-#define HR_MOCK_MAX_REQUEST_BYTES (1u << 20)
+#define HR_MOCK_MAX_REQUEST_BYTES (16u << 20) /* multimodal bodies carry their media */
 
 #endif

@@ -26,6 +26,8 @@ enum rng_stream {
 	RNG_STREAM_TOOL = 12,          /* which tool-time component a turn waits by */
 	RNG_STREAM_DOC = 13,           /* whether a turn appends a document */
 	RNG_STREAM_DOC_LEN = 14,       /* the document's length */
+	RNG_STREAM_IMAGE = 15,         /* which pool picture a request's image k is */
+	RNG_STREAM_AUDIO = 16,         /* which pool clip a request's audio clip k is */
 };
 
 /* A 64-bit hash of the triple (splitmix64 finaliser over a mix). */

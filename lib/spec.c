@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include "limits.h"
+#include "media.h"
 #include "metrics.h"
 #include "redact.h"
 #include "stats.h"
@@ -1147,7 +1148,8 @@ static int parse_gates(struct vctx *v, json_t *root, struct spec *s)
 
 #define GEN_STREAMED (SPEC_EPF_GENERATES | SPEC_EPF_STREAMS | SPEC_EPF_STREAM_DEF)
 const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
-    [SPEC_EP_CHAT] = {"chat", "/v1/chat/completions", NULL, {"chat"}, GEN_STREAMED},
+    [SPEC_EP_CHAT] = {"chat", "/v1/chat/completions", NULL, {"chat"},
+                      GEN_STREAMED | SPEC_EPF_IMAGES | SPEC_EPF_AUDIO},
     [SPEC_EP_COMPLETIONS] = {"completions", "/v1/completions", NULL, {"completions"},
                              GEN_STREAMED},
     [SPEC_EP_EMBEDDINGS] = {"embeddings", "/v1/embeddings", NULL, {"embeddings"},
@@ -1173,6 +1175,15 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
     [SPEC_EP_RAW] = {"raw", "/", NULL, {"raw"}, SPEC_EPF_STREAMS | SPEC_EPF_RAW},
     [SPEC_EP_RESPONSES] = {"responses", "/v1/responses", NULL, {"responses"}, GEN_STREAMED},
     [SPEC_EP_MESSAGES] = {"messages", "/v1/messages", NULL, {"messages"}, GEN_STREAMED},
+    [SPEC_EP_AUDIO_TRANSCRIPTION] = {"audio_transcription", "/v1/audio/transcriptions", NULL,
+                                     {"audio_transcription"},
+                                     SPEC_EPF_STREAMS | SPEC_EPF_AUDIO | SPEC_EPF_AUDIO_FILE},
+    [SPEC_EP_IMAGE_GENERATION] = {"image_generation", "/v1/images/generations", NULL,
+                                  {"image_generation"}, SPEC_EPF_STREAMS},
+    [SPEC_EP_IMAGE_EDIT] = {"image_edit", "/v1/images/edits", NULL, {"image_edit"},
+                            SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_FILE},
+    [SPEC_EP_IMAGE_RETRIEVAL] = {"image_retrieval", "/v1/infer", NULL, {"image_retrieval"},
+                                 SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_NEEDED},
 };
 
 int spec_endpoint_from_aiperf(const char *name)
@@ -1528,6 +1539,169 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 		            "multi-turn sessions need a generation endpoint (chat, completions, tgi "
 		            "or template), not \"%s\"",
 		            spec_endpoints[ep].name);
+	return 0;
+}
+
+/* workload.images and workload.audio: synthetic pictures and clips in the
+ * user message of every request (the endpoints flagged SPEC_EPF_IMAGES /
+ * SPEC_EPF_AUDIO). Absent or null: removed, none; given: every member
+ * filled, so a spec without them keeps its fingerprint. */
+/* target.extra_body of an endpoint that uploads a form: its members are
+ * form fields (scalars), and not the worker's own (NULL-terminated). */
+static int form_extra_body(struct vctx *v, const struct spec *s, const char *const *own)
+{
+	const char *key;
+	json_t *val;
+	const char *name = spec_endpoints[s->target.endpoint].name;
+	json_object_foreach(s->target.extra_body, key, val)
+	{
+		char path[300];
+		snprintf(path, sizeof path, "target.extra_body.%.200s", key);
+		if (!json_is_string(val) && !json_is_number(val) && !json_is_boolean(val))
+			return fail(v, "invalid_value", path,
+			            "'%s' must be a string, number or boolean: the members of "
+			            "'target.extra_body' are form fields for endpoint \"%s\"",
+			            path, name);
+		for (const char *const *o = own; *o; o++)
+			if (strcmp(key, *o) == 0)
+				return fail(v, "invalid_value", path,
+				            "'%s' is the worker's own form field for endpoint \"%s\"",
+				            path, name);
+	}
+	return 0;
+}
+
+static int parse_images(struct vctx *v, json_t *wl, struct spec *s)
+{
+	int ep = s->target.endpoint;
+	bool file = spec_endpoints[ep].flags & SPEC_EPF_IMAGE_FILE;
+	bool needed = spec_endpoints[ep].flags & SPEC_EPF_IMAGE_NEEDED;
+	json_t *o = json_object_get(wl, "images");
+	if ((file || needed) && (!o || json_is_null(o))) { /* the input: always described */
+		o = json_object();
+		json_object_set_new(wl, "images", o);
+	}
+	if (!o || json_is_null(o) || !(spec_endpoints[ep].flags & SPEC_EPF_IMAGES))
+		return not_for_endpoint(v, wl, "images",
+		                        "the chat, image_edit and image_retrieval endpoints", ep);
+	if (!json_is_object(o))
+		return fail(v, "wrong_type", "workload.images", "'workload.images' must be an object");
+	static const char *const keys[] = {"count", "width", "height", "format", "quality", "pool",
+	                                   NULL};
+	if (check_keys(v, o, "workload.images", keys) < 0)
+		return -1;
+	struct spec_images *im = &s->workload.images;
+	double c, w, h, q = 0, pool;
+	if (get_num(v, o, "count", "workload.images.count", 1, 1, 0, SPEC_MAX_MEDIA_COUNT, 1, &c) <
+	        0 ||
+	    get_num(v, o, "width", "workload.images.width", 512, 1, 1, MEDIA_MAX_SIDE, 1, &w) < 0 ||
+	    get_num(v, o, "height", "workload.images.height", 512, 1, 1, MEDIA_MAX_SIDE, 1, &h) <
+	        0 ||
+	    get_num(v, o, "pool", "workload.images.pool", 8, 1, 1, SPEC_MAX_MEDIA_POOL, 1, &pool) <
+	        0)
+		return -1;
+	const char *f = get_str(v, o, "format", "workload.images.format", "png", 16);
+	if (!f)
+		return -1;
+	if (strcmp(f, "png") == 0)
+		im->format = MEDIA_PNG;
+	else if (strcmp(f, "jpeg") == 0)
+		im->format = MEDIA_JPEG;
+	else
+		return fail(v, "invalid_value", "workload.images.format",
+		            "'workload.images.format' must be \"png\" or \"jpeg\"");
+	if (im->format == MEDIA_JPEG) {
+		if (get_num(v, o, "quality", "workload.images.quality", 85, 1, 1, 100, 1, &q) < 0)
+			return -1;
+	} else if (json_object_get(o, "quality") && !json_is_null(json_object_get(o, "quality"))) {
+		return fail(v, "invalid_value", "workload.images.quality",
+		            "'workload.images.quality' applies to format \"jpeg\" only");
+	} else {
+		json_object_del(o, "quality");
+	}
+	double raw = w * h * 3;
+	if (c * raw > SPEC_MAX_MEDIA_REQ_BYTES)
+		return fail(v, "out_of_range", "workload.images",
+		            "'workload.images' count x width x height x 3 must be at most %u bytes "
+		            "per request",
+		            SPEC_MAX_MEDIA_REQ_BYTES);
+	if (pool * raw > SPEC_MAX_MEDIA_POOL_BYTES)
+		return fail(v, "out_of_range", "workload.images.pool",
+		            "'workload.images' pool x width x height x 3 must be at most %u bytes",
+		            SPEC_MAX_MEDIA_POOL_BYTES);
+	*im = (struct spec_images){(int)c, (int)w, (int)h, im->format, (int)q, (int)pool};
+	if (file && c != 1)
+		return fail(v, "invalid_value", "workload.images.count",
+		            "'workload.images.count' must be 1 for endpoint \"%s\" (one file a "
+		            "request)",
+		            spec_endpoints[ep].name);
+	if (needed && c < 1)
+		return fail(v, "out_of_range", "workload.images.count",
+		            "'workload.images.count' must be 1 to %d for endpoint \"%s\"",
+		            SPEC_MAX_MEDIA_COUNT, spec_endpoints[ep].name);
+	static const char *const own[] = {"image", "prompt", NULL};
+	return file ? form_extra_body(v, s, own) : 0;
+}
+
+static int parse_audio(struct vctx *v, json_t *wl, struct spec *s)
+{
+	int ep = s->target.endpoint;
+	bool file = spec_endpoints[ep].flags & SPEC_EPF_AUDIO_FILE;
+	json_t *o = json_object_get(wl, "audio");
+	if (file && (!o || json_is_null(o))) { /* the clip uploaded: always described */
+		o = json_object();
+		json_object_set_new(wl, "audio", o);
+	}
+	if (!o || json_is_null(o) || !(spec_endpoints[ep].flags & SPEC_EPF_AUDIO))
+		return not_for_endpoint(v, wl, "audio", "the chat and audio_transcription endpoints",
+		                        ep);
+	if (!json_is_object(o))
+		return fail(v, "wrong_type", "workload.audio", "'workload.audio' must be an object");
+	static const char *const keys[] = {"count", "duration_s", "sample_rate", "format", "pool",
+	                                   NULL};
+	if (check_keys(v, o, "workload.audio", keys) < 0)
+		return -1;
+	double c, d, rate, pool;
+	if (get_num(v, o, "count", "workload.audio.count", 1, 1, 0, SPEC_MAX_MEDIA_COUNT, 1, &c) <
+	        0 ||
+	    get_num(v, o, "duration_s", "workload.audio.duration_s", 5, 1, 0.001,
+	            MEDIA_MAX_AUDIO_MS / 1000.0, 0, &d) < 0 ||
+	    get_num(v, o, "sample_rate", "workload.audio.sample_rate", 16000, 1, MEDIA_MIN_RATE,
+	            MEDIA_MAX_RATE, 1, &rate) < 0 ||
+	    get_num(v, o, "pool", "workload.audio.pool", 8, 1, 1, SPEC_MAX_MEDIA_POOL, 1, &pool) <
+	        0)
+		return -1;
+	const char *f = get_str(v, o, "format", "workload.audio.format", "wav", 16);
+	if (!f)
+		return -1;
+	if (strcmp(f, "wav") != 0)
+		return fail(v, "invalid_value", "workload.audio.format",
+		            "'workload.audio.format' must be \"wav\"");
+	if (file && c != 1)
+		return fail(v, "invalid_value", "workload.audio.count",
+		            "'workload.audio.count' must be 1 for endpoint \"%s\" (one file a "
+		            "request)",
+		            spec_endpoints[ep].name);
+	static const char *const own[] = {"file", "stream", NULL};
+	if (file && form_extra_body(v, s, own) < 0)
+		return -1;
+	int ms = (int)lround(d * 1000);
+	if (ms < 1)
+		ms = 1;
+	double raw = (double)ms / 1000 * rate * 2;
+	double img = (double)s->workload.images.count * s->workload.images.width *
+	             s->workload.images.height * 3;
+	if (c * raw + img > SPEC_MAX_MEDIA_REQ_BYTES)
+		return fail(v, "out_of_range", "workload.audio",
+		            "the media of one request (images: count x width x height x 3, audio: "
+		            "count x duration_s x sample_rate x 2) must be at most %u bytes",
+		            SPEC_MAX_MEDIA_REQ_BYTES);
+	if (pool * raw > SPEC_MAX_MEDIA_POOL_BYTES)
+		return fail(v, "out_of_range", "workload.audio.pool",
+		            "'workload.audio' pool x duration_s x sample_rate x 2 must be at most %u "
+		            "bytes",
+		            SPEC_MAX_MEDIA_POOL_BYTES);
+	s->workload.audio = (struct spec_audio){(int)c, ms, (int)rate, (int)pool};
 	return 0;
 }
 
@@ -2045,7 +2219,8 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	static const char *const wkeys[] = {"kind",  "isl",       "osl",     "seed", "sessions",
 	                                    "trace", "tokenizer", "dataset", "system_prompt",
 	                                    "prefix_prompts", "mix", "ignore_eos", "passages",
-	                                    "batch_size", "token_count", "block_size", NULL};
+	                                    "batch_size", "token_count", "block_size", "images",
+	                                    "audio", NULL};
 	if (check_keys(v, wl, "workload", wkeys) < 0)
 		return -1;
 	const char *kind = get_str(v, wl, "kind", "workload.kind", "synthetic", 32);
@@ -2068,7 +2243,8 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 		return -1;
 	s->workload.seed = (uint64_t)seed;
 	if (parse_sessions(v, wl, s) < 0 || parse_trace(v, wl, s) < 0 ||
-	    parse_dataset(v, wl, s) < 0 || parse_items(v, wl, s) < 0)
+	    parse_dataset(v, wl, s) < 0 || parse_items(v, wl, s) < 0 ||
+	    parse_images(v, wl, s) < 0 || parse_audio(v, wl, s) < 0)
 		return -1;
 	if (parse_shared_prompts(v, wl, s) < 0 || parse_mix(v, wl, s) < 0)
 		return -1;

@@ -10,7 +10,9 @@
  *   {name, labels{}, target{url, endpoint, model, stream, api_key_env,
  *    headers{}, extra_body{}, timeout_s, template{path, body, response_path,
  *    stream_path}}, workload{kind, isl{mean,stddev}, osl{mean,stddev}, seed,
- *    sessions{turns, think_time_s}, trace, passages, batch_size},
+ *    sessions{turns, think_time_s}, trace, passages, batch_size, images{count,
+ *    width, height, format, quality, pool}, audio{count, duration_s, sample_rate,
+ *    format, pool}},
  *    load{mode, concurrency | rate, arrival, smoothness, max_concurrency,
  *    ramp_s, batch{size, interval_s, jitter_s}, requests | duration_s, grace_s,
  *    cancel{fraction, after_s},
@@ -49,6 +51,10 @@ enum spec_endpoint {
 	SPEC_EP_RAW,               /* target.raw: a body sent as given, the answer not parsed */
 	SPEC_EP_RESPONSES,       /* OpenAI Responses /v1/responses */
 	SPEC_EP_MESSAGES,        /* Anthropic Messages /v1/messages */
+	SPEC_EP_AUDIO_TRANSCRIPTION, /* OpenAI /v1/audio/transcriptions (multipart upload) */
+	SPEC_EP_IMAGE_GENERATION,    /* OpenAI /v1/images/generations */
+	SPEC_EP_IMAGE_EDIT,          /* OpenAI /v1/images/edits (multipart upload) */
+	SPEC_EP_IMAGE_RETRIEVAL,     /* NVIDIA NIM /v1/infer (pictures as data URLs) */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */
@@ -57,6 +63,11 @@ enum spec_endpoint {
 #define SPEC_MAX_JSON_PATH 256       /* bytes of a template's response_path / stream_path */
 #define SPEC_MAX_JSON_PATH_SEGS 32   /* segments of one */
 #define SPEC_MAX_RAW_BODY 262144     /* bytes of target.raw.body as sent */
+#define SPEC_MAX_MEDIA_COUNT 16      /* workload.images.count, workload.audio.count */
+#define SPEC_MAX_MEDIA_POOL 64       /* workload.images.pool, workload.audio.pool */
+/* raw bytes (RGB pixels, PCM samples) of one request's media, and of a pool */
+#define SPEC_MAX_MEDIA_REQ_BYTES (48u << 20)
+#define SPEC_MAX_MEDIA_POOL_BYTES (256u << 20)
 enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE };
 enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE, SPEC_WL_DATASET };
 enum spec_maxtok { SPEC_MAXTOK_MAX_TOKENS = 0, SPEC_MAXTOK_COMPLETION };
@@ -146,6 +157,14 @@ struct spec {
 		int sampling;          /* SPEC_SAMPLE_*; DEFAULT: by the dataset's format */
 		int passages;          /* rankings endpoints: passages per request, else 0 */
 		int batch_size;        /* embeddings: inputs per request, else 0 */
+		/* workload.images / workload.audio (endpoints with SPEC_EPF_IMAGES /
+		 * SPEC_EPF_AUDIO): synthetic media in every request; count 0: none */
+		struct spec_images {
+			int count, width, height, format, quality, pool; /* format: MEDIA_* */
+		} images;
+		struct spec_audio {
+			int count, duration_ms, rate, pool;
+		} audio;
 		int ignore_eos;        /* send ignore_eos and min_tokens: outputs of exactly osl */
 		int system_tokens;     /* workload.system_prompt.tokens: 0 = none */
 		int prefix_count, prefix_tokens; /* workload.prefix_prompts: 0 = none */
@@ -272,6 +291,15 @@ void spec_release(struct spec *s);
 #define SPEC_EPF_PASSAGES 0x08u   /* workload.passages: a query ranked against passages */
 #define SPEC_EPF_BATCH 0x10u      /* workload.batch_size: inputs per request */
 #define SPEC_EPF_RAW 0x20u        /* target.raw: the body given, the answer not parsed */
+#define SPEC_EPF_IMAGES 0x40u     /* workload.images: pictures in the user message */
+#define SPEC_EPF_AUDIO 0x80u      /* workload.audio: audio clips in the user message */
+/* one clip uploaded per request: workload.audio always filled, count 1;
+ * target.extra_body's members are form fields (strings, numbers, booleans) */
+#define SPEC_EPF_AUDIO_FILE 0x100u
+/* the same for one picture (workload.images) */
+#define SPEC_EPF_IMAGE_FILE 0x200u
+/* workload.images always filled, count at least 1 (the pictures are the input) */
+#define SPEC_EPF_IMAGE_NEEDED 0x400u
 struct spec_endpoint_info {
 	const char *name;        /* target.endpoint */
 	const char *path;        /* default request path ("" for template) */

@@ -131,6 +131,25 @@ void openai_use_tokenizer(const struct tok *tok)
 
 /* Tokens of one prompt text: by the tokenizer given with --tokenizer (as
  * the server's own would count them), else one per word. */
+#define MEDIA_FILES 4096
+void api_save_media(const char *dir, const char *kind, const void *p, size_t n)
+{
+	static unsigned saved;
+	if (saved >= MEDIA_FILES)
+		return;
+	char path[4096];
+	int len = snprintf(path, sizeof path, "%s/%u.%s", dir, saved, kind);
+	if (len < 0 || (size_t)len >= sizeof path)
+		return;
+	saved++;
+	FILE *f = fopen(path, "wb");
+	if (!f)
+		return;
+	if (fwrite(p, 1, n, f) != n)
+		fprintf(stderr, "headroom-mock: --media-dir: cannot write %s\n", path);
+	fclose(f);
+}
+
 uint64_t api_text_tokens(const char *s, size_t n)
 {
 	if (prompt_tok) {
@@ -581,6 +600,10 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 	s->tgi_seed = g.seed;
 	s->tgi_prefix = g.prefix;
 	s->tgi_prefix_len = g.prefix_len;
+	s->img_n = g.img_n;
+	s->img_w = g.img_w;
+	s->img_h = g.img_h;
+	s->img_partial = g.img_partial;
 	s->pq = g.pq;
 	s->id = id;
 	s->created = wall_ns() / 1000000000LL;

@@ -305,7 +305,8 @@ static bool options_member(struct rd *r, const char *k, size_t kn, void *ctx, in
 	return skip_value(r, depth);
 }
 
-/* A content part: {"type": "text", "text": "..."} counts. */
+/* A content part: {"type": "text", "text": "..."} counts; any other part
+ * (a picture, a clip) leaves the body to the jansson reading. */
 struct part {
 	unsigned seen;
 	const char *type, *text;
@@ -334,11 +335,11 @@ static bool part_elem(struct rd *r, void *ctx, int depth)
 	struct part p = {0};
 	if (!read_object(r, depth, part_member, &p) || !(p.seen & 1))
 		return false;
-	if (p.type_len == 4 && memcmp(p.type, "text", 4) == 0) {
-		if (!p.text_is_str)
-			return false;
-		b->words += api_text_tokens(p.text, p.text_len);
-	}
+	if (p.type_len != 4 || memcmp(p.type, "text", 4) != 0)
+		return false; /* media parts are checked by route_openai.c's reading */
+	if (!p.text_is_str)
+		return false;
+	b->words += api_text_tokens(p.text, p.text_len);
 	return true;
 }
 

@@ -348,6 +348,9 @@ enum http_parse_result http_parse(const char *buf, size_t len, struct http_reque
 		} else if (ieq(name, nlen, "x-api-key")) {
 			req->x_api_key = v;
 			req->x_api_key_len = vlen;
+		} else if (ieq(name, nlen, "content-type")) {
+			req->content_type = v;
+			req->content_type_len = vlen;
 		} else if (ieq(name, nlen, "expect")) {
 			if (ieq(v, vlen, "100-continue"))
 				req->expect_continue = true;

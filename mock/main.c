@@ -70,6 +70,10 @@ static void usage(FILE *f)
 	      "  --embedding-dim N       /v1/embeddings vector size, 1 to 16384 (default 32)\n"
 	      "  --api-key KEY           POSTs must send \"Authorization: Bearer KEY\" or\n"
 	      "                          \"x-api-key: KEY\" (else 401)\n"
+	      "  --media-dir DIR         write the media parts of chat requests there, as\n"
+	      "                          received (a test's view of what was sent): N.image\n"
+	      "                          the image URL, N.audio.FORMAT the base64 data; the\n"
+	      "                          first 4096 parts only\n"
 	      "  --tokenizer FILE        count prompt tokens (usage.prompt_tokens) with this\n"
 	      "                          tokenizer (tokenizer.json, .tiktoken, tiktoken JSON)\n"
 	      "                          instead of one per whitespace-separated word\n"
@@ -203,6 +207,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 		OPT_EMBED_DIM,
 		OPT_API_KEY,
 		OPT_EARLY_STOP,
+		OPT_MEDIA_DIR,
 		OPT_VERSION,
 	};
 	static const struct option opts[] = {
@@ -233,6 +238,7 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 	    {"reasoning-tokens", required_argument, NULL, OPT_REASONING},
 	    {"embedding-dim", required_argument, NULL, OPT_EMBED_DIM},
 	    {"early-stop", required_argument, NULL, OPT_EARLY_STOP},
+	    {"media-dir", required_argument, NULL, OPT_MEDIA_DIR},
 	    {NULL, 0, NULL, 0},
 	};
 	memset(cfg, 0, sizeof(*cfg));
@@ -427,6 +433,9 @@ static int parse_config(int argc, char **argv, struct mock_config *cfg)
 			cfg->embedding_dim = (uint32_t)v;
 			break;
 		}
+		case OPT_MEDIA_DIR:
+			cfg->media_dir = optarg;
+			break;
 		case OPT_QUIET:
 			cfg->quiet = true;
 			break;

@@ -112,10 +112,13 @@ struct mock_config {
 	uint32_t embedding_dim;    /* --embedding-dim: vector size of /v1/embeddings */
 	bool reasoning;            /* --reasoning-tokens given */
 	uint32_t reasoning_tokens; /* chat: reasoning tokens before the content */
+	const char *media_dir;     /* --media-dir: chat's media parts written there, or NULL */
 };
 
-/* The API a response speaks. The first three generate tokens (streamed or
- * not); the others are answered whole after one prefill-only step. */
+/* The API a response speaks. Chat, completions, TGI, transcription and the
+ * image generation and edit routes generate tokens (steps; streamed or
+ * not); the others (struct mock_handler's pool) are answered whole after
+ * one prefill-only step. */
 enum mock_api {
 	API_CHAT,        /* POST /v1/chat/completions */
 	API_COMPLETION,  /* POST /v1/completions */
@@ -130,6 +133,10 @@ enum mock_api {
 	API_SGLANG_GEN,   /* POST /generate with "text" or "input_ids" (SGLang) */
 	API_RESPONSES,   /* POST /v1/responses (OpenAI Responses) */
 	API_MESSAGES,    /* POST /v1/messages (Anthropic Messages) */
+	API_TRANSCRIBE,  /* POST /v1/audio/transcriptions (multipart upload) */
+	API_IMAGE_GEN,   /* POST /v1/images/generations */
+	API_IMAGE_EDIT,  /* POST /v1/images/edits (multipart upload) */
+	API_IMAGE_RETRIEVAL, /* POST /v1/infer (NVIDIA NIM) */
 	API__COUNT
 };
 
@@ -173,6 +180,8 @@ struct stream {
 	uint64_t tgi_seed;
 	char *tgi_prefix; /* TGI return_full_text: a copy of the inputs, or NULL */
 	size_t tgi_prefix_len;
+	uint16_t img_n, img_w, img_h; /* images: pictures to answer, their size */
+	uint16_t img_partial;         /* images, streamed: partial pictures before the last */
 	struct pool_req *pq; /* embeddings and rankings: the request, for the body */
 };
 
@@ -333,6 +342,8 @@ struct http_request {
 	size_t auth_len;
 	const char *x_api_key; /* the x-api-key header's value (Anthropic's), or NULL */
 	size_t x_api_key_len;
+	const char *content_type; /* the Content-Type header's value (in the input), or NULL */
+	size_t content_type_len;
 };
 
 enum http_parse_result {
@@ -387,6 +398,8 @@ struct gen_req {
 	struct pool_req *pq; /* embeddings, rankings: owned, moved into the stream */
 	bool ignore_eos;     /* chat, completions: "ignore_eos": never ends early */
 	uint32_t min_tokens; /* chat, completions: "min_tokens": no early end before */
+	uint16_t img_n, img_w, img_h; /* images: pictures to answer, their size */
+	uint16_t img_partial;         /* images, streamed: partial pictures before the last */
 };
 
 struct json_t; /* jansson */
@@ -476,7 +489,11 @@ struct mock_handler {
 const struct mock_handler *mock_handler(unsigned api);
 extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
     mock_rank_cohere, mock_rank_tei, mock_embed_cohere, mock_embed_tei, mock_vllm_gen,
-    mock_sglang_gen, mock_responses, mock_messages;
+    mock_sglang_gen, mock_responses, mock_messages, mock_transcribe, mock_image_gen,
+    mock_image_edit, mock_image_retrieval;
+/* --media-dir: n bytes of a request's media into DIR/K.KIND (the first
+ * 4096 files of the process, K counting them). */
+void api_save_media(const char *dir, const char *kind, const void *p, size_t n);
 
 /* route_openai.c */
 /* A chat (chat) or text completion body read with jansson into g (zeroed
@@ -488,6 +505,25 @@ int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *
  * with g set exactly as api_parse_gen_json() sets it, or false when it
  * leaves the body to api_parse_gen_json() (g untouched then). */
 bool gen_parse_fast(const char *body, size_t len, bool chat, struct gen_req *g);
+
+/* route_audio.c: the multipart/form-data reader (bounded: at most
+ * FORM_MAX_PARTS parts, a part's header section at most 4 KiB) */
+#define FORM_MAX_PARTS 64
+#define FORM_MAX_BOUNDARY 70 /* RFC 2046 */
+struct form_part {
+	const char *name, *filename; /* inside the body; lengths below */
+	size_t name_len, filename_len;
+	const char *data;
+	size_t len;
+};
+/* The boundary of req's multipart/form-data Content-Type into out
+ * (FORM_MAX_BOUNDARY + 1 bytes): 0, or -1 with err. */
+int mock_form_boundary(const struct http_request *req, char *out, char *err);
+/* The parts of body (FORM_MAX_PARTS room in parts): their count, or -1 with err. */
+int mock_form_parse(const char *body, size_t len, const char *b, struct form_part *parts,
+                    char *err);
+bool mock_form_part_is(const struct form_part *p, const char *name);
+bool mock_form_value_is(const struct form_part *p, const char *v);
 
 /* route_pool.c */
 void pool_free(struct pool_req *pq);

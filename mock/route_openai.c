@@ -21,7 +21,8 @@ static uint64_t string_words(const json_t *v)
 }
 
 /* One chat message's content: a string, null, or an array of parts of
- * which the {"type":"text","text":...} ones count. */
+ * which the {"type":"text","text":...} ones count; image_url and
+ * input_audio parts must be well formed and count no prompt tokens. */
 static int content_words(const json_t *content, uint64_t *n, char *err)
 {
 	if (!content || json_is_null(content))
@@ -41,7 +42,26 @@ static int content_words(const json_t *content, uint64_t *n, char *err)
 		const json_t *type = json_object_get(part, "type");
 		if (!json_is_string(type))
 			return errf(err, "each content part needs a string 'type'");
-		if (strcmp(json_string_value(type), "text") != 0)
+		const char *t = json_string_value(type);
+		if (strcmp(t, "image_url") == 0) {
+			/* {"image_url": {"url": ...}} (OpenAI), or the URL alone (vLLM) */
+			const json_t *iu = json_object_get(part, "image_url");
+			if (json_is_object(iu))
+				iu = json_object_get(iu, "url");
+			if (!json_is_string(iu) || json_string_length(iu) == 0)
+				return errf(err, "an image_url content part needs a string "
+				                 "'image_url.url'");
+			continue;
+		}
+		if (strcmp(t, "input_audio") == 0) {
+			const json_t *ia = json_object_get(part, "input_audio");
+			if (!json_is_object(ia) || !json_is_string(json_object_get(ia, "data")) ||
+			    !json_is_string(json_object_get(ia, "format")))
+				return errf(err, "an input_audio content part needs string "
+				                 "'input_audio.data' and 'input_audio.format'");
+			continue;
+		}
+		if (strcmp(t, "text") != 0)
 			continue;
 		const json_t *text = json_object_get(part, "text");
 		if (!json_is_string(text))
@@ -369,12 +389,62 @@ static int completion_body(struct server *srv, const struct stream *s, struct dy
 	return dynbuf_addstr(b, "}");
 }
 
+/* A short, file-name-safe format name, or "bin". */
+static const char *safe_format(const json_t *f)
+{
+	const char *s = json_string_value(f);
+	size_t n = json_string_length(f);
+	if (!s || n == 0 || n > 8)
+		return "bin";
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9')))
+			return "bin";
+	return s;
+}
+
+static void save_media(const char *dir, const char *body, size_t len)
+{
+	json_t *root = json_loadb(body, len, 0, NULL);
+	size_t i, k;
+	const json_t *m, *part;
+	json_array_foreach(json_object_get(root, "messages"), i, m)
+	{
+		json_array_foreach(json_object_get(m, "content"), k, part)
+		{
+			const char *t = json_string_value(json_object_get(part, "type"));
+			if (!t)
+				continue;
+			const json_t *v = json_object_get(part, "image_url");
+			if (strcmp(t, "image_url") == 0) {
+				if (json_is_object(v))
+					v = json_object_get(v, "url");
+				if (json_is_string(v))
+					api_save_media(dir, "image", json_string_value(v),
+					               json_string_length(v));
+			} else if (strcmp(t, "input_audio") == 0) {
+				v = json_object_get(part, "input_audio");
+				const json_t *d = json_object_get(v, "data");
+				if (json_is_string(d)) {
+					char kind[32];
+					snprintf(kind, sizeof kind, "audio.%s",
+					         safe_format(json_object_get(v, "format")));
+					api_save_media(dir, kind, json_string_value(d),
+					               json_string_length(d));
+				}
+			}
+		}
+	}
+	json_decref(root);
+}
+
 static int openai_parse(struct server *srv, enum mock_api api, bool stream_path,
                         const struct http_request *req, struct gen_req *g, char *err)
 {
-	(void)srv;
 	(void)stream_path;
-	return parse_gen(req->body, req->body_len, api == API_CHAT, g, err);
+	int rc = parse_gen(req->body, req->body_len, api == API_CHAT, g, err);
+	if (rc == 0 && api == API_CHAT && srv->cfg->media_dir)
+		save_media(srv->cfg->media_dir, req->body, req->body_len);
+	return rc;
 }
 
 const struct mock_handler mock_chat = {

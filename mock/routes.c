@@ -16,6 +16,10 @@ static const struct mock_handler *const table[API__COUNT] = {
 	[API_SGLANG_GEN] = &mock_sglang_gen,
 	[API_RESPONSES] = &mock_responses,
 	[API_MESSAGES] = &mock_messages,
+	[API_TRANSCRIBE] = &mock_transcribe,
+	[API_IMAGE_GEN] = &mock_image_gen,
+	[API_IMAGE_EDIT] = &mock_image_edit,
+	[API_IMAGE_RETRIEVAL] = &mock_image_retrieval,
 };
 
 const struct mock_handler *mock_handler(unsigned api)

@@ -304,6 +304,8 @@ struct firstpass {
 	struct tokacc tok;
 	long long requests, valid, warmup, errors_by[HR_ERR__COUNT];
 	long long sum_isl, sum_osl, good;
+	long long sum_images; /* pictures answered (images_out), when any record has them */
+	bool images;
 	int64_t first_start, last_end;
 };
 
@@ -330,6 +332,10 @@ static int first_pass_add(struct firstpass *f, const struct spec *spec,
 		f->sum_isl += r->isl;
 	if (r->osl > 0)
 		f->sum_osl += r->osl;
+	if (r->images_out >= 0) { /* image endpoints */
+		f->images = true;
+		f->sum_images += r->images_out;
+	}
 	if (r->start_ns < f->first_start)
 		f->first_start = r->start_ns;
 	if (r->end_ns > f->last_end)
@@ -472,6 +478,9 @@ static json_t *compute(struct store *s, int64_t run_id, const struct spec *spec,
 		json_object_set_new(
 		    metrics, "total_token_throughput",
 		    scalar_json("tokens/sec", (double)(f.sum_isl + f.sum_osl) / window_s));
+		if (f.images) /* only where pictures are answered: other summaries unchanged */
+			json_object_set_new(metrics, "image_throughput",
+					    scalar_json("images/sec", (double)f.sum_images / window_s));
 		if (has_slos(spec))
 			json_object_set_new(metrics, "goodput",
 					    scalar_json("requests/sec", (double)f.good / window_s));

@@ -1,6 +1,8 @@
 /* ep_openai.c - the OpenAI chat (/v1/chat/completions) and completions
  * (/v1/completions) endpoint handlers (ephandler.h): a body built around a
- * tail serialised once per run; streamed chunks read by chunkscan's hand
+ * tail serialised once per run (chat's user message a content array with
+ * the run's synthetic pictures and clips when workload.images or
+ * workload.audio asks, ep_media.h); streamed chunks read by chunkscan's hand
  * scanner (no allocation per chunk) and by jansson when it is not certain;
  * whole answers by jansson. */
 #include <jansson.h>
@@ -9,6 +11,7 @@
 #include <string.h>
 
 #include "chunkscan.h"
+#include "ep_media.h"
 #include "ephandler.h"
 #include "limits.h"
 #include "record.h"
@@ -58,7 +61,24 @@ static int openai_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	c->tail_members = fixed;
 	free(dump);
 	c->sends_osl = c->with_max_tokens;
+	if (s->target.endpoint == SPEC_EP_CHAT && s->workload.kind == SPEC_WL_DATASET)
+		c->body_extra = HR_MAX_DATASET_LINE; /* an entry's media, as given */
+	if (s->target.endpoint == SPEC_EP_CHAT && c->with_prompt) {
+		int failed;
+		struct epm_pool *pool = epm_pool_new(s, EPM_CHAT, err, &failed);
+		if (failed)
+			return -1;
+		c->ep = pool;
+		if (pool) /* the parts and the content array's own bytes */
+			c->body_extra += pool->max_parts_len + 64;
+	}
 	return 0;
+}
+
+static void openai_cfg_release(struct req_cfg *c)
+{
+	epm_pool_free(c->ep);
+	c->ep = NULL;
 }
 
 /* The prompt member of a chat or completions body (and its ','). */
@@ -74,9 +94,31 @@ static int build_messages(struct req *r, const struct req_params *p, const struc
 		    (h && h->len && dynbuf_add(b, h->data, h->len) < 0))
 			return -1;
 		r->user_off = b->len;
-		if ((chat && dynbuf_addstr(b, "{\"role\":\"user\",\"content\":\"") < 0) ||
-		    rq_add_prompt(r, p) < 0 || (chat && dynbuf_addstr(b, "\"}") < 0))
+		const struct epm_pool *media = chat ? c->ep : NULL;
+		const char *own = chat ? p->media : NULL; /* a dataset entry's, as given */
+		if (media || own) { /* a content array: the text, the pictures and clips */
+			if (dynbuf_addstr(b, "{\"role\":\"user\",\"content\":[{\"type\":\"text\","
+			                     "\"text\":\"") < 0 ||
+			    rq_add_prompt(r, p) < 0 || dynbuf_addstr(b, "\"}") < 0 ||
+			    (own && dynbuf_add(b, own, p->media_len) < 0) ||
+			    (media && epm_add_parts(media, p->req_id, b, &r->rec.images_in,
+			                            &r->rec.audio_in, &r->rec.media_bytes_in) < 0) ||
+			    dynbuf_addstr(b, "]}") < 0)
+				return -1;
+			if (own && media) {
+				int64_t sum = (int64_t)r->rec.media_bytes_in + p->media_bytes;
+				r->rec.images_in += p->media_images;
+				r->rec.audio_in += p->media_audio;
+				r->rec.media_bytes_in = sum > INT32_MAX ? INT32_MAX : (int32_t)sum;
+			} else if (own) {
+				r->rec.images_in = p->media_images;
+				r->rec.audio_in = p->media_audio;
+				r->rec.media_bytes_in = p->media_bytes;
+			}
+		} else if ((chat && dynbuf_addstr(b, "{\"role\":\"user\",\"content\":\"") < 0) ||
+		           rq_add_prompt(r, p) < 0 || (chat && dynbuf_addstr(b, "\"}") < 0)) {
 			return -1;
+		}
 		r->user_len = b->len - r->user_off;
 		if (dynbuf_addstr(b, chat ? "]," : "\",") < 0)
 			return -1;
@@ -250,6 +292,7 @@ const struct ep_handler ep_chat = {
 	.reasoning_chunks = true,
 	.history = EP_HIST_CHAT,
 	.cfg_init = openai_cfg,
+	.cfg_release = openai_cfg_release,
 	.body = openai_body,
 	.scan = chat_scan,
 	.event = openai_event,

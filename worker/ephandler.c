@@ -19,6 +19,10 @@ static const struct ep_handler *const table[SPEC_EP__COUNT] = {
 	[SPEC_EP_RAW] = &ep_raw,
 	[SPEC_EP_RESPONSES] = &ep_responses,
 	[SPEC_EP_MESSAGES] = &ep_messages,
+	[SPEC_EP_AUDIO_TRANSCRIPTION] = &ep_audio_transcription,
+	[SPEC_EP_IMAGE_GENERATION] = &ep_image_generation,
+	[SPEC_EP_IMAGE_EDIT] = &ep_image_edit,
+	[SPEC_EP_IMAGE_RETRIEVAL] = &ep_image_retrieval,
 };
 
 const struct ep_handler *ep_handler(int endpoint)

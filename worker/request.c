@@ -795,7 +795,7 @@ struct req *req_new(const struct req_cfg *cfg)
 	/* a prompt of HR_MAX_ISL words (8 letters at most, a space), the
 	 * conversation before it, the fixed members (or a template's text) */
 	dynbuf_init(&r->body, (size_t)HR_MAX_ISL * 12 + REQ_MAX_CONVERSATION + cfg->body_tail_len +
-	                          cfg->tpl.text_len + 256);
+	                          cfg->tpl.text_len + cfg->body_extra + 256);
 	dynbuf_init(&r->answer, REQ_MAX_CONVERSATION);
 	dynbuf_init(&r->output, REQ_MAX_CONVERSATION);
 	dynbuf_init(&r->resp, HR_MAX_RESPONSE_BYTES);

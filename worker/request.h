@@ -46,6 +46,7 @@ struct req_cfg {
 	struct curl_slist *headers; /* owned */
 	char *body_tail;            /* owned: fixed JSON members + '}' */
 	size_t body_tail_len;
+	size_t body_extra;          /* bytes the handler's body may add besides (media) */
 	json_t *tail_members;       /* owned: the same members as an object (chat and
 	                             * completions; a dataset entry's extra is merged
 	                             * over them), else NULL */
@@ -110,6 +111,11 @@ struct req_params {
 	const char *extra;        /* a dataset entry's `extra`: a compact JSON object merged
 	                           * over the body (chat, completions), or NULL */
 	size_t extra_len;
+	const char *media;        /* a dataset entry's pictures and clips as chat content
+	                           * parts (each after a ','), or NULL */
+	size_t media_len;
+	int media_images, media_audio; /* their counts */
+	int32_t media_bytes;           /* the bytes their data carries */
 	const char *prefix;       /* a shared prefix prompt, JSON-escaped, put before the
 	                           * prompt in the same message; NULL: none */
 	size_t prefix_len;

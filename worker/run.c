@@ -189,6 +189,11 @@ static void dataset_prompt(struct run *r, const struct issue *is, struct req_par
 	}
 	p->extra = ds_text(d, e->extra);
 	p->extra_len = p->extra ? e->extra.len : 0;
+	p->media = ds_text(d, e->media);
+	p->media_len = p->media ? e->media.len : 0;
+	p->media_images = e->n_images;
+	p->media_audio = e->n_audio;
+	p->media_bytes = e->media_bytes;
 	const char *text = ds_text(d, e->text);
 	if (text) {
 		p->text = text;

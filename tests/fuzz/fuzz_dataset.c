@@ -8,14 +8,15 @@
  * entry and at most the bounds, every entry in a session whose turn it is,
  * sessions of the JSONL formats and ShareGPT made of consecutive entries,
  * every text NUL-terminated at its length, valid UTF-8 and within its
- * bound, every extra a JSON object within its bound, hash_ids in range, a
+ * bound, every extra a JSON object within its bound, every entry's media
+ * a list of as many content parts as it counts, hash_ids in range, a
  * preview no longer than asked for, and the statistics and every preview
  * entry encodable as JSON. When it is rejected: a non-empty message,
  * valid UTF-8, starting with "line N: " when the error names line N (a
  * line the input has), and the output left empty. Any violation aborts.
  *
  * Build: clang -fsanitize=fuzzer,address,undefined -Ilib tests/fuzz/fuzz_dataset.c \
- *        lib/dataset.c lib/trace.c lib/util.c -ljansson
+ *        lib/dataset.c lib/trace.c lib/util.c lib/dynbuf.c -ljansson
  * Without libFuzzer: link with tests/fuzz/standalone.c instead.
  */
 #include <jansson.h>
@@ -88,6 +89,24 @@ static void check_accepted(const struct dataset *d, enum ds_format f, size_t max
 			json_t *x = json_loads(ds_text(d, e->extra), 0, NULL);
 			REQUIRE(json_is_object(x) && json_object_size(x) > 0);
 			json_decref(x);
+		}
+		check_text(d, e->media, HR_MAX_DATASET_LINE * 2u);
+		REQUIRE(e->n_images + e->n_audio <= 17 && e->media_bytes >= 0);
+		REQUIRE((e->media.len > 0) == (e->n_images + e->n_audio > 0));
+		if (e->media.len) { /* ",part,part...": a JSON array once bracketed */
+			const char *m = ds_text(d, e->media);
+			REQUIRE(m[0] == ',');
+			char *arr = malloc(e->media.len + 2);
+			REQUIRE(arr != NULL);
+			arr[0] = '[';
+			memcpy(arr + 1, m + 1, e->media.len - 1);
+			arr[e->media.len] = ']';
+			arr[e->media.len + 1] = '\0';
+			json_t *x = json_loads(arr, 0, NULL);
+			REQUIRE(json_is_array(x) &&
+			        json_array_size(x) == (size_t)e->n_images + e->n_audio);
+			json_decref(x);
+			free(arr);
 		}
 		REQUIRE((size_t)e->hash_off + e->n_hash <= d->n_hash);
 		if (f == DS_MOONCAKE_TRACE) {

@@ -1,0 +1,236 @@
+/* ep_audio.c - the OpenAI audio transcription endpoint handler
+ * (/v1/audio/transcriptions; ephandler.h): a multipart/form-data upload of
+ * one WAV clip (filename clip.wav) with the form fields model, stream and
+ * target.extra_body's members. The whole body of every pool clip is built
+ * once per run, so a request copies one of them. A whole answer
+ * ({"text": ...}) is timed as one piece (its arrival); a streamed one as
+ * transcript.text.delta events, the first the first token, ended by
+ * transcript.text.done (mediaread.c reads both). */
+#include <jansson.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "ephandler.h"
+#include "media.h"
+#include "mediaread.h"
+#include "record.h"
+#include "reqpart.h"
+#include "request.h"
+#include "rng.h"
+#include "util.h"
+
+struct audio_form {
+	int n;
+	struct dynbuf *bodies; /* one whole multipart body per pool clip */
+	int32_t *bytes;        /* the clip's WAV bytes */
+	uint64_t seed;
+};
+
+static void form_free(struct audio_form *f)
+{
+	if (!f)
+		return;
+	for (int i = 0; i < f->n; i++)
+		dynbuf_release(&f->bodies[i]);
+	free(f->bodies);
+	free(f->bytes);
+	free(f);
+}
+
+/* One text field of the form. */
+static int add_field(struct dynbuf *b, const char *boundary, const char *name, const char *value,
+                     size_t vlen)
+{
+	return dynbuf_printf(b,
+	                     "--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n",
+	                     boundary, name) < 0 ||
+	               dynbuf_add(b, value, vlen) < 0 || dynbuf_add(b, "\r\n", 2) < 0
+	           ? -1
+	           : 0;
+}
+
+/* The fields after the file: model (unless extra_body gives it), stream,
+ * extra_body's members (strings as they are, numbers and booleans as JSON
+ * writes them); then the closing boundary. */
+static int add_fields(struct dynbuf *b, const char *boundary, const struct spec *s)
+{
+	json_t *extra = s->target.extra_body;
+	if (!json_object_get(extra, "model") &&
+	    add_field(b, boundary, "model", s->target.model, strlen(s->target.model)) < 0)
+		return -1;
+	if (s->target.stream && add_field(b, boundary, "stream", "true", 4) < 0)
+		return -1;
+	const char *key;
+	json_t *v;
+	json_object_foreach(extra, key, v)
+	{
+		if (json_is_string(v)) {
+			if (add_field(b, boundary, key, json_string_value(v), json_string_length(v)) <
+			    0)
+				return -1;
+			continue;
+		}
+		char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
+		int rc = text ? add_field(b, boundary, key, text, strlen(text)) : -1;
+		free(text);
+		if (rc < 0)
+			return -1;
+	}
+	return dynbuf_printf(b, "--%s--\r\n", boundary);
+}
+
+static bool has_content_type(json_t *headers)
+{
+	const char *k;
+	json_t *v;
+	json_object_foreach(headers, k, v)
+	{
+		if (strcasecmp(k, "Content-Type") == 0)
+			return true;
+	}
+	return false;
+}
+
+static int audio_cfg(struct req_cfg *c, const struct spec *s, char *err)
+{
+	const struct spec_audio *au = &s->workload.audio;
+	char boundary[64];
+	snprintf(boundary, sizeof boundary, "headroom-form-%016llx",
+	         (unsigned long long)rng_hash(s->workload.seed, RNG_STREAM_AUDIO, UINT64_MAX));
+	c->with_prompt = false;
+	c->with_max_tokens = false;
+	c->sends_osl = false;
+	c->one_piece = !s->target.stream; /* a whole transcript: its arrival is the answer */
+	if (!has_content_type(s->target.headers)) {
+		char line[128];
+		snprintf(line, sizeof line, "Content-Type: multipart/form-data; boundary=%s",
+		         boundary);
+		struct curl_slist *l = curl_slist_append(c->headers, line);
+		if (!l)
+			return errf(err, "cannot add the Content-Type header");
+		c->headers = l;
+	}
+	if (au->pool < 1 || au->count != 1)
+		return errf(err, "workload.audio: one clip a request, from a pool of at least one");
+	struct audio_form *f = xcalloc(1, sizeof *f);
+	f->seed = s->workload.seed;
+	f->bodies = xcalloc((size_t)au->pool, sizeof *f->bodies);
+	f->bytes = xcalloc((size_t)au->pool, sizeof *f->bytes);
+	f->n = au->pool;
+	c->ep = f;
+	struct dynbuf wav;
+	dynbuf_init(&wav, SPEC_MAX_MEDIA_POOL_BYTES);
+	size_t longest = 0;
+	for (int i = 0; i < au->pool; i++) {
+		char merr[128];
+		struct dynbuf *b = &f->bodies[i];
+		dynbuf_init(b, SPEC_MAX_MEDIA_POOL_BYTES);
+		dynbuf_reset(&wav);
+		if (media_wav(s->workload.seed, (uint64_t)i, au->duration_ms, au->rate, &wav, merr) <
+		    0) {
+			dynbuf_release(&wav);
+			return errf(err, "workload.audio: %s", merr);
+		}
+		if (dynbuf_printf(b,
+		                  "--%s\r\nContent-Disposition: form-data; name=\"file\"; "
+		                  "filename=\"clip.wav\"\r\nContent-Type: audio/wav\r\n\r\n",
+		                  boundary) < 0 ||
+		    dynbuf_add(b, wav.data, wav.len) < 0 || dynbuf_add(b, "\r\n", 2) < 0 ||
+		    add_fields(b, boundary, s) < 0) {
+			dynbuf_release(&wav);
+			return errf(err, "workload.audio: the form does not fit its buffer");
+		}
+		f->bytes[i] = (int32_t)wav.len;
+		if (b->len > longest)
+			longest = b->len;
+	}
+	dynbuf_release(&wav);
+	c->body_extra = longest;
+	return 0;
+}
+
+static void audio_cfg_release(struct req_cfg *c)
+{
+	form_free(c->ep);
+	c->ep = NULL;
+}
+
+static int audio_body(struct req *r, const struct req_params *p)
+{
+	const struct audio_form *f = r->cfg->ep;
+	int i = (int)(rng_hash(f->seed, RNG_STREAM_AUDIO, p->req_id * SPEC_MAX_MEDIA_COUNT) %
+	              (uint64_t)f->n);
+	r->requested_isl = -1; /* the server says (usage), else unknown */
+	r->osl_sent = false;
+	r->rec.audio_in = 1;
+	r->rec.media_bytes_in = f->bytes[i];
+	return dynbuf_add(&r->body, f->bodies[i].data, f->bodies[i].len);
+}
+
+static void take_counts(struct req *r, const struct mr_facts *f)
+{
+	if (f->in_tokens >= 0)
+		r->u_prompt = f->in_tokens;
+	if (f->out_tokens >= 0)
+		r->u_completion = f->out_tokens;
+}
+
+static int audio_event(struct req *r, const char *name, json_t *j, struct chunk_info *ci)
+{
+	struct mr_facts f;
+	mr_transcript_event(name, j, &f);
+	memset(ci, 0, sizeof *ci);
+	ci->prompt_tokens = f.in_tokens;
+	ci->completion_tokens = f.out_tokens;
+	ci->reasoning_tokens = -1;
+	if (f.err) {
+		rq_fail(r, f.err, "%s", f.msg);
+		return EV_FAIL;
+	}
+	ci->content = f.chunk;
+	ci->final = f.final;
+	if (f.chunk) {
+		rq_capture_json(r, f.text);
+		rq_keep_output(r, f.text);
+	}
+	rq_take_stream_error(r, f.error);
+	return 0;
+}
+
+static int audio_answer(struct req *r, json_t *j, const json_error_t *je, char **msg)
+{
+	struct mr_facts f;
+	if (!j) {
+		*msg = xasprintf("response body is not JSON: %s", je->text);
+		return HR_ERR_MALFORMED_STREAM;
+	}
+	mr_transcript_answer(j, &f);
+	take_counts(r, &f);
+	if (f.err) {
+		*msg = xstrdup(f.msg);
+		return f.err;
+	}
+	rq_keep_output(r, f.text);
+	/* the whole transcript is the one chunk, when it arrived */
+	if (r->cfg->one_piece && r->body_ns != HR_NO_TIME &&
+	    record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
+		*msg = xstrdup("cannot record the answer's arrival");
+		return HR_ERR_MALFORMED_STREAM;
+	}
+	return HR_ERR_NONE;
+}
+
+const struct ep_handler ep_audio_transcription = {
+	.endpoint = SPEC_EP_AUDIO_TRANSCRIPTION,
+	.content_type = NULL, /* cfg_init: multipart/form-data with its boundary */
+	.history = EP_HIST_TEXT,
+	.cfg_init = audio_cfg,
+	.cfg_release = audio_cfg_release,
+	.body = audio_body,
+	.event = audio_event,
+	.answer = audio_answer,
+};
