@@ -292,6 +292,7 @@ static void do_read(struct h1_conn *c)
 		ssize_t n = recv(c->fd, rbuf, sizeof rbuf, 0);
 		if (n > 0) {
 			c->t_ns = mono_ns(); /* the one clock read of this read */
+			loop_note_read(c->tgt->loop, c->t_ns);
 			c->got_byte = true;
 			int rc = h1_feed(&c->p, rbuf, (size_t)n, on_head, on_body, c);
 			if (rc == H1_MORE) {

@@ -226,11 +226,31 @@ static void native_end(struct run *r, struct req *q, int res)
 	retire(r, q, now);
 }
 
+/* After a completion: the next sends now, or, while the loop is reading
+ * a batch, once every ready socket of it has been read (on_batch). */
+static void pump_after_done(struct run *r)
+{
+	if (loop_in_reads(r->loop))
+		r->pump_due = true;
+	else
+		run_pump(r);
+}
+
+static void on_batch(void *ud)
+{
+	struct run *r = ud;
+	if (!r->pump_due)
+		return;
+	r->pump_due = false;
+	run_pump(r);
+	loop_kick(r->loop);
+}
+
 static void on_native_done(void *ud, struct req *q, int res)
 {
 	struct run *r = ud;
 	native_end(r, q, res);
-	run_pump(r);
+	pump_after_done(r);
 }
 
 static void send_one(struct run *r, const struct issue *is)
@@ -339,7 +359,7 @@ static void on_done(void *ud, CURL *easy, CURLcode result)
 		curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os);
 	count_conn_error(r, q->rec.error, os);
 	retire(r, q, now);
-	run_pump(r);
+	pump_after_done(r);
 }
 
 /* Handles every deadline that is due. */
@@ -555,6 +575,7 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 	fmt_double(num, sh->cancel_after_s);
 	snprintf(r->cancel_msg, sizeof r->cancel_msg, "cancelled by policy after %s s", num);
 	loop_on_done(loop, on_done, r);
+	loop_on_batch(loop, on_batch, r);
 	return 0;
 }
 
@@ -579,6 +600,7 @@ void run_release(struct run *r)
 	req_cfg_release(&r->cfg);
 	free_prompts(r);
 	loop_on_done(r->loop, NULL, NULL);
+	loop_on_batch(r->loop, NULL, NULL);
 	memset(r, 0, sizeof *r);
 }
 
@@ -652,6 +674,7 @@ void run_pump(struct run *r)
 	struct issue is;
 	int v = LOAD_WAIT;
 	r->backlog = false;
+	r->pump_due = false;
 	for (int n = 0;; n++) {
 		if (n == PUMP_BATCH || !budget_left(r)) {
 			r->backlog = true; /* the rest after the pending events */
