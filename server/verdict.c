@@ -494,6 +494,13 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		       ms_text(b, sizeof b, (double)rlag_max / 1e6), ms_text(c, sizeof c, rl_limit),
 		       READ_INFLATION * 100, ref_name, ms_text(d, sizeof d, ref_ms > 0 ? ref_ms : 0),
 		       READ_LAG_FLOOR_MS, wtext);
+		if (!busy_hit) { /* the message has room: its buffer is 400 bytes */
+			json_t *last = json_array_get(reasons, json_array_size(reasons) - 1);
+			char m[480];
+			snprintf(m, sizeof m, "%s (no worker loop was busy: the host may be overcommitted)",
+				 json_string_value(json_object_get(last, "message")));
+			json_object_set_new(last, "message", json_string(m));
+		}
 		json_t *last = json_array_get(reasons, json_array_size(reasons) - 1);
 		if (isinf(json_real_value(json_object_get(last, "value"))))
 			json_object_set_new(last, "value", json_null());

@@ -237,6 +237,7 @@ static int write_out(struct h1_conn *c)
 		}
 	}
 	c->state = C_READING;
+	c->since_ns = mono_ns(); /* no answer byte can come before this */
 	set_events(c, EPOLLIN);
 	return H1R_OK;
 }
@@ -292,7 +293,8 @@ static void do_read(struct h1_conn *c)
 		ssize_t n = recv(c->fd, rbuf, sizeof rbuf, 0);
 		if (n > 0) {
 			c->t_ns = mono_ns(); /* the one clock read of this read */
-			loop_note_read(c->tgt->loop, c->t_ns);
+			loop_note_read(c->tgt->loop, c->t_ns, c->since_ns);
+			c->since_ns = c->t_ns;
 			c->got_byte = true;
 			int rc = h1_feed(&c->p, rbuf, (size_t)n, on_head, on_body, c);
 			if (rc == H1_MORE) {

@@ -99,6 +99,7 @@ struct h1_conn {
 	struct iovec orig[4];
 	int orig_n;
 	int64_t t_ns;  /* the current read's clock */
+	int64_t since_ns; /* the request written, or the last read stamped: no byte before */
 	int os_errno;  /* of a failed connect or socket call */
 	char refused[200]; /* the allow-list's reason for the first address it refused */
 	char msg[160]; /* what went wrong, for the record */

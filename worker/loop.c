@@ -354,7 +354,7 @@ static void dispatch(struct loop *l, struct loop_watch *w, uint32_t ev)
 		if (ev & (EPOLLERR | EPOLLHUP))
 			flags |= CURL_CSELECT_ERR;
 		if (ev & EPOLLIN) /* libcurl stamps the read inside; this is just before */
-			loop_note_read(l, mono_ns());
+			loop_note_read(l, mono_ns(), 0);
 		curl_action(l, w->fd, flags);
 		break;
 	}
@@ -373,9 +373,9 @@ static void dispatch(struct loop *l, struct loop_watch *w, uint32_t ev)
 	}
 }
 
-void loop_note_read(struct loop *l, int64_t stamp_ns)
+void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns)
 {
-	int64_t lag = stamp_ns - l->seen_ns;
+	int64_t lag = stamp_ns - (since_ns > l->seen_ns ? since_ns : l->seen_ns);
 	if (lag < 0)
 		lag = 0;
 	l->read_lag[csample_late_bucket(lag)]++;

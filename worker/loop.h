@@ -95,8 +95,10 @@ int loop_in_reads(const struct loop *l);
  * monotonic) is counted by its lag, the time since the loop could first
  * have seen its socket ready: the return of the wait that reported it, or,
  * when it was found ready right after a busy span (a look without
- * waiting), the start of that span. */
-void loop_note_read(struct loop *l, int64_t stamp_ns);
+ * waiting), the start of that span - but never before since_ns, when the
+ * caller knows nothing could have arrived earlier (the request was written
+ * then, or the previous read was stamped then; 0: unknown). */
+void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns);
 /* Copies the read lag histogram (csample_late_edges_ns buckets), its
  * largest lag and the histogram of 100 ms windows by busy fraction (tenths)
  * gathered since the last call, and starts them afresh. */
