@@ -1325,6 +1325,22 @@ static int parse_target_path(struct vctx *v, json_t *t, struct spec *s)
 	return 0;
 }
 
+/* target.prewarm: the workers open their slots' connections before time
+ * zero (kept only when given, like target.path). */
+static int parse_prewarm(struct vctx *v, json_t *t, struct spec *s)
+{
+	json_t *b = json_object_get(t, "prewarm");
+	s->target.prewarm = false;
+	if (!b || json_is_null(b)) {
+		json_object_del(t, "prewarm");
+		return 0;
+	}
+	if (!json_is_boolean(b))
+		return fail(v, "wrong_type", "target.prewarm", "'target.prewarm' must be true or false");
+	s->target.prewarm = json_is_true(b);
+	return 0;
+}
+
 static int parse_template(struct vctx *v, json_t *t, struct spec *s)
 {
 	json_t *tp = json_object_get(t, "template");
@@ -1439,7 +1455,7 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 /* The target fields a class may set over the run's (the API key stays the run's). */
 static const char *const class_target_keys[] = {
     "url", "endpoint", "model", "stream", "headers", "extra_body", "timeout_s", "mock",
-    "max_tokens_field", "template", "transport", "path", NULL};
+    "max_tokens_field", "template", "transport", "path", "prewarm", NULL};
 
 static int class_name_ok(const char *n)
 {
@@ -1698,7 +1714,8 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
 	                                    "api_key_secret", "max_tokens_field", "template",
-	                                    "api_key_header", "transport", "path", NULL};
+	                                    "api_key_header", "transport", "path", "prewarm",
+	                                    NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -1865,7 +1882,8 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 		return fail(v, "invalid_value", "target.transport",
 		            "'target.transport' \"native\" speaks plain http:// only; use \"curl\" "
 		            "or \"auto\" for an https:// target");
-	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0)
+	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0 ||
+	    parse_prewarm(v, t, s) < 0)
 		return -1;
 
 	/* workload */

@@ -236,6 +236,11 @@ static int write_out(struct h1_conn *c)
 			c->iov[c->iov_at].iov_len -= left;
 		}
 	}
+	if (c->warm_only) { /* h1_open: connected, nothing to send yet */
+		c->state = C_IDLE;
+		set_events(c, EPOLLIN);
+		return H1R_OK;
+	}
 	c->state = C_READING;
 	c->since_ns = mono_ns(); /* no answer byte can come before this */
 	set_events(c, EPOLLIN);
@@ -246,6 +251,11 @@ static int write_out(struct h1_conn *c)
  * and nothing beyond it arrived; the owner hears last. */
 static void finish(struct h1_conn *c, int result, bool keep)
 {
+	if (c->warm_only) { /* h1_open failed: nobody to tell */
+		drop_fd(c);
+		c->warm_only = false;
+		return;
+	}
 	if (result == H1R_OK && keep && c->state == C_READING && c->p.keep_alive) {
 		c->state = C_IDLE;
 		c->served++;
@@ -398,6 +408,22 @@ static void on_event(void *ud, uint32_t events)
 	}
 }
 
+void h1_open(struct h1_conn *c)
+{
+	if (c->state != C_NONE)
+		return;
+	c->warm_only = true;
+	c->iov_n = c->orig_n = c->iov_at = 0;
+	c->got_byte = c->retried = false;
+	c->refused[0] = '\0';
+	c->msg[0] = '\0';
+	c->os_errno = 0;
+	if (connect_start(c) != H1R_OK) {
+		drop_fd(c);
+		c->warm_only = false;
+	}
+}
+
 int h1_start(struct h1_conn *c, const struct iovec *iov, int n)
 {
 	if (n > 4)
@@ -412,6 +438,13 @@ int h1_start(struct h1_conn *c, const struct iovec *iov, int n)
 	c->msg[0] = '\0';
 	c->os_errno = 0;
 	h1_init(&c->p);
+	if (c->warm_only) { /* opened ahead by h1_open */
+		c->warm_only = false;
+		if (c->state == C_CONNECTING) {
+			c->reused = false;
+			return H1R_OK; /* it goes out when connected */
+		}
+	}
 	if (c->state == C_IDLE) {
 		c->reused = true;
 		c->state = C_SENDING;

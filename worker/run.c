@@ -82,16 +82,21 @@ static void retire(struct run *r, struct req *q, int64_t now)
 	r->idle[r->n_idle++] = q; /* idle has room: it grows with active */
 }
 
-static struct req *take_req(struct run *r)
+static struct req *new_req(struct run *r)
 {
-	if (r->n_idle)
-		return r->idle[--r->n_idle];
 	struct req *q = req_new(&r->cfg);
 	if (!q)
 		xalloc_die();
 	q->deadline.kind = TN_CANCEL;
 	q->tmo.kind = TN_TIMEOUT;
 	return q;
+}
+
+static struct req *take_req(struct run *r)
+{
+	if (r->n_idle)
+		return r->idle[--r->n_idle];
+	return new_req(r);
 }
 
 /* A request that never reached libcurl still gets a record. */
@@ -481,6 +486,29 @@ static void free_prompts(struct run *r)
 	}
 }
 
+/* target.prewarm: one idle request per slot this worker will hold (its
+ * concurrency slots, or its share of a max_concurrency ceiling), each with
+ * its connection opening now, on receipt of the schedule, well before time
+ * zero; the phases then take them from the idle pool like any request
+ * that has served one. */
+static void prewarm(struct run *r)
+{
+	int n = r->sh.prof.slots > r->sh.warm.slots ? r->sh.prof.slots : r->sh.warm.slots;
+	if (n > HR_WORKER_MAX_IN_FLIGHT)
+		n = HR_WORKER_MAX_IN_FLIGHT;
+	for (int i = 0; i < n; i++) {
+		struct req *q = new_req(r);
+		if (r->n_idle == r->cap) { /* idle grows with active (activate) */
+			r->cap = r->cap ? r->cap * 2 : 64;
+			r->active = xrealloc(r->active, (size_t)r->cap * sizeof *r->active);
+			r->idle = xrealloc(r->idle, (size_t)r->cap * sizeof *r->idle);
+		}
+		h1_open(&q->conn);
+		r->idle[r->n_idle++] = q;
+	}
+	r->prewarmed = n;
+}
+
 int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct spec *spec,
              const struct share *sh, uint32_t worker, char *err)
 {
@@ -576,6 +604,8 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 	snprintf(r->cancel_msg, sizeof r->cancel_msg, "cancelled by policy after %s s", num);
 	loop_on_done(loop, on_done, r);
 	loop_on_batch(loop, on_batch, r);
+	if (r->cfg.native && spec->target.prewarm)
+		prewarm(r);
 	return 0;
 }
 

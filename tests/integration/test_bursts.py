@@ -8,7 +8,11 @@ The starved worker is made slow on purpose with HEADROOM_WORKER_BURN_US
 streams a chunk every 2 ms keeps the loop about a quarter busy on average
 (under every one-second rule), but every burn holds the other streams'
 chunks unread for up to 5 ms. The verdict must say client_bound for the
-read lag. The same run with an ordinary worker must be ok. The evidence is
+read lag. The same run with an ordinary worker must be ok. Also target.prewarm:
+the worker opens its slots' connections on receipt of its schedule, so
+every one is accepted well before time zero (50 ms after the workers are
+ready) and before any request byte; without it the requests follow their
+connections at once. The evidence is
 judged with wide margins: the starved run's read lag p99 is in a bucket of
 2 ms or more (the burn is 5 ms), the ordinary run's within the 1 ms
 tolerance (its reads wait microseconds).
@@ -16,8 +20,12 @@ tolerance (its reads wait microseconds).
 Run: HEADROOM_BIN=build/bin python3 tests/integration/test_bursts.py
 """
 import os
+import selectors
+import socket
 import sys
 import tempfile
+import threading
+import time
 import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
@@ -40,6 +48,59 @@ def spec(mock):
     return s
 
 
+class Relay:
+    """A TCP relay in front of the mock that notes, per connection, when it
+    was accepted and when its first byte from the client came."""
+
+    def __init__(self, upstream):
+        host, port = upstream.rsplit(":", 1)
+        self.upstream = (host, int(port))
+        self.ls = socket.socket()
+        self.ls.bind(("127.0.0.1", 0))
+        self.ls.listen(256)
+        self.addr = "127.0.0.1:%d" % self.ls.getsockname()[1]
+        self.conns = []  # [accepted, first_byte or None]
+        self.sel = selectors.DefaultSelector()
+        self.sel.register(self.ls, selectors.EVENT_READ, None)
+        self.stop = False
+        self.t = threading.Thread(target=self.loop, daemon=True)
+        self.t.start()
+
+    def loop(self):
+        while not self.stop:
+            for key, _ in self.sel.select(0.05):
+                if key.data is None:
+                    c, _ = self.ls.accept()
+                    info = [time.monotonic(), None, b""]
+                    self.conns.append(info)
+                    u = socket.create_connection(self.upstream)
+                    self.sel.register(c, selectors.EVENT_READ, (u, info))
+                    self.sel.register(u, selectors.EVENT_READ, (c, None))
+                    continue
+                peer, info = key.data
+                try:
+                    b = key.fileobj.recv(65536)
+                except OSError:
+                    b = b""
+                if not b:
+                    for x in (key.fileobj, peer):
+                        try:
+                            self.sel.unregister(x)
+                        except (KeyError, ValueError):
+                            pass
+                        x.close()
+                    continue
+                if info is not None and info[1] is None:
+                    info[1] = time.monotonic()
+                    info[2] = b[:5]
+                peer.sendall(b)
+
+    def close(self):
+        self.stop = True
+        self.t.join()
+        self.ls.close()
+
+
 class BurstVerdictTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
@@ -56,9 +117,11 @@ class BurstVerdictTest(unittest.TestCase):
         if rcs != [0, 0, 0]:
             raise AssertionError("headroomd, headroomd, headroom-mock exit statuses %s" % rcs)
 
-    def run_to_end(self, daemon):
+    def run_to_end(self, daemon, target=None, **extra):
         api = hrtest.Api(daemon.addr)
-        rid = api.submit(spec(self.mock.addr))
+        sp = spec(target or self.mock.addr)
+        sp["target"].update(extra)
+        rid = api.submit(sp)
         run = api.wait(rid, timeout=120 * hrtest.time_scale())
         self.assertEqual(run["state"], "succeeded", run.get("reason"))
         return api, rid, run["summary"]
@@ -105,6 +168,42 @@ class BurstVerdictTest(unittest.TestCase):
         # the TTFT the records report is the mock's 20 ms, give or take
         ttft = s["metrics"]["time_to_first_token"]
         self.assertLess(ttft["p50"], 30, ttft)
+
+
+    def test_prewarm_opens_connections_before_time_zero(self):
+        for prewarm in (True, False):
+            relay = Relay(self.mock.addr)
+            try:
+                extra = {"prewarm": True} if prewarm else {}
+                api, rid, s = self.run_to_end(self.plain, relay.addr, **extra)
+            finally:
+                relay.close()
+            self.assertEqual(s["counts"]["requests"], 120)
+            self.assertEqual(s["counts"].get("errors", 0), 0, s["counts"])
+            # the worker's connections (the daemon's own look at the
+            # server, GET /v1/models and /metrics, comes through too)
+            conns = [c for c in relay.conns if c[2] == b"POST "]
+            # one kept-alive connection per slot (4), whichever way
+            self.assertEqual(len(conns), 4, conns)
+            gap = min(c[1] for c in conns) - max(c[0] for c in conns)
+            if prewarm:
+                # every connection open before the first request byte, by
+                # most of the 50 ms lead of time zero
+                self.assertGreater(gap, 0.02, conns)
+                _, doc, _ = api.call("GET", "/runs/%d" % rid)
+                self.assertIs(doc["spec"]["target"]["prewarm"], True)
+            else:
+                self.assertLess(gap, 0.02, conns)
+                _, doc, _ = api.call("GET", "/runs/%d" % rid)
+                self.assertNotIn("prewarm", doc["spec"]["target"])  # stored only when given
+
+    def test_prewarm_must_be_a_boolean(self):
+        api = hrtest.Api(self.plain.addr)
+        sp = spec(self.mock.addr)
+        sp["target"]["prewarm"] = "yes"
+        st, err, _ = api.call("POST", "/runs", sp)
+        self.assertEqual(st, 400, err)
+        self.assertEqual(err["error"]["field"], "target.prewarm")
 
 
 if __name__ == "__main__":
