@@ -69,6 +69,8 @@ def headroom_run(api, port, conc, n, prewarm):
     return {"state": run["state"], "p50": t.get("p50"), "p99": t.get("p99"),
             "verdict": c.get("verdict"), "reasons": [r["code"] for r in c.get("reasons", [])],
             "read_lag_p99_ms": h.get("read_lag_p99_ms"), "read_lag_max_ms": h.get("read_lag_max_ms"),
+            "kernel_lag_p99_ms": h.get("kernel_lag_p99_ms"),
+            "kernel_lag_max_ms": h.get("kernel_lag_max_ms"),
             "busy_windows_saturated": h.get("busy_windows_saturated"),
             "busy_windows": h.get("busy_windows"), "loop_busy_max": h.get("loop_busy_max")}
 
@@ -141,8 +143,8 @@ def main():
             x = r.get(k)
             if not x:
                 return "-"
-            return "%.2f/%.2f %s rl%s" % (x["p50"] or 0, x["p99"] or 0, x["verdict"],
-                                          x["read_lag_p99_ms"])
+            return "%.2f/%.2f %s rl%s kl%s" % (x["p50"] or 0, x["p99"] or 0, x["verdict"],
+                                               x["read_lag_p99_ms"], x["kernel_lag_p99_ms"])
         v = r.get("vllm")
         print("%5d %6d | %-32s | %-32s | %s" % (r["concurrency"], r["requests"], hv("after"),
                                                 hv("before"),

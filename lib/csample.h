@@ -49,6 +49,10 @@ struct csample {
 	 * buckets, and the largest; 100 ms windows by loop busy fraction */
 	int64_t read_lag[CSAMPLE_LATE_BUCKETS];
 	int64_t read_lag_max_ns;
+	/* the same reads by their kernel lag: the stamp minus the kernel's
+	 * receive time of the newest data they brought (native transport) */
+	int64_t kern_lag[CSAMPLE_LATE_BUCKETS];
+	int64_t kern_lag_max_ns;
 	int64_t windows[CSAMPLE_WIN_BUCKETS];
 };
 

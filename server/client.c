@@ -19,8 +19,8 @@ struct srow {
 static const char insert_sql[] =
     "INSERT INTO client_samples (run_id, source, t_ns, interval_ns, phase, cpu, busy, "
     "wakeups, late, late_max_ns, in_flight, queued, queued_age_ns, record_backlog, "
-    "conn_errors, port_errors, sent, completed, read_lag, read_lag_max_ns, busy_windows) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "conn_errors, port_errors, sent, completed, read_lag, read_lag_max_ns, busy_windows, "
+    "kernel_lag, kernel_lag_max_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
 {
@@ -96,13 +96,16 @@ static int insert_job(struct store_tx *tx, void *arg, char *err)
 	bind_opt(st, 16, r->port_errors);
 	bind_opt(st, 17, r->sent);
 	bind_opt(st, 18, r->completed);
-	char rl[LATE_TEXT], win[LATE_TEXT];
+	char rl[LATE_TEXT], win[LATE_TEXT], kl[LATE_TEXT];
 	if (r->worker >= 0) {
 		sqlite3_bind_text(st, 19, json_counts(rl, r->read_lag, CSAMPLE_LATE_BUCKETS), -1,
 				  SQLITE_STATIC);
 		bind_opt(st, 20, r->read_lag_max_ns);
 		sqlite3_bind_text(st, 21, json_counts(win, r->windows, CSAMPLE_WIN_BUCKETS), -1,
 				  SQLITE_STATIC);
+		sqlite3_bind_text(st, 22, json_counts(kl, r->kern_lag, CSAMPLE_LATE_BUCKETS), -1,
+				  SQLITE_STATIC);
+		bind_opt(st, 23, r->kern_lag_max_ns);
 	}
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return errf(err, "client sample insert: %s", sqlite3_errmsg(tx->db));
@@ -142,6 +145,8 @@ void client_store_worker(struct store *s, int64_t run_id, int worker, const stru
 	memcpy(r->read_lag, cs->read_lag, sizeof r->read_lag);
 	r->read_lag_max_ns = cs->read_lag_max_ns;
 	memcpy(r->windows, cs->windows, sizeof r->windows);
+	memcpy(r->kern_lag, cs->kern_lag, sizeof r->kern_lag);
+	r->kern_lag_max_ns = cs->kern_lag_max_ns;
 	store_post(s, insert_job, row, free);
 }
 
@@ -183,7 +188,8 @@ struct client_cursor *client_cursor_open(struct store *s, int64_t run_id, int by
 	snprintf(sql, sizeof sql,
 		 "SELECT source, t_ns, interval_ns, phase, cpu, busy, wakeups, late, "
 		 "late_max_ns, in_flight, queued, queued_age_ns, record_backlog, conn_errors, "
-		 "port_errors, sent, completed, read_lag, read_lag_max_ns, busy_windows "
+		 "port_errors, sent, completed, read_lag, read_lag_max_ns, busy_windows, "
+		 "kernel_lag, kernel_lag_max_ns "
 		 "FROM client_samples WHERE run_id = ? ORDER BY %s",
 		 by_time ? "t_ns, source" : "source, t_ns");
 	if (sqlite3_prepare_v2(c->db, sql, -1, &c->st, NULL) != SQLITE_OK) {
@@ -237,6 +243,8 @@ int client_cursor_row(struct client_cursor *c, struct client_row *r)
 	parse_counts((const char *)sqlite3_column_text(st, 17), r->read_lag, CSAMPLE_LATE_BUCKETS);
 	r->read_lag_max_ns = col_i(st, 18);
 	parse_counts((const char *)sqlite3_column_text(st, 19), r->windows, CSAMPLE_WIN_BUCKETS);
+	parse_counts((const char *)sqlite3_column_text(st, 20), r->kern_lag, CSAMPLE_LATE_BUCKETS);
+	r->kern_lag_max_ns = col_i(st, 21);
 	return 1;
 }
 

@@ -37,6 +37,8 @@ struct client_row {
 	int64_t conn_errors, port_errors, sent, completed;
 	int64_t read_lag[CSAMPLE_LATE_BUCKETS]; /* burst evidence (zeros when absent) */
 	int64_t read_lag_max_ns;                /* -1 when absent */
+	int64_t kern_lag[CSAMPLE_LATE_BUCKETS]; /* zeros when absent */
+	int64_t kern_lag_max_ns;                /* -1 when absent */
 	int64_t windows[CSAMPLE_WIN_BUCKETS];
 };
 

@@ -141,6 +141,10 @@ static int open_next(struct h1_conn *c)
 		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		/* the kernel's receive time of what each read brings (the read
+		 * lag's lower bound, loop_note_read); a kernel without it just
+		 * sends none */
+		setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
 		int rc = connect(fd, sa, t->addr_len[c->ai]);
 		if (rc < 0 && errno != EINPROGRESS) {
 			c->os_errno = errno;
@@ -296,14 +300,36 @@ static int parse_error(struct h1_conn *c, int rc)
 	}
 }
 
+/* The kernel's receive time (CLOCK_REALTIME ns) of the newest data a read
+ * brought, from its SCM_TIMESTAMPNS; 0 when there is none. */
+static int64_t rx_time(struct msghdr *m)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+			struct timespec ts;
+			memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+			return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+		}
+	}
+	return 0;
+}
+
 /* Reads what the socket has; one clock read per read. */
 static void do_read(struct h1_conn *c)
 {
 	for (;;) {
-		ssize_t n = recv(c->fd, rbuf, sizeof rbuf, 0);
+		union {
+			char buf[CMSG_SPACE(sizeof(struct timespec))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = {.iov_base = rbuf, .iov_len = sizeof rbuf};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+		                   .msg_controllen = sizeof ctl.buf};
+		ssize_t n = recvmsg(c->fd, &m, 0);
 		if (n > 0) {
 			c->t_ns = mono_ns(); /* the one clock read of this read */
-			loop_note_read(c->tgt->loop, c->t_ns, c->since_ns);
+			loop_note_read(c->tgt->loop, c->t_ns, c->since_ns, rx_time(&m));
 			c->since_ns = c->t_ns;
 			c->got_byte = true;
 			int rc = h1_feed(&c->p, rbuf, (size_t)n, on_head, on_body, c);

@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "csample.h"
@@ -61,6 +62,10 @@ struct loop {
 	/* burst evidence since loop_take_bursts */
 	int64_t read_lag[CSAMPLE_LATE_BUCKETS];
 	int64_t read_lag_max;
+	int64_t kern_lag[CSAMPLE_LATE_BUCKETS]; /* stamp minus the kernel's receive time */
+	int64_t kern_lag_max;
+	int64_t rt_off; /* CLOCK_REALTIME minus CLOCK_MONOTONIC, read once per batch */
+	int rt_off_ok;
 	int64_t win_start, win_busy; /* the current 100 ms window and its busy time */
 	int64_t win[CSAMPLE_WIN_BUCKETS];
 };
@@ -354,7 +359,7 @@ static void dispatch(struct loop *l, struct loop_watch *w, uint32_t ev)
 		if (ev & (EPOLLERR | EPOLLHUP))
 			flags |= CURL_CSELECT_ERR;
 		if (ev & EPOLLIN) /* libcurl stamps the read inside; this is just before */
-			loop_note_read(l, mono_ns(), 0);
+			loop_note_read(l, mono_ns(), 0, 0);
 		curl_action(l, w->fd, flags);
 		break;
 	}
@@ -373,7 +378,7 @@ static void dispatch(struct loop *l, struct loop_watch *w, uint32_t ev)
 	}
 }
 
-void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns)
+void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns, int64_t rx_real_ns)
 {
 	int64_t lag = stamp_ns - (since_ns > l->seen_ns ? since_ns : l->seen_ns);
 	if (lag < 0)
@@ -381,6 +386,21 @@ void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns)
 	l->read_lag[csample_late_bucket(lag)]++;
 	if (lag > l->read_lag_max)
 		l->read_lag_max = lag;
+	if (rx_real_ns <= 0)
+		return;
+	if (!l->rt_off_ok) { /* the realtime clock's offset, once per batch */
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		clock_gettime(CLOCK_REALTIME, &b);
+		l->rt_off = ((int64_t)b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
+		l->rt_off_ok = 1;
+	}
+	int64_t k = stamp_ns - (rx_real_ns - l->rt_off);
+	if (k < 0)
+		k = 0;
+	l->kern_lag[csample_late_bucket(k)]++;
+	if (k > l->kern_lag_max)
+		l->kern_lag_max = k;
 }
 
 /* Closes the current window into its bucket. */
@@ -445,6 +465,7 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 	if (!seen)
 		seen = l->last_woke && timeout == 0 ? l->last_woke : woke;
 	l->seen_ns = seen;
+	l->rt_off_ok = 0;
 	l->stats.wakeups++;
 	if (n < 0) {
 		if (errno != EINTR)
@@ -508,10 +529,15 @@ int loop_in_reads(const struct loop *l)
 }
 
 void loop_take_bursts(struct loop *l, int64_t read_lag[CSAMPLE_LATE_BUCKETS],
-		      int64_t *read_lag_max, int64_t win[CSAMPLE_WIN_BUCKETS])
+		      int64_t *read_lag_max, int64_t kern_lag[CSAMPLE_LATE_BUCKETS],
+		      int64_t *kern_lag_max, int64_t win[CSAMPLE_WIN_BUCKETS])
 {
 	memcpy(read_lag, l->read_lag, sizeof l->read_lag);
 	*read_lag_max = l->read_lag_max;
+	memcpy(kern_lag, l->kern_lag, sizeof l->kern_lag);
+	*kern_lag_max = l->kern_lag_max;
+	memset(l->kern_lag, 0, sizeof l->kern_lag);
+	l->kern_lag_max = 0;
 	memcpy(win, l->win, sizeof l->win);
 	memset(l->read_lag, 0, sizeof l->read_lag);
 	l->read_lag_max = 0;

@@ -97,13 +97,18 @@ int loop_in_reads(const struct loop *l);
  * when it was found ready right after a busy span (a look without
  * waiting), the start of that span - but never before since_ns, when the
  * caller knows nothing could have arrived earlier (the request was written
- * then, or the previous read was stamped then; 0: unknown). */
-void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns);
+ * then, or the previous read was stamped then; 0: unknown). rx_real_ns,
+ * when not 0, is the kernel's receive time of the newest data of the read
+ * (SO_TIMESTAMPNS, CLOCK_REALTIME): the read is also counted by its kernel
+ * lag, the stamp minus that time, a lower bound of how long its first byte
+ * waited (the host's scheduling of the worker included). */
+void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns, int64_t rx_real_ns);
 /* Copies the read lag histogram (csample_late_edges_ns buckets), its
  * largest lag and the histogram of 100 ms windows by busy fraction (tenths)
- * gathered since the last call, and starts them afresh. */
+ * (and the kernel lag histogram and largest) gathered since the last call, and starts them afresh. */
 void loop_take_bursts(struct loop *l, int64_t read_lag[CSAMPLE_LATE_BUCKETS],
-		      int64_t *read_lag_max, int64_t win[CSAMPLE_WIN_BUCKETS]);
+		      int64_t *read_lag_max, int64_t kern_lag[CSAMPLE_LATE_BUCKETS],
+		      int64_t *kern_lag_max, int64_t win[CSAMPLE_WIN_BUCKETS]);
 
 /* Counters for the client-headroom evidence (docs/worker.md). */
 struct loop_stats {

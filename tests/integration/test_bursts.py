@@ -4,18 +4,22 @@ the stamping of stream reads (docs/client.md, "Bursts"), end to end:
 headroomd, real workers, headroom-mock and SQLite.
 
 The starved worker is made slow on purpose with HEADROOM_WORKER_BURN_US
-(CPU burnt per send): 5 ms per send at concurrency 4 against a mock that
-streams a chunk every 2 ms keeps the loop about a quarter busy on average
+(CPU burnt per send): 10 ms per send at concurrency 8 against a mock that
+streams a chunk every 10 ms keeps the loop about a quarter busy on average
 (under every one-second rule), but every burn holds the other streams'
-chunks unread for up to 5 ms. The verdict must say client_bound for the
-read lag. The same run with an ordinary worker must be ok. Also target.prewarm:
+next chunks unread for up to 10 ms (one chunk each: so the kernel's
+receive time of the newest data a read brings is that chunk's). The
+verdict must say client_bound for the read lag. The same run with an
+ordinary worker must be ok, unless the kernel's receive times prove that
+the shared host did not run the worker in time while its loop kept up
+(then the verdict must say exactly that). Also target.prewarm:
 the worker opens its slots' connections on receipt of its schedule, so
 every one is accepted well before time zero (50 ms after the workers are
 ready) and before any request byte; without it the requests follow their
 connections at once. The evidence is
 judged with wide margins: the starved run's read lag p99 is in a bucket of
-2 ms or more (the burn is 5 ms), the ordinary run's within the 1 ms
-tolerance (its reads wait microseconds).
+5 ms or more (the burn is 10 ms), the ordinary run's loop lag within the
+2 ms tolerance (its reads wait microseconds).
 
 Runs on both transports (make check: also with HEADROOM_WORKER_TRANSPORT=curl,
 where the pre-warming test is skipped: pre-warming is the native client's).
@@ -34,7 +38,8 @@ import unittest
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hrtest  # noqa: E402
 
-BURN_US = 5000
+BURN_US = 10000
+CURL = os.environ.get("HEADROOM_WORKER_TRANSPORT") == "curl"
 
 
 def start_daemon(data, env=None):
@@ -45,7 +50,7 @@ def start_daemon(data, env=None):
 
 
 def spec(mock):
-    s = hrtest.spec(mock, concurrency=4, requests=120)
+    s = hrtest.spec(mock, concurrency=8, requests=64)
     s["workload"]["osl"] = {"mean": 32, "stddev": 0}
     s["target"]["endpoint"] = "completions"
     return s
@@ -108,7 +113,7 @@ class BurstVerdictTest(unittest.TestCase):
     @classmethod
     def setUpClass(cls):
         cls.tmp = tempfile.TemporaryDirectory(prefix="headroom-test-")
-        cls.mock = hrtest.start_mock("--quiet", "--ttft-ms", "20", "--itl-ms", "2")
+        cls.mock = hrtest.start_mock("--quiet", "--ttft-ms", "20", "--itl-ms", "10")
         cls.plain = start_daemon(os.path.join(cls.tmp.name, "plain"))
         cls.starved = start_daemon(os.path.join(cls.tmp.name, "starved"),
                                    env={"HEADROOM_WORKER_BURN_US": str(BURN_US)})
@@ -139,20 +144,28 @@ class BurstVerdictTest(unittest.TestCase):
         self.assertIn("read_lag", codes, c)
         h = c["headline"]
         self.assertGreaterEqual(h["reads"], 200)
-        # the bucket holding the p99 reaches 2 ms or more (null: over 50 ms)
-        self.assertTrue(h["read_lag_p99_ms"] is None or h["read_lag_p99_ms"] >= 2, h)
-        self.assertGreaterEqual(h["read_lag_max_ms"], 1, h)
-        # 5% of the TTFT p50 (the mock's 20 ms and a little), at least 1 ms
-        self.assertTrue(1.0 <= h["read_lag_limit_ms"] <= 1.5, h)
+        # the bucket holding the p99 reaches 5 ms or more (null: over 50 ms)
+        self.assertTrue(h["read_lag_p99_ms"] is None or h["read_lag_p99_ms"] >= 5, h)
         r = [x for x in c["reasons"] if x["code"] == "read_lag"][0]
-        self.assertRegex(r["message"], r"^stream reads stamped (up to|over) [\d.,]+ ms after")
+        self.assertEqual(r["measure"], "loop" if CURL else "kernel")
+        self.assertGreaterEqual(h["read_lag_max_ms"], 1, h)
+        # 5% of the TTFT p50 (the mock's 20 ms and a little), at least 2 ms
+        self.assertEqual(h["read_lag_limit_ms"], 2.0, h)
+        r = [x for x in c["reasons"] if x["code"] == "read_lag"][0]
+        self.assertRegex(r["message"], r"^stream reads stamped (up to|over) [\d.,]+ ms after "
+                         r"(the kernel received their data|their sockets were ready)")
         self.assertIn("TTFT p50", r["message"])
         self.assertEqual(r["limit"], h["read_lag_limit_ms"])
+        if CURL:  # no kernel receive times through libcurl
+            self.assertEqual(h["kernel_reads"], 0)
+        else:  # the kernel's receive times agree: reads waited 5 ms or more
+            self.assertGreaterEqual(h["kernel_reads"], 200)
+            self.assertTrue(h["kernel_lag_p99_ms"] is None or h["kernel_lag_p99_ms"] >= 5, h)
         w = c["workers"][0]
         self.assertGreaterEqual(w["reads"], 200)
         self.assertGreater(w["busy_windows"], 0)
         self.assertEqual(c["thresholds"]["read_inflation"], 0.05)
-        self.assertEqual(c["thresholds"]["read_lag_floor_ms"], 1.0)
+        self.assertEqual(c["thresholds"]["read_lag_floor_ms"], 2.0)
 
     def test_ordinary_worker_same_run_is_ok(self):
         api, rid, s = self.run_to_end(self.plain)
@@ -160,11 +173,26 @@ class BurstVerdictTest(unittest.TestCase):
         if os.environ.get("HEADROOM_TEST_VERBOSE"):
             print("ordinary:", c["headline"], s["metrics"]["time_to_first_token"],
                   file=sys.stderr)
-        self.assertEqual(c["verdict"], "ok", c)
         h = c["headline"]
         self.assertGreaterEqual(h["reads"], 200)
         self.assertIsNotNone(h["read_lag_p99_ms"])
-        self.assertLessEqual(h["read_lag_p99_ms"], h["read_lag_limit_ms"], h)
+        codes = [r["code"] for r in c["reasons"]]
+        if c["verdict"] != "ok":
+            # the only finding allowed is the host's (this machine is
+            # shared): stamps late while no loop was busy, and the verdict
+            # says so; with the kernel's receive times, the loop's own lag
+            # within the tolerance proves it was the host
+            self.assertEqual((c["verdict"], codes), ("client_bound", ["read_lag"]), c)
+            self.assertIn("no worker loop was busy", c["reasons"][0]["message"])
+            if not CURL:
+                self.assertEqual(c["reasons"][0]["measure"], "kernel", c)
+                self.assertIn("the host did not run the worker in time",
+                              c["reasons"][0]["message"])
+        if not CURL or c["verdict"] == "ok":
+            # the loop itself never held a read back past the tolerance
+            self.assertLessEqual(h["read_lag_p99_ms"], h["read_lag_limit_ms"], h)
+        if not CURL:
+            self.assertGreaterEqual(h["kernel_reads"], 200)
         # 100 ms windows cover the profiling time (about 1.5 s or more)
         self.assertGreaterEqual(h["busy_windows"], 10, h)
         self.assertEqual(h["busy_windows_saturated"], 0, h)
@@ -183,13 +211,13 @@ class BurstVerdictTest(unittest.TestCase):
                 api, rid, s = self.run_to_end(self.plain, relay.addr, **extra)
             finally:
                 relay.close()
-            self.assertEqual(s["counts"]["requests"], 120)
+            self.assertEqual(s["counts"]["requests"], 64)
             self.assertEqual(s["counts"].get("errors", 0), 0, s["counts"])
             # the worker's connections (the daemon's own look at the
             # server, GET /v1/models and /metrics, comes through too)
             conns = [c for c in relay.conns if c[2] == b"POST "]
-            # one kept-alive connection per slot (4), whichever way
-            self.assertEqual(len(conns), 4, conns)
+            # one kept-alive connection per slot (8), whichever way
+            self.assertEqual(len(conns), 8, conns)
             gap = min(c[1] for c in conns) - max(c[0] for c in conns)
             if prewarm:
                 # every connection open before the first request byte, by

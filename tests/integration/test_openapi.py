@@ -2384,6 +2384,7 @@ class FinishedRunTest(_ApiBase):
         a = self.wait(self.create(s), hrtest.TERMINAL, timeout=30)
         self.assertEqual(a["state"], "succeeded", a["reason"])
         summ = a["summary"]
+        self.assertEqual(summ["client"]["reasons"], [], summ["client"])
         self.assertEqual((a["valid"], a["gates"], a["verdict"]),
                          (True, "failed", summ["client"]["verdict"]))
         self.assertEqual(summ["validity"]["checks"]["percentile_needs"], 5)
@@ -2403,7 +2404,7 @@ class FinishedRunTest(_ApiBase):
             self.assertEqual((run["state"], run["valid"], run["gates"], run["group_id"]),
                              ("succeeded", False, None, group))
             self.assertEqual([r["code"] for r in run["summary"]["validity"]["reasons"]],
-                             ["too_few_requests"])
+                             ["too_few_requests"], run["summary"]["client"]["reasons"])
         g, _ = self.req("GET", "/groups/%d" % group, 200)
         self.assertEqual((g["state"], g["summary"]["repeats"]), ("finished", 2))
         p50 = g["summary"]["metrics"]["request_latency"]["p50"]
