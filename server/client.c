@@ -251,7 +251,8 @@ int client_cursor_row(struct client_cursor *c, struct client_row *r)
 const char client_csv_header[] =
     "source,t_ns,t_s,interval_s,phase,cpu,loop_busy,wakeups,late_buckets,late_max_ms,"
     "in_flight,queued,queued_age_ms,record_backlog,conn_errors,port_errors,sent,"
-    "completed\n";
+    "completed,read_lag_buckets,read_lag_max_ms,kernel_lag_buckets,kernel_lag_max_ms,"
+    "busy_windows\n";
 
 static const char *phase_name(int p)
 {
@@ -276,6 +277,19 @@ static void inum(struct dynbuf *b, int csv, int64_t v)
 		dynbuf_addstr(b, csv ? "" : "null");
 	else
 		dynbuf_printf(b, "%lld", (long long)v);
+}
+
+/* A histogram cell: counts separated by spaces (CSV) or a JSON array;
+ * empty or null when absent. */
+static void hist(struct dynbuf *b, int csv, int present, const int64_t *h, int nb)
+{
+	char t[LATE_TEXT];
+	if (!present)
+		dynbuf_addstr(b, csv ? "" : "null");
+	else if (csv)
+		dynbuf_addstr(b, counts_text(t, h, nb, " "));
+	else
+		dynbuf_addstr(b, json_counts(t, h, nb));
 }
 
 int client_cursor_next(struct client_cursor *c, int csv, struct dynbuf *out)
@@ -344,6 +358,19 @@ int client_cursor_next(struct client_cursor *c, int csv, struct dynbuf *out)
 	inum(out, csv, r.sent);
 	FIELD("completed");
 	inum(out, csv, r.completed);
+	/* the burst evidence: null for the daemon and for samples stored
+	 * before it existed (read_lag_max_ns NULL) */
+	int bursts = r.worker >= 0 && r.read_lag_max_ns >= 0;
+	FIELD("read_lag_buckets");
+	hist(out, csv, bursts, r.read_lag, CSAMPLE_LATE_BUCKETS);
+	FIELD("read_lag_max_ms");
+	num(out, csv, bursts ? (double)r.read_lag_max_ns / ms : NAN);
+	FIELD("kernel_lag_buckets");
+	hist(out, csv, bursts, r.kern_lag, CSAMPLE_LATE_BUCKETS);
+	FIELD("kernel_lag_max_ms");
+	num(out, csv, bursts && r.kern_lag_max_ns >= 0 ? (double)r.kern_lag_max_ns / ms : NAN);
+	FIELD("busy_windows");
+	hist(out, csv, bursts, r.windows, CSAMPLE_WIN_BUCKETS);
 #undef FIELD
 	dynbuf_addstr(out, csv ? "\n" : "}");
 	return 1;
