@@ -1,8 +1,10 @@
-# Dockerfile - container image of headroomd (with the worker, the mock and
-# the CLI), two stages on Debian 12: the build stage compiles with Debian's
-# hardening flags and packs the Debian package (packaging/build-deb.sh); the
-# runtime stage installs that package, so it holds the runtime libraries its
-# Depends name and nothing of the build. docs/operations.md, "The container".
+# Dockerfile - container image of headroomd (with the worker, the agent,
+# the mock and the CLI), two stages on Debian 12: the build stage compiles
+# with Debian's hardening flags and packs the Debian package
+# (packaging/build-deb.sh); the runtime stage installs that package, so it
+# holds the runtime libraries its Depends name and nothing of the build.
+# docs/operations.md, "The container"; on Kubernetes, daemon and agents run
+# from this one image (packaging/kubernetes/).
 #
 #   docker build -t headroom .
 #   docker run -d --name headroom -p 8443:8443 -v headroom-data:/var/lib/headroom \
@@ -12,7 +14,7 @@ FROM debian:12 AS build
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake pkg-config libmicrohttpd-dev libcurl4-openssl-dev \
-      libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev libyaml-dev \
+      libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev libyaml-dev libpng-dev libjpeg-dev \
       nodejs npm ca-certificates help2man \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src
@@ -25,7 +27,7 @@ ENV DEB_BUILD_MAINT_OPTIONS=hardening=+all,-fortify
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
       -DCMAKE_C_FLAGS="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)" \
       -DCMAKE_EXE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" \
- && cmake --build /build -j "$(nproc)" --target headroomd headroom-worker headroom-mock headroom \
+ && cmake --build /build -j "$(nproc)" --target headroomd headroom-worker headroom-agent headroom-mock headroom \
  && packaging/build-deb.sh /build /out \
  && mv /out/headroom_*.deb /out/headroom.deb
 

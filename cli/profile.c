@@ -37,6 +37,7 @@
 #include "dynbuf.h"
 #include "http.h"
 #include "limits.h"
+#include "spec.h"
 #include "util.h"
 #include "view.h"
 
@@ -57,7 +58,10 @@ static const char profile_help[] =
     "  -m, --model NAME              model name (required)\n"
     "  --endpoint-type TYPE          chat (default), completions, embeddings,\n"
     "                                rankings, cohere_rankings, hf_tei_rankings,\n"
-    "                                huggingface_generate\n"
+    "                                huggingface_generate, nim_embeddings,\n"
+    "                                cohere_embeddings, vllm_generate,\n"
+    "                                sglang_generate, raw (the body:\n"
+    "                                --extra-inputs JSON, sent as given)\n"
     "  --endpoint PATH               the request path instead of the type's\n"
     "                                (/openai/deployments/d/chat/completions?v=1)\n"
     "  --streaming                   stream responses (default: not streamed)\n"
@@ -458,34 +462,30 @@ static int build(struct pflags *p, json_t **out)
 	free(full);
 	json_object_set_new(target, "model", json_string(p->model));
 	/* AIPerf's endpoint types and headroom's names for them */
-	static const char *const eps[][2] = {
-	    {"chat", "chat"},
-	    {"completions", "completions"},
-	    {"embeddings", "embeddings"},
-	    {"rankings", "rankings_nim"},
-	    {"nim_rankings", "rankings_nim"},
-	    {"cohere_rankings", "rankings_cohere"},
-	    {"hf_tei_rankings", "rankings_tei"},
-	    {"huggingface_generate", "tgi"},
-	    {"tgi", "tgi"},
-	};
-	const char *ep = p->endpoint ? p->endpoint : "chat", *mapped = NULL;
-	for (size_t i = 0; i < sizeof eps / sizeof eps[0]; i++)
-		if (strcmp(ep, eps[i][0]) == 0)
-			mapped = eps[i][1];
-	if (!mapped) {
+	const char *ep = p->endpoint ? p->endpoint : "chat";
+	int type = spec_endpoint_from_aiperf(ep);
+	if (type < 0) {
+		char names[1024] = "";
+		size_t used = 0;
+		for (int i = 0; i < SPEC_EP__COUNT; i++)
+			for (int k = 0; k < 3 && spec_endpoints[i].aiperf[k]; k++) {
+				int n = snprintf(names + used, sizeof names - used, "%s%s",
+				                 used ? ", " : "", spec_endpoints[i].aiperf[k]);
+				if (n > 0 && (size_t)n < sizeof names - used)
+					used += (size_t)n;
+			}
 		json_decref(target);
 		return bad("--endpoint-type",
-			   "'%s' is not in headroom yet (chat, completions, embeddings, rankings, "
-			   "cohere_rankings, hf_tei_rankings, huggingface_generate; a template "
+			   "'%s' is not an endpoint type headroom knows (%s; a template "
 			   "endpoint needs a spec)",
-			   ep);
+			   ep, names);
 	}
+	const char *mapped = spec_endpoints[type].name;
 	json_object_set_new(target, "endpoint", json_string(mapped));
 	if (p->path) /* AIPerf's --endpoint: the type's path replaced (target.path) */
 		json_object_set_new(target, "path", json_string(p->path));
 	json_object_set_new(target, "stream", json_boolean(p->streaming));
-	if (p->streaming && (strncmp(mapped, "rankings", 8) == 0 || strcmp(mapped, "embeddings") == 0)) {
+	if (p->streaming && !(spec_endpoints[type].flags & SPEC_EPF_STREAMS)) {
 		json_decref(target);
 		return bad("--streaming", "%s answers are not streamed", ep);
 	}
@@ -493,8 +493,16 @@ static int build(struct pflags *p, json_t **out)
 		json_object_set_new(target, "timeout_s", json_real(p->timeout));
 	if (json_object_size(p->headers))
 		json_object_set(target, "headers", p->headers);
-	if (json_object_size(p->extra))
+	if (type == SPEC_EP_RAW) { /* the body sent as given: --extra-inputs */
+		if (!json_object_size(p->extra)) {
+			json_decref(target);
+			return bad("--endpoint-type",
+			           "raw sends a body of your own: give it with --extra-inputs JSON");
+		}
+		json_object_set_new(target, "raw", json_pack("{s:O}", "body", p->extra));
+	} else if (json_object_size(p->extra)) {
 		json_object_set(target, "extra_body", p->extra);
+	}
 
 	json_t *spec = json_pack("{s:o}", "target", target);
 	if (p->name)

@@ -432,6 +432,32 @@ static void tokens_lines(FILE *out, json_t *t)
 		        view_scalar(e, sizeof e, json_object_get(m, "longer")));
 }
 
+/* A placed run (docs/agents.md): where its workers ran, what was lost. */
+static void placement_line(FILE *out, json_t *pl)
+{
+	if (!json_is_object(pl))
+		return;
+	char line[1024];
+	double local = 0;
+	view_num(pl, "local", &local);
+	int k = snprintf(line, sizeof line, "%.0f here", local);
+	size_t i;
+	json_t *a;
+	json_array_foreach(json_object_get(pl, "agents"), i, a)
+	{
+		const char *name = view_str(a, "name");
+		if (k > 0 && (size_t)k < sizeof line)
+			k += snprintf(line + k, sizeof line - (size_t)k, ", %zu on %.64s",
+				      json_array_size(json_object_get(a, "workers")),
+				      name ? name : "?");
+	}
+	size_t lost = json_array_size(json_object_get(pl, "lost"));
+	if (lost && k > 0 && (size_t)k < sizeof line)
+		snprintf(line + k, sizeof line - (size_t)k, "; %zu lost with their agent (%s)", lost,
+			 view_str(pl, "on_agent_loss") ? view_str(pl, "on_agent_loss") : "?");
+	kv_line(out, "placement", line);
+}
+
 /* The workers' clocks against the daemon's (docs/client.md, "One clock"):
  * how many were measured, the largest offset and bound, the drift. */
 static void clock_line(FILE *out, json_t *clk)
@@ -831,6 +857,7 @@ void show_run(FILE *out, json_t *run)
 	load_line(out, json_object_get(summary, "load"));
 	tokens_lines(out, json_object_get(summary, "tokens"));
 	clock_line(out, json_object_get(summary, "clock"));
+	placement_line(out, json_object_get(summary, "placement"));
 	show_classes(out, run);
 	errors_table(out, json_object_get(summary, "errors"));
 	telemetry_block(out, json_object_get(summary, "telemetry"));

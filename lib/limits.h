@@ -35,6 +35,7 @@
 #define HR_MAX_NOTE_LEN 4096               /* a run's free-text note */
 #define HR_MAX_HEADERS 64
 #define HR_MAX_WORKERS 256
+#define HR_MAX_PLACEMENT 8 /* placement.agents entries */
 #define HR_MAX_CONCURRENCY 100000
 #define HR_MAX_REQUESTS 100000000LL
 #define HR_MAX_DURATION_S (7 * 24 * 3600.0)

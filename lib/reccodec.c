@@ -8,7 +8,7 @@
 #include "limits.h"
 #include "util.h"
 
-#define REC_FIXED_MAX (1 + 3 * 10 + 5 + 4 * 10 + 1 + 5 * 10 + 1 + 6 * 10 + 10 + 10)
+#define REC_FIXED_MAX (1 + 3 * 10 + 5 + 4 * 10 + 2 + 10 * 10 + 1 + 6 * 10 + 10 + 10)
 
 static unsigned char *put_varint(unsigned char *p, uint64_t v)
 {
@@ -25,10 +25,12 @@ static unsigned char *put_zigzag(unsigned char *p, int64_t v)
 	return put_varint(p, ((uint64_t)v << 1) ^ (uint64_t)(v >> 63));
 }
 
-#define REC_COUNTS 5 /* the further counts, in their stored order: */
+#define REC_COUNTS 10 /* the further counts, in their stored order: */
 #define REC_COUNT_FIELDS(r)                                                                        \
 	{                                                                                          \
-		&(r)->req_osl, &(r)->usage_isl, &(r)->usage_osl, &(r)->tok_isl, &(r)->tok_osl      \
+		&(r)->req_osl, &(r)->usage_isl, &(r)->usage_osl, &(r)->tok_isl, &(r)->tok_osl,     \
+		    &(r)->images_in, &(r)->audio_in, &(r)->media_bytes_in, &(r)->images_out,       \
+		    &(r)->bytes_out                                                                \
 	}
 
 static const int64_t *rec_time(const struct hr_record *r, int i)
@@ -63,7 +65,7 @@ unsigned char *rec_pack(unsigned char *p, const struct hr_record *r, size_t msg_
 	for (int i = 0; i < REC_COUNTS; i++)
 		if (*counts[i] >= 0)
 			cmask |= 1u << i;
-	*p++ = (unsigned char)cmask;
+	p = put_varint(p, cmask);
 	for (int i = 0; i < REC_COUNTS; i++)
 		if (cmask & (1u << i))
 			p = put_varint(p, (uint64_t)*counts[i]);
@@ -129,7 +131,7 @@ int rec_unpack(const void *blob, size_t len, struct hr_record *r, struct rec_mem
 {
 	struct unpacker u = {blob, (const unsigned char *)blob + len, 0};
 	unsigned format = get_byte(&u);
-	if (format != 1 && format != REC_FORMAT)
+	if (format < 1 || format > REC_FORMAT)
 		return -1;
 	r->req_id = get_varint(&u);
 	uint64_t session = get_varint(&u), turn = get_varint(&u);
@@ -151,11 +153,11 @@ int rec_unpack(const void *blob, size_t len, struct hr_record *r, struct rec_mem
 	r->osl = (int32_t)osl;
 	r->reasoning_tokens = (int32_t)rt;
 	int32_t *counts[REC_COUNTS] = REC_COUNT_FIELDS(r);
-	unsigned cmask = format >= 2 ? get_byte(&u) : 0;
-	if (cmask >> REC_COUNTS)
+	uint64_t cmask = format >= 3 ? get_varint(&u) : format == 2 ? get_byte(&u) : 0;
+	if (cmask >> (format >= 3 ? REC_COUNTS : 5))
 		return -1;
 	for (int i = 0; i < REC_COUNTS; i++) {
-		uint64_t c = (cmask & (1u << i)) ? get_varint(&u) : UINT64_MAX;
+		uint64_t c = (cmask & (1ull << i)) ? get_varint(&u) : UINT64_MAX;
 		if (c != UINT64_MAX && c > INT32_MAX)
 			return -1;
 		*counts[i] = c == UINT64_MAX ? -1 : (int32_t)c;

@@ -3,13 +3,16 @@
  *
  * The key (run_id, worker, seq) lives in its own columns; everything else
  * of a struct hr_record is one blob:
- *   byte    format version (2; 1 lacks the counts byte and its values)
+ *   byte    format version (3; 2 has a byte for the mask below, with bits
+ *           0-4 only, and 1 lacks the mask and its values)
  *   varint  req_id, session, turn
  *   bytes   phase, flags, error, isl_src, osl_src
  *   zigzag  http_status, isl, osl, reasoning_tokens
- *   byte    which of the five further counts are known (bit 0 req_osl,
- *           1 usage_isl, 2 usage_osl, 3 tok_isl, 4 tok_osl), then each
- *           known one as a varint
+ *   varint  which of the ten further counts are known (bit 0 req_osl,
+ *           1 usage_isl, 2 usage_osl, 3 tok_isl, 4 tok_osl, 5 images_in,
+ *           6 audio_in, 7 media_bytes_in, 8 images_out, 9 bytes_out), then
+ *           each known one as a varint (a record without media counts
+ *           has the same bytes as in format 2 but for the version)
  *   byte    which of the six times are not HR_NO_TIME (bit 0 intended_ns,
  *           1 start_ns, 2 headers_ns, 3 first_output_ns, 4 end_ns, 5 done_ns)
  *   zigzag  start_ns if present, then each other present time minus start_ns
@@ -32,7 +35,7 @@
 
 #include "record.h"
 
-#define REC_FORMAT 2 /* the version rec_pack writes; rec_unpack also reads 1 */
+#define REC_FORMAT 3 /* the version rec_pack writes; rec_unpack also reads 1 and 2 */
 
 /* Upper bound of the encoded size of r whose error_msg is msg_len bytes
  * long (0 when it has none). */

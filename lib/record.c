@@ -60,6 +60,7 @@ void record_init(struct hr_record *r)
 	r->end_ns = r->done_ns = HR_NO_TIME;
 	r->isl = r->osl = r->reasoning_tokens = -1;
 	r->req_osl = r->usage_isl = r->usage_osl = r->tok_isl = r->tok_osl = -1;
+	r->images_in = r->audio_in = r->media_bytes_in = r->images_out = r->bytes_out = -1;
 }
 
 void record_release(struct hr_record *r)
@@ -147,7 +148,7 @@ static uint64_t get_bounded(struct rd *r, uint64_t limit)
 void record_batch_begin(struct dynbuf *out, uint32_t count)
 {
 	dynbuf_reset(out);
-	if (dynbuf_add(out, "HRB\x02", 4) < 0)
+	if (dynbuf_add(out, "HRB\x03", 4) < 0)
 		xalloc_die();
 	put_u(out, count);
 }
@@ -179,6 +180,11 @@ int record_encode(struct dynbuf *out, const struct hr_record *r)
 	put_s(out, r->usage_osl);
 	put_s(out, r->tok_isl);
 	put_s(out, r->tok_osl);
+	put_s(out, r->images_in);
+	put_s(out, r->audio_in);
+	put_s(out, r->media_bytes_in);
+	put_s(out, r->images_out);
+	put_s(out, r->bytes_out);
 	record_chunks_encode(out, r);
 	size_t ml = r->error_msg ? strlen(r->error_msg) : 0;
 	if (ml > HR_MAX_ERROR_MSG)
@@ -232,7 +238,7 @@ long record_chunks_decode(const void *blob, size_t len, int64_t start_ns, int64_
 	return n;
 }
 
-static int decode_one(struct rd *rd, struct hr_record *r)
+static int decode_one(struct rd *rd, struct hr_record *r, unsigned version)
 {
 	record_init(r);
 	r->seq = get_u(rd);
@@ -261,8 +267,10 @@ static int decode_one(struct rd *rd, struct hr_record *r)
 	r->isl = (int32_t)isl;
 	r->osl = (int32_t)osl;
 	r->reasoning_tokens = (int32_t)rt;
-	int32_t *counts[5] = {&r->req_osl, &r->usage_isl, &r->usage_osl, &r->tok_isl, &r->tok_osl};
-	for (int i = 0; i < 5; i++) {
+	int32_t *counts[10] = {&r->req_osl,   &r->usage_isl, &r->usage_osl,      &r->tok_isl,
+	                       &r->tok_osl,   &r->images_in, &r->audio_in,       &r->media_bytes_in,
+	                       &r->images_out, &r->bytes_out};
+	for (int i = 0; i < (version >= 3 ? 10 : 5); i++) {
 		int64_t c = get_s(rd);
 		if (c < -1 || c > INT32_MAX)
 			rd->bad = 1;
@@ -292,16 +300,16 @@ int record_batch_decode(const void *buf, size_t len, struct hr_record **recs, si
 	*n = 0;
 	if (len < 4 || memcmp(buf, "HRB", 3) != 0)
 		return errf(err, "record batch: bad magic");
-	if (((const unsigned char *)buf)[3] != 2)
-		return errf(err, "record batch: unsupported version %u",
-			    ((const unsigned char *)buf)[3]);
+	unsigned version = ((const unsigned char *)buf)[3];
+	if (version != 2 && version != 3)
+		return errf(err, "record batch: unsupported version %u", version);
 	struct rd rd = {(const unsigned char *)buf + 4, (const unsigned char *)buf + len, 0};
 	uint64_t count = get_bounded(&rd, HR_MAX_RECORDS_PER_BATCH);
 	if (rd.bad)
 		return errf(err, "record batch: bad count");
 	struct hr_record *out = xcalloc(count ? count : 1, sizeof *out);
 	for (uint64_t i = 0; i < count; i++) {
-		if (decode_one(&rd, &out[i]) < 0) {
+		if (decode_one(&rd, &out[i], version) < 0) {
 			for (uint64_t j = 0; j <= i; j++)
 				record_release(&out[j]);
 			free(out);

@@ -67,6 +67,11 @@ struct hr_record {
 	 * when unknown: the output length asked for, the server's usage and
 	 * the run's tokenizer over the text sent and received */
 	int32_t req_osl, usage_isl, usage_osl, tok_isl, tok_osl;
+	/* what a multimodal or media request carried and got back, -1 when
+	 * the endpoint has none (docs/metrics.md, "Media"): pictures and audio
+	 * clips sent, their bytes (as files, before base64), pictures in the
+	 * answer, and the answer body's bytes as received */
+	int32_t images_in, audio_in, media_bytes_in, images_out, bytes_out;
 	uint32_t n_chunks;
 	int64_t *chunk_ns; /* owned; arrival of each content-bearing chunk */
 	char *error_msg;   /* owned; NULL when none */
@@ -83,7 +88,8 @@ void record_release(struct hr_record *r); /* frees chunk_ns and error_msg */
  * HR_MAX_CHUNKS_PER_REQUEST). Returns 0 or -1 when full. */
 int record_add_chunk(struct hr_record *r, int64_t t_ns, uint32_t *cap);
 
-/* Batch codec. A batch is: "HRB" 2 (version), varint count, records. */
+/* Batch codec. A batch is: "HRB" 3 (version), varint count, records; a
+ * version 2 batch (records without the media counts) is still read. */
 void record_batch_begin(struct dynbuf *out, uint32_t count_hint);
 int record_encode(struct dynbuf *out, const struct hr_record *r);
 /* Decodes a whole batch. On success *recs (caller frees each with

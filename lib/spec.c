@@ -1145,22 +1145,53 @@ static int parse_gates(struct vctx *v, json_t *root, struct spec *s)
 
 /* --- endpoints --------------------------------------------------------- */
 
-static const char *const endpoint_names[SPEC_EP__COUNT] = {
-    "chat",         "completions", "embeddings", "rankings_nim", "rankings_cohere",
-    "rankings_tei", "tgi",         "template"};
+#define GEN_STREAMED (SPEC_EPF_GENERATES | SPEC_EPF_STREAMS | SPEC_EPF_STREAM_DEF)
+const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
+    [SPEC_EP_CHAT] = {"chat", "/v1/chat/completions", NULL, {"chat"}, GEN_STREAMED},
+    [SPEC_EP_COMPLETIONS] = {"completions", "/v1/completions", NULL, {"completions"},
+                             GEN_STREAMED},
+    [SPEC_EP_EMBEDDINGS] = {"embeddings", "/v1/embeddings", NULL, {"embeddings"},
+                            SPEC_EPF_BATCH},
+    [SPEC_EP_RANKINGS_NIM] = {"rankings_nim", "/v1/ranking", NULL, {"rankings", "nim_rankings"},
+                              SPEC_EPF_PASSAGES},
+    [SPEC_EP_RANKINGS_COHERE] = {"rankings_cohere", "/v2/rerank", NULL, {"cohere_rankings"},
+                                 SPEC_EPF_PASSAGES},
+    [SPEC_EP_RANKINGS_TEI] = {"rankings_tei", "/rerank", NULL, {"hf_tei_rankings"},
+                              SPEC_EPF_PASSAGES},
+    [SPEC_EP_TGI] = {"tgi", "/generate", "/generate_stream", {"huggingface_generate", "tgi"},
+                     GEN_STREAMED},
+    [SPEC_EP_TEMPLATE] = {"template", "", NULL, {NULL}, GEN_STREAMED},
+    [SPEC_EP_EMBEDDINGS_NIM] = {"nim_embeddings", "/v1/embeddings", NULL, {"nim_embeddings"},
+                                SPEC_EPF_BATCH},
+    [SPEC_EP_EMBEDDINGS_COHERE] = {"cohere_embeddings", "/v2/embed", NULL,
+                                   {"cohere_embeddings"}, SPEC_EPF_BATCH},
+    [SPEC_EP_EMBEDDINGS_TEI] = {"tei_embeddings", "/embed", NULL, {NULL}, SPEC_EPF_BATCH},
+    [SPEC_EP_VLLM_GENERATE] = {"vllm_generate", "/inference/v1/generate", NULL,
+                               {"vllm_generate"}, SPEC_EPF_GENERATES},
+    [SPEC_EP_SGLANG_GENERATE] = {"sglang_generate", "/generate", NULL, {"sglang_generate"},
+                                 GEN_STREAMED},
+    [SPEC_EP_RAW] = {"raw", "/", NULL, {"raw"}, SPEC_EPF_STREAMS | SPEC_EPF_RAW},
+};
+
+int spec_endpoint_from_aiperf(const char *name)
+{
+	for (int i = 0; i < SPEC_EP__COUNT; i++)
+		for (int k = 0; k < 3 && spec_endpoints[i].aiperf[k]; k++)
+			if (strcmp(name, spec_endpoints[i].aiperf[k]) == 0)
+				return i;
+	return -1;
+}
 
 const char *const spec_template_placeholders[] = {"prompt", "max_tokens", "model", "stream", NULL};
 
 bool spec_endpoint_generates(int ep)
 {
-	return ep == SPEC_EP_CHAT || ep == SPEC_EP_COMPLETIONS || ep == SPEC_EP_TGI ||
-	       ep == SPEC_EP_TEMPLATE;
+	return ep >= 0 && ep < SPEC_EP__COUNT && (spec_endpoints[ep].flags & SPEC_EPF_GENERATES);
 }
 
 static bool is_rankings(int ep)
 {
-	return ep == SPEC_EP_RANKINGS_NIM || ep == SPEC_EP_RANKINGS_COHERE ||
-	       ep == SPEC_EP_RANKINGS_TEI;
+	return spec_endpoints[ep].flags & SPEC_EPF_PASSAGES;
 }
 
 static int parse_endpoint(struct vctx *v, json_t *t, struct spec *s)
@@ -1168,15 +1199,20 @@ static int parse_endpoint(struct vctx *v, json_t *t, struct spec *s)
 	const char *ep = get_str(v, t, "endpoint", "target.endpoint", "chat", 32);
 	if (!ep)
 		return -1;
-	for (int i = 0; i < SPEC_EP__COUNT; i++)
-		if (strcmp(ep, endpoint_names[i]) == 0) {
+	char names[1024] = "";
+	size_t used = 0;
+	for (int i = 0; i < SPEC_EP__COUNT; i++) {
+		if (strcmp(ep, spec_endpoints[i].name) == 0) {
 			s->target.endpoint = i;
 			return 0;
 		}
-	return fail(v, "invalid_value", "target.endpoint",
-	            "'target.endpoint' must be one of \"chat\", \"completions\", \"embeddings\", "
-	            "\"rankings_nim\", \"rankings_cohere\", \"rankings_tei\", \"tgi\", "
-	            "\"template\"");
+		int n = snprintf(names + used, sizeof names - used, "%s\"%s\"", i ? ", " : "",
+		                 spec_endpoints[i].name);
+		if (n > 0 && (size_t)n < sizeof names - used)
+			used += (size_t)n;
+	}
+	return fail(v, "invalid_value", "target.endpoint", "'target.endpoint' must be one of %s",
+	            names);
 }
 
 /* A dotted JSON path (response_path, stream_path): 1 to SPEC_MAX_JSON_PATH
@@ -1396,6 +1432,61 @@ static int parse_template(struct vctx *v, json_t *t, struct spec *s)
 	return v->failed ? -1 : 0;
 }
 
+/* target.raw (endpoint "raw"): {"body": any JSON value, a string sent as
+ * its bytes; "content_type"}. */
+static int parse_raw(struct vctx *v, json_t *t, struct spec *s)
+{
+	json_t *rp = json_object_get(t, "raw");
+	s->target.raw_body = NULL;
+	s->target.raw_content_type = NULL;
+	if (s->target.endpoint != SPEC_EP_RAW) {
+		if (rp && !json_is_null(rp))
+			return fail(v, "invalid_value", "target.raw",
+			            "'target.raw' needs 'target.endpoint' \"raw\"");
+		json_object_del(t, "raw");
+		return 0;
+	}
+	if (!rp || json_is_null(rp))
+		return fail(v, "missing_field", "target.raw",
+		            "'target.raw' ({\"body\", \"content_type\"}) is required with "
+		            "'target.endpoint' \"raw\"");
+	if (!json_is_object(rp))
+		return fail(v, "wrong_type", "target.raw", "'target.raw' must be an object");
+	static const char *const keys[] = {"body", "content_type", NULL};
+	if (check_keys(v, rp, "target.raw", keys) < 0)
+		return -1;
+	json_t *body = json_object_get(rp, "body");
+	if (!body || json_is_null(body))
+		return fail(v, "missing_field", "target.raw.body",
+		            "'target.raw.body' (the request body: a string sent as given, or any "
+		            "other JSON value) is required");
+	char *dump = json_dumps(body, JSON_COMPACT | JSON_ENCODE_ANY);
+	size_t n = json_is_string(body) ? json_string_length(body) : dump ? strlen(dump) : 0;
+	free(dump);
+	if (n > SPEC_MAX_RAW_BODY)
+		return fail(v, "out_of_range", "target.raw.body",
+		            "'target.raw.body' must be at most %d bytes as sent, not %zu",
+		            SPEC_MAX_RAW_BODY, n);
+	s->target.raw_body = body;
+	json_t *ct = json_object_get(rp, "content_type");
+	if (ct && !json_is_null(ct)) {
+		const char *c = get_str(v, rp, "content_type", "target.raw.content_type", NULL, 200);
+		if (!c)
+			return -1;
+		bool ok = *c != '\0';
+		for (const char *q = c; *q; q++)
+			ok = ok && (unsigned char)*q >= ' ' && *q != 0x7f;
+		if (!ok)
+			return fail(v, "invalid_value", "target.raw.content_type",
+			            "'target.raw.content_type' must be a non-empty printable header "
+			            "value");
+		s->target.raw_content_type = c;
+	} else {
+		json_object_del(rp, "content_type");
+	}
+	return 0;
+}
+
 /* Rejects a workload field that does not apply to the endpoint. */
 static int not_for_endpoint(struct vctx *v, json_t *wl, const char *key, const char *what, int ep)
 {
@@ -1407,7 +1498,7 @@ static int not_for_endpoint(struct vctx *v, json_t *wl, const char *key, const c
 	char path[64];
 	snprintf(path, sizeof path, "workload.%s", key);
 	return fail(v, "invalid_value", path, "'%s' applies to %s only, not to endpoint \"%s\"",
-	            path, what, endpoint_names[ep]);
+	            path, what, spec_endpoints[ep].name);
 }
 
 /* workload.passages (rankings) and workload.batch_size (embeddings):
@@ -1429,7 +1520,7 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 	} else if (not_for_endpoint(v, wl, "passages", "the rankings endpoints", ep) < 0) {
 		return -1;
 	}
-	if (ep == SPEC_EP_EMBEDDINGS) {
+	if (spec_endpoints[ep].flags & SPEC_EPF_BATCH) {
 		if (get_num(v, wl, "batch_size", "workload.batch_size", 1, 1, 1, SPEC_MAX_BATCH, 1,
 		            &d) < 0)
 			return -1;
@@ -1439,14 +1530,18 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 			            "'workload.batch_size' x 'workload.isl.mean' must be at most %d "
 			            "tokens",
 			            HR_MAX_ISL);
-	} else if (not_for_endpoint(v, wl, "batch_size", "endpoint \"embeddings\"", ep) < 0) {
+	} else if (not_for_endpoint(v, wl, "batch_size", "the embeddings endpoints", ep) < 0) {
 		return -1;
 	}
+	if (s->workload.sessions && ep == SPEC_EP_VLLM_GENERATE)
+		return fail(v, "invalid_value", "workload.sessions",
+		            "multi-turn sessions are not available with \"vllm_generate\" (its "
+		            "answer is token ids, not text to carry into the next turn)");
 	if (s->workload.sessions && !spec_endpoint_generates(ep))
 		return fail(v, "invalid_value", "workload.sessions",
 		            "multi-turn sessions need a generation endpoint (chat, completions, tgi "
 		            "or template), not \"%s\"",
-		            endpoint_names[ep]);
+		            spec_endpoints[ep].name);
 	return 0;
 }
 
@@ -1455,7 +1550,7 @@ static int parse_items(struct vctx *v, json_t *wl, struct spec *s)
 /* The target fields a class may set over the run's (the API key stays the run's). */
 static const char *const class_target_keys[] = {
     "url", "endpoint", "model", "stream", "headers", "extra_body", "timeout_s", "mock",
-    "max_tokens_field", "template", "transport", "path", "prewarm", NULL};
+    "max_tokens_field", "template", "transport", "path", "raw", "prewarm", NULL};
 
 static int class_name_ok(const char *n)
 {
@@ -1689,6 +1784,79 @@ const struct spec *spec_for_worker(const struct spec *s, uint32_t w)
 	return k < 0 ? s : s->classes[k].spec;
 }
 
+/* placement (docs/agents.md): kept only when given, so specs without it
+ * keep their fingerprints. */
+static int parse_placement(struct vctx *v, json_t *root, json_t *given, struct spec *s)
+{
+	json_t *o = json_object_get(root, "placement");
+	if (!o || json_is_null(o)) {
+		json_object_del(root, "placement");
+		return 0;
+	}
+	if (!json_is_object(o))
+		return fail(v, "wrong_type", "placement", "'placement' must be an object");
+	static const char *const keys[] = {"local", "agents", "on_agent_loss", NULL};
+	if (check_keys(v, o, "placement", keys) < 0)
+		return -1;
+	if (json_object_get(root, "classes") && !json_is_null(json_object_get(root, "classes")))
+		return fail(v, "invalid_value", "placement",
+		            "'placement' cannot be combined with 'classes'");
+	if (json_object_get(given, "workers"))
+		return fail(v, "invalid_value", "workers",
+		            "with 'placement' the workers are placement.local plus each "
+		            "placement.agents entry's workers on every agent it selects: leave "
+		            "'workers' out");
+	double local;
+	if (get_num(v, o, "local", "placement.local", 0, 1, 0, HR_MAX_WORKERS, 1, &local) < 0)
+		return -1;
+	json_t *ag = json_object_get(o, "agents");
+	if (!ag || json_is_null(ag)) {
+		ag = json_array();
+		json_object_set_new(o, "agents", ag);
+	}
+	if (!json_is_array(ag))
+		return fail(v, "wrong_type", "placement.agents", "'placement.agents' must be an array");
+	if (json_array_size(ag) > HR_MAX_PLACEMENT)
+		return fail(v, "out_of_range", "placement.agents",
+		            "'placement.agents' has more than %d entries", HR_MAX_PLACEMENT);
+	s->placement.given = 1;
+	s->placement.local = (int)local;
+	size_t i;
+	json_t *e;
+	json_array_foreach(ag, i, e)
+	{
+		char path[64], p2[96];
+		snprintf(path, sizeof path, "placement.agents[%zu]", i);
+		if (!json_is_object(e))
+			return fail(v, "wrong_type", path, "'%s' must be an object", path);
+		static const char *const ekeys[] = {"selector", "workers", NULL};
+		if (check_keys(v, e, path, ekeys) < 0)
+			return -1;
+		snprintf(p2, sizeof p2, "%s.selector", path);
+		json_t *sel = get_obj(v, e, "selector", p2, 0);
+		if (!sel || check_string_map(v, sel, p2, HR_MAX_LABELS) < 0)
+			return -1;
+		snprintf(p2, sizeof p2, "%s.workers", path);
+		double w;
+		if (get_num(v, e, "workers", p2, 1, 1, 1, HR_MAX_WORKERS, 1, &w) < 0)
+			return -1;
+		s->placement.agents[i].selector = sel;
+		s->placement.agents[i].workers = (int)w;
+		s->placement.n_agents++;
+	}
+	if (s->placement.local == 0 && s->placement.n_agents == 0)
+		return fail(v, "invalid_value", "placement",
+		            "'placement' places no worker: give 'local' or 'agents'");
+	const char *loss = get_str(v, o, "on_agent_loss", "placement.on_agent_loss", "fail", 16);
+	if (!loss)
+		return -1;
+	if (strcmp(loss, "fail") != 0 && strcmp(loss, "degrade") != 0)
+		return fail(v, "invalid_value", "placement.on_agent_loss",
+		            "'placement.on_agent_loss' must be \"fail\" or \"degrade\"");
+	s->placement.degrade = strcmp(loss, "degrade") == 0;
+	return 0;
+}
+
 static int validate(struct vctx *v, json_t *root, json_t *given, int default_workers,
                     struct spec *s)
 {
@@ -1696,7 +1864,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                  "load",	"workers",   "warmup", "telemetry",
 	                                  "client",	"goodput",   "repeat",
 	                                  "validity",	"gates",     "classes",
-	                                  NULL};
+	                                  "placement",	NULL};
 	if (check_keys(v, root, "", top) < 0)
 		return -1;
 	s->name = get_str(v, root, "name", "name", "", HR_MAX_NAME_LEN);
@@ -1714,8 +1882,8 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
 	                                    "api_key_secret", "max_tokens_field", "template",
-	                                    "api_key_header", "transport", "path", "prewarm",
-	                                    NULL};
+	                                    "api_key_header", "transport", "path", "raw",
+	                                    "prewarm", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -1748,15 +1916,15 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (!s->target.model)
 		return -1;
 	/* embeddings and rankings answer in one piece: not streamed */
-	int stream = get_bool(v, t, "stream", "target.stream",
-	                      spec_endpoint_generates(s->target.endpoint));
+	unsigned epf = spec_endpoints[s->target.endpoint].flags;
+	int stream = get_bool(v, t, "stream", "target.stream", (epf & SPEC_EPF_STREAM_DEF) != 0);
 	if (stream < 0)
 		return -1;
-	if (stream && !spec_endpoint_generates(s->target.endpoint))
+	if (stream && !(epf & SPEC_EPF_STREAMS))
 		return fail(v, "invalid_value", "target.stream",
 		            "'target.stream' must be false with endpoint \"%s\" (its answer is not "
 		            "streamed)",
-		            endpoint_names[s->target.endpoint]);
+		            spec_endpoints[s->target.endpoint].name);
 	s->target.stream = stream;
 	json_t *ake = json_object_get(t, "api_key_env");
 	if (ake && !json_is_null(ake)) {
@@ -1883,7 +2051,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 		            "'target.transport' \"native\" speaks plain http:// only; use \"curl\" "
 		            "or \"auto\" for an https:// target");
 	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0 ||
-	    parse_prewarm(v, t, s) < 0)
+	    parse_raw(v, t, s) < 0 || parse_prewarm(v, t, s) < 0)
 		return -1;
 
 	/* workload */
@@ -2017,7 +2185,7 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (parse_goodput(v, root, s) < 0)
 		return -1;
 	if (parse_repeat(v, root, s) < 0 || parse_validity(v, root, s) < 0 ||
-	    parse_gates(v, root, s) < 0)
+	    parse_gates(v, root, s) < 0 || parse_placement(v, root, given, s) < 0)
 		return -1;
 	json_t *classes = json_object_get(root, "classes");
 	if (classes && !json_is_null(classes))
@@ -2031,6 +2199,11 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	if (cap > 0 && defw > cap)
 		defw = cap;
 	double w;
+	if (s->placement.given) { /* the agents' workers are counted at the start */
+		json_object_del(root, "workers");
+		s->workers = s->placement.local;
+		return 0;
+	}
 	if (get_num(v, root, "workers", "workers", defw, 1, 1, HR_MAX_WORKERS, 1, &w) < 0)
 		return -1;
 	s->workers = (int)w;
@@ -2110,29 +2283,12 @@ void spec_release(struct spec *s)
 
 const char *spec_endpoint_name(int ep)
 {
-	return ep >= 0 && ep < SPEC_EP__COUNT ? endpoint_names[ep] : "?";
+	return ep >= 0 && ep < SPEC_EP__COUNT ? spec_endpoints[ep].name : "?";
 }
 
 const char *spec_endpoint_path(int ep)
 {
-	switch (ep) {
-	case SPEC_EP_COMPLETIONS:
-		return "/v1/completions";
-	case SPEC_EP_EMBEDDINGS:
-		return "/v1/embeddings";
-	case SPEC_EP_RANKINGS_NIM:
-		return "/v1/ranking";
-	case SPEC_EP_RANKINGS_COHERE:
-		return "/v2/rerank";
-	case SPEC_EP_RANKINGS_TEI:
-		return "/rerank";
-	case SPEC_EP_TGI:
-		return "/generate";
-	case SPEC_EP_TEMPLATE:
-		return "";
-	default:
-		return "/v1/chat/completions";
-	}
+	return spec_endpoints[ep >= 0 && ep < SPEC_EP__COUNT ? ep : SPEC_EP_CHAT].path;
 }
 
 const char *spec_target_path(const struct spec *s)
@@ -2141,7 +2297,7 @@ const char *spec_target_path(const struct spec *s)
 		return s->target.template_path;
 	if (s->target.path)
 		return s->target.path;
-	if (s->target.endpoint == SPEC_EP_TGI && s->target.stream)
-		return "/generate_stream";
+	if (s->target.stream && spec_endpoints[s->target.endpoint].stream_path)
+		return spec_endpoints[s->target.endpoint].stream_path;
 	return spec_endpoint_path(s->target.endpoint);
 }

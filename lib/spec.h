@@ -29,7 +29,9 @@
 #include "limits.h"
 
 /* target.endpoint. The numbers are not stored (the spec stores the name);
- * the generation endpoints are chat, completions, tgi and template. */
+ * what each one is, its paths and what it accepts are in spec_endpoints[]
+ * (lib/spec.c); how the worker speaks it is its handler (worker/ephandler.h)
+ * and how the mock answers it its route (mock/). New types go last. */
 enum spec_endpoint {
 	SPEC_EP_CHAT = 0,
 	SPEC_EP_COMPLETIONS,
@@ -39,6 +41,12 @@ enum spec_endpoint {
 	SPEC_EP_RANKINGS_TEI,    /* Hugging Face TEI /rerank */
 	SPEC_EP_TGI,             /* Hugging Face TGI /generate, /generate_stream */
 	SPEC_EP_TEMPLATE,        /* target.template: the user's path and body */
+	SPEC_EP_EMBEDDINGS_NIM,    /* NVIDIA NIM /v1/embeddings (input_type, truncate) */
+	SPEC_EP_EMBEDDINGS_COHERE, /* Cohere /v2/embed */
+	SPEC_EP_EMBEDDINGS_TEI,    /* Hugging Face TEI /embed */
+	SPEC_EP_VLLM_GENERATE,     /* vLLM /inference/v1/generate: token ids in and out */
+	SPEC_EP_SGLANG_GENERATE,   /* SGLang /generate: text in, streamed text and ids out */
+	SPEC_EP_RAW,               /* target.raw: a body sent as given, the answer not parsed */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */
@@ -46,6 +54,7 @@ enum spec_endpoint {
 #define SPEC_MAX_BATCH 2048          /* workload.batch_size */
 #define SPEC_MAX_JSON_PATH 256       /* bytes of a template's response_path / stream_path */
 #define SPEC_MAX_JSON_PATH_SEGS 32   /* segments of one */
+#define SPEC_MAX_RAW_BODY 262144     /* bytes of target.raw.body as sent */
 enum spec_load_mode { SPEC_LOAD_CONCURRENCY = 0, SPEC_LOAD_RATE, SPEC_LOAD_TRACE };
 enum spec_workload_kind { SPEC_WL_SYNTHETIC = 0, SPEC_WL_TRACE, SPEC_WL_DATASET };
 enum spec_maxtok { SPEC_MAXTOK_MAX_TOKENS = 0, SPEC_MAXTOK_COMPLETION };
@@ -119,6 +128,10 @@ struct spec {
 		json_t *template_body;     /* borrowed: object with {{placeholders}} */
 		const char *response_path; /* borrowed: dotted path, or NULL */
 		const char *stream_path;   /* borrowed: dotted path, or NULL */
+		/* endpoint raw (target.raw), else NULL: the body, sent as its
+		 * bytes when a string, else serialised compactly (borrowed) */
+		json_t *raw_body;
+		const char *raw_content_type; /* borrowed: target.raw.content_type, or NULL */
 	} target;
 	struct {
 		int kind;
@@ -199,7 +212,20 @@ struct spec {
 		double confidence;
 	} gates[HR_MAX_GATES];
 	int n_gates;
-	int workers; /* with classes: the sum of the classes' workers */
+	int workers; /* with classes: the sum of the classes' workers; with
+		      * placement: placement.local (the agents' add at the start) */
+	/* placement (docs/agents.md): workers on this host and on agents
+	 * chosen by label; given = 0 when the spec has none */
+	struct spec_placement {
+		int given;
+		int local;
+		int n_agents;
+		struct {
+			const json_t *selector; /* borrowed: an object of strings */
+			int workers;            /* per matching connected agent */
+		} agents[HR_MAX_PLACEMENT];
+		int degrade; /* on_agent_loss "degrade" (else "fail") */
+	} placement;
 	/* spec.classes (docs/classes.md): traffic classes, each a whole spec of
 	 * its own (the run's fields with the class's target, workload, load
 	 * and goodput over them), run side by side on consecutive workers:
@@ -237,6 +263,25 @@ int spec_parse(const char *text, size_t len, int default_workers, struct spec *o
 /* Same, from an already parsed object (borrowed; the spec keeps its own copy). */
 int spec_from_json(json_t *root, int default_workers, struct spec *out, struct spec_error *err);
 void spec_release(struct spec *s);
+
+/* What an endpoint type is (one row of spec_endpoints[], by SPEC_EP_*). */
+#define SPEC_EPF_GENERATES 0x01u  /* generates text: max_tokens, output tokens, sessions */
+#define SPEC_EPF_STREAMS 0x02u    /* target.stream may be true */
+#define SPEC_EPF_STREAM_DEF 0x04u /* target.stream defaults to true */
+#define SPEC_EPF_PASSAGES 0x08u   /* workload.passages: a query ranked against passages */
+#define SPEC_EPF_BATCH 0x10u      /* workload.batch_size: inputs per request */
+#define SPEC_EPF_RAW 0x20u        /* target.raw: the body given, the answer not parsed */
+struct spec_endpoint_info {
+	const char *name;        /* target.endpoint */
+	const char *path;        /* default request path ("" for template) */
+	const char *stream_path; /* the path when streamed, when another (TGI), or NULL */
+	/* AIPerf's --endpoint-type names for it, NULL-terminated (headroom profile) */
+	const char *aiperf[3];
+	unsigned flags; /* SPEC_EPF_* */
+};
+extern const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT];
+/* The endpoint type AIPerf's --endpoint-type NAME means, or -1. */
+int spec_endpoint_from_aiperf(const char *name);
 
 const char *spec_endpoint_name(int ep);
 const char *spec_mode_name(int mode);

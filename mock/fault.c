@@ -17,8 +17,8 @@
  * is "no failure". The draw depends on nothing else (not on timing, the
  * connection or the other requests), so a client can compute which
  * request fails how; over N requests each count is exactly predictable.
- * What each failure does is in openai.c. SplitMix64 also makes the
- * embeddings' vectors (pool.c).
+ * What each failure does is in api.c. SplitMix64 also makes the
+ * embeddings' vectors (route_pool.c).
  *
  * The early-stop draw of response n is a second, independent stream from
  * the same seed:
@@ -26,7 +26,7 @@
  *   v = (splitmix64_n(seed XOR 0x656f732d73746f70) >> 11) * 2^-53
  *
  * (the constant is "eos-stop" in ASCII), and the response ends early when
- * v < --early-stop. What an early end does is in openai.c.
+ * v < --early-stop. What an early end does is in api.c.
  */
 #include "mock.h"
 

@@ -4,14 +4,14 @@
  * 64 output tokens).
  *
  * It reads one pass over the bytes and gives the same gen_req as
- * openai.c's jansson reading, or gives up: the caller then reads the body
- * with jansson, which gives the answer or the error message. So it only
+ * route_openai.c's jansson reading, or gives up: the caller then reads
+ * the body with jansson, which gives the answer or the error message. So it only
  * has to be right when it succeeds, and it gives up on anything it does
  * not need to handle: a backslash or a byte outside printable ASCII in any
  * string (escapes, UTF-8), an exponent or an integer of more than 18
  * digits, nesting deeper than MAX_DEPTH, a member it reads given twice in
- * one object (jansson keeps the last), a value of a type openai.c refuses
- * or that is out of range, anything that is not JSON. Within what it
+ * one object (jansson keeps the last), a value of a type route_openai.c
+ * refuses or that is out of range, anything that is not JSON. Within what it
  * accepts, the strings are their own bytes, so the prompt's tokens are
  * counted from the body in place. tests/fuzz/fuzz_mockreq.c holds it to
  * jansson's reading.

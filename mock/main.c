@@ -4,11 +4,11 @@
  * SIGTERM, free everything and exit 0.
  *
  * --fail-* inject failures into a chosen share of the generation requests
- * (fault.c draws which; openai.c carries them out). --early-stop ends a
+ * (fault.c draws which; api.c carries them out). --early-stop ends a
  * share of the generation responses early, as at an EOS token (drawn in
  * fault.c too). --reasoning-tokens
  * gives chat responses reasoning content; --embedding-dim sets the size of
- * /v1/embeddings' vectors (pool.c).
+ * /v1/embeddings' vectors (route_pool.c).
  *
  * SIGINT and SIGTERM are blocked except inside epoll_pwait(), so the
  * handler (which only sets a flag) can run only while the loop sleeps and
@@ -42,8 +42,9 @@ static void usage(FILE *f)
 	      "/v1/chat/completions and /v1/completions (streamed or not, deterministic\n"
 	      "output of exactly max_tokens words unless --early-stop ends it, optional\n"
 	      "reasoning content), /v1/embeddings, rankings (NIM /v1/ranking, Cohere\n"
-	      "/v2/rerank and /v1/rerank, TEI /rerank) and TGI /generate and\n"
-	      "/generate_stream.\n"
+	      "/v2/rerank and /v1/rerank, TEI /rerank), embeddings (Cohere /v2/embed,\n"
+	      "TEI /embed), TGI /generate and /generate_stream, vLLM\n"
+	      "/inference/v1/generate and SGLang /generate.\n"
 	      "\n"
 	      "  --listen HOST:PORT      address to serve (port 0: any free port)\n"
 	      "  --ttft-ms MS            time to first token (default 0); with the load\n"

@@ -32,7 +32,7 @@
  * after an error or "Connection: close" shuts down our side first and
  * reads until the peer's FIN (bounded in time and bytes) so that the
  * peer sees the response rather than a reset. An injected reset
- * (conn.reset, openai.c) is the opposite: an abortive close as soon as the
+ * (conn.reset, api.c) is the opposite: an abortive close as soon as the
  * output has reached the peer (polled with SIOCOUTQ, bounded in time).
  */
 #define _GNU_SOURCE /* accept4 */

@@ -5,10 +5,14 @@
  *   main.c       command line, signals, start and stop
  *   mock.c       the epoll event loop: sockets, connections, timers
  *   http.c       HTTP/1.1 request parsing and response framing
- *   openai.c     the endpoints: routing, OpenAI-compatible chat and text
- *                completions (with reasoning content), the streaming machinery
- *   tgi.c        Hugging Face TGI /generate and /generate_stream
- *   pool.c       embeddings and rankings (OpenAI, NIM, Cohere, TEI)
+ *   api.c        the endpoints: routing, the response machinery every
+ *                route shares (steps, SSE framing, failures), the mock's words
+ *   routes.c     the table of route handlers, one per API (struct mock_handler)
+ *   route_openai.c  OpenAI-compatible chat and text completions (with
+ *                reasoning content)
+ *   route_tgi.c  Hugging Face TGI /generate and /generate_stream
+ *   route_native.c  vLLM's /inference/v1/generate and SGLang's /generate
+ *   route_pool.c embeddings and rankings (OpenAI, NIM, Cohere, TEI)
  *   model.c      when each generated chunk is due: fixed TTFT/ITL, or the
  *                load model (an engine loop of continuous batching)
  *   telemetry.c  Prometheus pages that follow the simulated load: vLLM-like
@@ -102,7 +106,7 @@ struct mock_config {
 	int64_t stall_ns;            /* --stall-ms; MOCK_NEVER: until the client leaves */
 	struct tok *tokenizer;       /* --tokenizer: prompt tokens counted with it, else words */
 	const char *api_key;         /* --api-key: POSTs need "Authorization: Bearer KEY" */
-	/* more endpoints (pool.c, openai.c) */
+	/* more endpoints (route_pool.c, route_openai.c) */
 	uint32_t embedding_dim;    /* --embedding-dim: vector size of /v1/embeddings */
 	bool reasoning;            /* --reasoning-tokens given */
 	uint32_t reasoning_tokens; /* chat: reasoning tokens before the content */
@@ -118,9 +122,14 @@ enum mock_api {
 	API_RANK_NIM,    /* POST /v1/ranking */
 	API_RANK_COHERE, /* POST /v2/rerank, /v1/rerank */
 	API_RANK_TEI,    /* POST /rerank */
+	API_EMBED_COHERE, /* POST /v2/embed, /v1/embed */
+	API_EMBED_TEI,    /* POST /embed */
+	API_VLLM_GEN,     /* POST /inference/v1/generate (vLLM, token ids) */
+	API_SGLANG_GEN,   /* POST /generate with "text" or "input_ids" (SGLang) */
+	API__COUNT
 };
 
-struct pool_req; /* pool.c: a parsed embeddings or rankings request */
+struct pool_req; /* route_pool.c: a parsed embeddings or rankings request */
 
 /* The response a connection is producing. Generation is step-wise even
  * when the response is not streamed: each step ("chunk") produces up to
@@ -179,7 +188,7 @@ struct conn {
 	struct dynbuf out; /* bytes to send; out_off of them already sent */
 	size_t out_off;
 	struct stream st;
-	/* the head of the streamed response's events, rendered once (openai.c) */
+	/* the head of the streamed response's events, rendered once (route_openai.c) */
 	struct dynbuf ev_head;
 	size_t lingered;    /* bytes discarded while lingering */
 	bool peer_eof;      /* the peer has shut down its sending side */
@@ -348,7 +357,7 @@ void http_error_type(struct conn *c, int status, const char *type, const char *m
 /* One piece of a streamed body: an HTTP chunk, or raw bytes for HTTP/1.0. */
 void http_body_chunk(struct conn *c, bool chunked, const char *p, size_t n);
 
-/* openai.c */
+/* api.c */
 void api_handle(struct server *srv, struct conn *c, const struct http_request *req, int64_t now);
 /* Produce what is due of c->st by now, while c's output is below the high
  * water mark; clears c->st.active when the response is complete. */
@@ -357,7 +366,7 @@ void api_pump(struct server *srv, struct conn *c, int64_t now);
  * connection's end calls it too. Safe to call twice. */
 void api_stream_free(struct stream *s);
 
-/* A request of a generation endpoint, parsed (openai.c, tgi.c, pool.c). */
+/* A request of a generation endpoint, parsed (by its route handler). */
 struct gen_req {
 	bool stream;
 	bool include_usage;
@@ -374,7 +383,7 @@ struct gen_req {
 };
 
 struct json_t; /* jansson */
-/* Helpers the endpoint files share (openai.c). */
+/* Helpers the route handlers share (api.c). */
 /* The body as a JSON object, or NULL with a message in err. */
 struct json_t *api_load_object(const char *body, size_t len, char *err);
 /* Prompt tokens of a text: by --tokenizer, else one per whitespace-separated word. */
@@ -399,9 +408,67 @@ void api_add_json_text(struct dynbuf *b, const char *s, size_t n);
  * or "data:JSON\n\n" (TGI's framing) when !space; an HTTP chunk of its
  * own when chunked. */
 void api_send_event(struct server *srv, struct conn *c, bool space);
+/* A part of an event: n bytes at p, or (p NULL) the n tokens of the
+ * response's output from token `from`. */
+struct api_piece {
+	const char *p;
+	size_t n;
+	uint32_t from;
+};
+#define API_PIECE(lit) ((struct api_piece){(lit), sizeof(lit) - 1, 0})
+/* One SSE event made of pieces, written straight into c's output with a
+ * single reservation: "data: " ("data:" when !space) + the pieces +
+ * "\n\n", framed as an HTTP chunk of its own when the response is
+ * chunked. The bytes are the same as formatting the event whole and
+ * sending it with api_send_event. */
+void api_put_event(struct conn *c, bool space, const struct api_piece *pc, size_t np);
+/* A string literal appended to a dynbuf. */
+#define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
 
+/* One route handler per API: everything the mock does differently for one
+ * endpoint (ARCHITECTURE.md, "Endpoint handlers"); api.c routes, times,
+ * frames and injects failures the same way for all. The table is routes.c's. */
+#define MOCK_MAX_ROUTE_PATHS 4
+struct mock_path {
+	const char *path; /* NULL: no more */
+	bool stream;      /* the path streams whatever the body says (TGI's /generate_stream) */
+};
+struct mock_handler {
+	enum mock_api api;
+	struct mock_path paths[MOCK_MAX_ROUTE_PATHS]; /* the POST paths it answers */
+	bool pool;      /* one step, no generated token, answered whole (embeddings...) */
+	/* Optional, for a path another handler also answers (SGLang's and
+	 * TGI's /generate): whether this request is this handler's. Handlers
+	 * with it are asked first; the first without it takes the rest. */
+	bool (*claims)(const struct http_request *req);
+	bool reasoning; /* --reasoning-tokens applies (the first tokens are reasoning) */
+	/* The request's body into g (zeroed): 0, or -1 with a message in err
+	 * (a 400). api: this handler's; stream_path: the path's stream. */
+	int (*parse)(struct server *srv, enum mock_api api, bool stream_path,
+	             const struct http_request *req, struct gen_req *g, char *err);
+	/* Streamed (g.stream): after the SSE head (optional); the events of
+	 * the next n tokens (c->st.sent not yet counting them); an injected
+	 * malformed event; the events after the last token (optional), before
+	 * the body ends. Each formats into srv->scratch and sends with
+	 * api_send_event, or writes with api_put_event. */
+	void (*stream_start)(struct server *srv, struct conn *c);
+	void (*events)(struct server *srv, struct conn *c, uint32_t n);
+	void (*malformed)(struct server *srv, struct conn *c);
+	void (*events_end)(struct server *srv, struct conn *c);
+	/* Not streamed: the whole body into b (reset first), more header lines
+	 * (each ending in CRLF) into extra; -1 when it does not fit b. */
+	int (*body)(struct server *srv, const struct stream *s, struct dynbuf *b, char *extra,
+	            size_t extra_size);
+};
+/* The handler of api (enum mock_api), or NULL past the last. */
+const struct mock_handler *mock_handler(unsigned api);
+extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
+    mock_rank_cohere, mock_rank_tei, mock_embed_cohere, mock_embed_tei, mock_vllm_gen,
+    mock_sglang_gen;
+
+/* route_openai.c */
 /* A chat (chat) or text completion body read with jansson into g (zeroed
- * by the caller): 0, or -1 with a message in err (openai.c). */
+ * by the caller): 0, or -1 with a message in err. */
 int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *g, char *err);
 
 /* genreq.c */
@@ -410,24 +477,7 @@ int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *
  * leaves the body to api_parse_gen_json() (g untouched then). */
 bool gen_parse_fast(const char *body, size_t len, bool chat, struct gen_req *g);
 
-/* tgi.c */
-int tgi_parse(const char *body, size_t len, bool stream, struct gen_req *g, char *err);
-/* Events for the next n tokens of a /generate_stream response. */
-void tgi_events(struct server *srv, struct conn *c, uint32_t n);
-/* An injected malformed event: a token event cut off inside its text. */
-void tgi_event_malformed(struct server *srv, struct conn *c);
-/* The body of a /generate response, into b (reset first); -1 when it does
- * not fit b. */
-int tgi_body(struct server *srv, const struct stream *s, struct dynbuf *b);
-/* Extra header lines of a /generate response, into buf. */
-void tgi_headers(const struct stream *s, char *buf, size_t size);
-
-/* pool.c */
-int pool_parse(const struct mock_config *cfg, enum mock_api api, const char *body, size_t len,
-               struct gen_req *g, char *err);
-/* The body of an embeddings or rankings response, into b (reset first);
- * -1 when it does not fit b. */
-int pool_body(struct server *srv, const struct stream *s, struct dynbuf *b);
+/* route_pool.c */
 void pool_free(struct pool_req *pq);
 
 /* telemetry.c */

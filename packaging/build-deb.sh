@@ -50,7 +50,7 @@ mkdir -p "$root/DEBIAN"
 
 # Programs, stripped (cmake --install honours DESTDIR).
 DESTDIR="$root" cmake --install "$build" --prefix /usr --strip >/dev/null
-for p in headroomd headroom-worker headroom-mock headroom; do
+for p in headroomd headroom-worker headroom-agent headroom-mock headroom; do
 	[ -x "$root/usr/bin/$p" ] || { echo "$0: $p was not installed" >&2; exit 1; }
 done
 
@@ -60,7 +60,7 @@ done
 h2m=$(mktemp -d)
 trap 'rm -rf "$h2m"' EXIT
 mkdir -p "$root/usr/share/man/man1"
-for p in headroomd headroom-worker headroom-mock headroom; do
+for p in headroomd headroom-worker headroom-agent headroom-mock headroom; do
 	cat >"$h2m/$p" <<WRAP
 #!/bin/sh
 "$root/usr/bin/$p" "\$@" | awk -v p="$p" '

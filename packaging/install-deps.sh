@@ -7,7 +7,7 @@
 set -eu
 
 BUILD_PKGS="build-essential cmake pkg-config libmicrohttpd-dev libcurl4-openssl-dev
-libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev libyaml-dev"
+libsqlite3-dev libjansson-dev libzmq3-dev libpcre2-dev libssl-dev libyaml-dev libpng-dev libjpeg-dev"
 TEST_PKGS="python3 python3-numpy python3-scipy python3-xmlschema python3-yaml python3-jsonschema python3-zmq curl
 chromium prometheus"
 
@@ -26,6 +26,11 @@ want="$BUILD_PKGS $TEST_PKGS $PACKAGING_PKGS"
 # missing.
 command -v node >/dev/null 2>&1 || want="$want nodejs"
 command -v npm >/dev/null 2>&1 || want="$want npm"
+# kubectl renders packaging/kubernetes/kustomization.yaml offline
+# (tests/kubernetes/); any kubectl will do, Debian's is kubernetes-client.
+command -v kubectl >/dev/null 2>&1 || want="$want kubernetes-client"
+# ... and openssl makes the certificate its secrets.sh stores
+want="$want openssl"
 
 # shellcheck source-path=SCRIPTDIR source=lib-apt.sh
 . "$(dirname "$0")/lib-apt.sh"

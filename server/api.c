@@ -1201,6 +1201,9 @@ static const struct route routes[] = {
 	{"GET", "/api/v1/tokens", auth_h_token_list},
 	{"DELETE", "/api/v1/tokens/{id}", auth_h_token_revoke},
 	{"GET", "/api/v1/audit", auth_h_audit},
+	{"GET", "/api/v1/agents", h_agent_list},
+	{"POST", "/api/v1/agents", h_agent_enroll},
+	{"DELETE", "/api/v1/agents/{name}", h_agent_revoke},
 };
 
 /* The role each route needs (auth.h, docs/security.md): every GET not
@@ -1228,6 +1231,8 @@ static const struct {
 	{"POST", "/api/v1/tokens", AUTH_ADMIN},
 	{"DELETE", "/api/v1/tokens/{id}", AUTH_ADMIN},
 	{"GET", "/api/v1/audit", AUTH_ADMIN},
+	{"POST", "/api/v1/agents", AUTH_ADMIN},
+	{"DELETE", "/api/v1/agents/{name}", AUTH_ADMIN},
 };
 
 void api_list_routes(FILE *out)

@@ -109,4 +109,9 @@ enum MHD_Result h_distribution(struct call *k);
 enum MHD_Result h_requests(struct call *k);
 enum MHD_Result h_live(struct call *k);
 
+/* The agents' routes (api_agents.c, docs/agents.md). */
+enum MHD_Result h_agent_list(struct call *k);
+enum MHD_Result h_agent_enroll(struct call *k);
+enum MHD_Result h_agent_revoke(struct call *k);
+
 #endif

@@ -26,6 +26,7 @@ static const struct {
     {"tls-cert", 0},       {"tls-key", 0},       {"backup-dir", 0},
     {"log-format", 0},     {"log-level", 0},     {"access-log", 1},
     {"require-tokens", 1}, {"insecure-plaintext", 1}, {"no-migration-copy", 1},
+    {"agent-listen", 0},   {"agent-key", 0},
 };
 
 void config_add(struct config_args *c, const char *arg, const char *origin)

@@ -16,7 +16,8 @@ static const char *const fixed_cols[] = {
 	"end_ns",	   "done_ns",	  "status",	      "error",	   "error_message",
 	"valid",	   "isl",	  "isl_source",	      "osl",	   "osl_source",
 	"reasoning_tokens", "requested_osl", "usage_isl", "usage_osl", "tokenizer_isl",
-	"tokenizer_osl", "n_chunks",
+	"tokenizer_osl", "n_chunks", "images_in", "audio_in", "media_bytes_in", "images_out",
+	"bytes_out",
 };
 
 void export_csv_header(struct dynbuf *out)
@@ -85,9 +86,14 @@ void export_csv_cell(struct dynbuf *b, const char *s)
 		"usage_osl"                                                                \
 		"tokenizer_isl"                                                            \
 		"tokenizer_osl"                                                            \
-		"n_chunks") -                                                              \
+		"n_chunks"                                                                 \
+		"images_in"                                                                \
+		"audio_in"                                                                 \
+		"media_bytes_in"                                                           \
+		"images_out"                                                               \
+		"bytes_out") -                                                             \
 	 1)
-#define FIXED_FIELDS 27
+#define FIXED_FIELDS 32
 #define CHUNKS_HEAD ",\"chunk_offsets_ns\":["
 
 struct row {
@@ -245,6 +251,11 @@ static int write_row(struct dynbuf *out, enum export_format fmt, const struct hr
 	f_count(&w, NAME("tokenizer_isl"), r->tok_isl);
 	f_count(&w, NAME("tokenizer_osl"), r->tok_osl);
 	f_int(&w, NAME("n_chunks"), r->n_chunks);
+	f_count(&w, NAME("images_in"), r->images_in);
+	f_count(&w, NAME("audio_in"), r->audio_in);
+	f_count(&w, NAME("media_bytes_in"), r->media_bytes_in);
+	f_count(&w, NAME("images_out"), r->images_out);
+	f_count(&w, NAME("bytes_out"), r->bytes_out);
 	for (size_t i = 0; i < metric_defs_count; i++) {
 		const char *tag = metric_defs[i].tag;
 		f_dbl(&w, tag, json ? strlen(tag) : 0, metric_defs[i].fn(r));

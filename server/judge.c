@@ -121,6 +121,14 @@ static json_t *validity(const struct spec *spec, json_t *summary, const struct c
 				    "validity.max_clock_error_ms is %g",
 				    (double)json_integer_value(mb) / 1e6,
 				    spec->validity.max_clock_error_ms));
+	/* placement.on_agent_loss "degrade": workers lost with their agent
+	 * took their share of the schedule with them (docs/agents.md) */
+	json_t *lost = json_object_get(json_object_get(summary, "placement"), "lost");
+	if (json_array_size(lost) > 0)
+		reason(reasons, "agent_lost",
+		       json_sprintf("%zu worker(s) were lost with their agent during the run: "
+				    "their share of the schedule was not sent",
+				    json_array_size(lost)));
 	/* claims: each latency goodput objective at the validity percentile,
 	 * and each threshold gate on a percentile with < or <= */
 	if (loaded) {

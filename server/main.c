@@ -21,6 +21,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "agents.h"
 #include "api.h"
 #include "auth.h"
 #include "backup.h"
@@ -47,6 +48,8 @@ static void usage(FILE *f)
 	      "       stored records; summarize --help)\n"
 	      "       headroomd backup [--data DIR] DEST (an online backup; backup --help)\n"
 	      "       headroomd restore [--data NEWDIR] BACKUP (check and restore one)\n"
+	      "       headroomd agent enroll|list|revoke ... (load-host agents; agent --help)\n"
+	      "       headroomd keygen PREFIX (the key pair of --agent-key)\n"
 	      "\n"
 	      "  --listen HOST:PORT   address of the REST API (default 127.0.0.1:8080;\n"
 	      "                       port 0 picks a free port)\n"
@@ -65,6 +68,9 @@ static void usage(FILE *f)
 	      "  --mock-bin PATH      headroom-mock for runs with target.mock and for\n"
 	      "                       calibrations (default: beside headroomd)\n"
 	      "  --transport ipc|tcp  how workers connect (default ipc)\n"
+	      "  --agent-listen tcp://HOST:PORT  take enrolled headroom-agents there\n"
+	      "                       (CURVE; off by default; docs/agents.md)\n"
+	      "  --agent-key PREFIX   the daemon's key pair for it (PREFIX.key)\n"
 	      "  --default-workers N  workers per run when a spec gives none\n"
 	      "                       (default: number of CPU cores)\n"
 	      "  --nvml-lib PATH      NVML library for GPU telemetry (default: $HEADROOM_NVML_LIB,\n"
@@ -222,12 +228,17 @@ int main(int argc, char **argv)
 	int retain_days = 0, retain_per_fp = 0;
 	long long min_free_mb = HR_MIN_FREE_MB_DEFAULT;
 	const char *backup_dir = NULL;
+	const char *agent_listen = NULL, *agent_key = NULL; /* docs/agents.md */
 	char *backup_default = NULL;
 	int log_format = LOG_TEXT, log_level = LOG_INFO, log_access = 0;
 	struct api_opts ao = {.listen = NULL}; /* the bounds: 0 takes limits.h's default */
 	struct store_opts so = {0};
 	if (argc > 1 && strcmp(argv[1], "token") == 0)
 		return auth_token_command(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "agent") == 0)
+		return agents_command(argc - 2, argv + 2);
+	if (argc > 1 && strcmp(argv[1], "keygen") == 0)
+		return agents_keygen_command(argc - 2, argv + 2);
 	if (argc > 1 && strcmp(argv[1], "summarize") == 0)
 		return resummary_command(argc - 2, argv + 2);
 	if (argc > 1 && strcmp(argv[1], "backup") == 0)
@@ -298,6 +309,14 @@ int main(int argc, char **argv)
 			*(fmt_opt ? &log_format : &log_level) = x;
 		} else if (strcmp(a, "--backup-dir") == 0) {
 			backup_dir = v;
+		} else if (strcmp(a, "--agent-listen") == 0) {
+			if (strncmp(v, "tcp://", 6) != 0 || strlen(v) > 200) {
+				fprintf(stderr, "headroomd: --agent-listen must be tcp://HOST:PORT\n");
+				goto bad_option;
+			}
+			agent_listen = v;
+		} else if (strcmp(a, "--agent-key") == 0) {
+			agent_key = v;
 		} else if (strcmp(a, "--tls-cert") == 0 || strcmp(a, "--tls-key") == 0) {
 			*(a[6] == 'c' ? &ao.auth.tls_cert : &ao.auth.tls_key) = v;
 		} else if (strcmp(a, "--allowed-host") == 0) {
@@ -429,6 +448,11 @@ options_read:
 		early_rc = 1;
 		goto options_exit;
 	}
+	if (!agent_listen != !agent_key) {
+		fprintf(stderr, "headroomd: --agent-listen and --agent-key go together (the "
+				"daemon's key pair: headroomd keygen PREFIX)\n");
+		goto options_exit;
+	}
 	if (check_config) {
 		printf("headroomd: the configuration and command line are valid\n");
 		early_rc = 0;
@@ -505,6 +529,14 @@ options_read:
 				 .retain_days = retain_days,
 				 .retain_per_fp = retain_per_fp,
 				 .allow = &allow};
+	if (agent_listen) {
+		struct agents_opts ag = {.listen = agent_listen, .key = agent_key,
+					 .data_dir = data_abs ? data_abs : data};
+		if (agents_start(store, &ag, err) < 0) {
+			hlog(LOG_ERROR, "main", "%s\n", err);
+			goto out;
+		}
+	}
 	if (runner_start(store, &ro, &runner, err) < 0) {
 		hlog(LOG_ERROR, "main", "%s\n", err);
 		goto out;
@@ -546,6 +578,7 @@ options_read:
 out:
 	api_free(api);
 	runner_free(runner);
+	agents_stop();
 	store_free(store);
 	free(worker_bin);
 	free(mock_bin);

@@ -20,6 +20,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
+#include "agents.h"
 #include "calibrate.h"
 #include "card.h"
 #include "live.h"
@@ -105,6 +106,9 @@ struct wk {
 	struct clock_est *bursts; /* every burst's, for the drift */
 	int nb;
 	int64_t t0_sent;        /* the time zero its first START carried, on its clock */
+	/* placement (docs/agents.md): a worker on an agent (pid 0 here) */
+	int remote, lost;
+	char agent[AGENT_NAME_MAX + 1];
 };
 
 struct pool_ops;
@@ -148,6 +152,11 @@ struct run_ctx {
 	struct satdet *sat;
 	int64_t prof_start, last_sat;
 	char *saturated;
+	/* placement: the agents chosen, and the workers lost with one */
+	struct agent_pick picks[HR_MAX_WORKERS];
+	int n_picks;
+	json_t *lost;
+	json_t *files; /* what agents may fetch: {path: SHA-256} (datasets, tokenizer) */
 };
 
 /* --- helpers ------------------------------------------------------------------ */
@@ -963,7 +972,7 @@ static void reap(struct run_ctx *c)
 {
 	for (int i = 0; i < c->n; i++) {
 		struct wk *w = &c->w[i];
-		if (w->exited || w->pid <= 0)
+		if (w->exited || w->pid <= 0 || w->remote)
 			continue;
 		int status;
 		pid_t p = waitpid(w->pid, &status, WNOHANG);
@@ -980,6 +989,44 @@ static void reap(struct run_ctx *c)
 	}
 }
 
+/* A remote worker is gone with its agent (killed, link cut, silent):
+ * placement.on_agent_loss says whether the run fails or finishes without
+ * it, the loss recorded (summary.placement.lost, validity). Its records
+ * received so far are kept either way; nothing more of it is taken (the
+ * hub dropped its relay). */
+static void worker_lost(struct run_ctx *c, int i, const char *why)
+{
+	struct wk *w = &c->w[i];
+	if (w->lost || w->exited)
+		return;
+	w->lost = 1;
+	w->exited = 1;
+	w->exit_grace = 0;
+	runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "lost", -1, why);
+	if (!c->lost)
+		c->lost = json_array();
+	json_array_append_new(c->lost, json_pack("{s:i, s:s, s:s, s:f}", "worker", i, "agent",
+						 w->agent, "reason", why, "at_s",
+						 c->t0 ? (double)(mono_ns() - c->t0) / 1e9 : 0.0));
+	if (w->state == W_DONE || c->stopping) {
+		hlog(LOG_INFO, "runner", "run %lld: worker %d %s (after it finished)\n",
+			(long long)c->id, i, why);
+		return;
+	}
+	int alive = 0;
+	for (int k = 0; k < c->n; k++)
+		alive += !c->w[k].exited;
+	if (c->spec.placement.degrade && c->t0 && alive > 0) {
+		hlog(LOG_WARN, "runner", "run %lld: worker %d %s; the run goes on without it "
+				"(placement.on_agent_loss degrade)\n",
+			(long long)c->id, i, why);
+		return;
+	}
+	fail_run(c, "worker %d %s%s", i, why,
+		 c->spec.placement.degrade && !c->t0 ? " before the run started" : "");
+	send_stop(c, "an agent was lost");
+}
+
 static void check_silence(struct run_ctx *c, int64_t now)
 {
 	for (int i = 0; i < c->n; i++) {
@@ -989,11 +1036,17 @@ static void check_silence(struct run_ctx *c, int64_t now)
 		/* workers heartbeat from START on; until then they only wait for
 		 * the slowest peer to say hello */
 		int64_t limit = c->t0 ? HR_WORKER_SILENCE_NS : HR_WORKER_HELLO_NS;
-		if (now - w->last_seen > limit) {
+		if (now - w->last_seen > limit && w->remote) {
+			char why[200];
+			snprintf(why, sizeof why, "on agent '%s' was silent for %.1f s", w->agent,
+				 (double)(now - w->last_seen) / 1e9);
+			worker_lost(c, i, why);
+		} else if (now - w->last_seen > limit) {
 			fail_run(c, "worker %d (pid %d) was silent for %.1f s", i, (int)w->pid,
 				 (double)(now - w->last_seen) / 1e9);
 			send_stop(c, "another worker fell silent");
-			kill(w->pid, SIGKILL);
+			if (w->pid > 0)
+				kill(w->pid, SIGKILL);
 			w->last_seen = now; /* report once */
 		}
 	}
@@ -1078,6 +1131,172 @@ struct pool_ops {
 };
 
 static const struct pool_ops local_pool = {"local", spawn_worker, reap, terminate_all};
+
+/* Remote workers (placement, docs/agents.md): started by their agent,
+ * relayed by the agent hub to this run's own socket with their routing
+ * id, so the protocol, the clock exchanges and the records are the same as
+ * a local worker's. The hub reports their exits and their agents' loss. */
+/* The files remote workers read, by content: the datasets (stored under
+ * their SHA-256 already) and workload.tokenizer (hashed here, once). */
+static int run_files(struct run_ctx *c)
+{
+	if (c->files)
+		return 0;
+	c->files = json_object();
+	char hex[65];
+	for (int k = 0; k < HR_MAX_CLASSES; k++) {
+		if (!c->have_ds[k])
+			continue;
+		const char *base = strrchr(c->ds[k].path, '/');
+		base = base ? base + 1 : c->ds[k].path;
+		if (strlen(base) == 64 && strspn(base, "0123456789abcdef") == 64)
+			snprintf(hex, sizeof hex, "%s", base); /* stored by its SHA-256 */
+		else if (agents_file_sha256(c->ds[k].path, hex) < 0) {
+			fail_run(c, "workload.dataset: cannot read %s", c->ds[k].path);
+			return -1;
+		}
+		json_object_set_new(c->files, c->ds[k].path, json_string(hex));
+	}
+	const char *tok = c->spec.workload.tokenizer;
+	if (tok) {
+		if (agents_file_sha256(tok, hex) < 0) {
+			fail_run(c, "workload.tokenizer: cannot read %s", tok);
+			return -1;
+		}
+		json_object_set_new(c->files, tok, json_string(hex));
+	}
+	return 0;
+}
+
+static int remote_start(struct run_ctx *c, int i)
+{
+	struct wk *w = &c->w[i];
+	char err[HR_ERRLEN];
+	if (run_files(c) < 0)
+		return -1;
+	if (agents_spawn(c->id, c->endpoint, w->agent, &i, 1,
+			 c->key_var ? strchr(c->key_var, '=') + 1 : NULL, c->files, err) < 0) {
+		fail_run(c, "cannot start worker %d on agent '%s': %s", i, w->agent, err);
+		return -1;
+	}
+	w->state = W_SPAWNED;
+	w->last_seen = mono_ns();
+	char detail[AGENT_NAME_MAX + 16];
+	snprintf(detail, sizeof detail, "agent %s", w->agent);
+	runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "started", -1, detail);
+	return 0;
+}
+
+static void remote_reap(struct run_ctx *c)
+{
+	for (int i = 0; i < c->n; i++) {
+		struct wk *w = &c->w[i];
+		if (!w->remote || w->exited)
+			continue;
+		int status = 0;
+		char why[256] = "";
+		int st = agents_worker_state(c->id, i, &status, why, sizeof why);
+		if (st == AGENT_W_LOST) {
+			worker_lost(c, i, why);
+		} else if (st == AGENT_W_EXITED) {
+			w->exited = 1;
+			w->status = status;
+			if (w->state != W_DONE && !c->stopping && WIFEXITED(status) &&
+			    WEXITSTATUS(status) == 0) {
+				w->exit_grace = mono_ns() + EXIT_GRACE_NS;
+				continue;
+			}
+			judge_exit(c, i);
+		}
+	}
+}
+
+static void remote_stop(struct run_ctx *c)
+{
+	int64_t deadline = mono_ns() + 2000000000LL;
+	for (;;) {
+		remote_reap(c);
+		int waiting = 0;
+		for (int i = 0; i < c->n; i++)
+			waiting |= c->w[i].remote && !c->w[i].exited && c->w[i].state == W_DONE;
+		if (!waiting || mono_ns() > deadline)
+			break;
+		struct timespec ts = {0, 10000000};
+		nanosleep(&ts, NULL);
+	}
+	agents_end_run(c->id); /* the agents kill what is left */
+	for (int i = 0; i < c->n; i++)
+		if (c->w[i].remote && !c->w[i].exited) {
+			c->w[i].exited = 1;
+			c->w[i].status = SIGKILL; /* a wait status: killed by SIGKILL */
+		}
+}
+
+static int placed_start(struct run_ctx *c, int i)
+{
+	return c->w[i].remote ? remote_start(c, i) : spawn_worker(c, i);
+}
+
+static void placed_reap(struct run_ctx *c)
+{
+	reap(c);
+	remote_reap(c);
+}
+
+static void placed_stop(struct run_ctx *c)
+{
+	terminate_all(c);
+	remote_stop(c);
+}
+
+static const struct pool_ops placed_pool = {"placed", placed_start, placed_reap, placed_stop};
+
+/* The workers a placement asks for: placement.local here, then each chosen
+ * agent's in name order, numbered on after the local ones, so the split
+ * (lib/split.c) is that of a one-host run with as many workers. 0, or -1
+ * with why (no agent matches, too many workers, a slot short). */
+static int place(struct run_ctx *c, char *why)
+{
+	const struct spec *sp = &c->spec;
+	int n = agents_place(&sp->placement, c->picks, HR_MAX_WORKERS, why);
+	if (n < 0)
+		return -1;
+	int total = sp->placement.local;
+	for (int k = 0; k < n; k++)
+		total += c->picks[k].workers;
+	if (total > HR_MAX_WORKERS)
+		return errf(why, "placement: %d workers in all, more than %d", total, HR_MAX_WORKERS);
+	int cap = sp->load.mode == SPEC_LOAD_CONCURRENCY ? sp->load.concurrency
+							 : sp->load.max_concurrency;
+	int wcap = !sp->has_warmup ? 0
+		   : sp->warmup.mode == SPEC_LOAD_CONCURRENCY ? sp->warmup.concurrency
+							       : sp->warmup.max_concurrency;
+	if ((cap > 0 && total > cap) || (wcap > 0 && total > wcap))
+		return errf(why, "placement: %d workers in all, more than the run's %s (%d): a "
+				 "worker needs a slot",
+			    total, cap > 0 && total > cap ? "concurrency" : "warm-up concurrency",
+			    cap > 0 && total > cap ? cap : wcap);
+	c->n_picks = n;
+	c->n = total;
+	return 0;
+}
+
+/* summary.placement: where each worker ran, what was lost */
+static json_t *placement_json(const struct run_ctx *c)
+{
+	json_t *ag = json_array();
+	int i = c->spec.placement.local;
+	for (int k = 0; k < c->n_picks; k++) {
+		json_t *ws = json_array();
+		for (int j = 0; j < c->picks[k].workers; j++)
+			json_array_append_new(ws, json_integer(i++));
+		json_array_append_new(ag, json_pack("{s:s, s:o}", "name", c->picks[k].conn,
+						     "workers", ws));
+	}
+	return json_pack("{s:i, s:o, s:s, s:o, s:i}", "local", c->spec.placement.local, "agents",
+			 ag, "on_agent_loss", c->spec.placement.degrade ? "degrade" : "fail", "lost",
+			 c->lost ? json_incref(c->lost) : json_array(), "workers", c->n);
+}
 
 static int open_socket(struct run_ctx *c)
 {
@@ -1277,6 +1496,7 @@ static void start_failed(struct run_ctx *c, json_t *spec_json, struct mockproc *
 	run_ended(c->r, c->id, spec_json);
 	mockproc_stop(mock);
 	release_datasets(c);
+	forget_secret(c); /* the workers' environment (placement fails after prepare) */
 	spec_release(&c->spec);
 }
 
@@ -1385,6 +1605,8 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 	}
 	if (summary) /* the workers' clocks against the daemon's */
 		json_object_set_new(summary, "clock", clock_json(c));
+	if (summary && c->spec.placement.given)
+		json_object_set_new(summary, "placement", placement_json(c));
 	if (summary && c->saturated) /* stopped early on purpose: say why */
 		json_object_set_new(summary, "saturation",
 				    json_pack("{s:b, s:s}", "stopped", 1, "message", c->saturated));
@@ -1395,6 +1617,11 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 			hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
 				(long long)id, err);
 		judge_run(r->store, id, &c->spec, summary);
+		/* and the judgement indexed before the state turns terminal: a
+		 * reader that sees the run finished sees its validity too */
+		if (history_index_summary(r->store, id, summary, err) < 0)
+			hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
+				(long long)id, err);
 	}
 	card_end(r->store, id, card, summary); /* lengths sent, verdict, GPUs */
 	const char *state = RUN_SUCCEEDED;
@@ -1454,7 +1681,19 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	if (!c.spec.n_classes && c.spec.load.mode == SPEC_LOAD_CONCURRENCY &&
 	    c.spec.load.requests > 0 && c.spec.load.requests < c.n)
 		c.n = (int)c.spec.load.requests; /* a worker with nothing to send is useless */
+	if (c.spec.placement.given) {
+		c.pool = &placed_pool;
+		if (place(&c, why) < 0) {
+			start_failed(&c, spec_json, &mock, why);
+			return;
+		}
+	}
 	c.w = xcalloc((size_t)c.n, sizeof *c.w);
+	for (int k = 0, i = c.spec.placement.local; k < c.n_picks; k++)
+		for (int j = 0; j < c.picks[k].workers; j++, i++) {
+			c.w[i].remote = 1;
+			snprintf(c.w[i].agent, sizeof c.w[i].agent, "%s", c.picks[k].conn);
+		}
 	c.started = mono_ns();
 	live_begin(id);
 	hlog(LOG_INFO, "runner", "run %lld started with %d worker(s)\n", (long long)id, c.n);
@@ -1501,6 +1740,8 @@ static void execute(struct runner *r, int64_t id, json_t *spec_json)
 	free(c.store_error);
 	free(c.saturated);
 	free(c.sat);
+	json_decref(c.lost);
+	json_decref(c.files);
 	for (int i = 0; i < c.n; i++)
 		free(c.w[i].bursts);
 	free(c.w);

@@ -34,6 +34,11 @@
  *   the requested one.
  *
  *   inconclusive, when nothing above holds, if
+ *     host_lag  the kernel read lag is over the read_lag tolerance while
+ *            the loop's own read lag is within it and no loop was busy:
+ *            the stamps were late because the host did not run the worker
+ *            in time, not for the load generator's work (the figures may
+ *            still be inflated: not ok, but not the client's limit), or
  *     at least BURST_WINDOW_SHARE (1%) of a worker's 100 ms windows had its
  *     loop busy at or above max_loop_busy (bursts near the ceiling the
  *     one-second samples average away), or
@@ -504,10 +509,20 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 	int64_t jq = by_kernel ? kq : rq;
 	double jp99 = by_kernel ? kl_p99 : rl_p99;
 	int64_t jmax = by_kernel ? klag_max : rlag_max;
-	if ((by_kernel || reads >= READ_MIN_READS) && (jq == INT64_MAX || jp99 > rl_limit)) {
+	int over = (by_kernel || reads >= READ_MIN_READS) && (jq == INT64_MAX || jp99 > rl_limit);
+	/* the host's alone: late against the kernel's times, while the loop's
+	 * own lag kept within the tolerance and no loop was busy */
+	int host_only = over && by_kernel && !busy_hit && reads >= READ_MIN_READS &&
+			rq != INT64_MAX && !(rl_p99 > rl_limit);
+	if (over) {
 		char a[32], b[32], c[32], d[32];
-		bound = 1;
-		reason(reasons, "read_lag", -1, jq == INT64_MAX ? INFINITY : jp99, rl_limit,
+		json_t *list = host_only ? notes : reasons;
+		if (host_only)
+			unsure = 1;
+		else
+			bound = 1;
+		reason(list, host_only ? "host_lag" : "read_lag", -1,
+		       jq == INT64_MAX ? INFINITY : jp99, rl_limit,
 		       "stream reads stamped %s%s ms after %s at p99 (worst %s ms), over the %s ms "
 		       "tolerance (%.0f%% of the %s p50 of %s ms, at least %.0f ms): reported "
 		       "latencies may be inflated by more than that%s",
@@ -517,15 +532,15 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		       ms_text(b, sizeof b, (double)jmax / 1e6), ms_text(c, sizeof c, rl_limit),
 		       READ_INFLATION * 100, ref_name, ms_text(d, sizeof d, ref_ms > 0 ? ref_ms : 0),
 		       READ_LAG_FLOOR_MS, wtext);
-		json_t *last = json_array_get(reasons, json_array_size(reasons) - 1);
+		json_t *last = json_array_get(list, json_array_size(list) - 1);
 		json_object_set_new(last, "measure", json_string(by_kernel ? "kernel" : "loop"));
 		if (!busy_hit) { /* the message has room: its buffer is 400 bytes */
-			char m[480];
-			snprintf(m, sizeof m, "%s (no worker loop was busy: %s)",
+			char m[520];
+			snprintf(m, sizeof m, "%s (%s)",
 				 json_string_value(json_object_get(last, "message")),
-				 by_kernel && !(rl_p99 > rl_limit) && rq != INT64_MAX
-				     ? "the host did not run the worker in time"
-				     : "the host may be overcommitted");
+				 host_only ? "the loop's own read lag was within it and no worker loop "
+					     "was busy: the host did not run the worker in time"
+					   : "no worker loop was busy: the host may be overcommitted");
 			json_object_set_new(last, "message", json_string(m));
 		}
 		if (isinf(json_real_value(json_object_get(last, "value"))))

@@ -8,9 +8,9 @@
  * (classification, token counts, messages) happens once per request in
  * req_complete.
  *
- * The other endpoints (TGI, embeddings, rankings, templates) build their
- * bodies here too (build_endpoint_body); their answers are read by
- * endpoint.c with jansson, TGI stream events by chunkscan first as well.
+ * What differs between endpoints - the body, the reading of stream events
+ * and answers, the fast scanner - is the endpoint's handler's (ephandler.h,
+ * ep_*.c); the parts handlers build with are declared in reqpart.h.
  */
 #include "request.h"
 
@@ -23,9 +23,11 @@
 #include <sys/socket.h>
 
 #include "chunkscan.h"
+#include "ephandler.h"
 #include "jsonesc.h"
 #include "limits.h"
 #include "prompt.h"
+#include "reqpart.h"
 #include "rng.h"
 #include "tokenizer.h"
 #include "tokprompt.h"
@@ -36,9 +38,6 @@
 
 #define WORKER_USER_AGENT "headroom-worker/0.1"
 
-/* SSE event callback verdicts (nonzero stops sse_feed) */
-#define EV_STOP 1 /* data: [DONE] */
-#define EV_FAIL 2 /* r->fail set */
 
 /* --- shared configuration --------------------------------------------- */
 
@@ -67,15 +66,29 @@ static int build_headers(struct req_cfg *c, const struct spec *s, char *err)
 	json_t *h = s->target.headers;
 	const char *k;
 	json_t *v;
+	const struct ep_handler *eh = c->h;
 
-	if (!has_header(h, "Content-Type"))
-		c->headers = slist_add(c->headers, "Content-Type: application/json");
+	if (eh->content_type && !has_header(h, "Content-Type")) {
+		char *line = xasprintf("Content-Type: %s", eh->content_type);
+		c->headers = slist_add(c->headers, line);
+		free(line);
+	}
+	/* the endpoint's own fields ("Name: value"), unless target.headers has them */
+	for (const char *const *e = eh->headers; e && *e; e++) {
+		const char *colon = strchr(*e, ':');
+		char *name = xasprintf("%.*s", colon ? (int)(colon - *e) : 0, *e);
+		if (!has_header(h, name))
+			c->headers = slist_add(c->headers, *e);
+		free(name);
+	}
 	if (s->target.stream && !has_header(h, "Accept"))
 		c->headers = slist_add(c->headers, "Accept: text/event-stream");
 	if (!has_header(h, "Expect"))
 		c->headers = slist_add(c->headers, "Expect:"); /* no 100-continue wait */
 	/* the key's header: Authorization as "Bearer KEY", another the bare key */
-	const char *kh = s->target.api_key_header ? s->target.api_key_header : "Authorization";
+	const char *kh = s->target.api_key_header ? s->target.api_key_header
+	                 : eh->key_header         ? eh->key_header
+	                                          : "Authorization";
 	if (s->target.api_key_env) {
 		const char *key = getenv(s->target.api_key_env);
 		if (!key)
@@ -110,107 +123,20 @@ static int build_headers(struct req_cfg *c, const struct spec *s, char *err)
 	return 0;
 }
 
-/* The members every body has, after extra_body was merged over them,
- * serialised once; a request body is "{" + per-request members + this. */
-static int build_body_tail(struct req_cfg *c, const struct spec *s, char *err)
-{
-	json_t *fixed = json_object();
-	json_t *extra = s->target.extra_body;
-	if (!fixed)
-		xalloc_die();
-	json_object_set_new(fixed, "model", json_string(s->target.model));
-	json_object_set_new(fixed, "stream", json_boolean(s->target.stream));
-	if (s->workload.ignore_eos)
-		json_object_set_new(fixed, "ignore_eos", json_true());
-	if (s->target.stream) {
-		json_t *so = json_object();
-		json_object_set_new(so, "include_usage", json_true());
-		json_object_set_new(fixed, "stream_options", so);
-	}
-	if (json_is_object(extra) && json_object_update(fixed, extra) < 0) {
-		json_decref(fixed);
-		return errf(err, "target.extra_body cannot be merged");
-	}
-	const char *prompt_key = s->target.endpoint == SPEC_EP_CHAT ? "messages" : "prompt";
-	c->with_prompt = !json_object_get(extra, prompt_key);
-	c->max_tokens_key = s->target.max_tokens_field == SPEC_MAXTOK_COMPLETION
-	                        ? "max_completion_tokens"
-	                        : "max_tokens";
-	/* extra_body setting the output length (by either name) sets it alone */
-	c->with_max_tokens = !json_object_get(extra, "max_tokens") &&
-	                     !json_object_get(extra, "max_completion_tokens");
-	c->min_tokens = s->workload.ignore_eos && c->with_max_tokens &&
-	                !json_object_get(extra, "min_tokens");
-	char *dump = json_dumps(fixed, JSON_COMPACT);
-	if (!dump || dump[0] != '{' || dump[1] == '}') {
-		free(dump);
-		json_decref(fixed);
-		return errf(err, "cannot serialise the request body");
-	}
-	c->body_tail = xstrdup(dump + 1);
-	c->body_tail_len = strlen(c->body_tail);
-	c->tail_members = fixed;
-	free(dump);
-	return 0;
-}
-
-/* The shared parts of the other endpoints' bodies (docs/worker.md,
- * "Endpoints"): the members every body has after extra_body was merged
- * over them (a request body is "{" + per-request members + "," + these,
- * or only "}" when there are none), or the template compiled. */
-static int build_endpoint_cfg(struct req_cfg *c, const struct spec *s, char *err)
+/* The members every body has after extra_body was merged over them (see
+ * reqpart.h). */
+int rq_cfg_tail(struct req_cfg *c, const struct spec *s, bool model, char *err)
 {
 	json_t *extra = s->target.extra_body;
-	int ep = s->target.endpoint;
-	const char *prompt_key = "query", *items_key = NULL;
-
-	c->one_piece = !spec_endpoint_generates(ep);
-	if (ep == SPEC_EP_TEMPLATE) {
-		c->with_prompt = c->with_max_tokens = true;
-		if (ep_template_compile(&c->tpl, s->target.template_body, extra, s->target.model,
-		                        s->target.stream, err) < 0)
-			return -1;
-		if (ep_path_init(&c->resp_path, s->target.response_path) < 0 ||
-		    ep_path_init(&c->ev_path, s->target.stream_path) < 0)
-			return errf(err, "target.template: invalid response_path or stream_path");
-		return 0;
-	}
-	switch (ep) {
-	case SPEC_EP_EMBEDDINGS:
-		prompt_key = "input";
-		c->items = s->workload.batch_size;
-		break;
-	case SPEC_EP_RANKINGS_NIM:
-		items_key = "passages";
-		c->items = s->workload.passages;
-		break;
-	case SPEC_EP_RANKINGS_COHERE:
-		items_key = "documents";
-		c->items = s->workload.passages;
-		break;
-	case SPEC_EP_RANKINGS_TEI:
-		items_key = "texts";
-		c->items = s->workload.passages;
-		break;
-	default: /* SPEC_EP_TGI */
-		prompt_key = "inputs";
-		break;
-	}
 	json_t *fixed = json_object();
 	if (!fixed)
 		xalloc_die();
-	/* TGI and TEI serve one model and take no "model" member */
-	if (ep != SPEC_EP_TGI && ep != SPEC_EP_RANKINGS_TEI)
+	if (model)
 		json_object_set_new(fixed, "model", json_string(s->target.model));
 	if (json_is_object(extra) && json_object_update(fixed, extra) < 0) {
 		json_decref(fixed);
 		return errf(err, "target.extra_body cannot be merged");
 	}
-	c->with_prompt = !json_object_get(extra, prompt_key);
-	c->with_items = !items_key || !json_object_get(extra, items_key);
-	c->with_max_tokens = ep == SPEC_EP_TGI && !json_object_get(extra, "parameters");
-	if (!c->with_items || (ep == SPEC_EP_EMBEDDINGS && !c->with_prompt))
-		c->items = 0; /* the extra body's, not counted here */
 	char *dump = json_dumps(fixed, JSON_COMPACT);
 	json_decref(fixed);
 	if (!dump || dump[0] != '{') {
@@ -343,7 +269,18 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 		c->host = xstrdup(host);
 	curl_free(host);
 	c->endpoint = s->target.endpoint;
+	c->h = ep_handler(c->endpoint);
+	if (!c->h) {
+		req_cfg_release(c);
+		return errf(err, "target.endpoint: no handler for this endpoint");
+	}
+	c->one_piece = c->h->one_piece;
 	c->stream = s->target.stream;
+	if (c->stream && !c->h->event) {
+		req_cfg_release(c);
+		return errf(err, "target.stream: the endpoint %s does not stream",
+		            spec_endpoint_name(c->endpoint));
+	}
 	double ms = s->target.timeout_s * 1000.0;
 	c->timeout_ms = ms < 1 ? 1 : (long)(ms + 0.5);
 	c->seed = s->workload.seed;
@@ -353,16 +290,14 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 	c->isl_count = s->workload.isl_count;
 	c->block_size = s->workload.block_size > 0 ? s->workload.block_size : 512;
 	c->osl_count = s->workload.osl_count;
-	c->count_output = c->osl_count == SPEC_COUNT_TOKENIZER && spec_endpoint_generates(c->endpoint);
+	c->count_output = c->osl_count == SPEC_COUNT_TOKENIZER && !c->one_piece;
 	const char *json_mode = getenv("HEADROOM_WORKER_JSON");
-	/* chunkscan reads chat, completions and TGI events; a template's go to
-	 * jansson, and so does everything when the output text is counted
-	 * (chunkscan does not lift the reasoning text) */
+	/* the handler's scanner (chunkscan: chat, completions and TGI events);
+	 * jansson for the others, and for everything when the output text is
+	 * counted (chunkscan does not lift the reasoning text) */
 	c->fast_json = !(json_mode && strcmp(json_mode, "jansson") == 0) && !c->count_output &&
-	               (c->endpoint <= SPEC_EP_COMPLETIONS || c->endpoint == SPEC_EP_TGI);
-	if (build_headers(c, s, err) < 0 ||
-	    (c->endpoint <= SPEC_EP_COMPLETIONS ? build_body_tail(c, s, err)
-	                                        : build_endpoint_cfg(c, s, err)) < 0) {
+	               c->h->scan;
+	if (build_headers(c, s, err) < 0 || c->h->cfg_init(c, s, err) < 0) {
 		req_cfg_release(c);
 		return -1;
 	}
@@ -370,17 +305,13 @@ int req_cfg_init(struct req_cfg *c, const struct spec *s, uint32_t worker, char 
 		req_cfg_release(c);
 		return -1;
 	}
-	c->sends_osl = c->with_max_tokens && spec_endpoint_generates(c->endpoint);
-	if (c->endpoint == SPEC_EP_TEMPLATE) {
-		c->sends_osl = false;
-		for (size_t i = 0; i < c->tpl.n; i++)
-			c->sends_osl |= c->tpl.piece[i].slot == EP_SLOT_MAX_TOKENS;
-	}
 	return 0;
 }
 
 void req_cfg_release(struct req_cfg *c)
 {
+	if (c->h && c->h->cfg_release)
+		c->h->cfg_release(c);
 	free(c->url);
 	free(c->host);
 	curl_url_cleanup(c->curlu);
@@ -399,10 +330,7 @@ void req_cfg_release(struct req_cfg *c)
 
 /* --- small helpers ---------------------------------------------------- */
 
-static void set_fail(struct req *r, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static void set_fail(struct req *r, int err, const char *fmt, ...)
+void rq_fail(struct req *r, int err, const char *fmt, ...)
 {
 	if (r->fail)
 		return;
@@ -430,13 +358,13 @@ static char *clean_text(const char *s, size_t n)
 	return out;
 }
 
-static bool nonempty_str(json_t *v)
+bool rq_nonempty_str(json_t *v)
 {
 	return json_is_string(v) && json_string_length(v) > 0;
 }
 
 /* A token count from usage: an integer in [0, INT32_MAX], else -1. */
-static int64_t get_count(json_t *obj, const char *key)
+int64_t rq_get_count(json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
 	if (!json_is_integer(v))
@@ -445,19 +373,19 @@ static int64_t get_count(json_t *obj, const char *key)
 	return n >= 0 && n <= INT32_MAX ? (int64_t)n : -1;
 }
 
-static void take_usage(struct req *r, json_t *usage)
+void rq_take_usage(struct req *r, json_t *usage)
 {
 	int64_t v;
-	if ((v = get_count(usage, "prompt_tokens")) >= 0)
+	if ((v = rq_get_count(usage, "prompt_tokens")) >= 0)
 		r->u_prompt = v;
-	if ((v = get_count(usage, "completion_tokens")) >= 0)
+	if ((v = rq_get_count(usage, "completion_tokens")) >= 0)
 		r->u_completion = v;
 	json_t *d = json_object_get(usage, "completion_tokens_details");
-	if (json_is_object(d) && (v = get_count(d, "reasoning_tokens")) >= 0)
+	if (json_is_object(d) && (v = rq_get_count(d, "reasoning_tokens")) >= 0)
 		r->u_reasoning = v;
 }
 
-static void take_stream_error(struct req *r, json_t *e)
+void rq_take_stream_error(struct req *r, json_t *e)
 {
 	if (!e || json_is_null(e) || r->stream_error)
 		return;
@@ -483,7 +411,7 @@ static void capture_raw(struct req *r, const char *p, size_t n)
 }
 
 /* Keeps a JSON string's text (jansson's tree: escaped again; slow path). */
-static void capture_json(struct req *r, json_t *str)
+void rq_capture_json(struct req *r, json_t *str)
 {
 	if (!r->capture || !json_is_string(str))
 		return;
@@ -499,7 +427,7 @@ static void capture_json(struct req *r, json_t *str)
 /* Keeps a content or reasoning string's raw text for the tokenizer's
  * count of the output (workload.token_count.osl "tokenizer"; the jansson
  * reader is the only one then). */
-static void keep_output(struct req *r, json_t *str)
+void rq_keep_output(struct req *r, json_t *str)
 {
 	if (!r->cfg->count_output || r->output_over || !json_is_string(str))
 		return;
@@ -514,7 +442,7 @@ static int note_chunk(struct req *r, const struct chunk_info *ci)
 		capture_raw(r, ci->text, ci->text_len);
 	if (ci->content || ci->reasoning) {
 		if (record_add_chunk(&r->rec, r->cb_ns, &r->chunk_cap) < 0) {
-			set_fail(r, HR_ERR_MALFORMED_STREAM, "more than %u content chunks",
+			rq_fail(r, HR_ERR_MALFORMED_STREAM, "more than %u content chunks",
 			         HR_MAX_CHUNKS_PER_REQUEST);
 			return EV_FAIL;
 		}
@@ -537,48 +465,12 @@ static int note_chunk(struct req *r, const struct chunk_info *ci)
 	return 0;
 }
 
-/* The reference reader: one parsed streamed chunk (a JSON object). */
-static void read_chunk_tree(struct req *r, json_t *j, struct chunk_info *ci)
-{
-	json_t *choices = json_object_get(j, "choices");
-
-	ci->content = ci->reasoning = ci->final = false;
-	ci->text = NULL;
-	ci->text_len = 0;
-	ci->prompt_tokens = ci->completion_tokens = ci->reasoning_tokens = -1;
-	if (json_is_array(choices) && json_array_size(choices) > 0) {
-		json_t *c0 = json_array_get(choices, 0);
-		json_t *src = r->cfg->endpoint == SPEC_EP_CHAT ? json_object_get(c0, "delta") : c0;
-		const char *ckey = r->cfg->endpoint == SPEC_EP_CHAT ? "content" : "text";
-		json_t *rc = json_object_get(src, "reasoning_content");
-		if (!nonempty_str(rc))
-			rc = json_object_get(src, "reasoning");
-		if (nonempty_str(json_object_get(src, ckey))) {
-			ci->content = true;
-			capture_json(r, json_object_get(src, ckey));
-			keep_output(r, rc); /* (a chunk with both: the reasoning came first) */
-			keep_output(r, json_object_get(src, ckey));
-		} else if (nonempty_str(rc)) {
-			ci->reasoning = true;
-			keep_output(r, rc);
-		}
-	}
-	json_t *usage = json_object_get(j, "usage");
-	if (json_is_object(usage)) {
-		ci->prompt_tokens = get_count(usage, "prompt_tokens");
-		ci->completion_tokens = get_count(usage, "completion_tokens");
-		json_t *d = json_object_get(usage, "completion_tokens_details");
-		if (json_is_object(d))
-			ci->reasoning_tokens = get_count(d, "reasoning_tokens");
-	}
-	take_stream_error(r, json_object_get(j, "error"));
-}
-
 /* A TGI or template stream event (parsed; the reference reader of TGI
  * events, which chunkscan reads too): what it says, into ci. Returns 0,
  * or EV_FAIL (r->fail set). */
-static int read_endpoint_event(struct req *r, json_t *j, struct chunk_info *ci)
+int rq_ep_event(struct req *r, const char *name, json_t *j, struct chunk_info *ci)
 {
+	(void)name;
 	struct ep_facts f;
 	ep_read_event(r->cfg->endpoint, j, &r->cfg->ev_path, &f);
 	memset(ci, 0, sizeof *ci);
@@ -586,16 +478,16 @@ static int read_endpoint_event(struct req *r, json_t *j, struct chunk_info *ci)
 	ci->completion_tokens = f.completion_tokens;
 	ci->reasoning_tokens = -1;
 	if (f.err) {
-		set_fail(r, f.err, "%s", f.msg);
+		rq_fail(r, f.err, "%s", f.msg);
 		return EV_FAIL;
 	}
 	ci->content = f.chunk;
 	ci->final = f.final;
 	if (f.chunk && f.text) {
-		capture_json(r, f.text);
-		keep_output(r, f.text);
+		rq_capture_json(r, f.text);
+		rq_keep_output(r, f.text);
 	}
-	take_stream_error(r, f.error);
+	rq_take_stream_error(r, f.error);
 	return 0;
 }
 
@@ -609,27 +501,23 @@ static int on_event(void *ud, const char *event, const char *data, size_t len)
 		return EV_STOP;
 	}
 	/* fast path; jansson whenever the scanner is not certain */
-	if (r->cfg->fast_json && chunkscan(data, len, r->cfg->endpoint, &ci, &r->scan_memo) == 0)
+	const struct ep_handler *h = r->cfg->h;
+	if (r->cfg->fast_json && h->scan(data, len, &ci, &r->scan_memo) == 0)
 		return note_chunk(r, &ci);
 	json_error_t je;
 	json_t *j = json_loadb(data, len, 0, &je);
-	if (!json_is_object(j) && !(j && r->cfg->endpoint == SPEC_EP_TEMPLATE)) {
+	if (!json_is_object(j) && !(j && h->any_json_event)) {
 		if (j)
-			set_fail(r, HR_ERR_MALFORMED_STREAM, "stream event is not a JSON object");
+			rq_fail(r, HR_ERR_MALFORMED_STREAM, "stream event is not a JSON object");
 		else
-			set_fail(r, HR_ERR_MALFORMED_STREAM, "stream event is not JSON: %s",
+			rq_fail(r, HR_ERR_MALFORMED_STREAM, "stream event is not JSON: %s",
 			         je.text);
 		json_decref(j);
 		return EV_FAIL;
 	}
-	if (r->cfg->endpoint > SPEC_EP_COMPLETIONS) {
-		int rc = read_endpoint_event(r, j, &ci);
-		json_decref(j);
-		return rc ? rc : note_chunk(r, &ci);
-	}
-	read_chunk_tree(r, j, &ci);
+	int rc = h->event(r, event, j, &ci);
 	json_decref(j);
-	return note_chunk(r, &ci);
+	return rc ? rc : note_chunk(r, &ci);
 }
 
 /* --- libcurl callbacks -------------------------------------------------- */
@@ -713,13 +601,23 @@ static int on_body(void *ud, const char *p, size_t len)
 
 	switch (r->mode) {
 	case RB_SSE:
+		if (r->cfg->h->raw) { /* not SSE: each read is a chunk */
+			r->raw_bytes += len;
+			if (r->rec.n_chunks && r->rec.end_ns == r->cb_ns)
+				return 0; /* the same read, framed as several HTTP chunks */
+			struct chunk_info ci = {.content = true,
+			                        .prompt_tokens = -1,
+			                        .completion_tokens = -1,
+			                        .reasoning_tokens = -1};
+			return note_chunk(r, &ci) ? EV_FAIL : 0;
+		}
 		if (r->saw_done)
 			return 0;
 		rc = sse_feed(&r->sse, p, len);
 		if (rc == 0 || rc == EV_STOP)
 			return 0;
 		if (rc == SSE_ERR_OVERSIZE)
-			set_fail(r, HR_ERR_MALFORMED_STREAM,
+			rq_fail(r, HR_ERR_MALFORMED_STREAM,
 			         "SSE line over %u or event over %u bytes", HR_MAX_SSE_LINE,
 			         HR_MAX_SSE_EVENT);
 		return EV_FAIL;
@@ -727,7 +625,7 @@ static int on_body(void *ud, const char *p, size_t len)
 		if (!r->resp.len)
 			r->body_ns = r->cb_ns; /* the answer's arrival */
 		if (dynbuf_add(&r->resp, p, len) < 0) {
-			set_fail(r, HR_ERR_MALFORMED_STREAM, "response body over %u bytes",
+			rq_fail(r, HR_ERR_MALFORMED_STREAM, "response body over %u bytes",
 			         HR_MAX_RESPONSE_BYTES);
 			return EV_FAIL;
 		}
@@ -966,6 +864,7 @@ void req_reset(struct req *r)
 	r->saw_done = false;
 	r->reasoning_chunks = 0;
 	r->u_prompt = r->u_completion = r->u_reasoning = -1;
+	r->raw_bytes = 0;
 	r->mode = RB_UNKNOWN;
 	r->h1_status = 0;
 	r->chunked = false;
@@ -985,7 +884,7 @@ void req_reset(struct req *r)
 /* The new user prompt: trace prefix blocks (workload.block_size tokens each,
  * the same text wherever the same hash id appears), then the request's own
  * words, requested_isl words in all. */
-static int add_prompt(struct req *r, const struct req_params *p)
+int rq_add_prompt(struct req *r, const struct req_params *p)
 {
 	const struct req_cfg *c = r->cfg;
 	struct dynbuf *b = &r->body;
@@ -1027,7 +926,7 @@ static int add_prompt(struct req *r, const struct req_params *p)
 }
 
 /* "KEY":N, for a short static key (no printf on the way of every request) */
-static int add_count(struct dynbuf *b, const char *key, int n)
+int rq_add_count(struct dynbuf *b, const char *key, int n)
 {
 	char buf[64];
 	size_t kl = strlen(key), k = 0;
@@ -1052,7 +951,7 @@ static int add_count(struct dynbuf *b, const char *key, int n)
 }
 
 /* n in decimal (no printf on the way of every request) */
-static int add_uint(struct dynbuf *b, int n)
+int rq_add_uint(struct dynbuf *b, int n)
 {
 	char digits[12];
 	size_t d = 0;
@@ -1069,14 +968,14 @@ static int add_uint(struct dynbuf *b, int n)
 
 /* The prompt as the inside of a JSON string, after the history in text
  * form (as for completions); marks the user part for req_turn. */
-static int add_user_text(struct req *r, const struct req_params *p)
+int rq_add_user_text(struct req *r, const struct req_params *p)
 {
 	const struct dynbuf *h = p->history;
 	struct dynbuf *b = &r->body;
 	if (h && h->len && dynbuf_add(b, h->data, h->len) < 0)
 		return -1;
 	r->user_off = b->len;
-	if (add_prompt(r, p) < 0)
+	if (rq_add_prompt(r, p) < 0)
 		return -1;
 	r->user_len = b->len - r->user_off;
 	return 0;
@@ -1086,7 +985,7 @@ static int add_user_text(struct req *r, const struct req_params *p)
  * input), between pre and post: its own text and its own length drawn
  * from workload.isl, both from the index (req_id, k). Adds the length to
  * *sum. */
-static int add_item(struct req *r, const struct req_params *p, int k, const char *pre,
+int rq_add_item(struct req *r, const struct req_params *p, int k, const char *pre,
                     const char *post, int64_t *sum)
 {
 	const struct req_cfg *c = r->cfg;
@@ -1103,7 +1002,7 @@ static int add_item(struct req *r, const struct req_params *p, int k, const char
 }
 
 /* The fixed members and the closing brace; sep: a member precedes them. */
-static int end_body(struct req *r, bool sep)
+int rq_end_body(struct req *r, bool sep)
 {
 	const struct req_cfg *c = r->cfg;
 	if (sep && c->body_tail_len > 1 && dynbuf_add(&r->body, ",", 1) < 0)
@@ -1111,190 +1010,12 @@ static int end_body(struct req *r, bool sep)
 	return dynbuf_add(&r->body, c->body_tail, c->body_tail_len);
 }
 
-static int build_template_body(struct req *r, const struct req_params *p)
-{
-	const struct ep_template *t = &r->cfg->tpl;
-	struct dynbuf *b = &r->body;
-	for (size_t i = 0; i < t->n; i++) {
-		const struct ep_piece *pc = &t->piece[i];
-		if (dynbuf_add(b, t->text + pc->off, pc->len) < 0 ||
-		    (pc->slot == EP_SLOT_PROMPT && add_user_text(r, p) < 0) ||
-		    (pc->slot == EP_SLOT_MAX_TOKENS && add_uint(b, r->requested_osl) < 0))
-			return -1;
-	}
-	return 0;
-}
-
-/* TGI, embeddings and rankings (docs/worker.md, "Endpoints"); the body is
- * empty. The input length requested becomes what the server reads:
- * embeddings the inputs' lengths summed, rankings the query's once per
- * passage plus the passages' (a cross-encoder reads query-passage pairs). */
-static int build_endpoint_body(struct req *r, const struct req_params *p)
-{
-	const struct req_cfg *c = r->cfg;
-	struct dynbuf *b = &r->body;
-	int ep = c->endpoint;
-	bool sep = false; /* a member was written */
-	int64_t q = r->requested_isl, sum = 0;
-
-	if (ep == SPEC_EP_TEMPLATE)
-		return build_template_body(r, p);
-	if (dynbuf_add(b, "{", 1) < 0)
-		return -1;
-	if (ep == SPEC_EP_TGI) {
-		if (c->with_prompt && (dynbuf_addstr(b, "\"inputs\":\"") < 0 ||
-		                       add_user_text(r, p) < 0 || dynbuf_add(b, "\"", 1) < 0))
-			return -1;
-		sep = c->with_prompt;
-		/* details: the server's own counts (generated_tokens, and
-		 * input_length in the last event of a stream) */
-		if (c->with_max_tokens &&
-		    ((sep && dynbuf_add(b, ",", 1) < 0) ||
-		     dynbuf_addstr(b, "\"parameters\":{\"max_new_tokens\":") < 0 ||
-		     add_uint(b, r->requested_osl) < 0 ||
-		     dynbuf_addstr(b, ",\"details\":true}") < 0))
-			return -1;
-		return end_body(r, sep || c->with_max_tokens);
-	}
-	bool emb = ep == SPEC_EP_EMBEDDINGS, batch = emb && c->items > 1;
-	if (c->with_prompt) {
-		const char *open = emb ? (batch ? "\"input\":[\"" : "\"input\":\"")
-		                   : ep == SPEC_EP_RANKINGS_NIM ? "\"query\":{\"text\":\""
-		                                                : "\"query\":\"";
-		const char *close = ep == SPEC_EP_RANKINGS_NIM ? "\"}" : "\"";
-		if (dynbuf_addstr(b, open) < 0 || add_user_text(r, p) < 0 ||
-		    dynbuf_addstr(b, close) < 0)
-			return -1;
-		for (int k = 1; batch && k < c->items; k++)
-			if (add_item(r, p, k, ",\"", "\"", &sum) < 0)
-				return -1;
-		if (batch && dynbuf_add(b, "]", 1) < 0)
-			return -1;
-		sep = true;
-	}
-	if (!emb && c->with_items) {
-		const char *open = ep == SPEC_EP_RANKINGS_NIM      ? "\"passages\":["
-		                   : ep == SPEC_EP_RANKINGS_COHERE ? "\"documents\":["
-		                                                   : "\"texts\":[";
-		bool nim = ep == SPEC_EP_RANKINGS_NIM;
-		if ((sep && dynbuf_add(b, ",", 1) < 0) || dynbuf_addstr(b, open) < 0)
-			return -1;
-		for (int k = 1; k <= c->items; k++)
-			if (add_item(r, p, k,
-			             nim ? (k > 1 ? ",{\"text\":\"" : "{\"text\":\"")
-			                 : (k > 1 ? ",\"" : "\""),
-			             nim ? "\"}" : "\"", &sum) < 0)
-				return -1;
-		if (dynbuf_add(b, "]", 1) < 0)
-			return -1;
-		sep = true;
-	}
-	if (!c->with_prompt || !c->with_items || q < 0)
-		r->requested_isl = -1; /* not all of it is ours to count */
-	else if ((sum += emb ? q : q * c->items) > INT32_MAX)
-		r->requested_isl = INT32_MAX;
-	else
-		r->requested_isl = (int)sum;
-	return end_body(r, sep);
-}
-
-/* The prompt member of a chat or completions body (and its ','). */
-static int build_messages(struct req *r, const struct req_params *p, const struct dynbuf *h)
-{
-	const struct req_cfg *c = r->cfg;
-	struct dynbuf *b = &r->body;
-	if (c->with_prompt) {
-		/* prompt_synthetic writes JSON-safe text (see prompt.h), the
-		 * history is escaped already */
-		bool chat = c->endpoint == SPEC_EP_CHAT;
-		if (dynbuf_addstr(b, chat ? "\"messages\":[" : "\"prompt\":\"") < 0 ||
-		    (h && h->len && dynbuf_add(b, h->data, h->len) < 0))
-			return -1;
-		r->user_off = b->len;
-		if ((chat && dynbuf_addstr(b, "{\"role\":\"user\",\"content\":\"") < 0) ||
-		    add_prompt(r, p) < 0 || (chat && dynbuf_addstr(b, "\"}") < 0))
-			return -1;
-		r->user_len = b->len - r->user_off;
-		if (dynbuf_addstr(b, chat ? "]," : "\",") < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* The members after the prompt and the counts: the run's fixed ones
- * (c->body_tail, ending the object), or with a dataset entry's `extra`
- * those of them it does not name and then its own. Returns 0 or -1. */
-static int add_tail(struct req *r, json_t *extra)
-{
-	const struct req_cfg *c = r->cfg;
-	struct dynbuf *b = &r->body;
-	if (!extra)
-		return dynbuf_add(b, c->body_tail, c->body_tail_len);
-	json_t *fixed = json_copy(c->tail_members); /* (shallow: only members go) */
-	if (!fixed)
-		return -1;
-	const char *key;
-	json_t *v;
-	json_object_foreach(extra, key, v)
-		json_object_del(fixed, key);
-	char *a = json_dumps(fixed, JSON_COMPACT), *e = json_dumps(extra, JSON_COMPACT);
-	json_decref(fixed);
-	int rc = -1;
-	if (a && e) {
-		size_t al = strlen(a), el = strlen(e); /* "{...}" each */
-		if (al == 2 && el == 2) { /* nothing follows: drop a last ',' */
-			if (b->data[b->len - 1] == ',')
-				b->len--;
-			rc = dynbuf_add(b, "}", 1);
-		} else {
-			rc = dynbuf_add(b, a + 1, al - 2) < 0 ||
-			     (al > 2 && el > 2 && dynbuf_add(b, ",", 1) < 0) ||
-			     dynbuf_add(b, e + 1, el - 1) < 0
-			         ? -1
-			         : 0;
-		}
-	}
-	free(a);
-	free(e);
-	return rc;
-}
-
+/* The body, by the endpoint's handler. */
 static int build_body(struct req *r, const struct req_params *p)
 {
-	const struct req_cfg *c = r->cfg;
-	struct dynbuf *b = &r->body;
-	const struct dynbuf *h = p->history;
-
-	dynbuf_reset(b);
-	r->osl_sent = c->sends_osl;
-	if (c->endpoint > SPEC_EP_COMPLETIONS)
-		return build_endpoint_body(r, p);
-	/* a dataset entry's extra wins over every member but the prompt and
-	 * streaming (how the answer is read is the run's); when it sets the
-	 * output length, min_tokens is its business too */
-	json_t *extra = p->extra ? json_loadb(p->extra, p->extra_len, 0, NULL) : NULL;
-	if (!json_is_object(extra)) {
-		json_decref(extra);
-		extra = NULL;
-	}
-	const char *prompt_key = c->endpoint == SPEC_EP_CHAT ? "messages" : "prompt";
-	if (extra && c->with_prompt)
-		json_object_del(extra, prompt_key);
-	json_object_del(extra, "stream");
-	json_object_del(extra, "stream_options");
-	bool own_max = json_object_get(extra, "max_tokens") ||
-	               json_object_get(extra, "max_completion_tokens");
-	bool with_max = c->with_max_tokens && !own_max;
-	bool with_min = c->min_tokens && !own_max && !json_object_get(extra, "min_tokens");
-	r->osl_sent = with_max;
-	int rc = dynbuf_add(b, "{", 1) < 0 || build_messages(r, p, h) < 0 ||
-	         (with_max && add_count(b, c->max_tokens_key, r->requested_osl) < 0) ||
-	         (with_min && add_count(b, "min_tokens", r->requested_osl) < 0) ||
-	         add_tail(r, extra) < 0
-	             ? -1
-	             : 0;
-	json_decref(extra);
-	return rc;
+	dynbuf_reset(&r->body);
+	r->osl_sent = r->cfg->sends_osl;
+	return r->cfg->h->body(r, p);
 }
 
 int req_prepare(struct req *r, const struct req_params *p)
@@ -1354,7 +1075,7 @@ int req_turn(const struct req *r, struct dynbuf *h)
 		           * the endpoint has no answer to carry on from */
 	if (r->answer_over || !r->user_len)
 		return -1;
-	if (r->cfg->endpoint == SPEC_EP_CHAT)
+	if (r->cfg->h->history == EP_HIST_CHAT)
 		rc = dynbuf_add(h, user, r->user_len) < 0 ||
 		     dynbuf_addstr(h, ",{\"role\":\"assistant\",\"content\":\"") < 0 ||
 		     dynbuf_add(h, r->answer.data ? r->answer.data : "", r->answer.len) < 0 ||
@@ -1433,7 +1154,13 @@ static void fill_tokens(struct req *r)
 		rec->tok_osl = n < 0 ? -1 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
 	}
 
-	if (c->one_piece) { /* embeddings, rankings: nothing is generated */
+	if (c->h->raw) { /* a raw answer: read, not counted */
+		rec->osl = -1;
+		rec->osl_src = HR_TOKSRC_NONE;
+		if (r->mode == RB_SSE) /* a 200 stream: its bytes as read */
+			rec->bytes_out =
+			    r->raw_bytes > INT32_MAX ? INT32_MAX : (int32_t)r->raw_bytes;
+	} else if (c->one_piece) { /* embeddings, rankings: nothing is generated */
 		rec->osl = 0;
 		rec->osl_src = HR_TOKSRC_REQUESTED;
 	} else {
@@ -1478,7 +1205,7 @@ static void fill_tokens(struct req *r)
 	}
 	if (r->u_reasoning >= 0)
 		rec->reasoning_tokens = (int32_t)r->u_reasoning;
-	else if (c->stream && c->endpoint <= SPEC_EP_COMPLETIONS)
+	else if (c->stream && c->h->reasoning_chunks)
 		rec->reasoning_tokens = (int32_t)r->reasoning_chunks;
 	else
 		rec->reasoning_tokens = -1;
@@ -1495,7 +1222,7 @@ static long response_code(struct req *r)
 
 /* A whole 200 body of the other endpoints (j: parsed, or NULL). Returns
  * an HR_ERR_* (message in *msg). */
-static int parse_endpoint_body(struct req *r, json_t *j, const json_error_t *je, char **msg)
+int rq_ep_answer(struct req *r, json_t *j, const json_error_t *je, char **msg)
 {
 	struct ep_facts f;
 	if (!j) {
@@ -1511,8 +1238,8 @@ static int parse_endpoint_body(struct req *r, json_t *j, const json_error_t *je,
 		r->u_prompt = f.prompt_tokens;
 	if (f.completion_tokens >= 0)
 		r->u_completion = f.completion_tokens;
-	capture_json(r, f.text);
-	keep_output(r, f.text);
+	rq_capture_json(r, f.text);
+	rq_keep_output(r, f.text);
 	/* embeddings, rankings: the answer is the one chunk, when it arrived */
 	if (r->cfg->one_piece && r->body_ns != HR_NO_TIME &&
 	    record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
@@ -1522,48 +1249,13 @@ static int parse_endpoint_body(struct req *r, json_t *j, const json_error_t *je,
 	return HR_ERR_NONE;
 }
 
-/* A whole non-streamed 200 body. Returns an HR_ERR_* (message in *msg). */
+/* A whole non-streamed 200 body, read by the endpoint's handler. Returns
+ * an HR_ERR_* (message in *msg). */
 static int parse_body(struct req *r, char **msg)
 {
 	json_error_t je;
 	json_t *j = json_loadb(r->resp.data ? r->resp.data : "", r->resp.len, 0, &je);
-	int err = HR_ERR_NONE;
-
-	if (r->cfg->endpoint > SPEC_EP_COMPLETIONS) {
-		err = parse_endpoint_body(r, j, &je, msg);
-		json_decref(j);
-		return err;
-	}
-
-	if (!json_is_object(j)) {
-		*msg = xasprintf("response body is not a JSON object%s%s", j ? "" : ": ",
-		                 j ? "" : je.text);
-		json_decref(j);
-		return HR_ERR_MALFORMED_STREAM;
-	}
-	json_t *usage = json_object_get(j, "usage");
-	if (json_is_object(usage))
-		take_usage(r, usage);
-	json_t *c0 = json_array_get(json_object_get(j, "choices"), 0);
-	json_t *src = r->cfg->endpoint == SPEC_EP_CHAT ? json_object_get(c0, "message") : c0;
-	json_t *content =
-	    json_object_get(src, r->cfg->endpoint == SPEC_EP_CHAT ? "content" : "text");
-	json_t *rc = json_object_get(src, "reasoning_content");
-	if (!json_is_string(rc))
-		rc = json_object_get(src, "reasoning");
-	if (!json_is_string(content) && !json_is_string(rc)) {
-		*msg = xstrdup(r->cfg->endpoint == SPEC_EP_CHAT
-		                   ? "choices[0].message.content is not a string"
-		                   : "choices[0].text is not a string");
-		err = HR_ERR_MALFORMED_STREAM;
-	} else if (!nonempty_str(content) && !nonempty_str(rc)) {
-		*msg = xstrdup("empty completion");
-		err = HR_ERR_NO_CONTENT;
-	} else {
-		capture_json(r, content);
-		keep_output(r, rc);
-		keep_output(r, content);
-	}
+	int err = r->cfg->h->answer(r, j, &je, msg);
 	json_decref(j);
 	return err;
 }
@@ -1579,7 +1271,7 @@ void req_complete(struct req *r, CURLcode result, int64_t done_ns)
 	rec->http_status = (int32_t)code;
 	if (r->mode == RB_SSE && !r->fail && !r->saw_done && result == CURLE_OK &&
 	    sse_finish(&r->sse) == SSE_ERR_OVERSIZE)
-		set_fail(r, HR_ERR_MALFORMED_STREAM, "SSE line or event over bound");
+		rq_fail(r, HR_ERR_MALFORMED_STREAM, "SSE line or event over bound");
 
 	if (r->fail) {
 		err = r->fail;

@@ -37,7 +37,8 @@
 #include "timers.h"
 
 /* What every request of a run shares; built once from the spec. */
-struct tokprompt; /* tokprompt.h */
+struct tokprompt;  /* tokprompt.h */
+struct ep_handler; /* ephandler.h */
 
 struct req_cfg {
 	char *url;                  /* owned: target.url + endpoint path */
@@ -53,6 +54,8 @@ struct req_cfg {
 	const char *max_tokens_key; /* "max_tokens" or "max_completion_tokens" (static) */
 	bool min_tokens;      /* workload.ignore_eos: send min_tokens = the requested output */
 	int endpoint;         /* SPEC_EP_* */
+	const struct ep_handler *h; /* the endpoint's handler (ephandler.h; borrowed, static) */
+	void *ep;                   /* the handler's own run state (its cfg_release frees it) */
 	bool stream;
 	bool fast_json; /* chunkscan fast path; HEADROOM_WORKER_JSON=jansson: off */
 	long timeout_ms;
@@ -165,6 +168,7 @@ struct req {
 	void (*h1_done)(void *ud, struct req *r, int result); /* who hears of the end */
 	void *h1_ud;
 	char *stream_error; /* owned: message of an in-stream {"error":...} */
+	int64_t raw_bytes;  /* a raw stream's body bytes (ephandler.h, raw) */
 
 	/* conversations */
 	bool capture;              /* collect the answer */

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "corpus.h"
+#include "ephandler.h"
 #include "jsonesc.h"
 #include "limits.h"
 #include "prompt.h"
@@ -178,7 +179,7 @@ static void dataset_prompt(struct run *r, const struct issue *is, struct req_par
 		e = &d->e[s->first + is->turn];
 		const char *sys = ds_text(d, s->system);
 		if (is->turn == 0 && sys && is->conv->hist.len == 0) {
-			if (add_system(&is->conv->hist, r->cfg.endpoint == SPEC_EP_CHAT, sys,
+			if (add_system(&is->conv->hist, r->cfg.h->history == EP_HIST_CHAT, sys,
 			               s->system.len) < 0)
 				dynbuf_reset(&is->conv->hist); /* too long: the turn goes without it */
 			else if (r->tok) {
@@ -464,7 +465,7 @@ static int shared_prompts_init(struct run *r, const struct spec *spec, char *err
 	struct dynbuf text;
 	dynbuf_init(&text, HR_MAX_BODY_BYTES * 4u);
 	int rc = shared_text(r, SYSTEM_PROMPT_INDEX, n, 0, &text) < 0 ||
-	         add_system(&r->sys_hist, r->cfg.endpoint == SPEC_EP_CHAT, text.data, text.len) < 0;
+	         add_system(&r->sys_hist, r->cfg.h->history == EP_HIST_CHAT, text.data, text.len) < 0;
 	dynbuf_release(&text);
 	return rc ? errf(err, "workload.system_prompt: too long for a request body") : 0;
 }

@@ -1,7 +1,7 @@
 /* fuzz_mockreq.c - libFuzzer target for headroom-mock's quick reader of
  * chat and text completion request bodies (gen_parse_fast in
  * mock/genreq.c), held to the jansson reading it stands in for
- * (api_parse_gen_json in mock/openai.c).
+ * (api_parse_gen_json in mock/route_openai.c).
  *
  * Input: byte 0's low bit picks chat (1) or text completions (0); the rest
  * is the request body, parsed from a private buffer of exactly its size

@@ -27,8 +27,10 @@
 
 static void check_decoded(const struct hr_record *r)
 {
-	const int32_t c[5] = {r->req_osl, r->usage_isl, r->usage_osl, r->tok_isl, r->tok_osl};
-	for (int i = 0; i < 5; i++)
+	const int32_t c[10] = {r->req_osl,        r->usage_isl, r->usage_osl, r->tok_isl,
+	                       r->tok_osl,        r->images_in, r->audio_in,  r->media_bytes_in,
+	                       r->images_out,     r->bytes_out};
+	for (int i = 0; i < 10; i++)
 		REQUIRE(c[i] >= -1);
 	REQUIRE(r->n_chunks <= HR_MAX_CHUNKS_PER_REQUEST);
 	REQUIRE(r->n_chunks == 0 || r->chunk_ns != NULL);
@@ -59,6 +61,11 @@ static void check_same(const struct hr_record *a, const struct hr_record *b)
 	REQUIRE(a->usage_osl == b->usage_osl);
 	REQUIRE(a->tok_isl == b->tok_isl);
 	REQUIRE(a->tok_osl == b->tok_osl);
+	REQUIRE(a->images_in == b->images_in);
+	REQUIRE(a->audio_in == b->audio_in);
+	REQUIRE(a->media_bytes_in == b->media_bytes_in);
+	REQUIRE(a->images_out == b->images_out);
+	REQUIRE(a->bytes_out == b->bytes_out);
 	REQUIRE(a->n_chunks == b->n_chunks);
 	if (a->n_chunks)
 		REQUIRE(memcmp(a->chunk_ns, b->chunk_ns, a->n_chunks * sizeof *a->chunk_ns) == 0);

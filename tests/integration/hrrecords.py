@@ -4,15 +4,17 @@ An independent implementation of the record batch format written down in
 api/protocol.md (it does not share code with lib/record.c, so a test that
 decodes what a C program encoded checks the two against each other):
 
-    batch   = "HRB" 0x02 count:uvarint record*count
+    batch   = "HRB" 0x03 count:uvarint record*count
     record  = seq req_id worker session turn phase error isl_src osl_src flags
               http_status intended_ns start_ns headers_ns first_output_ns
               end_ns done_ns isl osl reasoning_tokens
               req_osl usage_isl usage_osl tok_isl tok_osl
+              images_in audio_in media_bytes_in images_out bytes_out
               chunks msg_len:uvarint msg_bytes
     chunks  = n:uvarint delta*n   ; zigzag; first delta from start_ns
 
-Every count is checked against the remaining bytes and the bounds of
+A version 0x02 batch lacks the five media counts (read as -1). Every count
+is checked against the remaining bytes and the bounds of
 lib/limits.h; malformed input raises ValueError.
 """
 
@@ -33,6 +35,7 @@ UNSIGNED = ["seq", "req_id", "worker", "session", "turn", "phase", "error",
 SIGNED = ["http_status", "intended_ns", "start_ns", "headers_ns",
           "first_output_ns", "end_ns", "done_ns", "isl", "osl",
           "reasoning_tokens", "req_osl", "usage_isl", "usage_osl", "tok_isl", "tok_osl"]
+MEDIA = ["images_in", "audio_in", "media_bytes_in", "images_out", "bytes_out"]
 
 
 class _Reader:
@@ -73,12 +76,14 @@ class _Reader:
         return out
 
 
-def _record(rd):
+def _record(rd, version):
     r = {}
     for name in UNSIGNED:
         r[name] = rd.uvarint()
     for name in SIGNED:
         r[name] = rd.svarint()
+    for name in MEDIA:
+        r[name] = rd.svarint() if version >= 3 else -1
     if r["error"] >= len(ERROR_NAMES):
         raise ValueError("error category %d out of range" % r["error"])
     if r["phase"] >= len(PHASE_NAMES):
@@ -87,7 +92,7 @@ def _record(rd):
         if r[k] >= len(TOKSRC_NAMES):
             raise ValueError("%s %d out of range" % (k, r[k]))
     for k in ("isl", "osl", "reasoning_tokens", "req_osl", "usage_isl", "usage_osl",
-              "tok_isl", "tok_osl"):
+              "tok_isl", "tok_osl") + tuple(MEDIA):
         if not -1 <= r[k] <= 2**31 - 1:
             raise ValueError("%s %d out of range" % (k, r[k]))
     if not 0 <= r["http_status"] <= 999:
@@ -115,14 +120,14 @@ def decode_batch(buf):
     """Returns the list of records (dicts) of one batch."""
     if len(buf) < 4 or bytes(buf[:3]) != b"HRB":
         raise ValueError("bad magic")
-    if buf[3] != 2:
+    if buf[3] not in (2, 3):
         raise ValueError("unsupported batch version %d" % buf[3])
     rd = _Reader(buf)
     rd.pos = 4
     count = rd.uvarint()
     if count > MAX_RECORDS_PER_BATCH:
         raise ValueError("batch of %d records" % count)
-    out = [_record(rd) for _ in range(count)]
+    out = [_record(rd, buf[3]) for _ in range(count)]
     if rd.left():
         raise ValueError("%d trailing bytes" % rd.left())
     return out
@@ -140,12 +145,12 @@ def _put_u(out, v):
 def encode_batch(records):
     """The inverse, for tests of decoders: records are dicts as returned
     by decode_batch (error_name and the *_name keys are ignored)."""
-    out = bytearray(b"HRB\x02")
+    out = bytearray(b"HRB\x03")
     _put_u(out, len(records))
     for r in records:
         for name in UNSIGNED:
             _put_u(out, r[name])
-        for name in SIGNED:
+        for name in SIGNED + MEDIA:
             v = r.get(name, -1)  # the counts behind isl/osl may be left out: unknown
             _put_u(out, ((v << 1) ^ (v >> 63)) & ((1 << 64) - 1))
         chunks = r.get("chunks", [])

@@ -179,17 +179,16 @@ class BurstVerdictTest(unittest.TestCase):
         self.assertGreaterEqual(h["reads"], 200)
         self.assertIsNotNone(h["read_lag_p99_ms"])
         codes = [r["code"] for r in c["reasons"]]
-        if c["verdict"] != "ok":
-            # the only finding allowed is the host's (this machine is
-            # shared): stamps late while no loop was busy, and the verdict
-            # says so; with the kernel's receive times, the loop's own lag
-            # within the tolerance proves it was the host
+        if CURL and c["verdict"] != "ok":
+            # through libcurl the loop's bound is all there is: a host that
+            # held the worker off its CPU mid-span shows as read lag, and
+            # the verdict says the host may be overcommitted
             self.assertEqual((c["verdict"], codes), ("client_bound", ["read_lag"]), c)
             self.assertIn("no worker loop was busy", c["reasons"][0]["message"])
-            if not CURL:
-                self.assertEqual(c["reasons"][0]["measure"], "kernel", c)
-                self.assertIn("the host did not run the worker in time",
-                              c["reasons"][0]["message"])
+        elif not CURL:
+            # ok, or (this machine is shared) inconclusive for the host's
+            # own lateness, proven by the kernel's receive times
+            hrtest.client_ok(self, c)
         if not CURL or c["verdict"] == "ok":
             # the loop itself never held a read back past the tolerance
             self.assertLessEqual(h["read_lag_p99_ms"], h["read_lag_limit_ms"], h)

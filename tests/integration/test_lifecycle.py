@@ -31,8 +31,9 @@ def alive(pid):
 
 
 def format1(blob):
-    """A stored record blob (server/runs.c, format 2) rewritten in format 1:
-    without the byte that says which further counts follow, nor them."""
+    """A stored record blob (server/runs.c, format 3) rewritten in format 1:
+    without the mask that says which further counts follow, nor them (a
+    record without media counts has a one-byte mask, as in format 2)."""
     pos = 1
 
     def varint():
@@ -40,13 +41,14 @@ def format1(blob):
         while blob[pos] & 0x80:
             pos += 1
         pos += 1
-    assert blob[0] == 2
+    assert blob[0] == 3
     for _ in range(3):  # req_id, session, turn
         varint()
     pos += 5  # phase, flags, error, isl_src, osl_src
     for _ in range(4):  # http_status, isl, osl, reasoning_tokens
         varint()
     counts_at, mask = pos, blob[pos]
+    assert mask < 0x20  # no media counts: one byte
     pos += 1
     for _ in range(bin(mask).count("1")):
         varint()
@@ -120,8 +122,9 @@ class Lifecycle(unittest.TestCase):
 
     def test_records_stored_by_the_previous_format_still_read(self):
         """Stored record format 1 (before the counts behind isl/osl) reads
-        back with those counts unknown and everything else unchanged."""
-        run_id = self.api.submit(hrtest.spec(self.mock.addr, requests=4))
+        back with those counts unknown and everything else unchanged; format
+        2 (before the media counts) reads back whole."""
+        run_id = self.api.submit(hrtest.spec(self.mock.addr, requests=8))
         self.assertEqual(self.api.wait(run_id)["state"], "succeeded")
         before = self.records(run_id)
         self.assertTrue(all(r["usage_osl"] == 8 and r["requested_osl"] == 8 for r in before))
@@ -131,14 +134,19 @@ class Lifecycle(unittest.TestCase):
             rows = db.execute("SELECT worker, seq, data FROM records WHERE run_id = ?",
                               (run_id,)).fetchall()
             for worker, seq, data in rows:
+                old = format1(data) if seq % 2 else b"\x02" + data[1:]
                 db.execute("UPDATE records SET data = ? WHERE run_id = ? AND worker = ? "
-                           "AND seq = ?", (format1(data), run_id, worker, seq))
+                           "AND seq = ?", (old, run_id, worker, seq))
         db.close()
         self.daemon = hrtest.start_daemon(self.tmp.name)
         self.api = hrtest.Api(self.daemon.addr)
         after = self.records(run_id)
         counts = ("requested_osl", "usage_isl", "usage_osl", "tokenizer_isl", "tokenizer_osl")
+        self.assertEqual(len(after), 8)
         for a, b in zip(after, before):
+            if a["seq"] % 2 == 0:  # format 2
+                self.assertEqual(a, b)
+                continue
             self.assertEqual({k: a[k] for k in counts}, dict.fromkeys(counts))
             self.assertEqual({k: v for k, v in a.items() if k not in counts},
                              {k: v for k, v in b.items() if k not in counts})

@@ -883,7 +883,10 @@ class DocumentTest(unittest.TestCase):
         self.assertEqual([c for c in cols if c in dict(tags)], [t for t, _ in tags],
                          "RecordRow's metric columns are not lib/metrics.c's, in its order")
         self.assertEqual(cols[-1], "chunk_offsets_ns")
-        self.assertEqual(cols[cols.index("n_chunks") + 1:-1], [t for t, _ in tags])
+        media = ["images_in", "audio_in", "media_bytes_in", "images_out", "bytes_out"]
+        at = cols.index("n_chunks") + 1
+        self.assertEqual(cols[at:at + len(media)], media)
+        self.assertEqual(cols[at + len(media):-1], [t for t, _ in tags])
 
     def test_history_constants_match_the_code(self):
         """ComparableMetric (its order, run-level figures and directions) and

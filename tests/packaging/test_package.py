@@ -31,7 +31,7 @@ sys.path.insert(0, os.path.join(SRC, "tests/integration"))
 import hrtest  # noqa: E402
 
 BUILD = None
-PROGRAMS = ("headroomd", "headroom-worker", "headroom-mock", "headroom")
+PROGRAMS = ("headroomd", "headroom-worker", "headroom-agent", "headroom-mock", "headroom")
 # Runtime libraries the programs link (docs/operations.md, "Packages and services")
 LIB_PACKAGES = ("libc6", "libmicrohttpd12", "libcurl4", "libsqlite3-0", "libjansson4",
                 "libzmq5", "libpcre2-8-0", "libssl3", "libyaml-0-2")

@@ -27,6 +27,14 @@ static void fill(struct hr_record *r, int i)
 	r->tok_osl = i % 3 ? i + 1 : -1;
 	r->usage_isl = i % 2 ? 130 : -1;
 	r->tok_isl = INT32_MAX;
+	if (i % 4 == 1) { /* a multimodal request's counts */
+		r->images_in = 2;
+		r->audio_in = 0;
+		r->media_bytes_in = 123456 + i;
+		r->bytes_out = 9000 + i;
+	}
+	if (i % 4 == 2)
+		r->images_out = i;
 	uint32_t cap = 0;
 	for (int k = 0; k < i; k++)
 		record_add_chunk(r, r->start_ns + 1000 * (k + 1), &cap);
@@ -67,6 +75,11 @@ static void test_roundtrip(void)
 		CHECK_EQ_INT(out[i].tok_osl, in[i].tok_osl);
 		CHECK_EQ_INT(out[i].usage_isl, in[i].usage_isl);
 		CHECK_EQ_INT(out[i].tok_isl, INT32_MAX);
+		CHECK_EQ_INT(out[i].images_in, in[i].images_in);
+		CHECK_EQ_INT(out[i].audio_in, in[i].audio_in);
+		CHECK_EQ_INT(out[i].media_bytes_in, in[i].media_bytes_in);
+		CHECK_EQ_INT(out[i].images_out, in[i].images_out);
+		CHECK_EQ_INT(out[i].bytes_out, in[i].bytes_out);
 		CHECK_EQ_INT(out[i].n_chunks, in[i].n_chunks);
 		if (in[i].n_chunks)
 			CHECK_MEM(out[i].chunk_ns, out[i].n_chunks * sizeof(int64_t), in[i].chunk_ns,
@@ -115,7 +128,7 @@ static void test_hostile(void)
 	/* bad magic, bad version, huge count, chunk count bomb */
 	CHECK_EQ_INT(record_batch_decode("XXXX\x01", 5, &out, &n, err), -1);
 	CHECK_EQ_INT(record_batch_decode("HRB\x01\x00", 5, &out, &n, err), -1); /* version 1 */
-	CHECK_EQ_INT(record_batch_decode("HRB\x03\x00", 5, &out, &n, err), -1);
+	CHECK_EQ_INT(record_batch_decode("HRB\x04\x00", 5, &out, &n, err), -1);
 	CHECK_EQ_INT(record_batch_decode("HRB\x02\xff\xff\xff\xff\x0f", 9, &out, &n, err), -1);
 	const unsigned char bomb[] = {'H', 'R', 'B', 2, 1, /* one record */
 				      0, 0, 0, 0, 0, 1, 0, 0, 0, 0, 0, /* small fields */

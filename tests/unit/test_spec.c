@@ -143,6 +143,22 @@ static const struct bad bads[] = {
 	{"{" T "," L ",\"warmup\":{\"requests\":1,\"load\":{\"x\":1}}}", "unknown_field",
 	 "warmup.load.x"},
 	{"{" T "," L ",\"workers\":0}", "out_of_range", "workers"},
+	{"{" T "," L ",\"placement\":{\"local\":1},\"workers\":2}", "invalid_value", "workers"},
+	{"{" T "," L ",\"placement\":{}}", "invalid_value", "placement"},
+	{"{" T "," L ",\"placement\":{\"local\":1},\"classes\":[{\"name\":\"a\"}]}",
+	 "invalid_value", "placement"},
+	{"{" T "," L ",\"placement\":[]}", "wrong_type", "placement"},
+	{"{" T "," L ",\"placement\":{\"local\":1,\"x\":1}}", "unknown_field", "placement.x"},
+	{"{" T "," L ",\"placement\":{\"local\":1,\"on_agent_loss\":\"retry\"}}",
+	 "invalid_value", "placement.on_agent_loss"},
+	{"{" T "," L ",\"placement\":{\"local\":300}}", "out_of_range", "placement.local"},
+	{"{" T "," L ",\"placement\":{\"agents\":{}}}", "wrong_type", "placement.agents"},
+	{"{" T "," L ",\"placement\":{\"agents\":[{\"workers\":0}]}}", "out_of_range",
+	 "placement.agents[0].workers"},
+	{"{" T "," L ",\"placement\":{\"agents\":[{\"selector\":{\"a\":1}}]}}", "wrong_type",
+	 "placement.agents[0].selector.a"},
+	{"{" T "," L ",\"placement\":{\"agents\":[{\"labels\":{}}]}}", "unknown_field",
+	 "placement.agents[0].labels"},
 	{"{" T ",\"load\":{\"concurrency\":2,\"requests\":9},\"workers\":3}", "out_of_range",
 	 "workers"},
 	{"{" T "," L ",\"workload\":{\"isl\":{\"mean\":-1}}}", "out_of_range",
@@ -571,9 +587,47 @@ static void test_prewarm(void)
 	CHECK_STR(e.code, "wrong_type");
 }
 
+/* placement (docs/agents.md): parsed, the workers its local count, stored
+ * only when given */
+static void test_placement(void)
+{
+	const char *txt = "{\"target\":{\"url\":\"http://127.0.0.1:8000\",\"model\":\"m\"},"
+			  "\"load\":{\"concurrency\":8,\"requests\":100},\"placement\":{\"local\":2,"
+			  "\"agents\":[{\"selector\":{\"pool\":\"a\"},\"workers\":3},{}]}}";
+	struct spec s;
+	struct spec_error e;
+	CHECK_EQ_INT(spec_parse(txt, strlen(txt), 4, &s, &e), 0);
+	CHECK(s.placement.given);
+	CHECK_EQ_INT(s.placement.local, 2);
+	CHECK_EQ_INT(s.workers, 2);
+	CHECK_EQ_INT(s.placement.n_agents, 2);
+	CHECK_EQ_INT(s.placement.agents[0].workers, 3);
+	CHECK_EQ_INT(s.placement.agents[1].workers, 1);
+	CHECK_EQ_INT((int)json_object_size(s.placement.agents[1].selector), 0);
+	CHECK(!s.placement.degrade);
+	CHECK(!json_object_get(s.json, "workers"));
+	json_t *pl = json_object_get(s.json, "placement");
+	CHECK_STR(json_string_value(json_object_get(pl, "on_agent_loss")), "fail");
+	/* the normalised spec parses to the same thing */
+	char *norm = json_dumps(s.json, JSON_COMPACT);
+	struct spec s2;
+	CHECK_EQ_INT(spec_parse(norm, strlen(norm), 4, &s2, &e), 0);
+	CHECK_EQ_INT(s2.placement.local, 2);
+	CHECK_EQ_INT(s2.placement.n_agents, 2);
+	free(norm);
+	spec_release(&s2);
+	spec_release(&s);
+	/* absent: none stored */
+	CHECK_EQ_INT(spec_parse(base, strlen(base), 4, &s, &e), 0);
+	CHECK(!s.placement.given);
+	CHECK(!json_object_get(s.json, "placement"));
+	spec_release(&s);
+}
+
 int main(void)
 {
 	test_prewarm();
+	test_placement();
 	test_classes();
 	test_defaults();
 	test_api_key_header();

@@ -1,4 +1,4 @@
--- 015_client_bursts.sql - the workers' burst evidence beside their other
+-- 016_client_bursts.sql - the workers' burst evidence beside their other
 -- self-telemetry (docs/client.md, "Bursts"): per sample, how late stream
 -- reads were stamped after the event loop could first have seen their
 -- socket ready (read_lag: counts in the pacer lateness buckets, JSON array;

@@ -1,5 +1,6 @@
-/* pool.c - the endpoints of headroom-mock that answer with no generated
- * text: embeddings and rankings, each in its server's wire format.
+/* route_pool.c - the endpoints of headroom-mock that answer with no
+ * generated text, their route handlers (mock.h, struct mock_handler):
+ * embeddings and rankings, each in its server's wire format.
  *
  *   POST /v1/embeddings  OpenAI (and vLLM): input a string, an array of
  *                        strings, an array of token ids or an array of
@@ -14,6 +15,15 @@
  *                        "meta":{"billed_units":{"search_units"}}}.
  *   POST /rerank         Hugging Face TEI: query, texts, raw_scores,
  *                        return_text. [{index, score}], best first.
+ *   POST /v2/embed       Cohere (also /v1/embed): texts [string], model,
+ *                        input_type, embedding_types ["float"] (the only
+ *                        type served). {"id", "embeddings":{"float":[..]},
+ *                        "texts", "meta":{"billed_units":{"input_tokens"}}}.
+ *   POST /embed          Hugging Face TEI: inputs a string or an array of
+ *                        strings; normalize, truncate. A bare array of
+ *                        vectors.
+ * NVIDIA NIM's embeddings are OpenAI's route with NIM's members checked
+ * when given: input_type "query" or "passage", truncate NONE|START|END.
  *
  * Everything is deterministic, so that clients can check it:
  *
@@ -55,8 +65,6 @@
 #include "mock.h"
 #include "util.h"
 
-#define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
-
 #define FNV_OFFSET 0xcbf29ce484222325ULL
 #define FNV_PRIME 0x100000001b3ULL
 #define SEARCH_UNIT_DOCS 100 /* Cohere bills a search unit per 100 documents */
@@ -80,6 +88,7 @@ struct pool_req {
 	bool raw_scores;      /* TEI */
 	json_t *root;         /* the request, kept for the texts (with_text) */
 	const json_t **texts; /* n strings inside root, by index (with_text) */
+	const json_t *root_texts; /* Cohere embed: "texts" inside root, echoed */
 };
 
 void pool_free(struct pool_req *pq)
@@ -162,6 +171,17 @@ static int parse_embed(const struct mock_config *cfg, const json_t *root, struct
 	const json_t *user = json_object_get(root, "user");
 	if (user && !json_is_null(user) && !json_is_string(user))
 		return errf(err, "'user' must be a string");
+	const json_t *it = json_object_get(root, "input_type"); /* NIM */
+	if (it && !json_is_null(it) &&
+	    (!json_is_string(it) || (strcmp(json_string_value(it), "query") != 0 &&
+	                             strcmp(json_string_value(it), "passage") != 0)))
+		return errf(err, "'input_type' must be \"query\" or \"passage\"");
+	const json_t *tr = json_object_get(root, "truncate"); /* NIM */
+	if (tr && !json_is_null(tr) &&
+	    (!json_is_string(tr) || (strcmp(json_string_value(tr), "NONE") != 0 &&
+	                             strcmp(json_string_value(tr), "START") != 0 &&
+	                             strcmp(json_string_value(tr), "END") != 0)))
+		return errf(err, "'truncate' must be \"NONE\", \"START\" or \"END\"");
 	if (json_is_string(input)) {
 		pq->n = 1;
 		pq->seeds = xmalloc(sizeof(*pq->seeds));
@@ -205,6 +225,79 @@ static int parse_embed(const struct mock_config *cfg, const json_t *root, struct
 	return 0;
 }
 
+/* Cohere's /v2/embed and TEI's /embed: the texts (texts_key) of one
+ * request, each an embedding of the server's dimension. */
+static int parse_embed_texts(const struct mock_config *cfg, enum mock_api api, const json_t *root,
+                             struct pool_req *pq, uint64_t *tokens, char *err)
+{
+	const char *key = api == API_EMBED_COHERE ? "texts" : "inputs";
+	const json_t *in = json_object_get(root, key);
+	pq->dim = cfg->embedding_dim;
+	if (api == API_EMBED_COHERE) {
+		static const char *const types[] = {"search_document", "search_query",
+		                                    "classification", "clustering", "image", NULL};
+		if (!json_is_string(json_object_get(root, "model")))
+			return errf(err, "'model' must be a string (it is required)");
+		const json_t *it = json_object_get(root, "input_type");
+		bool ok = false;
+		for (int k = 0; json_is_string(it) && types[k]; k++)
+			ok = ok || strcmp(json_string_value(it), types[k]) == 0;
+		if (!ok)
+			return errf(err, "'input_type' must be one of \"search_document\", "
+			                 "\"search_query\", \"classification\", \"clustering\" or "
+			                 "\"image\"");
+		const json_t *et = json_object_get(root, "embedding_types");
+		if (et && !json_is_null(et)) {
+			if (!json_is_array(et) || json_array_size(et) != 1 ||
+			    !json_is_string(json_array_get(et, 0)) ||
+			    strcmp(json_string_value(json_array_get(et, 0)), "float") != 0)
+				return errf(err, "'embedding_types' must be [\"float\"] (the only "
+				                 "type this server gives)");
+		}
+		const json_t *tr = json_object_get(root, "truncate");
+		if (tr && !json_is_null(tr) &&
+		    (!json_is_string(tr) || (strcmp(json_string_value(tr), "NONE") != 0 &&
+		                             strcmp(json_string_value(tr), "START") != 0 &&
+		                             strcmp(json_string_value(tr), "END") != 0)))
+			return errf(err, "'truncate' must be \"NONE\", \"START\" or \"END\"");
+	} else {
+		bool flag = false;
+		if (api_opt_bool(root, "normalize", "normalize", &flag, err) < 0 ||
+		    api_opt_bool(root, "truncate", "truncate", &flag, err) < 0)
+			return -1;
+	}
+	if (api == API_EMBED_TEI && json_is_string(in)) {
+		pq->n = 1;
+		pq->seeds = xmalloc(sizeof(*pq->seeds));
+		return text_input(in, key, &pq->seeds[0], tokens, err);
+	}
+	if (!json_is_array(in) || json_array_size(in) == 0)
+		return errf(err, api == API_EMBED_TEI
+		                     ? "'inputs' must be a string or a non-empty array of strings"
+		                     : "'texts' must be a non-empty array of strings");
+	size_t n = json_array_size(in);
+	if (n > MOCK_MAX_EMBED_INPUTS)
+		return errf(err, "'%s' may hold at most %d items, not %zu", key,
+		            MOCK_MAX_EMBED_INPUTS, n);
+	pq->n = (uint32_t)n;
+	pq->seeds = xcalloc(n, sizeof(*pq->seeds));
+	for (size_t i = 0; i < n; i++) {
+		const json_t *e = json_array_get(in, i);
+		char name[32];
+		snprintf(name, sizeof(name), "%s[%zu]", key, i);
+		if (!json_is_string(e))
+			return errf(err, "'%s' must be a string", name);
+		if (text_input(e, name, &pq->seeds[i], tokens, err) < 0)
+			return -1;
+	}
+	if ((uint64_t)pq->n * pq->dim > MOCK_MAX_EMBED_VALUES)
+		return errf(err, "'%s' has %u items of %u dimensions: at most %u values in all",
+		            key, pq->n, pq->dim, (unsigned)MOCK_MAX_EMBED_VALUES);
+	if (api == API_EMBED_COHERE)
+		pq->root_texts = in;
+	return 0;
+}
+
 /* Value i (1-based) of the embedding from seed, before normalising. */
 static double raw_value(uint64_t seed, uint32_t i)
 {
@@ -245,6 +338,54 @@ static void add_base64(struct dynbuf *b, const unsigned char *p, size_t n)
 		out[3] = '=';
 		dynbuf_add(b, out, 4);
 	}
+}
+
+/* An embedding's values as a JSON array. */
+static void add_vector(struct dynbuf *b, const float *vals, uint32_t dim)
+{
+	ADD_LIT(b, "[");
+	for (uint32_t i = 0; i < dim; i++) {
+		char num[32];
+		int len = fmt_double(num, (double)vals[i]);
+		if (i)
+			ADD_LIT(b, ",");
+		dynbuf_add(b, num, (size_t)len);
+	}
+	ADD_LIT(b, "]");
+}
+
+/* Cohere's embed answer (embeddings by type, the texts, billed input
+ * tokens) or TEI's (a bare array of vectors). */
+static int embed_texts_body(const struct stream *s, struct dynbuf *b)
+{
+	const struct pool_req *pq = s->pq;
+	float *vals = xmalloc((size_t)pq->dim * sizeof(*vals));
+	bool cohere = pq->api == API_EMBED_COHERE;
+	if (cohere) {
+		ADD_LIT(b, "{\"id\":\"embed-mock-");
+		api_add_u64(b, s->id);
+		ADD_LIT(b, "\",\"embeddings\":{\"float\":");
+	}
+	ADD_LIT(b, "[");
+	for (uint32_t k = 0; k < pq->n; k++) {
+		if (k)
+			ADD_LIT(b, ",");
+		embedding_values(pq->seeds[k], pq->dim, vals);
+		add_vector(b, vals, pq->dim);
+	}
+	ADD_LIT(b, "]");
+	free(vals);
+	if (!cohere)
+		return 0;
+	ADD_LIT(b, "},\"texts\":");
+	char *t = json_dumps(pq->root_texts, JSON_COMPACT);
+	if (t)
+		dynbuf_addstr(b, t);
+	free(t);
+	ADD_LIT(b, ",\"meta\":{\"api_version\":{\"version\":\"2\"},\"billed_units\":{"
+	           "\"input_tokens\":");
+	api_add_u64(b, s->prompt_tokens);
+	return ADD_LIT(b, "}},\"response_type\":\"embeddings_by_type\"}");
 }
 
 static int embed_body(struct server *srv, const struct stream *s, struct dynbuf *b)
@@ -607,9 +748,13 @@ static int rank_body(const struct stream *s, struct dynbuf *b)
 	}
 }
 
-int pool_parse(const struct mock_config *cfg, enum mock_api api, const char *body, size_t len,
-               struct gen_req *g, char *err)
+static int pool_parse(struct server *srv, enum mock_api api, bool stream_path,
+                      const struct http_request *req, struct gen_req *g, char *err)
 {
+	(void)stream_path;
+	const struct mock_config *cfg = srv->cfg;
+	const char *body = req->body;
+	size_t len = req->body_len;
 	json_t *root = api_load_object(body, len, err);
 	if (!root)
 		return -1;
@@ -619,7 +764,9 @@ int pool_parse(const struct mock_config *cfg, enum mock_api api, const char *bod
 	int rc = api_check_model(root, err);
 	if (rc == 0)
 		rc = api == API_EMBED ? parse_embed(cfg, root, pq, &tokens, err)
-		                      : parse_rank(api, root, pq, &tokens, err);
+		     : api == API_EMBED_COHERE || api == API_EMBED_TEI
+		         ? parse_embed_texts(cfg, api, root, pq, &tokens, err)
+		         : parse_rank(api, root, pq, &tokens, err);
 	if (rc < 0 || tokens > UINT32_MAX) {
 		if (rc == 0)
 			errf(err, "the request comes to %llu prompt tokens; at most %u",
@@ -628,8 +775,8 @@ int pool_parse(const struct mock_config *cfg, enum mock_api api, const char *bod
 		pool_free(pq);
 		return -1;
 	}
-	if (pq->with_text)
-		pq->root = root; /* pq->texts point into it */
+	if (pq->with_text || pq->root_texts)
+		pq->root = root; /* pq->texts, pq->root_texts point into it */
 	else
 		json_decref(root);
 	g->pq = pq;
@@ -638,8 +785,62 @@ int pool_parse(const struct mock_config *cfg, enum mock_api api, const char *bod
 	return 0;
 }
 
-int pool_body(struct server *srv, const struct stream *s, struct dynbuf *b)
+/* The body of an embeddings or rankings response. */
+static int pool_body(struct server *srv, const struct stream *s, struct dynbuf *b, char *extra,
+                     size_t extra_size)
 {
+	(void)extra;
+	(void)extra_size;
 	dynbuf_reset(b);
+	if (s->pq->api == API_EMBED_COHERE || s->pq->api == API_EMBED_TEI)
+		return embed_texts_body(s, b);
 	return s->pq->api == API_EMBED ? embed_body(srv, s, b) : rank_body(s, b);
 }
+
+const struct mock_handler mock_embed = {
+	.api = API_EMBED,
+	.paths = {{"/v1/embeddings", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_rank_nim = {
+	.api = API_RANK_NIM,
+	.paths = {{"/v1/ranking", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_rank_cohere = {
+	.api = API_RANK_COHERE,
+	.paths = {{"/v2/rerank", false}, {"/v1/rerank", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_rank_tei = {
+	.api = API_RANK_TEI,
+	.paths = {{"/rerank", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_embed_cohere = {
+	.api = API_EMBED_COHERE,
+	.paths = {{"/v2/embed", false}, {"/v1/embed", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_embed_tei = {
+	.api = API_EMBED_TEI,
+	.paths = {{"/embed", false}},
+	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};

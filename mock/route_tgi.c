@@ -1,6 +1,7 @@
-/* tgi.c - Hugging Face text-generation-inference's native API in
- * headroom-mock: POST /generate and POST /generate_stream, in TGI's wire
- * format (router/src/lib.rs and server.rs of TGI 2.x/3.x).
+/* route_tgi.c - Hugging Face text-generation-inference's native API in
+ * headroom-mock, its route handler (mock.h, struct mock_handler): POST
+ * /generate and POST /generate_stream, in TGI's wire format
+ * (router/src/lib.rs and server.rs of TGI 2.x/3.x).
  *
  * Request: {"inputs": "...", "parameters": {...}} with, of the parameters,
  * max_new_tokens (1 to 1,000,000; default 100, as TGI), details,
@@ -22,12 +23,12 @@
  * stream details {finish_reason, generated_tokens, seed, input_length}.
  * A step of --tokens-per-chunk tokens sends that many events at once.
  *
- * Tokens are the mock's words (openai.c): token i of a response is word
+ * Tokens are the mock's words (api.c): token i of a response is word
  * w = (prompt tokens + i) mod 64 of the list, its text the word and a
  * space, its id 100 + w, its logprob -(w mod 8 + 1) / 8. A response ends
  * by length (finish_reason "length"), or with --early-stop, when drawn,
  * after half its max_new_tokens (at least 1) with finish_reason
- * "eos_token" and generated_tokens counting what it produced (openai.c;
+ * "eos_token" and generated_tokens counting what it produced (api.c;
  * TGI has no ignore_eos or min_tokens). The seed reported is
  * parameters.seed when given, else null.
  */
@@ -43,13 +44,16 @@
 #define TGI_DEFAULT_MAX_NEW_TOKENS 100
 #define TGI_ID_BASE 100
 
-#define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
-
 static const char *const logprobs[8] = {"-0.125", "-0.25", "-0.375", "-0.5",
                                         "-0.625", "-0.75", "-0.875", "-1.0"};
 
-int tgi_parse(const char *body, size_t len, bool stream, struct gen_req *g, char *err)
+static int tgi_parse(struct server *srv, enum mock_api api, bool stream,
+                     const struct http_request *req, struct gen_req *g, char *err)
 {
+	(void)srv;
+	(void)api;
+	const char *body = req->body;
+	size_t len = req->body_len;
 	json_t *root = api_load_object(body, len, err);
 	if (!root)
 		return -1;
@@ -197,7 +201,8 @@ static void add_details_head(struct dynbuf *b, const struct stream *s)
 		ADD_LIT(b, "null");
 }
 
-void tgi_events(struct server *srv, struct conn *c, uint32_t n)
+/* Events for the next n tokens of a /generate_stream response. */
+static void tgi_events(struct server *srv, struct conn *c, uint32_t n)
 {
 	struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
@@ -226,7 +231,8 @@ void tgi_events(struct server *srv, struct conn *c, uint32_t n)
 	}
 }
 
-void tgi_event_malformed(struct server *srv, struct conn *c)
+/* An injected malformed event: a token event cut off inside its text. */
+static void tgi_event_malformed(struct server *srv, struct conn *c)
 {
 	struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
@@ -239,9 +245,13 @@ void tgi_event_malformed(struct server *srv, struct conn *c)
 	api_send_event(srv, c, false);
 }
 
-int tgi_body(struct server *srv, const struct stream *s, struct dynbuf *b)
+/* The body of a /generate response, with TGI's count headers in extra. */
+static int tgi_body(struct server *srv, const struct stream *s, struct dynbuf *b, char *extra,
+                    size_t extra_size)
 {
 	(void)srv;
+	snprintf(extra, extra_size, "x-prompt-tokens: %u\r\nx-generated-tokens: %u\r\n",
+	         s->prompt_tokens, s->max_tokens);
 	dynbuf_reset(b);
 	ADD_LIT(b, "{\"generated_text\":");
 	add_generated_text(b, s);
@@ -258,8 +268,12 @@ int tgi_body(struct server *srv, const struct stream *s, struct dynbuf *b)
 	return ADD_LIT(b, "}");
 }
 
-void tgi_headers(const struct stream *s, char *buf, size_t size)
-{
-	snprintf(buf, size, "x-prompt-tokens: %u\r\nx-generated-tokens: %u\r\n", s->prompt_tokens,
-	         s->max_tokens);
-}
+/* A stream's last token event carries everything: no events_end. */
+const struct mock_handler mock_tgi = {
+	.api = API_TGI,
+	.paths = {{"/generate", false}, {"/generate_stream", true}},
+	.parse = tgi_parse,
+	.events = tgi_events,
+	.malformed = tgi_event_malformed,
+	.body = tgi_body,
+};

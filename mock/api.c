@@ -1,18 +1,20 @@
-/* openai.c - the endpoints of headroom-mock: routing, the OpenAI-compatible
- * chat and text completions (shaped like vLLM's responses, with reasoning
- * content), and the response machinery every generation endpoint shares.
+/* api.c - the endpoints of headroom-mock: routing, and the response
+ * machinery every generation endpoint shares (the steps of the timing
+ * model, SSE framing, injected failures, the mock's words). What one API
+ * reads and writes is its route handler's (mock.h, struct mock_handler;
+ * the table in routes.c):
  *
  *   GET  /health               {"status":"ok"}
  *   GET  /v1/models            a list with the one served model
  *   GET  /v1/models/NAME       that model
- *   POST /v1/chat/completions  chat.completion / chat.completion.chunk
- *   POST /v1/completions       text_completion
- *   POST /generate             Hugging Face TGI (tgi.c)
- *   POST /generate_stream      TGI's token stream (tgi.c)
- *   POST /v1/embeddings        OpenAI embeddings (pool.c)
- *   POST /v1/ranking           NVIDIA NIM rankings (pool.c)
- *   POST /v2/rerank            Cohere rerank, also on /v1/rerank (pool.c)
- *   POST /rerank               Hugging Face TEI rerank (pool.c)
+ *   POST /v1/chat/completions  chat.completion / chat.completion.chunk (route_openai.c)
+ *   POST /v1/completions       text_completion (route_openai.c)
+ *   POST /generate             Hugging Face TGI (route_tgi.c)
+ *   POST /generate_stream      TGI's token stream (route_tgi.c)
+ *   POST /v1/embeddings        OpenAI embeddings (route_pool.c)
+ *   POST /v1/ranking           NVIDIA NIM rankings (route_pool.c)
+ *   POST /v2/rerank            Cohere rerank, also on /v1/rerank (route_pool.c)
+ *   POST /rerank               Hugging Face TEI rerank (route_pool.c)
  *   GET  /metrics              vLLM-like Prometheus page (telemetry.c)
  *
  * A connection accepted on --dcgm-listen serves only GET /metrics, the
@@ -80,8 +82,6 @@
 #include "tokenizer.h"
 #include "util.h"
 
-#define DEFAULT_MAX_TOKENS 16
-
 /* clang-format off */
 #define W(s) {s, sizeof(s) - 1}
 static const struct word {
@@ -138,95 +138,6 @@ uint64_t api_text_tokens(const char *s, size_t n)
 	return count_words(s, n);
 }
 
-static uint64_t string_words(const json_t *v)
-{
-	return api_text_tokens(json_string_value(v), json_string_length(v));
-}
-
-/* One chat message's content: a string, null, or an array of parts of
- * which the {"type":"text","text":...} ones count. */
-static int content_words(const json_t *content, uint64_t *n, char *err)
-{
-	if (!content || json_is_null(content))
-		return 0;
-	if (json_is_string(content)) {
-		*n += string_words(content);
-		return 0;
-	}
-	if (!json_is_array(content))
-		return errf(err, "'content' must be a string or an array of content parts");
-	size_t i;
-	const json_t *part;
-	json_array_foreach(content, i, part)
-	{
-		if (!json_is_object(part))
-			return errf(err, "each content part must be an object");
-		const json_t *type = json_object_get(part, "type");
-		if (!json_is_string(type))
-			return errf(err, "each content part needs a string 'type'");
-		if (strcmp(json_string_value(type), "text") != 0)
-			continue;
-		const json_t *text = json_object_get(part, "text");
-		if (!json_is_string(text))
-			return errf(err, "a text content part needs a string 'text'");
-		*n += string_words(text);
-	}
-	return 0;
-}
-
-static int chat_prompt(const json_t *root, uint64_t *n, char *err)
-{
-	const json_t *msgs = json_object_get(root, "messages");
-	if (!json_is_array(msgs) || json_array_size(msgs) == 0)
-		return errf(err, "'messages' must be a non-empty array");
-	size_t i;
-	const json_t *m;
-	json_array_foreach(msgs, i, m)
-	{
-		if (!json_is_object(m))
-			return errf(err, "each message must be an object");
-		const json_t *role = json_object_get(m, "role");
-		if (!json_is_string(role))
-			return errf(err, "each message needs a string 'role'");
-		if (content_words(json_object_get(m, "content"), n, err) < 0)
-			return -1;
-	}
-	return 0;
-}
-
-/* prompt: a string, an array of strings, an array of token ids, or an
- * array of arrays of token ids. */
-static int completion_prompt(const json_t *root, uint64_t *n, char *err)
-{
-	const json_t *p = json_object_get(root, "prompt");
-	if (json_is_string(p)) {
-		*n += string_words(p);
-		return 0;
-	}
-	if (!json_is_array(p))
-		return errf(err, "'prompt' must be a string or an array");
-	size_t i, j;
-	const json_t *e, *id;
-	json_array_foreach(p, i, e)
-	{
-		if (json_is_string(e)) {
-			*n += string_words(e);
-		} else if (json_is_integer(e)) {
-			*n += 1;
-		} else if (json_is_array(e)) {
-			json_array_foreach(e, j, id)
-			{
-				if (!json_is_integer(id))
-					return errf(err, "token id prompts must hold integers");
-				*n += 1;
-			}
-		} else {
-			return errf(err, "'prompt' array elements must be strings or token ids");
-		}
-	}
-	return 0;
-}
-
 int api_opt_bool(const json_t *obj, const char *key, const char *name, bool *out, char *err)
 {
 	const json_t *v = json_object_get(obj, key);
@@ -275,61 +186,6 @@ int api_check_model(const json_t *root, char *err)
 	if (model && !json_is_string(model))
 		return errf(err, "'model' must be a string");
 	return 0;
-}
-
-int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *g, char *err)
-{
-	json_t *root = api_load_object(body, len, err);
-	if (!root)
-		return -1;
-	int rc = -1;
-	if (api_check_model(root, err) < 0)
-		goto out;
-	if (api_opt_bool(root, "stream", "stream", &g->stream, err) < 0)
-		goto out;
-	const json_t *so = json_object_get(root, "stream_options");
-	if (so && !json_is_null(so)) {
-		if (!json_is_object(so)) {
-			errf(err, "'stream_options' must be an object");
-			goto out;
-		}
-		if (api_opt_bool(so, "include_usage", "stream_options.include_usage",
-		                 &g->include_usage, err) < 0)
-			goto out;
-	}
-	const json_t *mct = json_object_get(root, "max_completion_tokens");
-	const char *key = mct && !json_is_null(mct) ? "max_completion_tokens" : "max_tokens";
-	long long v;
-	int got = api_opt_int(root, key, key, 0, HR_MAX_OSL, &v, err);
-	if (got < 0)
-		goto out;
-	g->max_tokens = got ? (uint32_t)v : DEFAULT_MAX_TOKENS;
-	if (api_opt_bool(root, "ignore_eos", "ignore_eos", &g->ignore_eos, err) < 0)
-		goto out;
-	got = api_opt_int(root, "min_tokens", "min_tokens", 0, -1, &v, err);
-	if (got < 0)
-		goto out;
-	if (got)
-		g->min_tokens = v > HR_MAX_OSL ? HR_MAX_OSL + 1 : (uint32_t)v;
-	uint64_t words_in = 0;
-	if ((chat ? chat_prompt(root, &words_in, err) : completion_prompt(root, &words_in, err)) <
-	    0)
-		goto out;
-	/* The body is at most HR_MOCK_MAX_REQUEST_BYTES, so this fits. */
-	g->prompt_tokens = (uint32_t)words_in;
-	rc = 0;
-out:
-	json_decref(root);
-	return rc;
-}
-
-/* A chat or text completion body: the usual ones in one pass (genreq.c),
- * anything else, errors included, through jansson. */
-static int parse_gen(const char *body, size_t len, bool chat, struct gen_req *g, char *err)
-{
-	if (gen_parse_fast(body, len, chat, g))
-		return 0;
-	return api_parse_gen_json(body, len, chat, g, err);
 }
 
 unsigned api_word_index(const struct stream *s, uint32_t i)
@@ -421,8 +277,6 @@ void api_add_u64(struct dynbuf *b, uint64_t v)
 	dynbuf_add(b, tmp + i, sizeof(tmp) - i);
 }
 
-#define ADD_LIT(b, lit) dynbuf_add((b), (lit), sizeof(lit) - 1)
-
 void api_add_json_text(struct dynbuf *b, const char *s, size_t n)
 {
 	static const char hex[] = "0123456789abcdef";
@@ -456,52 +310,7 @@ void api_add_json_text(struct dynbuf *b, const char *s, size_t n)
 	dynbuf_add(b, s + n - run, run);
 }
 
-/* {"id":...,"object":...,"created":...,"model":... */
-static void add_head(struct server *srv, struct dynbuf *b, const struct stream *s,
-                     const char *object)
-{
-	if (s->api == API_CHAT)
-		ADD_LIT(b, "{\"id\":\"chatcmpl-mock-");
-	else
-		ADD_LIT(b, "{\"id\":\"cmpl-mock-");
-	api_add_u64(b, s->id);
-	ADD_LIT(b, "\",\"object\":\"");
-	dynbuf_addstr(b, object);
-	ADD_LIT(b, "\",\"created\":");
-	api_add_u64(b, s->created < 0 ? 0 : (uint64_t)s->created);
-	ADD_LIT(b, ",\"model\":");
-	dynbuf_add(b, srv->model_json, srv->model_json_len);
-}
-
-/* "usage":{...}; with --reasoning-tokens a chat response's also carries
- * completion_tokens_details.reasoning_tokens. */
-static void add_usage(struct server *srv, struct dynbuf *b, const struct stream *s)
-{
-	dynbuf_printf(b,
-	              "\"usage\":{\"prompt_tokens\":%u,\"completion_tokens\":%u,"
-	              "\"total_tokens\":%llu",
-	              s->prompt_tokens, s->sent, (unsigned long long)s->prompt_tokens + s->sent);
-	if (s->api == API_CHAT && srv->cfg->reasoning)
-		dynbuf_printf(b, ",\"completion_tokens_details\":{\"reasoning_tokens\":%u}",
-		              s->reasoning);
-	ADD_LIT(b, "}");
-}
-
-/* A part of an event: n bytes at p, or (p NULL) the n tokens of the
- * response's output from token `from`. */
-struct piece {
-	const char *p;
-	size_t n;
-	uint32_t from;
-};
-
-#define PIECE(lit) ((struct piece){(lit), sizeof(lit) - 1, 0})
-
-/* One SSE event made of pieces, written straight into c's output with a
- * single reservation: "data: " (TGI: "data:") + the pieces + "\n\n",
- * framed as an HTTP chunk of its own when the response is chunked. The
- * bytes are the same as formatting the event whole and copying it. */
-static void put_event(struct conn *c, bool space, const struct piece *pc, size_t np)
+void api_put_event(struct conn *c, bool space, const struct api_piece *pc, size_t np)
 {
 	static const char hex[] = "0123456789abcdef";
 	const struct stream *s = &c->st;
@@ -547,196 +356,8 @@ static void put_event(struct conn *c, bool space, const struct piece *pc, size_t
 
 void api_send_event(struct server *srv, struct conn *c, bool space)
 {
-	struct piece pc = {srv->scratch.data ? srv->scratch.data : "", srv->scratch.len, 0};
-	put_event(c, space, &pc, 1);
-}
-
-/* How a response ends: by length, or early as at an EOS token. */
-static const char *finish_reason(const struct stream *s)
-{
-	return s->eos ? "stop" : "length";
-}
-
-/* The head every event of c's streamed chat or text completion starts
- * with ({"id":...,"object":...,"created":...,"model":...), rendered once
- * per response into the connection's ev_head: the events themselves only
- * add what changes. */
-static void render_head(struct server *srv, struct conn *c)
-{
-	struct stream *s = &c->st;
-	dynbuf_reset(&c->ev_head);
-	add_head(srv, &c->ev_head, s,
-	         s->api == API_CHAT ? "chat.completion.chunk" : "text_completion");
-}
-
-static struct piece head_piece(const struct conn *c)
-{
-	return (struct piece){c->ev_head.data ? c->ev_head.data : "", c->ev_head.len, 0};
-}
-
-static void event_role(struct conn *c)
-{
-	struct piece pc[2] = {
-	    head_piece(c),
-	    PIECE(",\"choices\":[{\"index\":0,\"delta\":{\"role\":\"assistant\","
-	          "\"content\":\"\"},\"logprobs\":null,\"finish_reason\":null}]}"),
-	};
-	put_event(c, true, pc, 2);
-}
-
-/* A content event of tokens [s->sent, s->sent + n). Chat: a delta with
- * reasoning_content for tokens before s->reasoning and content for the
- * rest (a chunk across the boundary carries both); text completions: the
- * text, the last one with its finish_reason. */
-static void event_content(struct server *srv, struct conn *c, uint32_t n)
-{
-	struct stream *s = &c->st;
-	if (s->api == API_TGI) {
-		tgi_events(srv, c, n);
-		return;
-	}
-	uint32_t from = s->sent;
-	struct piece pc[8];
-	size_t np = 0;
-	pc[np++] = head_piece(c);
-	if (s->api == API_CHAT) {
-		uint32_t r = 0;
-		if (from < s->reasoning)
-			r = s->reasoning - from < n ? s->reasoning - from : n;
-		if (r) {
-			pc[np++] = PIECE(",\"choices\":[{\"index\":0,\"delta\":{"
-			                 "\"reasoning_content\":\"");
-			pc[np++] = (struct piece){NULL, r, from};
-			if (r < n) {
-				pc[np++] = PIECE("\",\"content\":\"");
-				pc[np++] = (struct piece){NULL, n - r, from + r};
-			}
-		} else {
-			pc[np++] = PIECE(",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-			pc[np++] = (struct piece){NULL, n, from};
-		}
-		pc[np++] = PIECE("\"},\"logprobs\":null,\"finish_reason\":null}]}");
-	} else {
-		pc[np++] = PIECE(",\"choices\":[{\"index\":0,\"text\":\"");
-		pc[np++] = (struct piece){NULL, n, from};
-		if (from + n == s->max_tokens) {
-			pc[np++] = PIECE("\",\"logprobs\":null,\"finish_reason\":\"");
-			pc[np++] = s->eos ? PIECE("stop") : PIECE("length");
-			pc[np++] = PIECE("\",\"stop_reason\":null}]}");
-		} else {
-			pc[np++] = PIECE("\",\"logprobs\":null,\"finish_reason\":null,"
-			                 "\"stop_reason\":null}]}");
-		}
-	}
-	put_event(c, true, pc, np);
-}
-
-/* The end of a streamed response: the finish_reason event (for
- * completions the last text event carried it, unless there was none),
- * usage, [DONE], the last chunk. A TGI stream's last token event carried
- * everything: only the body ends. */
-static void events_end(struct server *srv, struct conn *c)
-{
-	struct stream *s = &c->st;
-	struct dynbuf *b = &srv->scratch;
-	if (s->api != API_TGI && (s->api == API_CHAT || s->max_tokens == 0)) {
-		dynbuf_reset(b);
-		if (s->api == API_CHAT) {
-			add_head(srv, b, s, "chat.completion.chunk");
-			dynbuf_addstr(b,
-			              ",\"choices\":[{\"index\":0,\"delta\":{},\"logprobs\":null,"
-			              "\"finish_reason\":\"");
-			dynbuf_addstr(b, finish_reason(s));
-			dynbuf_addstr(b, "\",\"stop_reason\":null}]}");
-		} else {
-			add_head(srv, b, s, "text_completion");
-			dynbuf_addstr(b,
-			              ",\"choices\":[{\"index\":0,\"text\":\"\",\"logprobs\":null,"
-			              "\"finish_reason\":\"length\",\"stop_reason\":null}]}");
-		}
-		api_send_event(srv, c, true);
-	}
-	if (s->api != API_TGI && s->include_usage) {
-		dynbuf_reset(b);
-		add_head(srv, b, s,
-		         s->api == API_CHAT ? "chat.completion.chunk" : "text_completion");
-		dynbuf_addstr(b, ",\"choices\":[],");
-		add_usage(srv, b, s);
-		dynbuf_addstr(b, "}");
-		api_send_event(srv, c, true);
-	}
-	if (s->api != API_TGI) {
-		dynbuf_reset(b);
-		dynbuf_addstr(b, "[DONE]");
-		api_send_event(srv, c, true);
-	}
-	if (s->chunked)
-		out_add(c, "0\r\n\r\n", 5);
-	else
-		c->close_after = true; /* HTTP/1.0: the body ends with the connection */
-}
-
-/* An injected malformed event: the head of a content event, cut off inside
- * its text. */
-static void event_malformed(struct server *srv, struct conn *c)
-{
-	struct stream *s = &c->st;
-	struct dynbuf *b = &srv->scratch;
-	if (s->api == API_TGI) {
-		tgi_event_malformed(srv, c);
-		return;
-	}
-	dynbuf_reset(b);
-	if (s->api == API_CHAT) {
-		add_head(srv, b, s, "chat.completion.chunk");
-		dynbuf_addstr(b,
-		              s->sent < s->reasoning
-		                  ? ",\"choices\":[{\"index\":0,\"delta\":{\"reasoning_content\":\""
-		                  : ",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"");
-	} else {
-		add_head(srv, b, s, "text_completion");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
-	}
-	api_send_event(srv, c, true);
-}
-
-/* A chat message's text member: the words [from, from + n), or null when
- * there are none and reasoning is on (as vLLM's reasoning parsers give). */
-static void message_text(struct server *srv, struct dynbuf *b, const struct stream *s,
-                         const char *key, uint32_t from, uint32_t n)
-{
-	dynbuf_addstr(b, key);
-	if (n == 0 && srv->cfg->reasoning) {
-		ADD_LIT(b, "null");
-		return;
-	}
-	ADD_LIT(b, "\"");
-	api_add_words(b, s, from, n);
-	ADD_LIT(b, "\"");
-}
-
-/* The body of a chat or text completion that is not streamed, into b. */
-static int completion_body(struct server *srv, const struct stream *s, struct dynbuf *b)
-{
-	dynbuf_reset(b);
-	if (s->api == API_CHAT) {
-		add_head(srv, b, s, "chat.completion");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"message\":{\"role\":\"assistant\"");
-		if (srv->cfg->reasoning)
-			message_text(srv, b, s, ",\"reasoning_content\":", 0, s->reasoning);
-		message_text(srv, b, s, ",\"content\":", s->reasoning,
-		             s->max_tokens - s->reasoning);
-		dynbuf_addstr(b, "},\"logprobs\":null,\"finish_reason\":\"");
-	} else {
-		add_head(srv, b, s, "text_completion");
-		dynbuf_addstr(b, ",\"choices\":[{\"index\":0,\"text\":\"");
-		api_add_words(b, s, 0, s->max_tokens);
-		dynbuf_addstr(b, "\",\"logprobs\":null,\"finish_reason\":\"");
-	}
-	dynbuf_addstr(b, finish_reason(s));
-	dynbuf_addstr(b, "\"}],");
-	add_usage(srv, b, s);
-	return dynbuf_addstr(b, "}");
+	struct api_piece pc = {srv->scratch.data ? srv->scratch.data : "", srv->scratch.len, 0};
+	api_put_event(c, space, &pc, 1);
 }
 
 enum body_cut {
@@ -752,20 +373,7 @@ static void plain_body(struct server *srv, struct conn *c, enum body_cut cut)
 	struct dynbuf *b = &srv->scratch;
 	char extra[128];
 	extra[0] = '\0';
-	int rc;
-	switch ((enum mock_api)s->api) {
-	case API_CHAT:
-	case API_COMPLETION:
-		rc = completion_body(srv, s, b);
-		break;
-	case API_TGI:
-		rc = tgi_body(srv, s, b);
-		tgi_headers(s, extra, sizeof(extra));
-		break;
-	default:
-		rc = pool_body(srv, s, b);
-		break;
-	}
+	int rc = mock_handler(s->api)->body(srv, s, b, extra, sizeof(extra));
 	if (rc < 0) {
 		c->overflow = true;
 		return;
@@ -795,7 +403,7 @@ static bool fault_happens(struct server *srv, struct conn *c, int64_t due)
 		return true;
 	case FAULT_MALFORMED:
 		if (s->sse)
-			event_malformed(srv, c);
+			mock_handler(s->api)->malformed(srv, c);
 		else
 			s->cut_body = true;
 		return false;
@@ -815,6 +423,19 @@ void api_stream_free(struct stream *s)
 	s->tgi_prefix_len = 0;
 	pool_free(s->pq);
 	s->pq = NULL;
+}
+
+/* The end of a streamed response: the API's last events (a TGI stream's
+ * last token event carried everything), then the last chunk. */
+static void stream_end(struct server *srv, struct conn *c)
+{
+	const struct mock_handler *h = mock_handler(c->st.api);
+	if (h->events_end)
+		h->events_end(srv, c);
+	if (c->st.chunked)
+		out_add(c, "0\r\n\r\n", 5);
+	else
+		c->close_after = true; /* HTTP/1.0: the body ends with the connection */
 }
 
 void api_pump(struct server *srv, struct conn *c, int64_t now)
@@ -841,7 +462,7 @@ void api_pump(struct server *srv, struct conn *c, int64_t now)
 			if (n > srv->cfg->tokens_per_chunk)
 				n = srv->cfg->tokens_per_chunk;
 			if (s->sse)
-				event_content(srv, c, n);
+				mock_handler(s->api)->events(srv, c, n);
 			s->sent += n;
 			s->chunks++;
 			s->next_ns = model_next_ns(&srv->model, s, n);
@@ -851,26 +472,12 @@ void api_pump(struct server *srv, struct conn *c, int64_t now)
 			tel_first_chunk(srv, s, now);
 		tel_finished(srv, s, s->chunks ? s->due_ns : now);
 		if (s->sse)
-			events_end(srv, c);
+			stream_end(srv, c);
 		else
 			plain_body(srv, c, s->cut_body ? BODY_CUT_JSON : BODY_WHOLE);
 		model_stream_end(&srv->model, s);
 		api_stream_free(s);
 		s->active = false;
-	}
-}
-
-static int parse_request(struct server *srv, enum mock_api api, bool stream_path,
-                         const struct http_request *req, struct gen_req *g, char *err)
-{
-	switch (api) {
-	case API_CHAT:
-	case API_COMPLETION:
-		return parse_gen(req->body, req->body_len, api == API_CHAT, g, err);
-	case API_TGI:
-		return tgi_parse(req->body, req->body_len, stream_path, g, err);
-	default:
-		return pool_parse(srv->cfg, api, req->body, req->body_len, g, err);
 	}
 }
 
@@ -883,12 +490,13 @@ static void gen_req_free(struct gen_req *g)
 }
 
 static void generate(struct server *srv, struct conn *c, const struct http_request *req,
-                     enum mock_api api, bool stream_path, int64_t now)
+                     const struct mock_handler *h, bool stream_path, int64_t now)
 {
+	enum mock_api api = h->api;
 	struct gen_req g;
 	char err[HR_ERRLEN];
 	memset(&g, 0, sizeof(g));
-	if (parse_request(srv, api, stream_path, req, &g, err) < 0) {
+	if (h->parse(srv, api, stream_path, req, &g, err) < 0) {
 		gen_req_free(&g);
 		http_error(c, 400, err, NULL);
 		return;
@@ -919,7 +527,7 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 	s->active = true;
 	s->fault = (uint8_t)f;
 	s->api = (uint8_t)api;
-	s->pool = api >= API_EMBED;
+	s->pool = h->pool;
 	s->sse = g.stream;
 	s->include_usage = g.include_usage;
 	s->chunked = !req->http10;
@@ -936,7 +544,7 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 		s->max_tokens = n;
 		s->eos = true;
 	}
-	if (api == API_CHAT && srv->cfg->reasoning)
+	if (h->reasoning && srv->cfg->reasoning)
 		s->reasoning = srv->cfg->reasoning_tokens < s->max_tokens
 		                   ? srv->cfg->reasoning_tokens
 		                   : s->max_tokens;
@@ -960,11 +568,8 @@ static void generate(struct server *srv, struct conn *c, const struct http_reque
 	               ? (c->close_after ? "Transfer-Encoding: chunked\r\nConnection: close\r\n"
 	                                 : "Transfer-Encoding: chunked\r\n")
 	               : "Connection: close\r\n");
-	if (api == API_TGI)
-		return;
-	render_head(srv, c);
-	if (api == API_CHAT)
-		event_role(c);
+	if (h->stream_start)
+		h->stream_start(srv, c);
 }
 
 static void model_object(struct server *srv, struct dynbuf *b)
@@ -996,23 +601,6 @@ static void dcgm_handle(struct server *srv, struct conn *c, const struct http_re
 	}
 }
 
-/* The POST endpoints: every one is a generation request. */
-static const struct route {
-	const char *path;
-	enum mock_api api;
-	bool stream; /* the path streams (TGI's /generate_stream) */
-} routes[] = {
-    {"/v1/chat/completions", API_CHAT, false},
-    {"/v1/completions", API_COMPLETION, false},
-    {"/generate", API_TGI, false},
-    {"/generate_stream", API_TGI, true},
-    {"/v1/embeddings", API_EMBED, false},
-    {"/v1/ranking", API_RANK_NIM, false},
-    {"/v2/rerank", API_RANK_COHERE, false},
-    {"/v1/rerank", API_RANK_COHERE, false},
-    {"/rerank", API_RANK_TEI, false},
-};
-
 /* --api-key: a POST must carry "Authorization: Bearer KEY" exactly. */
 static bool authorized(const struct server *srv, const struct http_request *req)
 {
@@ -1037,15 +625,23 @@ void api_handle(struct server *srv, struct conn *c, const struct http_request *r
 		return;
 	}
 
-	for (size_t i = 0; i < HR_ARRAY_LEN(routes); i++) {
-		if (!http_path_is(req, routes[i].path))
-			continue;
+	/* the POST endpoints, each a generation request: the paths of the
+	 * route handlers (routes.c) */
+	const struct mock_handler *h = NULL;
+	const struct mock_path *mp = NULL;
+	for (int pass = 0; pass < 2 && !mp; pass++) /* first the handlers that claim */
+		for (unsigned a = 0; !mp && (h = mock_handler(a)) != NULL; a++)
+			for (const struct mock_path *q = h->paths;
+			     !mp && q->path && (pass == 0) == (h->claims != NULL); q++)
+				if (http_path_is(req, q->path) && (pass == 1 || h->claims(req)))
+					mp = q;
+	if (mp) {
 		if (http_method_is(req, "POST") && !authorized(srv, req))
 			http_error_type(c, 401, "authentication_error",
 			                "missing or wrong API key (Authorization: Bearer KEY)",
 			                "WWW-Authenticate: Bearer\r\n");
 		else if (http_method_is(req, "POST"))
-			generate(srv, c, req, routes[i].api, routes[i].stream, now);
+			generate(srv, c, req, h, mp->stream, now);
 		else
 			http_error(c, 405, "use POST", post_only);
 		return;

@@ -1,0 +1,135 @@
+// test_aimock.mjs - headroom's endpoint types against a third-party server:
+// aimock (@copilotkit/aimock, MIT), an independent mock of the OpenAI and
+// Anthropic APIs, serves every request from one fixture, split into chunks
+// of 20 characters with a fixed pause between them. Each run must count
+// every request valid, see exactly the chunks aimock sends, and time them
+// apart by its pause; what aimock does not stream is one piece.
+//
+// Run: HEADROOM_BIN=build/bin tests/js/run.sh tests/js/test_aimock.mjs
+import { after, before, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import readline from 'node:readline';
+import { fileURLToPath } from 'node:url';
+import { daemonApi, start, stop } from './harness.mjs';
+
+const here = path.dirname(fileURLToPath(import.meta.url));
+const CLI = path.join(here, 'node_modules', '@copilotkit', 'aimock', 'dist', 'cli.js');
+const TEXT = 'The quick brown fox jumps over the lazy dog again and again.'; // 60 characters
+const CHUNK = 20; // aimock's default chunk size: TEXT is 3 chunks
+const PAUSE_MS = 8; // -l: aimock's pause between chunks
+const N = 12;
+
+let daemon, api, aimock, dir;
+
+function startAimock(fixtures) {
+	return new Promise((resolve, reject) => {
+		const proc = spawn(process.execPath, [CLI, '-p', '0', '-h', '127.0.0.1', '-f', fixtures,
+			'-l', String(PAUSE_MS), '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
+		const exited = new Promise((res) => proc.once('exit', (code, sig) => res(code ?? sig)));
+		const timer = setTimeout(() => {
+			proc.kill('SIGKILL');
+			reject(new Error('aimock did not start'));
+		}, 30000);
+		proc.once('error', reject);
+		const lines = readline.createInterface({ input: proc.stdout });
+		lines.on('line', (line) => {
+			const m = /listening on http:\/\/(\S+:\d+)/.exec(line);
+			if (m) {
+				clearTimeout(timer);
+				lines.removeAllListeners('line');
+				proc.stdout.resume();
+				resolve({ proc, exited, addr: m[1] });
+			}
+		});
+	});
+}
+
+before(async () => {
+	dir = fs.mkdtempSync(path.join(os.tmpdir(), 'headroom-aimock-'));
+	const fixtures = path.join(dir, 'fixtures.json');
+	fs.writeFileSync(fixtures, JSON.stringify({
+		fixtures: [
+			{ match: { endpoint: 'embedding' }, response: { embedding: [0.25, -0.5, 0.125, 1] } },
+			{ match: {}, response: { content: TEXT } },
+		],
+	}));
+	aimock = await startAimock(fixtures);
+	daemon = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', dir]);
+	api = daemonApi(daemon);
+});
+
+after(async () => {
+	aimock.proc.kill('SIGTERM');
+	await aimock.exited;
+	const code = await stop(daemon);
+	fs.rmSync(dir, { recursive: true, force: true });
+	assert.equal(code, 0, 'headroomd exit status');
+});
+
+function spec(endpoint, stream, transport) {
+	return {
+		name: `aimock ${endpoint}`,
+		target: { url: `http://${aimock.addr}`, model: 'gpt-4o', endpoint, stream, transport,
+			timeout_s: 30 },
+		workload: { isl: { mean: 8, stddev: 0 }, osl: { mean: 16, stddev: 0 }, seed: 3 },
+		load: { mode: 'concurrency', concurrency: 3, requests: N },
+		workers: 1,
+	};
+}
+
+function allValid(run, recs) {
+	assert.equal(run.summary.counts.valid, N, JSON.stringify(run.summary.errors));
+	assert.equal(recs.length, N);
+	for (const r of recs) {
+		assert.equal(r.status, 200, JSON.stringify(r));
+		assert.equal(r.error, '', r.error_message);
+		assert.ok(r.valid);
+	}
+}
+
+// A streamed generation: aimock's chunks, each a content-bearing chunk,
+// about PAUSE_MS apart. Node's timers and the loopback may bunch two
+// arrivals of one stream, never all of them: the spacing of the first to
+// the last chunk is at least (chunks - 1) pauses, less a millisecond each.
+function checkStreamed(recs) {
+	const chunks = Math.ceil(TEXT.length / CHUNK);
+	for (const r of recs) {
+		assert.equal(r.n_chunks, chunks, JSON.stringify(r));
+		const off = r.chunk_offsets_ns;
+		const span = (off[off.length - 1] - off[0]) / 1e6;
+		assert.ok(span >= (chunks - 1) * (PAUSE_MS - 1), `chunks span only ${span} ms`);
+		assert.ok(r.time_to_first_token > 0);
+		assert.ok(r.request_latency >= r.time_to_first_token + span - 0.001);
+	}
+}
+
+for (const transport of ['native', 'curl']) {
+	test(`chat, streamed (${transport})`, async () => {
+		const { run, recs } = await api.runToEnd(spec('chat', true, transport));
+		allValid(run, recs);
+		checkStreamed(recs);
+	});
+
+	test(`chat, one answer (${transport})`, async () => {
+		const { run, recs } = await api.runToEnd(spec('chat', false, transport));
+		allValid(run, recs);
+		for (const r of recs) {
+			assert.equal(r.n_chunks, 0, 'an answer in one piece has no stream chunks');
+			assert.equal(r.time_to_first_token, null);
+			assert.ok(r.request_latency > 0);
+		}
+	});
+
+	test(`embeddings (${transport})`, async () => {
+		const { run, recs } = await api.runToEnd(spec('embeddings', false, transport));
+		allValid(run, recs);
+		for (const r of recs) {
+			assert.equal(r.n_chunks, 1);
+			assert.equal(r.osl, 0, 'embeddings generate nothing');
+		}
+	});
+}
