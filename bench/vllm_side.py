@@ -70,6 +70,8 @@ def headroom_run(api, port, conc, n, prewarm):
             "verdict": c.get("verdict"), "reasons": [r["code"] for r in c.get("reasons", [])],
             "read_lag_p99_ms": h.get("read_lag_p99_ms"), "read_lag_max_ms": h.get("read_lag_max_ms"),
             "kernel_lag_p99_ms": h.get("kernel_lag_p99_ms"),
+            "schedule_lag_p99_ms": h.get("schedule_lag_p99_ms"),
+            "schedule_lag_p50_ms": s.get("metrics", {}).get("schedule_lag", {}).get("p50"),
             "kernel_lag_max_ms": h.get("kernel_lag_max_ms"),
             "busy_windows_saturated": h.get("busy_windows_saturated"),
             "busy_windows": h.get("busy_windows"), "loop_busy_max": h.get("loop_busy_max")}
