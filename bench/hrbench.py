@@ -273,11 +273,12 @@ def start_mock(cpus, extra=()):
     return m
 
 
-def start_daemon(cpus, data=None, extra=()):
+def start_daemon(cpus, data=None, extra=(), prefix=()):
+    """prefix: a command the daemon runs under (nice -n 10 ...), inside taskset."""
     own = data is None
     data = data or tempfile.mkdtemp(prefix="hr-bench-")
-    d = Proc([os.path.join(bindir(), "headroomd"), "--listen", "127.0.0.1:0", "--data", data,
-              *extra], cpus)
+    d = Proc([*prefix, os.path.join(bindir(), "headroomd"), "--listen", "127.0.0.1:0",
+              "--data", data, *extra], cpus)
     line = d.wait_line(lambda s: s.startswith("headroomd listening on http://"))[2]
     d.port = int(line.split("http://", 1)[1].split()[0].rsplit(":", 1)[1])
     d.data = data

@@ -44,14 +44,26 @@ def main():
     ap.add_argument("--duration", type=float, default=10.0)
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--worker-alone", action="store_true")
+    ap.add_argument("--daemon-nice", type=int, default=0,
+                    help="run the daemon at this niceness and its worker at the normal 0 "
+                    "(headroomd --worker-prefix 'nice -n -N'; needs root for N > 0)")
+    ap.add_argument("--telemetry", action="store_true",
+                    help="leave the run's telemetry at its defaults (scraping the mock's "
+                    "/metrics every second) instead of turning it off")
     a = ap.parse_args()
     hb.warn_if_busy()
     mock = hb.start_mock("1")
-    d = hb.start_daemon("1" if a.worker_alone else "0", extra=("--default-workers", "1"))
+    extra, prefix = ["--default-workers", "1"], []
+    if a.daemon_nice:
+        prefix = ["nice", "-n", str(a.daemon_nice)]
+        extra += ["--worker-prefix", "nice -n %d" % -a.daemon_nice]
+    d = hb.start_daemon("1" if a.worker_alone else "0", extra=extra, prefix=prefix)
     api = hb.Api(d.port)
     print("machine: %s" % hb.machine())
     print("layout: %s" % ("worker alone on CPU 0; daemon and mock on CPU 1" if a.worker_alone
                           else "daemon and worker on CPU 0; mock on CPU 1"))
+    print("daemon niceness %d, worker 0; telemetry %s" % (
+        a.daemon_nice, "defaults" if a.telemetry else "off"))
     print("| rate (req/s) | schedule's own rate | achieved (median) | within 1% of the schedule "
           "| lag p50 (us) | lag p99 (us) | lag max (ms) | runs |")
     print("|---|---|---|---|---|---|---|---|")
@@ -68,6 +80,8 @@ def main():
                         "telemetry": {"nvml": False, "dcgm_urls": [],
                                       "server_metrics": False},
                         "workers": 1}
+                if a.telemetry:
+                    del spec["telemetry"]
                 rid = api.submit(spec)
                 if a.worker_alone:
                     pin_worker(d.p.pid)

@@ -59,6 +59,21 @@ static int64_t *field(struct csample *s, size_t i)
 	return (int64_t *)(void *)((char *)s + fields[i].off);
 }
 
+/* n counts (0 .. 2^62) from the array a into out; -1 when not. */
+static int counts(json_t *a, int n, int64_t *out)
+{
+	if (!json_is_array(a) || json_array_size(a) != (size_t)n)
+		return -1;
+	for (int b = 0; b < n; b++) {
+		json_t *v = json_array_get(a, (size_t)b);
+		if (!json_is_integer(v) || json_integer_value(v) < 0 ||
+		    json_integer_value(v) > (json_int_t)1 << 62)
+			return -1;
+		out[b] = (int64_t)json_integer_value(v);
+	}
+	return 0;
+}
+
 json_t *csample_to_json(const struct csample *s)
 {
 	json_t *o = json_object();
@@ -70,6 +85,19 @@ json_t *csample_to_json(const struct csample *s)
 	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
 		json_array_append_new(late, json_integer((json_int_t)s->late[b]));
 	json_object_set_new(o, "late", late);
+	json_t *rl = json_array(), *win = json_array();
+	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
+		json_array_append_new(rl, json_integer((json_int_t)s->read_lag[b]));
+	for (int b = 0; b < CSAMPLE_WIN_BUCKETS; b++)
+		json_array_append_new(win, json_integer((json_int_t)s->windows[b]));
+	json_object_set_new(o, "read_lag", rl);
+	json_object_set_new(o, "read_lag_max_ns", json_integer((json_int_t)s->read_lag_max_ns));
+	json_object_set_new(o, "windows", win);
+	json_t *kl = json_array();
+	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
+		json_array_append_new(kl, json_integer((json_int_t)s->kern_lag[b]));
+	json_object_set_new(o, "kernel_lag", kl);
+	json_object_set_new(o, "kernel_lag_max_ns", json_integer((json_int_t)s->kern_lag_max_ns));
 	return o;
 }
 
@@ -103,6 +131,29 @@ int csample_from_json(json_t *o, struct csample *s, char *err)
 		    json_integer_value(v) > (json_int_t)1 << 62)
 			return errf(err, "sample: 'late[%d]' must be a count", b);
 		s->late[b] = (int64_t)json_integer_value(v);
+	}
+	/* the burst evidence: all five or none (none reads as zeros) */
+	json_t *rl = json_object_get(o, "read_lag"), *rlm = json_object_get(o, "read_lag_max_ns");
+	json_t *win = json_object_get(o, "windows");
+	json_t *kl = json_object_get(o, "kernel_lag"), *klm = json_object_get(o, "kernel_lag_max_ns");
+	if (rl || rlm || win || kl || klm) {
+		if (counts(rl, CSAMPLE_LATE_BUCKETS, s->read_lag) < 0)
+			return errf(err, "sample: 'read_lag' must be an array of %d counts",
+				    CSAMPLE_LATE_BUCKETS);
+		if (!json_is_integer(rlm) || json_integer_value(rlm) < 0 ||
+		    json_integer_value(rlm) > (json_int_t)1 << 62)
+			return errf(err, "sample: 'read_lag_max_ns' must be an integer in range");
+		s->read_lag_max_ns = (int64_t)json_integer_value(rlm);
+		if (counts(win, CSAMPLE_WIN_BUCKETS, s->windows) < 0)
+			return errf(err, "sample: 'windows' must be an array of %d counts",
+				    CSAMPLE_WIN_BUCKETS);
+		if (counts(kl, CSAMPLE_LATE_BUCKETS, s->kern_lag) < 0)
+			return errf(err, "sample: 'kernel_lag' must be an array of %d counts",
+				    CSAMPLE_LATE_BUCKETS);
+		if (!json_is_integer(klm) || json_integer_value(klm) < 0 ||
+		    json_integer_value(klm) > (json_int_t)1 << 62)
+			return errf(err, "sample: 'kernel_lag_max_ns' must be an integer in range");
+		s->kern_lag_max_ns = (int64_t)json_integer_value(klm);
 	}
 	if (s->interval_ns == 0 && (s->cpu_ns || s->busy_ns))
 		return errf(err, "sample: 'interval_ns' is 0 but the interval has CPU time");

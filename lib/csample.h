@@ -18,6 +18,11 @@
 #include <stdint.h>
 
 #define CSAMPLE_LATE_BUCKETS 9
+/* The event loop's busy time per 100 ms window, as a histogram of windows
+ * by busy fraction in tenths: bucket b holds windows busy [b/10, (b+1)/10),
+ * the last one also those busy the whole window. */
+#define CSAMPLE_WIN_BUCKETS 10
+#define CSAMPLE_WIN_NS 100000000LL
 
 /* Upper edges of the lateness buckets (the last one is open). */
 extern const int64_t csample_late_edges_ns[CSAMPLE_LATE_BUCKETS - 1];
@@ -39,6 +44,16 @@ struct csample {
 	                      * not connect, reset, other transport failures) */
 	int64_t port_errors; /* total: of those, local address/port exhaustion */
 	int64_t sent, completed; /* totals */
+	/* burst evidence (interval): how late stream reads were stamped after
+	 * the loop could first have seen their socket ready, in the lateness
+	 * buckets, and the largest; 100 ms windows by loop busy fraction */
+	int64_t read_lag[CSAMPLE_LATE_BUCKETS];
+	int64_t read_lag_max_ns;
+	/* the same reads by their kernel lag: the stamp minus the kernel's
+	 * receive time of the newest data they brought (native transport) */
+	int64_t kern_lag[CSAMPLE_LATE_BUCKETS];
+	int64_t kern_lag_max_ns;
+	int64_t windows[CSAMPLE_WIN_BUCKETS];
 };
 
 /* The sample as a JSON object (a new reference). */

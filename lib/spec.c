@@ -1374,6 +1374,22 @@ static int parse_target_path(struct vctx *v, json_t *t, struct spec *s)
 	return 0;
 }
 
+/* target.prewarm: the workers open their slots' connections before time
+ * zero (kept only when given, like target.path). */
+static int parse_prewarm(struct vctx *v, json_t *t, struct spec *s)
+{
+	json_t *b = json_object_get(t, "prewarm");
+	s->target.prewarm = false;
+	if (!b || json_is_null(b)) {
+		json_object_del(t, "prewarm");
+		return 0;
+	}
+	if (!json_is_boolean(b))
+		return fail(v, "wrong_type", "target.prewarm", "'target.prewarm' must be true or false");
+	s->target.prewarm = json_is_true(b);
+	return 0;
+}
+
 static int parse_template(struct vctx *v, json_t *t, struct spec *s)
 {
 	json_t *tp = json_object_get(t, "template");
@@ -1710,7 +1726,7 @@ static int parse_audio(struct vctx *v, json_t *wl, struct spec *s)
 /* The target fields a class may set over the run's (the API key stays the run's). */
 static const char *const class_target_keys[] = {
     "url", "endpoint", "model", "stream", "headers", "extra_body", "timeout_s", "mock",
-    "max_tokens_field", "template", "transport", "path", "raw", NULL};
+    "max_tokens_field", "template", "transport", "path", "raw", "prewarm", NULL};
 
 static int class_name_ok(const char *n)
 {
@@ -2042,7 +2058,8 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 	                                    "stream",     "api_key_env", "headers",
 	                                    "extra_body", "timeout_s",   "mock",
 	                                    "api_key_secret", "max_tokens_field", "template",
-	                                    "api_key_header", "transport", "path", "raw", NULL};
+	                                    "api_key_header", "transport", "path", "raw",
+	                                    "prewarm", NULL};
 	if (check_keys(v, t, "target", tkeys) < 0)
 		return -1;
 	int mock = get_bool(v, t, "mock", "target.mock", 0);
@@ -2209,7 +2226,8 @@ static int validate(struct vctx *v, json_t *root, json_t *given, int default_wor
 		return fail(v, "invalid_value", "target.transport",
 		            "'target.transport' \"native\" speaks plain http:// only; use \"curl\" "
 		            "or \"auto\" for an https:// target");
-	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0 || parse_raw(v, t, s) < 0)
+	if (parse_template(v, t, s) < 0 || parse_target_path(v, t, s) < 0 ||
+	    parse_raw(v, t, s) < 0 || parse_prewarm(v, t, s) < 0)
 		return -1;
 
 	/* workload */

@@ -128,6 +128,7 @@ struct spec {
 		const char *api_key_header;
 		int max_tokens_field; /* SPEC_MAXTOK_*: the body field of the output length */
 		int transport;        /* SPEC_TRANSPORT_* */
+		bool prewarm; /* open the slots' connections before time zero (native) */
 		int endpoint;
 		bool stream;
 		double timeout_s;

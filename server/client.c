@@ -19,8 +19,8 @@ struct srow {
 static const char insert_sql[] =
     "INSERT INTO client_samples (run_id, source, t_ns, interval_ns, phase, cpu, busy, "
     "wakeups, late, late_max_ns, in_flight, queued, queued_age_ns, record_backlog, "
-    "conn_errors, port_errors, sent, completed) "
-    "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
+    "conn_errors, port_errors, sent, completed, read_lag, read_lag_max_ns, busy_windows, "
+    "kernel_lag, kernel_lag_max_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)";
 
 static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
 {
@@ -28,18 +28,42 @@ static void bind_opt(sqlite3_stmt *st, int i, int64_t v)
 		sqlite3_bind_int64(st, i, v);
 }
 
-#define LATE_TEXT (CSAMPLE_LATE_BUCKETS * 21 + 4)
+#define LATE_TEXT (CSAMPLE_WIN_BUCKETS * 21 + 4) /* the longer of the two histograms */
 
-/* The lateness counts separated by sep, into out (LATE_TEXT bytes); returns
- * out. */
-static char *late_text(char *out, const int64_t late[CSAMPLE_LATE_BUCKETS], const char *sep)
+/* nb counts separated by sep, into out (LATE_TEXT bytes); returns out. */
+static char *counts_text(char *out, const int64_t *h, int nb, const char *sep)
 {
 	size_t n = 0;
 	out[0] = '\0';
-	for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++)
+	for (int b = 0; b < nb; b++)
 		n += (size_t)snprintf(out + n, LATE_TEXT - 2 - n, "%s%lld", b ? sep : "",
-				      (long long)late[b]);
+				      (long long)h[b]);
 	return out;
+}
+
+static char *late_text(char *out, const int64_t late[CSAMPLE_LATE_BUCKETS], const char *sep)
+{
+	return counts_text(out, late, CSAMPLE_LATE_BUCKETS, sep);
+}
+
+/* "[a,b,...]" into out (LATE_TEXT bytes) */
+static char *json_counts(char *out, const int64_t *h, int nb)
+{
+	out[0] = '[';
+	strcat(counts_text(out + 1, h, nb, ","), "]");
+	return out;
+}
+
+/* Up to nb counts from a stored "[a,b,...]" (NULL: zeros). */
+static void parse_counts(const char *t, int64_t *h, int nb)
+{
+	for (int b = 0; t && *t && b < nb; b++) {
+		while (*t == '[' || *t == ',')
+			t++;
+		char *end;
+		h[b] = strtoll(t, &end, 10);
+		t = end;
+	}
 }
 
 static int insert_job(struct store_tx *tx, void *arg, char *err)
@@ -72,6 +96,17 @@ static int insert_job(struct store_tx *tx, void *arg, char *err)
 	bind_opt(st, 16, r->port_errors);
 	bind_opt(st, 17, r->sent);
 	bind_opt(st, 18, r->completed);
+	char rl[LATE_TEXT], win[LATE_TEXT], kl[LATE_TEXT];
+	if (r->worker >= 0) {
+		sqlite3_bind_text(st, 19, json_counts(rl, r->read_lag, CSAMPLE_LATE_BUCKETS), -1,
+				  SQLITE_STATIC);
+		bind_opt(st, 20, r->read_lag_max_ns);
+		sqlite3_bind_text(st, 21, json_counts(win, r->windows, CSAMPLE_WIN_BUCKETS), -1,
+				  SQLITE_STATIC);
+		sqlite3_bind_text(st, 22, json_counts(kl, r->kern_lag, CSAMPLE_LATE_BUCKETS), -1,
+				  SQLITE_STATIC);
+		bind_opt(st, 23, r->kern_lag_max_ns);
+	}
 	if (sqlite3_step(st) != SQLITE_DONE)
 		return errf(err, "client sample insert: %s", sqlite3_errmsg(tx->db));
 	return 0;
@@ -107,6 +142,11 @@ void client_store_worker(struct store *s, int64_t run_id, int worker, const stru
 	r->port_errors = cs->port_errors;
 	r->sent = cs->sent;
 	r->completed = cs->completed;
+	memcpy(r->read_lag, cs->read_lag, sizeof r->read_lag);
+	r->read_lag_max_ns = cs->read_lag_max_ns;
+	memcpy(r->windows, cs->windows, sizeof r->windows);
+	memcpy(r->kern_lag, cs->kern_lag, sizeof r->kern_lag);
+	r->kern_lag_max_ns = cs->kern_lag_max_ns;
 	store_post(s, insert_job, row, free);
 }
 
@@ -148,7 +188,9 @@ struct client_cursor *client_cursor_open(struct store *s, int64_t run_id, int by
 	snprintf(sql, sizeof sql,
 		 "SELECT source, t_ns, interval_ns, phase, cpu, busy, wakeups, late, "
 		 "late_max_ns, in_flight, queued, queued_age_ns, record_backlog, conn_errors, "
-		 "port_errors, sent, completed FROM client_samples WHERE run_id = ? ORDER BY %s",
+		 "port_errors, sent, completed, read_lag, read_lag_max_ns, busy_windows, "
+		 "kernel_lag, kernel_lag_max_ns "
+		 "FROM client_samples WHERE run_id = ? ORDER BY %s",
 		 by_time ? "t_ns, source" : "source, t_ns");
 	if (sqlite3_prepare_v2(c->db, sql, -1, &c->st, NULL) != SQLITE_OK) {
 		client_cursor_free(c);
@@ -188,14 +230,7 @@ int client_cursor_row(struct client_cursor *c, struct client_row *r)
 	r->cpu = col_d(st, 4);
 	r->busy = col_d(st, 5);
 	r->wakeups = col_i(st, 6);
-	const char *late = (const char *)sqlite3_column_text(st, 7);
-	for (int b = 0; late && *late && b < CSAMPLE_LATE_BUCKETS; b++) {
-		while (*late == '[' || *late == ',')
-			late++;
-		char *end;
-		r->late[b] = strtoll(late, &end, 10);
-		late = end;
-	}
+	parse_counts((const char *)sqlite3_column_text(st, 7), r->late, CSAMPLE_LATE_BUCKETS);
 	r->late_max_ns = col_i(st, 8);
 	r->in_flight = col_i(st, 9);
 	r->queued = col_i(st, 10);
@@ -205,13 +240,19 @@ int client_cursor_row(struct client_cursor *c, struct client_row *r)
 	r->port_errors = col_i(st, 14);
 	r->sent = col_i(st, 15);
 	r->completed = col_i(st, 16);
+	parse_counts((const char *)sqlite3_column_text(st, 17), r->read_lag, CSAMPLE_LATE_BUCKETS);
+	r->read_lag_max_ns = col_i(st, 18);
+	parse_counts((const char *)sqlite3_column_text(st, 19), r->windows, CSAMPLE_WIN_BUCKETS);
+	parse_counts((const char *)sqlite3_column_text(st, 20), r->kern_lag, CSAMPLE_LATE_BUCKETS);
+	r->kern_lag_max_ns = col_i(st, 21);
 	return 1;
 }
 
 const char client_csv_header[] =
     "source,t_ns,t_s,interval_s,phase,cpu,loop_busy,wakeups,late_buckets,late_max_ms,"
     "in_flight,queued,queued_age_ms,record_backlog,conn_errors,port_errors,sent,"
-    "completed\n";
+    "completed,read_lag_buckets,read_lag_max_ms,kernel_lag_buckets,kernel_lag_max_ms,"
+    "busy_windows\n";
 
 static const char *phase_name(int p)
 {
@@ -236,6 +277,19 @@ static void inum(struct dynbuf *b, int csv, int64_t v)
 		dynbuf_addstr(b, csv ? "" : "null");
 	else
 		dynbuf_printf(b, "%lld", (long long)v);
+}
+
+/* A histogram cell: counts separated by spaces (CSV) or a JSON array;
+ * empty or null when absent. */
+static void hist(struct dynbuf *b, int csv, int present, const int64_t *h, int nb)
+{
+	char t[LATE_TEXT];
+	if (!present)
+		dynbuf_addstr(b, csv ? "" : "null");
+	else if (csv)
+		dynbuf_addstr(b, counts_text(t, h, nb, " "));
+	else
+		dynbuf_addstr(b, json_counts(t, h, nb));
 }
 
 int client_cursor_next(struct client_cursor *c, int csv, struct dynbuf *out)
@@ -304,6 +358,19 @@ int client_cursor_next(struct client_cursor *c, int csv, struct dynbuf *out)
 	inum(out, csv, r.sent);
 	FIELD("completed");
 	inum(out, csv, r.completed);
+	/* the burst evidence: null for the daemon and for samples stored
+	 * before it existed (read_lag_max_ns NULL) */
+	int bursts = r.worker >= 0 && r.read_lag_max_ns >= 0;
+	FIELD("read_lag_buckets");
+	hist(out, csv, bursts, r.read_lag, CSAMPLE_LATE_BUCKETS);
+	FIELD("read_lag_max_ms");
+	num(out, csv, bursts ? (double)r.read_lag_max_ns / ms : NAN);
+	FIELD("kernel_lag_buckets");
+	hist(out, csv, bursts, r.kern_lag, CSAMPLE_LATE_BUCKETS);
+	FIELD("kernel_lag_max_ms");
+	num(out, csv, bursts && r.kern_lag_max_ns >= 0 ? (double)r.kern_lag_max_ns / ms : NAN);
+	FIELD("busy_windows");
+	hist(out, csv, bursts, r.windows, CSAMPLE_WIN_BUCKETS);
 #undef FIELD
 	dynbuf_addstr(out, csv ? "\n" : "}");
 	return 1;

@@ -35,6 +35,11 @@ struct client_row {
 	int64_t late[CSAMPLE_LATE_BUCKETS];
 	int64_t late_max_ns, in_flight, queued, queued_age_ns, record_backlog;
 	int64_t conn_errors, port_errors, sent, completed;
+	int64_t read_lag[CSAMPLE_LATE_BUCKETS]; /* burst evidence (zeros when absent) */
+	int64_t read_lag_max_ns;                /* -1 when absent */
+	int64_t kern_lag[CSAMPLE_LATE_BUCKETS]; /* zeros when absent */
+	int64_t kern_lag_max_ns;                /* -1 when absent */
+	int64_t windows[CSAMPLE_WIN_BUCKETS];
 };
 
 /* Rows of a run, ordered by source then time (the verdict) or by time then

@@ -19,11 +19,29 @@
  *            max_lag_ms for sure (the lower edge of the bucket that holds
  *            the p99 reaches it), with at least TIMER_MIN_WAKEUPS wake-ups;
  *     ports  a connection failed for want of a local port (EADDRNOTAVAIL);
+ *     read_lag  the stamps of stream reads were late: the p99 of the read
+ *            lag (the stamp minus the kernel's receive time of the read's
+ *            data where the native transport had it, else minus when the
+ *            loop could first have seen the socket ready; worker
+ *            histograms, the upper edge of the bucket holding the p99, so
+ *            "could be") is over the
+ *            tolerance: READ_INFLATION (5%) of the run's TTFT p50 (request
+ *            latency p50 without TTFT), at least READ_LAG_FLOOR_MS (2 ms),
+ *            with at least READ_MIN_READS reads. A reported latency
+ *            percentile may then be inflated by more than the tolerance;
  *   and, as supporting evidence when busy or lag holds, a rate run without
  *   a ceiling whose achieved send rate is under RATE_MIN_FRACTION (90%) of
  *   the requested one.
  *
  *   inconclusive, when nothing above holds, if
+ *     host_lag  the kernel read lag is over the read_lag tolerance while
+ *            the loop's own read lag is within it and no loop was busy:
+ *            the stamps were late because the host did not run the worker
+ *            in time, not for the load generator's work (the figures may
+ *            still be inflated: not ok, but not the client's limit), or
+ *     at least BURST_WINDOW_SHARE (1%) of a worker's 100 ms windows had its
+ *     loop busy at or above max_loop_busy (bursts near the ceiling the
+ *     one-second samples average away), or
  *     a worker sent no self-telemetry for the profiling phase, or
  *     a worker's loop was busy BUSY_NEAR (70%) or more on average: close
  *     enough to its ceiling that a burst may have been shaped by it.
@@ -52,6 +70,10 @@
 #define TIMER_MIN_WAKEUPS 200 /* as LAG_MIN_SENDS */
 #define RATE_MIN_FRACTION 0.9
 #define BUSY_NEAR 0.7
+#define READ_MIN_READS 200
+#define READ_INFLATION 0.05
+#define READ_LAG_FLOOR_MS 2.0
+#define BURST_WINDOW_SHARE 0.01
 
 struct wstat {
 	int samples;
@@ -63,7 +85,27 @@ struct wstat {
 	int64_t late_max_ns;
 	int64_t in_flight_max, queued_max, queued_age_max, backlog_max;
 	int64_t conn_errors, port_errors;
+	int64_t read_lag[CSAMPLE_LATE_BUCKETS];
+	int64_t read_lag_max_ns;
+	int64_t kern_lag[CSAMPLE_LATE_BUCKETS];
+	int64_t kern_lag_max_ns;
+	int64_t windows[CSAMPLE_WIN_BUCKETS];
 };
+
+static int64_t hsum(const int64_t *h, int n)
+{
+	int64_t t = 0;
+	for (int b = 0; b < n; b++)
+		t = csample_add(t, h[b]);
+	return t;
+}
+
+/* The first window bucket counted as saturated at max_busy. */
+static int sat_bucket(double max_busy)
+{
+	int b = (int)floor(max_busy * CSAMPLE_WIN_BUCKETS + 1e-9);
+	return b < 0 ? 0 : b >= CSAMPLE_WIN_BUCKETS ? CSAMPLE_WIN_BUCKETS - 1 : b;
+}
 
 static json_t *real_or_null(double v)
 {
@@ -246,7 +288,15 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		MAXOF(backlog_max, r.record_backlog);
 		MAXOF(conn_errors, r.conn_errors);
 		MAXOF(port_errors, r.port_errors);
+		MAXOF(read_lag_max_ns, r.read_lag_max_ns);
+		MAXOF(kern_lag_max_ns, r.kern_lag_max_ns);
 #undef MAXOF
+		for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++) {
+			w->read_lag[b] = csample_add(w->read_lag[b], r.read_lag[b]);
+			w->kern_lag[b] = csample_add(w->kern_lag[b], r.kern_lag[b]);
+		}
+		for (int b = 0; b < CSAMPLE_WIN_BUCKETS; b++)
+			w->windows[b] = csample_add(w->windows[b], r.windows[b]);
 	}
 	int cursor_failed = cur == NULL;
 	client_cursor_free(cur);
@@ -258,6 +308,11 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 	int64_t conn_errors = 0, port_errors = 0;
 	double busy_avg_max = NAN, busy_max = NAN, cpu_avg_max = NAN, cpu_max = NAN;
 	int busy_hit = 0;
+	int64_t rlag_all[CSAMPLE_LATE_BUCKETS] = {0}, rlag_max = 0, reads = 0;
+	int64_t klag_all[CSAMPLE_LATE_BUCKETS] = {0}, klag_max = 0, kreads = 0;
+	int64_t win_all = 0, win_sat = 0;
+	int win_peak = -1, sb = sat_bucket(max_busy);
+	json_t *burst_notes = json_array();
 	for (int i = 0; i < workers; i++) {
 		struct wstat *w = &ws[i];
 		if (w->samples == 0 || w->time_s <= 0) {
@@ -309,6 +364,40 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		json_object_set_new(o, "in_flight_max", json_integer((json_int_t)w->in_flight_max));
 		json_object_set_new(o, "queued_max", json_integer((json_int_t)w->queued_max));
 		json_object_set_new(o, "port_errors", json_integer((json_int_t)w->port_errors));
+		int64_t wr = hsum(w->read_lag, CSAMPLE_LATE_BUCKETS);
+		int64_t wq = wr ? csample_late_quantile(w->read_lag, 0.99) : 0;
+		int64_t wn = hsum(w->windows, CSAMPLE_WIN_BUCKETS), ws_sat = 0;
+		for (int b = 0; b < CSAMPLE_LATE_BUCKETS; b++) {
+			rlag_all[b] = csample_add(rlag_all[b], w->read_lag[b]);
+			klag_all[b] = csample_add(klag_all[b], w->kern_lag[b]);
+		}
+		reads = csample_add(reads, wr);
+		kreads = csample_add(kreads, hsum(w->kern_lag, CSAMPLE_LATE_BUCKETS));
+		if (w->kern_lag_max_ns > klag_max)
+			klag_max = w->kern_lag_max_ns;
+		if (w->read_lag_max_ns > rlag_max)
+			rlag_max = w->read_lag_max_ns;
+		for (int b = 0; b < CSAMPLE_WIN_BUCKETS; b++) {
+			if (b >= sb)
+				ws_sat = csample_add(ws_sat, w->windows[b]);
+			if (w->windows[b] > 0 && b > win_peak)
+				win_peak = b;
+		}
+		win_all = csample_add(win_all, wn);
+		win_sat = csample_add(win_sat, ws_sat);
+		json_object_set_new(o, "reads", json_integer((json_int_t)wr));
+		json_object_set_new(o, "read_lag_p99_ms",
+				    real_or_null(!wr || wq == INT64_MAX ? NAN : (double)wq / 1e6));
+		json_object_set_new(o, "read_lag_max_ms",
+				    json_real((double)(w->read_lag_max_ns > 0 ? w->read_lag_max_ns : 0) /
+					      1e6));
+		json_object_set_new(o, "busy_windows", json_integer((json_int_t)wn));
+		json_object_set_new(o, "busy_windows_saturated", json_integer((json_int_t)ws_sat));
+		if (wn > 0 && ws_sat > 0 && (double)ws_sat >= BURST_WINDOW_SHARE * (double)wn)
+			reason(burst_notes, "busy_windows", i, (double)ws_sat / (double)wn,
+			       BURST_WINDOW_SHARE,
+			       "worker %d loop busy %.0f%% or more in %lld of its %lld 100 ms windows",
+			       i, max_busy * 100, (long long)ws_sat, (long long)wn);
 		int wk_class = spec_class_of_worker(spec, (uint32_t)i);
 		if (wk_class >= 0) /* a worker's class: whose sends a busy loop held back */
 			json_object_set_new(o, "class", json_string(spec->classes[wk_class].name));
@@ -394,6 +483,74 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 		       "%lld connection(s) failed for want of a local port (EADDRNOTAVAIL)",
 		       (long long)port_errors);
 	}
+	/* read_lag: how late the stamps of stream reads were, against the
+	 * tolerance on the run's typical latency */
+	double ref_ms = metric(summary, "time_to_first_token", "p50");
+	const char *ref_name = "TTFT";
+	if (!(ref_ms > 0)) {
+		ref_ms = metric(summary, "request_latency", "p50");
+		ref_name = "request latency";
+	}
+	double rl_limit = READ_LAG_FLOOR_MS;
+	if (ref_ms > 0 && READ_INFLATION * ref_ms > rl_limit)
+		rl_limit = READ_INFLATION * ref_ms;
+	int64_t rq = reads ? csample_late_quantile(rlag_all, 0.99) : 0;
+	double rl_p99 = !reads || rq == INT64_MAX ? NAN : (double)rq / 1e6;
+	int64_t kq = kreads ? csample_late_quantile(klag_all, 0.99) : 0;
+	double kl_p99 = !kreads || kq == INT64_MAX ? NAN : (double)kq / 1e6;
+	char wtext[96] = "";
+	if (win_all > 0)
+		snprintf(wtext, sizeof wtext, "; loop busy %.0f%% or more in %lld of %lld 100 ms windows",
+			 max_busy * 100, (long long)win_sat, (long long)win_all);
+	/* judged on the kernel's receive times when the reads carried them
+	 * (native transport: the stamp minus when the data arrived), else on
+	 * the loop's bound (after the loop could first have seen them) */
+	int by_kernel = kreads >= READ_MIN_READS;
+	int64_t jq = by_kernel ? kq : rq;
+	double jp99 = by_kernel ? kl_p99 : rl_p99;
+	int64_t jmax = by_kernel ? klag_max : rlag_max;
+	int over = (by_kernel || reads >= READ_MIN_READS) && (jq == INT64_MAX || jp99 > rl_limit);
+	/* the host's alone: late against the kernel's times, while the loop's
+	 * own lag kept within the tolerance and no loop was busy */
+	int host_only = over && by_kernel && !busy_hit && reads >= READ_MIN_READS &&
+			rq != INT64_MAX && !(rl_p99 > rl_limit);
+	if (over) {
+		char a[32], b[32], c[32], d[32];
+		json_t *list = host_only ? notes : reasons;
+		if (host_only)
+			unsure = 1;
+		else
+			bound = 1;
+		reason(list, host_only ? "host_lag" : "read_lag", -1,
+		       jq == INT64_MAX ? INFINITY : jp99, rl_limit,
+		       "stream reads stamped %s%s ms after %s at p99 (worst %s ms), over the %s ms "
+		       "tolerance (%.0f%% of the %s p50 of %s ms, at least %.0f ms): reported "
+		       "latencies may be inflated by more than that%s",
+		       jq == INT64_MAX ? "over " : "up to ",
+		       ms_text(a, sizeof a, jq == INT64_MAX ? 50 : jp99),
+		       by_kernel ? "the kernel received their data" : "their sockets were ready",
+		       ms_text(b, sizeof b, (double)jmax / 1e6), ms_text(c, sizeof c, rl_limit),
+		       READ_INFLATION * 100, ref_name, ms_text(d, sizeof d, ref_ms > 0 ? ref_ms : 0),
+		       READ_LAG_FLOOR_MS, wtext);
+		json_t *last = json_array_get(list, json_array_size(list) - 1);
+		json_object_set_new(last, "measure", json_string(by_kernel ? "kernel" : "loop"));
+		if (!busy_hit) { /* the message has room: its buffer is 400 bytes */
+			char m[520];
+			snprintf(m, sizeof m, "%s (%s)",
+				 json_string_value(json_object_get(last, "message")),
+				 host_only ? "the loop's own read lag was within it and no worker loop "
+					     "was busy: the host did not run the worker in time"
+					   : "no worker loop was busy: the host may be overcommitted");
+			json_object_set_new(last, "message", json_string(m));
+		}
+		if (isinf(json_real_value(json_object_get(last, "value"))))
+			json_object_set_new(last, "value", json_null());
+	}
+	if (!bound && json_array_size(burst_notes) > 0) {
+		unsure = 1;
+		json_array_extend(notes, burst_notes);
+	}
+	json_decref(burst_notes);
 	json_t *load = json_object_get(summary, "load");
 	double req_rate = json_number_value(json_object_get(load, "requested_rate"));
 	double ach_rate = json_number_value(json_object_get(load, "achieved_rate"));
@@ -427,6 +584,18 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 	json_object_set_new(head, "timer_late_p99_ms", real_or_null(late_p99));
 	json_object_set_new(head, "timer_late_max_ms", json_real((double)late_max / 1e6));
 	json_object_set_new(head, "schedule_lag_p99_ms", real_or_null(lag_p99));
+	json_object_set_new(head, "reads", json_integer((json_int_t)reads));
+	json_object_set_new(head, "read_lag_p99_ms", real_or_null(rl_p99));
+	json_object_set_new(head, "read_lag_max_ms", json_real((double)rlag_max / 1e6));
+	json_object_set_new(head, "read_lag_limit_ms", json_real(rl_limit));
+	json_object_set_new(head, "kernel_reads", json_integer((json_int_t)kreads));
+	json_object_set_new(head, "kernel_lag_p99_ms", real_or_null(kl_p99));
+	json_object_set_new(head, "kernel_lag_max_ms", json_real((double)klag_max / 1e6));
+	json_object_set_new(head, "busy_windows", json_integer((json_int_t)win_all));
+	json_object_set_new(head, "busy_windows_saturated", json_integer((json_int_t)win_sat));
+	json_object_set_new(head, "busy_window_peak",
+			    win_peak >= 0 ? json_real((double)win_peak / CSAMPLE_WIN_BUCKETS)
+					  : json_null());
 	if (spec->n_classes) /* the classes whose sends fell behind their schedules */
 		json_object_set_new(head, "classes_behind", behind);
 	else
@@ -442,9 +611,11 @@ json_t *verdict_compute(struct store *s, int64_t run_id, const struct spec *spec
 	json_object_set_new(head, "daemon_cpu_max", real_or_null(d_cpu_max));
 	json_object_set_new(head, "daemon_ingest_backlog_max",
 			    d_backlog_max >= 0 ? json_integer((json_int_t)d_backlog_max) : json_null());
-	json_t *th = json_pack("{s:f, s:f, s:f, s:f, s:f}", "max_loop_busy", max_busy,
-			       "max_busy_share", max_share, "max_lag_ms", max_lag, "busy_near",
-			       BUSY_NEAR, "rate_min_fraction", RATE_MIN_FRACTION);
+	json_t *th = json_pack("{s:f, s:f, s:f, s:f, s:f, s:f, s:f, s:f}", "max_loop_busy",
+			       max_busy, "max_busy_share", max_share, "max_lag_ms", max_lag,
+			       "busy_near", BUSY_NEAR, "rate_min_fraction", RATE_MIN_FRACTION,
+			       "read_inflation", READ_INFLATION, "read_lag_floor_ms",
+			       READ_LAG_FLOOR_MS, "busy_window_share", BURST_WINDOW_SHARE);
 	json_t *out = json_pack("{s:s, s:o, s:o, s:o, s:o, s:o, s:b, s:o}", "verdict", verdict,
 				"reasons", reasons, "notes", notes, "headline", head, "workers", per,
 				"ceiling", ceil, "allow_client_bound", spec->client.allow_client_bound,

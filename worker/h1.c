@@ -141,6 +141,10 @@ static int open_next(struct h1_conn *c)
 		}
 		int one = 1;
 		setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+		/* the kernel's receive time of what each read brings (the read
+		 * lag's lower bound, loop_note_read); a kernel without it just
+		 * sends none */
+		setsockopt(fd, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
 		int rc = connect(fd, sa, t->addr_len[c->ai]);
 		if (rc < 0 && errno != EINPROGRESS) {
 			c->os_errno = errno;
@@ -236,7 +240,13 @@ static int write_out(struct h1_conn *c)
 			c->iov[c->iov_at].iov_len -= left;
 		}
 	}
+	if (c->warm_only) { /* h1_open: connected, nothing to send yet */
+		c->state = C_IDLE;
+		set_events(c, EPOLLIN);
+		return H1R_OK;
+	}
 	c->state = C_READING;
+	c->since_ns = mono_ns(); /* no answer byte can come before this */
 	set_events(c, EPOLLIN);
 	return H1R_OK;
 }
@@ -245,6 +255,11 @@ static int write_out(struct h1_conn *c)
  * and nothing beyond it arrived; the owner hears last. */
 static void finish(struct h1_conn *c, int result, bool keep)
 {
+	if (c->warm_only) { /* h1_open failed: nobody to tell */
+		drop_fd(c);
+		c->warm_only = false;
+		return;
+	}
 	if (result == H1R_OK && keep && c->state == C_READING && c->p.keep_alive) {
 		c->state = C_IDLE;
 		c->served++;
@@ -285,13 +300,37 @@ static int parse_error(struct h1_conn *c, int rc)
 	}
 }
 
+/* The kernel's receive time (CLOCK_REALTIME ns) of the newest data a read
+ * brought, from its SCM_TIMESTAMPNS; 0 when there is none. */
+static int64_t rx_time(struct msghdr *m)
+{
+	for (struct cmsghdr *cm = CMSG_FIRSTHDR(m); cm; cm = CMSG_NXTHDR(m, cm)) {
+		if (cm->cmsg_level == SOL_SOCKET && cm->cmsg_type == SCM_TIMESTAMPNS &&
+		    cm->cmsg_len >= CMSG_LEN(sizeof(struct timespec))) {
+			struct timespec ts;
+			memcpy(&ts, CMSG_DATA(cm), sizeof ts);
+			return (int64_t)ts.tv_sec * 1000000000LL + ts.tv_nsec;
+		}
+	}
+	return 0;
+}
+
 /* Reads what the socket has; one clock read per read. */
 static void do_read(struct h1_conn *c)
 {
 	for (;;) {
-		ssize_t n = recv(c->fd, rbuf, sizeof rbuf, 0);
+		union {
+			char buf[CMSG_SPACE(sizeof(struct timespec))];
+			struct cmsghdr align;
+		} ctl;
+		struct iovec iov = {.iov_base = rbuf, .iov_len = sizeof rbuf};
+		struct msghdr m = {.msg_iov = &iov, .msg_iovlen = 1, .msg_control = ctl.buf,
+		                   .msg_controllen = sizeof ctl.buf};
+		ssize_t n = recvmsg(c->fd, &m, 0);
 		if (n > 0) {
 			c->t_ns = mono_ns(); /* the one clock read of this read */
+			loop_note_read(c->tgt->loop, c->t_ns, c->since_ns, rx_time(&m));
+			c->since_ns = c->t_ns;
 			c->got_byte = true;
 			int rc = h1_feed(&c->p, rbuf, (size_t)n, on_head, on_body, c);
 			if (rc == H1_MORE) {
@@ -395,6 +434,22 @@ static void on_event(void *ud, uint32_t events)
 	}
 }
 
+void h1_open(struct h1_conn *c)
+{
+	if (c->state != C_NONE)
+		return;
+	c->warm_only = true;
+	c->iov_n = c->orig_n = c->iov_at = 0;
+	c->got_byte = c->retried = false;
+	c->refused[0] = '\0';
+	c->msg[0] = '\0';
+	c->os_errno = 0;
+	if (connect_start(c) != H1R_OK) {
+		drop_fd(c);
+		c->warm_only = false;
+	}
+}
+
 int h1_start(struct h1_conn *c, const struct iovec *iov, int n)
 {
 	if (n > 4)
@@ -409,6 +464,13 @@ int h1_start(struct h1_conn *c, const struct iovec *iov, int n)
 	c->msg[0] = '\0';
 	c->os_errno = 0;
 	h1_init(&c->p);
+	if (c->warm_only) { /* opened ahead by h1_open */
+		c->warm_only = false;
+		if (c->state == C_CONNECTING) {
+			c->reused = false;
+			return H1R_OK; /* it goes out when connected */
+		}
+	}
 	if (c->state == C_IDLE) {
 		c->reused = true;
 		c->state = C_SENDING;

@@ -99,11 +99,13 @@ struct h1_conn {
 	struct iovec orig[4];
 	int orig_n;
 	int64_t t_ns;  /* the current read's clock */
+	int64_t since_ns; /* the request written, or the last read stamped: no byte before */
 	int os_errno;  /* of a failed connect or socket call */
 	char refused[200]; /* the allow-list's reason for the first address it refused */
 	char msg[160]; /* what went wrong, for the record */
 	struct h1_parser p;
 	uint64_t connects; /* connections this one opened */
+	bool warm_only; /* opened by h1_open, no request yet */
 };
 
 /* Fills t from a URL's host and port (port NULL: 80). Returns 0 or -1. */
@@ -117,6 +119,12 @@ void h1_conn_init(struct h1_conn *c, const struct h1_target *tgt, const struct h
  * H1R_OK (the answer will come through ops), or an error when the
  * request could not go out at all (ops->done is not called then). */
 int h1_start(struct h1_conn *c, const struct iovec *iov, int n);
+/* Opens the connection ahead of any request (target.prewarm): it becomes
+ * idle once connected, as if it had served one, so the first request on it
+ * follows the reuse rules (retried once if the server closed it before any
+ * answer byte). A failure only drops it: the first request connects anew.
+ * A request started while it is still connecting goes out when it is. */
+void h1_open(struct h1_conn *c);
 /* Drops the connection (a cancelled or timed-out request, or the end). */
 void h1_close(struct h1_conn *c);
 /* Whether a request is in progress. */

@@ -13,11 +13,18 @@
 #include <string.h>
 #include <sys/epoll.h>
 #include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
+#include "csample.h"
 #include "util.h"
 
 #define LOOP_MAX_EVENTS 256
+/* A busy span longer than this is followed by a look without waiting, so
+ * that a read found ready then is known to have waited since the span
+ * began (the read lag's upper bound); after a shorter span the bound is
+ * taken from the wait's return, at most this much short. */
+#define LOOP_SPAN_LOOK_NS 20000LL
 
 enum watch_kind { W_FD, W_TIMER, W_CURL };
 
@@ -47,6 +54,20 @@ struct loop {
 	void *done_ud;
 	struct loop_watch *live, *dead;
 	struct loop_stats stats;
+	loop_batch_fn on_batch;
+	void *batch_ud;
+	int in_reads;     /* dispatching the batch's non-priority events */
+	int64_t seen_ns;  /* since when this batch's ready sockets could have been seen */
+	int64_t last_woke, last_after; /* the previous busy span */
+	/* burst evidence since loop_take_bursts */
+	int64_t read_lag[CSAMPLE_LATE_BUCKETS];
+	int64_t read_lag_max;
+	int64_t kern_lag[CSAMPLE_LATE_BUCKETS]; /* stamp minus the kernel's receive time */
+	int64_t kern_lag_max;
+	int64_t rt_off; /* CLOCK_REALTIME minus CLOCK_MONOTONIC, read once per batch */
+	int rt_off_ok;
+	int64_t win_start, win_busy; /* the current 100 ms window and its busy time */
+	int64_t win[CSAMPLE_WIN_BUCKETS];
 };
 
 /* --- watches ---------------------------------------------------------- */
@@ -337,6 +358,8 @@ static void dispatch(struct loop *l, struct loop_watch *w, uint32_t ev)
 			flags |= CURL_CSELECT_OUT;
 		if (ev & (EPOLLERR | EPOLLHUP))
 			flags |= CURL_CSELECT_ERR;
+		if (ev & EPOLLIN) /* libcurl stamps the read inside; this is just before */
+			loop_note_read(l, mono_ns(), 0, 0);
 		curl_action(l, w->fd, flags);
 		break;
 	}
@@ -355,6 +378,64 @@ static void dispatch(struct loop *l, struct loop_watch *w, uint32_t ev)
 	}
 }
 
+void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns, int64_t rx_real_ns)
+{
+	int64_t lag = stamp_ns - (since_ns > l->seen_ns ? since_ns : l->seen_ns);
+	if (lag < 0)
+		lag = 0;
+	l->read_lag[csample_late_bucket(lag)]++;
+	if (lag > l->read_lag_max)
+		l->read_lag_max = lag;
+	if (rx_real_ns <= 0)
+		return;
+	if (!l->rt_off_ok) { /* the realtime clock's offset, once per batch */
+		struct timespec a, b;
+		clock_gettime(CLOCK_MONOTONIC, &a);
+		clock_gettime(CLOCK_REALTIME, &b);
+		l->rt_off = ((int64_t)b.tv_sec - a.tv_sec) * 1000000000LL + (b.tv_nsec - a.tv_nsec);
+		l->rt_off_ok = 1;
+	}
+	int64_t k = stamp_ns - (rx_real_ns - l->rt_off);
+	if (k < 0)
+		k = 0;
+	l->kern_lag[csample_late_bucket(k)]++;
+	if (k > l->kern_lag_max)
+		l->kern_lag_max = k;
+}
+
+/* Closes the current window into its bucket. */
+static void win_close(struct loop *l)
+{
+	int64_t b = l->win_busy * CSAMPLE_WIN_BUCKETS / CSAMPLE_WIN_NS;
+	l->win[b < 0 ? 0 : b >= CSAMPLE_WIN_BUCKETS ? CSAMPLE_WIN_BUCKETS - 1 : b]++;
+	l->win_busy = 0;
+}
+
+/* Adds the busy span [from, to) to the 100 ms windows it covers; windows
+ * that passed without any busy time count as idle ones. */
+static void win_add(struct loop *l, int64_t from, int64_t to)
+{
+	if (l->win_start == 0)
+		l->win_start = from - from % CSAMPLE_WIN_NS;
+	while (from >= l->win_start + CSAMPLE_WIN_NS) { /* windows before the span */
+		win_close(l);
+		l->win_start += CSAMPLE_WIN_NS;
+		int64_t idle = (from - l->win_start) / CSAMPLE_WIN_NS;
+		if (idle > 0) {
+			l->win[0] += idle;
+			l->win_start += idle * CSAMPLE_WIN_NS;
+		}
+	}
+	while (to > l->win_start + CSAMPLE_WIN_NS) {
+		l->win_busy += l->win_start + CSAMPLE_WIN_NS - from;
+		from = l->win_start + CSAMPLE_WIN_NS;
+		win_close(l);
+		l->win_start += CSAMPLE_WIN_NS;
+	}
+	if (to > from)
+		l->win_busy += to - from;
+}
+
 int loop_run_once(struct loop *l, int max_wait_ms)
 {
 	struct epoll_event evs[LOOP_MAX_EVENTS];
@@ -367,32 +448,62 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 		if (timeout < 0 || ms < timeout)
 			timeout = ms;
 	}
-	int n = epoll_wait(l->ep, evs, LOOP_MAX_EVENTS, timeout);
+	/* After a long busy span, look without waiting first: what is ready
+	 * now may have become ready at any moment of that span. */
+	int n = 0;
+	int64_t seen = 0;
+	if (l->last_woke && l->last_after - l->last_woke > LOOP_SPAN_LOOK_NS && timeout != 0) {
+		n = epoll_wait(l->ep, evs, LOOP_MAX_EVENTS, 0);
+		if (n > 0)
+			seen = l->last_woke;
+		else
+			n = 0;
+	}
+	if (!seen)
+		n = epoll_wait(l->ep, evs, LOOP_MAX_EVENTS, timeout);
 	int64_t woke = mono_ns();
+	if (!seen)
+		seen = l->last_woke && timeout == 0 ? l->last_woke : woke;
+	l->seen_ns = seen;
+	l->rt_off_ok = 0;
 	l->stats.wakeups++;
 	if (n < 0) {
 		if (errno != EINTR)
 			return -1;
 		n = 0;
 	}
-	/* priority watches (the pacer) first: a send that is due must not
-	 * wait behind a batch of stream reads */
-	int prio = -1;
+	/* Reads first: every ready socket is read and its arrivals stamped
+	 * before anything else of the batch runs. Sends a completion would
+	 * start are deferred to the batch's end (loop_in_reads, the batch
+	 * hook): a wave of sends must not delay the stamping of chunks that
+	 * are already waiting. A late send shows in the schedule lag; a late
+	 * stamp would show nowhere. Then the priority watches (the pacer),
+	 * then the rest of the batch. */
+	l->in_reads = 1;
+	for (int i = 0; i < n; i++) {
+		struct loop_watch *w = evs[i].data.ptr;
+		if (w->dead || w->prio || w->kind == W_TIMER)
+			continue;
+		l->stats.events++;
+		dispatch(l, w, evs[i].events);
+	}
+	l->in_reads = 0;
 	for (int i = 0; i < n; i++) {
 		struct loop_watch *w = evs[i].data.ptr;
 		if (w->prio && !w->dead) {
-			prio = i;
 			l->stats.events++;
 			dispatch(l, w, evs[i].events);
 		}
 	}
 	for (int i = 0; i < n; i++) {
 		struct loop_watch *w = evs[i].data.ptr;
-		if (w->dead || (prio >= 0 && w->prio))
+		if (w->dead || w->prio || w->kind != W_TIMER)
 			continue;
 		l->stats.events++;
 		dispatch(l, w, evs[i].events);
 	}
+	if (l->on_batch)
+		l->on_batch(l->batch_ud);
 	if (l->curl_deadline >= 0 && mono_ns() >= l->curl_deadline) {
 		l->curl_deadline = -1;
 		curl_action(l, CURL_SOCKET_TIMEOUT, 0);
@@ -400,7 +511,37 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 	free_dead(l);
 	int64_t after = mono_ns();
 	l->stats.busy_ns += after - woke;
+	win_add(l, woke, after);
+	l->last_woke = woke;
+	l->last_after = after;
 	return 0;
+}
+
+void loop_on_batch(struct loop *l, loop_batch_fn fn, void *ud)
+{
+	l->on_batch = fn;
+	l->batch_ud = ud;
+}
+
+int loop_in_reads(const struct loop *l)
+{
+	return l->in_reads;
+}
+
+void loop_take_bursts(struct loop *l, int64_t read_lag[CSAMPLE_LATE_BUCKETS],
+		      int64_t *read_lag_max, int64_t kern_lag[CSAMPLE_LATE_BUCKETS],
+		      int64_t *kern_lag_max, int64_t win[CSAMPLE_WIN_BUCKETS])
+{
+	memcpy(read_lag, l->read_lag, sizeof l->read_lag);
+	*read_lag_max = l->read_lag_max;
+	memcpy(kern_lag, l->kern_lag, sizeof l->kern_lag);
+	*kern_lag_max = l->kern_lag_max;
+	memset(l->kern_lag, 0, sizeof l->kern_lag);
+	l->kern_lag_max = 0;
+	memcpy(win, l->win, sizeof l->win);
+	memset(l->read_lag, 0, sizeof l->read_lag);
+	l->read_lag_max = 0;
+	memset(l->win, 0, sizeof l->win);
 }
 
 void loop_kick(struct loop *l)

@@ -25,6 +25,8 @@
 #include <curl/curl.h>
 #include <stdint.h>
 
+#include "csample.h"
+
 struct loop;
 struct loop_watch;
 struct loop_timer;
@@ -80,6 +82,33 @@ int loop_run_once(struct loop *l, int max_wait_ms);
  * is (0 ms), so new transfers start at once instead of after the rest of
  * the batch. Call it outside libcurl callbacks. */
 void loop_kick(struct loop *l);
+
+/* Called once per wake-up, after the batch's events (see loop_run_once:
+ * reads first, then the priority watches, then the other timers). */
+typedef void (*loop_batch_fn)(void *ud);
+void loop_on_batch(struct loop *l, loop_batch_fn fn, void *ud);
+/* Whether the loop is dispatching the reads of a batch: a send a
+ * completion would start now waits for the batch hook instead. */
+int loop_in_reads(const struct loop *l);
+
+/* Burst evidence (docs/client.md): a read stamped at stamp_ns (absolute
+ * monotonic) is counted by its lag, the time since the loop could first
+ * have seen its socket ready: the return of the wait that reported it, or,
+ * when it was found ready right after a busy span (a look without
+ * waiting), the start of that span - but never before since_ns, when the
+ * caller knows nothing could have arrived earlier (the request was written
+ * then, or the previous read was stamped then; 0: unknown). rx_real_ns,
+ * when not 0, is the kernel's receive time of the newest data of the read
+ * (SO_TIMESTAMPNS, CLOCK_REALTIME): the read is also counted by its kernel
+ * lag, the stamp minus that time, a lower bound of how long its first byte
+ * waited (the host's scheduling of the worker included). */
+void loop_note_read(struct loop *l, int64_t stamp_ns, int64_t since_ns, int64_t rx_real_ns);
+/* Copies the read lag histogram (csample_late_edges_ns buckets), its
+ * largest lag and the histogram of 100 ms windows by busy fraction (tenths)
+ * (and the kernel lag histogram and largest) gathered since the last call, and starts them afresh. */
+void loop_take_bursts(struct loop *l, int64_t read_lag[CSAMPLE_LATE_BUCKETS],
+		      int64_t *read_lag_max, int64_t kern_lag[CSAMPLE_LATE_BUCKETS],
+		      int64_t *kern_lag_max, int64_t win[CSAMPLE_WIN_BUCKETS]);
 
 /* Counters for the client-headroom evidence (docs/worker.md). */
 struct loop_stats {

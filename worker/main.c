@@ -185,6 +185,9 @@ static void sample_begin(struct worker *w, int64_t now)
 	w->last_busy = ls.busy_ns;
 	w->last_wakeups = ls.wakeups;
 	w->next_sample = now + HR_CLIENT_SAMPLE_NS;
+	struct csample drop;
+	loop_take_bursts(w->loop, drop.read_lag, &drop.read_lag_max_ns, drop.kern_lag,
+			 &drop.kern_lag_max_ns, drop.windows);
 }
 
 /* Sends one self-telemetry sample (csample.h) covering the time since the
@@ -205,6 +208,8 @@ static void send_sample(struct worker *w, int64_t now)
 	s.busy_ns = ls.busy_ns > w->last_busy ? ls.busy_ns - w->last_busy : 0;
 	s.wakeups = (int64_t)(ls.wakeups - w->last_wakeups);
 	s.record_backlog = (int64_t)outbox_backlog_records(&w->ob);
+	loop_take_bursts(w->loop, s.read_lag, &s.read_lag_max_ns, s.kern_lag, &s.kern_lag_max_ns,
+			 s.windows);
 	w->last_sample = now;
 	w->last_cpu = cpu;
 	w->last_busy = ls.busy_ns;

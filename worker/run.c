@@ -83,16 +83,21 @@ static void retire(struct run *r, struct req *q, int64_t now)
 	r->idle[r->n_idle++] = q; /* idle has room: it grows with active */
 }
 
-static struct req *take_req(struct run *r)
+static struct req *new_req(struct run *r)
 {
-	if (r->n_idle)
-		return r->idle[--r->n_idle];
 	struct req *q = req_new(&r->cfg);
 	if (!q)
 		xalloc_die();
 	q->deadline.kind = TN_CANCEL;
 	q->tmo.kind = TN_TIMEOUT;
 	return q;
+}
+
+static struct req *take_req(struct run *r)
+{
+	if (r->n_idle)
+		return r->idle[--r->n_idle];
+	return new_req(r);
 }
 
 /* A request that never reached libcurl still gets a record. */
@@ -232,11 +237,31 @@ static void native_end(struct run *r, struct req *q, int res)
 	retire(r, q, now);
 }
 
+/* After a completion: the next sends now, or, while the loop is reading
+ * a batch, once every ready socket of it has been read (on_batch). */
+static void pump_after_done(struct run *r)
+{
+	if (loop_in_reads(r->loop))
+		r->pump_due = true;
+	else
+		run_pump(r);
+}
+
+static void on_batch(void *ud)
+{
+	struct run *r = ud;
+	if (!r->pump_due)
+		return;
+	r->pump_due = false;
+	run_pump(r);
+	loop_kick(r->loop);
+}
+
 static void on_native_done(void *ud, struct req *q, int res)
 {
 	struct run *r = ud;
 	native_end(r, q, res);
-	run_pump(r);
+	pump_after_done(r);
 }
 
 static void send_one(struct run *r, const struct issue *is)
@@ -345,7 +370,7 @@ static void on_done(void *ud, CURL *easy, CURLcode result)
 		curl_easy_getinfo(easy, CURLINFO_OS_ERRNO, &os);
 	count_conn_error(r, q->rec.error, os);
 	retire(r, q, now);
-	run_pump(r);
+	pump_after_done(r);
 }
 
 /* Handles every deadline that is due. */
@@ -467,6 +492,29 @@ static void free_prompts(struct run *r)
 	}
 }
 
+/* target.prewarm: one idle request per slot this worker will hold (its
+ * concurrency slots, or its share of a max_concurrency ceiling), each with
+ * its connection opening now, on receipt of the schedule, well before time
+ * zero; the phases then take them from the idle pool like any request
+ * that has served one. */
+static void prewarm(struct run *r)
+{
+	int n = r->sh.prof.slots > r->sh.warm.slots ? r->sh.prof.slots : r->sh.warm.slots;
+	if (n > HR_WORKER_MAX_IN_FLIGHT)
+		n = HR_WORKER_MAX_IN_FLIGHT;
+	for (int i = 0; i < n; i++) {
+		struct req *q = new_req(r);
+		if (r->n_idle == r->cap) { /* idle grows with active (activate) */
+			r->cap = r->cap ? r->cap * 2 : 64;
+			r->active = xrealloc(r->active, (size_t)r->cap * sizeof *r->active);
+			r->idle = xrealloc(r->idle, (size_t)r->cap * sizeof *r->idle);
+		}
+		h1_open(&q->conn);
+		r->idle[r->n_idle++] = q;
+	}
+	r->prewarmed = n;
+}
+
 int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct spec *spec,
              const struct share *sh, uint32_t worker, char *err)
 {
@@ -561,6 +609,9 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 	fmt_double(num, sh->cancel_after_s);
 	snprintf(r->cancel_msg, sizeof r->cancel_msg, "cancelled by policy after %s s", num);
 	loop_on_done(loop, on_done, r);
+	loop_on_batch(loop, on_batch, r);
+	if (r->cfg.native && spec->target.prewarm)
+		prewarm(r);
 	return 0;
 }
 
@@ -585,6 +636,7 @@ void run_release(struct run *r)
 	req_cfg_release(&r->cfg);
 	free_prompts(r);
 	loop_on_done(r->loop, NULL, NULL);
+	loop_on_batch(r->loop, NULL, NULL);
 	memset(r, 0, sizeof *r);
 }
 
@@ -658,6 +710,7 @@ void run_pump(struct run *r)
 	struct issue is;
 	int v = LOAD_WAIT;
 	r->backlog = false;
+	r->pump_due = false;
 	for (int n = 0;; n++) {
 		if (n == PUMP_BATCH || !budget_left(r)) {
 			r->backlog = true; /* the rest after the pending events */

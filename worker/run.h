@@ -49,6 +49,8 @@ struct run {
 	int64_t armed;   /* what the pacer is armed for (ns since t0), INT64_MIN: nothing */
 	int64_t spin_ns; /* wake this early and spin to the deadline (HEADROOM_WORKER_SPIN_US) */
 	bool backlog;    /* run_pump stopped after PUMP_BATCH sends: more may be due */
+	int prewarmed;   /* requests whose connections target.prewarm opened */
+	bool pump_due;   /* a completion during the loop's reads: pump after the batch */
 	struct load load;
 	bool have_load;    /* a phase is running */
 	int phase;         /* HR_PHASE_* of the current / last phase */

@@ -121,6 +121,18 @@ class Api:
         raise AssertionError("run %d not in %s after %s s" % (run_id, states, timeout))
 
 
+def client_ok(test, client):
+    """A light run's client verdict: ok, or inconclusive for the host's own
+    lateness alone (docs/client.md, "Bursts": stream reads stamped late
+    against the kernel's receive times while the worker's loop kept up, as
+    on a shared machine whose other work held the worker off its CPU)."""
+    if client["verdict"] == "ok":
+        return
+    test.assertEqual((client["verdict"], client["reasons"]), ("inconclusive", []), client)
+    test.assertEqual([n["code"] for n in client["notes"]], ["host_lag"], client)
+    test.assertIn("the host did not run the worker in time", client["notes"][0]["message"])
+
+
 def spec(url, **load):
     """A small valid spec against url; load fields override."""
     ld = {"mode": "concurrency", "concurrency": 4, "requests": 20}

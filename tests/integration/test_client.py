@@ -118,7 +118,7 @@ class ClientVerdictTest(unittest.TestCase):
         # same slow worker, same mock, 20/s: ~6% busy
         _, light = self.run_to_end(self.slow_api, rate_spec(self.mock.addr, 20, 2))
         c = light["client"]
-        self.assertEqual(c["verdict"], "ok", c)
+        hrtest.client_ok(self, c)
         self.assertEqual(c["reasons"], [])
         self.assertLess(c["headline"]["loop_busy_avg"], 0.5)
 
@@ -138,7 +138,7 @@ class ClientVerdictTest(unittest.TestCase):
         spec = hrtest.spec(self.mock.addr, concurrency=2, requests=60)
         _, s = self.run_to_end(self.api, spec)
         c = s["client"]
-        self.assertEqual(c["verdict"], "ok", c)
+        hrtest.client_ok(self, c)
         self.assertEqual(c["headline"]["workers"], 1)
         self.assertEqual(len(c["workers"]), 1)
         self.assertGreaterEqual(c["workers"][0]["samples"], 1)
@@ -192,7 +192,8 @@ class ClientVerdictTest(unittest.TestCase):
 
         st, text, _ = self.api.call("GET", "/runs/%d/summary?format=csv" % rid)
         self.assertEqual(st, 200)
-        self.assertIn("\nclient.verdict,ok,", text)
+        self.assertIn("\nclient.verdict,%s," % s["client"]["verdict"], text)
+        hrtest.client_ok(self, s["client"])
         self.assertIn("\nclient.loop_busy_max,,", text)
 
         st, err, _ = self.api.call("GET", "/runs/%d/client?format=xml" % rid)
@@ -469,6 +470,24 @@ FAKE_WORKER = FAKE_START + textwrap.dedent("""\
     """)
 
 
+# ... then a sample that is well formed but for its burst evidence: a
+# read lag histogram one bucket short.
+FAKE_BURST_WORKER = FAKE_START + textwrap.dedent("""\
+    sample = {k: 0 for k in ("t_ns", "interval_ns", "cpu_ns", "busy_ns", "wakeups",
+              "late_max_ns", "in_flight", "queued", "queued_age_ns", "record_backlog",
+              "conn_errors", "port_errors", "sent", "completed", "read_lag_max_ns",
+              "kernel_lag_max_ns")}
+    sample.update(phase=1, late=[0] * 9, read_lag=[0] * 8, kernel_lag=[0] * 9,
+                  windows=[0] * 10)
+    send(11, sample)
+    s.setsockopt(zmq.RCVTIMEO, 10000)
+    try:
+        recv()  # STOP
+    except zmq.Again:
+        pass
+    """)
+
+
 # ... then samples saying its pacer woke 50 ms or more late at every
 # wake-up and that connections failed for want of a local port: the two
 # rules no real run of the test suite can provoke on demand.
@@ -581,6 +600,11 @@ class FakeWorkerTest(unittest.TestCase):
         self.assertIn("'busy_ns' must be an integer", run["reason"])
         st, h, _ = api.call("GET", "/healthz")
         self.assertEqual(st, 200)
+
+    def test_malformed_burst_evidence_fails_the_run_naming_the_field(self):
+        run, api = self.run_fake(FAKE_BURST_WORKER)
+        self.assertEqual(run["state"], "failed")
+        self.assertIn("'read_lag' must be an array of 9 counts", run["reason"])
 
 if __name__ == "__main__":
     unittest.main()

@@ -795,13 +795,20 @@ class DocumentTest(unittest.TestCase):
         w = {"source": "w0", "t_ns": -5, "t_s": -5e-9, "interval_s": 1.0, "phase": "profiling",
              "cpu": 0.5, "loop_busy": 0.25, "wakeups": 10, "late_buckets": [1] * 9,
              "late_max_ms": 0.5, "in_flight": 3, "queued": 0, "queued_age_ms": 0,
-             "record_backlog": 0, "conn_errors": 0, "port_errors": 0, "sent": 9, "completed": 6}
+             "record_backlog": 0, "conn_errors": 0, "port_errors": 0, "sent": 9, "completed": 6,
+             "read_lag_buckets": [5] + [0] * 8, "read_lag_max_ms": 0.05,
+             "kernel_lag_buckets": [4, 1] + [0] * 7, "kernel_lag_max_ms": 0.12,
+             "busy_windows": [10] + [0] * 9}
         d = dict(w, source="daemon", phase=None, loop_busy=None, wakeups=None, late_buckets=None,
                  late_max_ms=None, queued=None, queued_age_ms=None, conn_errors=None,
-                 port_errors=None)
-        for ok in (w, d, dict(w, cpu=None, loop_busy=None), dict(w, source="w255")):
+                 port_errors=None, read_lag_buckets=None, read_lag_max_ms=None,
+                 kernel_lag_buckets=None, kernel_lag_max_ms=None, busy_windows=None)
+        before = dict(w, read_lag_buckets=None, read_lag_max_ms=None, kernel_lag_buckets=None,
+                      kernel_lag_max_ms=None, busy_windows=None)  # stored before they existed
+        for ok in (w, d, before, dict(w, cpu=None, loop_busy=None), dict(w, source="w255")):
             self.assertEqual([e.message for e in sample.iter_errors(ok)], [], ok)
         for bad in (dict(w, phase=None), dict(w, late_buckets=[1] * 8), dict(w, loop_busy=1.5),
+                    dict(w, busy_windows=[1] * 9), dict(w, read_lag_buckets=[-1] * 9),
                     dict(d, phase="profiling"), dict(d, cpu=None), dict(w, source="w01"),
                     dict(w, source="worker"), {k: v for k, v in w.items() if k != "queued"}):
             self.assertFalse(sample.is_valid(bad), bad)
@@ -1342,8 +1349,8 @@ class _ApiBase(unittest.TestCase):
                 v = x[k]
                 if v is None:
                     self.assertEqual(cell, "", (k, cells))
-                elif k == "late_buckets":
-                    self.assertEqual([int(c) for c in cell.split(" ")], v, cells)
+                elif isinstance(v, list):  # the histograms: counts in one cell
+                    self.assertEqual([int(c) for c in cell.split(" ")], v, (k, cells))
                 elif isinstance(v, str):
                     self.assertEqual(cell, v, (k, cells))
                 else:
@@ -2387,6 +2394,7 @@ class FinishedRunTest(_ApiBase):
         a = self.wait(self.create(s), hrtest.TERMINAL, timeout=30)
         self.assertEqual(a["state"], "succeeded", a["reason"])
         summ = a["summary"]
+        self.assertEqual(summ["client"]["reasons"], [], summ["client"])
         self.assertEqual((a["valid"], a["gates"], a["verdict"]),
                          (True, "failed", summ["client"]["verdict"]))
         self.assertEqual(summ["validity"]["checks"]["percentile_needs"], 5)
@@ -2406,7 +2414,7 @@ class FinishedRunTest(_ApiBase):
             self.assertEqual((run["state"], run["valid"], run["gates"], run["group_id"]),
                              ("succeeded", False, None, group))
             self.assertEqual([r["code"] for r in run["summary"]["validity"]["reasons"]],
-                             ["too_few_requests"])
+                             ["too_few_requests"], run["summary"]["client"]["reasons"])
         g, _ = self.req("GET", "/groups/%d" % group, 200)
         self.assertEqual((g["state"], g["summary"]["repeats"]), ("finished", 2))
         p50 = g["summary"]["metrics"]["request_latency"]["p50"]

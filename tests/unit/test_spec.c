@@ -559,6 +559,36 @@ static void test_classes(void)
 	}
 }
 
+/* target.prewarm: kept only when given, a boolean */
+static void test_prewarm(void)
+{
+	struct spec s, s2;
+	struct spec_error e;
+	const char *none = "{" TE("chat") "}," L "}";
+	CHECK_EQ_INT(spec_parse(none, strlen(none), 2, &s, &e), 0);
+	CHECK(!s.target.prewarm);
+	CHECK(!json_object_get(json_object_get(s.json, "target"), "prewarm"));
+	spec_release(&s);
+	const char *nul = "{" TE("chat") ",\"prewarm\":null}," L "}";
+	CHECK_EQ_INT(spec_parse(nul, strlen(nul), 2, &s, &e), 0);
+	CHECK(!json_object_get(json_object_get(s.json, "target"), "prewarm"));
+	spec_release(&s);
+	const char *on = "{" TE("chat") ",\"prewarm\":true}," L "}";
+	if (CHECK_EQ_INT(spec_parse(on, strlen(on), 2, &s, &e), 0)) {
+		CHECK(s.target.prewarm);
+		CHECK(json_is_true(json_object_get(json_object_get(s.json, "target"), "prewarm")));
+		CHECK_EQ_INT(spec_from_json(s.json, 2, &s2, &e), 0);
+		CHECK(s2.target.prewarm);
+		CHECK(json_equal(s.json, s2.json));
+		spec_release(&s2);
+		spec_release(&s);
+	}
+	const char *bad = "{" TE("chat") ",\"prewarm\":1}," L "}";
+	CHECK_EQ_INT(spec_parse(bad, strlen(bad), 2, &s, &e), -1);
+	CHECK_STR(e.field, "target.prewarm");
+	CHECK_STR(e.code, "wrong_type");
+}
+
 /* placement (docs/agents.md): parsed, the workers its local count, stored
  * only when given */
 static void test_placement(void)
@@ -598,6 +628,7 @@ static void test_placement(void)
 
 int main(void)
 {
+	test_prewarm();
 	test_placement();
 	test_classes();
 	test_defaults();
