@@ -104,6 +104,7 @@ struct wk {
 	struct clock_sample ex[CLOCK_FIRST];
 	struct clock_est est;   /* the latest burst's estimate */
 	struct clock_est *bursts; /* every burst's, for the drift */
+	int64_t last_at;          /* daemon time of the last burst's estimate */
 	int nb;
 	int64_t t0_sent;        /* the time zero its first START carried, on its clock */
 	/* placement (docs/agents.md): a worker on an agent (pid 0 here) */
@@ -637,7 +638,35 @@ static void clock_burst(struct run_ctx *c, int i, int n)
 	clock_send(c, i);
 }
 
-/* A burst is over: its minimum-delay estimate becomes the worker's; the
+/* The drift assumed when the bursts measured none: NTP-disciplined hosts
+ * keep within tens of ppm of each other, workers of one host share a clock. */
+#define CLOCK_DRIFT_FLOOR_PPM 10.0
+
+/* How far w's estimate may have moved by daemon time at_ns: its age times
+ * the drift of the worker's tight bursts (those within 4x the tightest
+ * bound: a burst answered by a busy worker says little about the slope),
+ * or CLOCK_DRIFT_FLOOR_PPM while they measure none. */
+static int64_t clock_stale_ns(const struct wk *w, int64_t at_ns)
+{
+	int64_t dt = at_ns - w->est.at_ns, best = INT64_MAX;
+	if (dt <= 0)
+		return 0;
+	for (int k = 0; k < w->nb; k++)
+		if (w->bursts[k].bound_ns < best)
+			best = w->bursts[k].bound_ns;
+	struct clock_est tight[CLOCK_MAX_BURSTS];
+	size_t n = 0;
+	for (int k = 0; k < w->nb; k++)
+		if (w->bursts[k].bound_ns <= 4 * best)
+			tight[n++] = w->bursts[k];
+	double ppm = clock_drift_ppm(tight, n);
+	ppm = isnan(ppm) ? CLOCK_DRIFT_FLOOR_PPM : fabs(ppm);
+	return (int64_t)((double)dt * ppm / 1e6);
+}
+
+/* A burst is over: its minimum-delay estimate becomes the worker's unless
+ * the one it has is still the tighter (its bound widened by the drift
+ * since: a busy worker answers late, and its burst's bound is wide); the
  * first one lets its SCHEDULE go. */
 static void clock_burst_end(struct run_ctx *c, int i)
 {
@@ -648,7 +677,9 @@ static void clock_burst_end(struct run_ctx *c, int i)
 	w->left = 0;
 	w->last_burst = mono_ns();
 	if (e.ok) {
-		w->est = e;
+		if (!w->est.ok || e.bound_ns <= w->est.bound_ns + clock_stale_ns(w, e.at_ns))
+			w->est = e;
+		w->last_at = e.at_ns;
 		if (w->nb < CLOCK_MAX_BURSTS) {
 			if (!w->bursts)
 				w->bursts = xcalloc(CLOCK_MAX_BURSTS, sizeof *w->bursts);
@@ -704,12 +735,14 @@ static json_t *clock_json(const struct run_ctx *c)
 		}
 		measured++;
 		double drift = clock_drift_ppm(w->bursts, (size_t)w->nb);
-		if (w->est.bound_ns > max_bound)
-			max_bound = w->est.bound_ns;
+		/* the kept estimate's bound as of the last burst */
+		int64_t bound = w->est.bound_ns + clock_stale_ns(w, w->last_at);
+		if (bound > max_bound)
+			max_bound = bound;
 		json_array_append_new(
 		    ws, json_pack("{s:i, s:b, s:I, s:I, s:I, s:i, s:o}", "worker", i, "measured", 1,
 				  "offset_ns", (json_int_t)w->est.offset_ns, "bound_ns",
-				  (json_int_t)w->est.bound_ns, "delay_ns", (json_int_t)w->est.delay_ns,
+				  (json_int_t)bound, "delay_ns", (json_int_t)w->est.delay_ns,
 				  "bursts", w->nb, "drift_ppm",
 				  isnan(drift) ? json_null() : json_real(drift)));
 	}

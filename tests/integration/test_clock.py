@@ -42,15 +42,16 @@ def spec(url, duration=3.0, rate=40, **validity):
 
 
 class ClockOffsets(unittest.TestCase):
-    def service(self, shift_s):
+    def service(self, shift_s, env=None):
         ok, why = namespaces_work()
         self.assertTrue(ok, "cannot create a time namespace here (unshare --time): %s" % why)
         tmp = hrtest.tempdir()
         self.addCleanup(tmp.cleanup)
         mock = hrtest.start_mock("--quiet", "--ttft-ms", "1", "--itl-ms", "1")
         self.addCleanup(lambda: self.assertEqual(mock.stop(), 0))
-        d = hrtest.start_daemon(tmp.name, "--worker-prefix",
-                                "unshare --time --monotonic=%d" % shift_s)
+        d = hrtest.Proc([os.path.join(hrtest.BIN, "headroomd"), "--listen", "127.0.0.1:0",
+                         "--data", tmp.name, "--worker-prefix",
+                         "unshare --time --monotonic=%d" % shift_s], "listening on", env=env)
         self.addCleanup(lambda: self.assertEqual(d.stop(), 0))
         return mock, hrtest.Api(d.addr)
 
@@ -103,6 +104,24 @@ class ClockOffsets(unittest.TestCase):
         # not given, it is not stored (fingerprints of older specs hold)
         st, first, _ = api.call("GET", "/runs/1")
         self.assertNotIn("max_clock_error_ms", first["spec"]["validity"])
+
+    def test_busy_worker_keeps_its_tight_estimate(self):
+        """A worker whose loop is always busy (20 ms of CPU burnt per send,
+        60 sends a second) answers the bursts made during the run late: their
+        bounds are wide. The estimate made before its schedule, while it was
+        idle, stays the one reported, its bound widened only by the drift
+        since; the run is not judged on the late answers."""
+        mock, api = self.service(2, env=dict(os.environ, HEADROOM_WORKER_BURN_US="20000"))
+        sp = spec(mock.addr, duration=11, rate=60)
+        sp["workers"] = 1
+        run = api.wait(api.submit(sp), timeout=180)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        w = run["summary"]["clock"]["workers"][0]
+        self.assertGreaterEqual(w["bursts"], 2, w)
+        self.assertLessEqual(abs(w["offset_ns"] - 2 * NS), w["bound_ns"], w)
+        self.assertLess(w["bound_ns"], 1_000_000, w)
+        codes = [r["code"] for r in run["summary"]["validity"]["reasons"]]
+        self.assertNotIn("clock_bound", codes)
 
     def test_bad_limit(self):
         mock, api = self.service(0)
