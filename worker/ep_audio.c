@@ -15,6 +15,7 @@
 #include <strings.h>
 
 #include "ephandler.h"
+#include "form.h"
 #include "media.h"
 #include "mediaread.h"
 #include "record.h"
@@ -41,18 +42,6 @@ static void form_free(struct audio_form *f)
 	free(f);
 }
 
-/* One text field of the form. */
-static int add_field(struct dynbuf *b, const char *boundary, const char *name, const char *value,
-                     size_t vlen)
-{
-	return dynbuf_printf(b,
-	                     "--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n",
-	                     boundary, name) < 0 ||
-	               dynbuf_add(b, value, vlen) < 0 || dynbuf_add(b, "\r\n", 2) < 0
-	           ? -1
-	           : 0;
-}
-
 /* The fields after the file: model (unless extra_body gives it), stream,
  * extra_body's members (strings as they are, numbers and booleans as JSON
  * writes them); then the closing boundary. */
@@ -60,60 +49,31 @@ static int add_fields(struct dynbuf *b, const char *boundary, const struct spec 
 {
 	json_t *extra = s->target.extra_body;
 	if (!json_object_get(extra, "model") &&
-	    add_field(b, boundary, "model", s->target.model, strlen(s->target.model)) < 0)
+	    form_field(b, boundary, "model", s->target.model, strlen(s->target.model)) < 0)
 		return -1;
-	if (s->target.stream && add_field(b, boundary, "stream", "true", 4) < 0)
+	if (s->target.stream && form_field(b, boundary, "stream", "true", 4) < 0)
 		return -1;
 	const char *key;
 	json_t *v;
 	json_object_foreach(extra, key, v)
 	{
-		if (json_is_string(v)) {
-			if (add_field(b, boundary, key, json_string_value(v), json_string_length(v)) <
-			    0)
-				return -1;
-			continue;
-		}
-		char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-		int rc = text ? add_field(b, boundary, key, text, strlen(text)) : -1;
-		free(text);
-		if (rc < 0)
+		if (form_json_field(b, boundary, key, v) < 0)
 			return -1;
 	}
 	return dynbuf_printf(b, "--%s--\r\n", boundary);
 }
 
-static bool has_content_type(json_t *headers)
-{
-	const char *k;
-	json_t *v;
-	json_object_foreach(headers, k, v)
-	{
-		if (strcasecmp(k, "Content-Type") == 0)
-			return true;
-	}
-	return false;
-}
-
 static int audio_cfg(struct req_cfg *c, const struct spec *s, char *err)
 {
 	const struct spec_audio *au = &s->workload.audio;
-	char boundary[64];
-	snprintf(boundary, sizeof boundary, "headroom-form-%016llx",
-	         (unsigned long long)rng_hash(s->workload.seed, RNG_STREAM_AUDIO, UINT64_MAX));
+	char boundary[FORM_BOUNDARY_LEN];
+	form_boundary(boundary, s->workload.seed, RNG_STREAM_AUDIO);
 	c->with_prompt = false;
 	c->with_max_tokens = false;
 	c->sends_osl = false;
 	c->one_piece = !s->target.stream; /* a whole transcript: its arrival is the answer */
-	if (!has_content_type(s->target.headers)) {
-		char line[128];
-		snprintf(line, sizeof line, "Content-Type: multipart/form-data; boundary=%s",
-		         boundary);
-		struct curl_slist *l = curl_slist_append(c->headers, line);
-		if (!l)
-			return errf(err, "cannot add the Content-Type header");
-		c->headers = l;
-	}
+	if (form_content_type(c, s, boundary, err) < 0)
+		return -1;
 	if (au->pool < 1 || au->count != 1)
 		return errf(err, "workload.audio: one clip a request, from a pool of at least one");
 	struct audio_form *f = xcalloc(1, sizeof *f);

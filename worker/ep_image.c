@@ -27,6 +27,7 @@
 
 #include "ep_media.h"
 #include "ephandler.h"
+#include "form.h"
 #include "media.h"
 #include "mediaread.h"
 #include "record.h"
@@ -136,7 +137,7 @@ static int image_answer(struct req *r, json_t *j, const json_error_t *je, char *
 /* --- image edit: a multipart upload ---------------------------------------- */
 
 struct edit_form {
-	char boundary[64];
+	char boundary[FORM_BOUNDARY_LEN];
 	int n;
 	struct dynbuf *files; /* per pool picture: its file part, up to the prompt field */
 	int32_t *bytes;       /* the picture's file bytes */
@@ -159,28 +160,6 @@ static void edit_release(struct req_cfg *c)
 	c->ep = NULL;
 }
 
-static int add_field(struct dynbuf *b, const char *boundary, const char *name, const char *value,
-                     size_t vlen)
-{
-	return dynbuf_printf(b, "--%s\r\nContent-Disposition: form-data; name=\"%s\"\r\n\r\n",
-	                     boundary, name) < 0 ||
-	               dynbuf_add(b, value, vlen) < 0 || dynbuf_add(b, "\r\n", 2) < 0
-	           ? -1
-	           : 0;
-}
-
-static bool has_content_type(json_t *headers)
-{
-	const char *k;
-	json_t *v;
-	json_object_foreach(headers, k, v)
-	{
-		if (strcasecmp(k, "Content-Type") == 0)
-			return true;
-	}
-	return false;
-}
-
 static int edit_cfg(struct req_cfg *c, const struct spec *s, char *err)
 {
 	const struct spec_images *im = &s->workload.images;
@@ -189,17 +168,9 @@ static int edit_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	c->with_prompt = true;
 	c->with_max_tokens = false;
 	c->sends_osl = false;
-	snprintf(f->boundary, sizeof f->boundary, "headroom-form-%016llx",
-	         (unsigned long long)rng_hash(s->workload.seed, RNG_STREAM_IMAGE, UINT64_MAX));
-	if (!has_content_type(s->target.headers)) {
-		char line[128];
-		snprintf(line, sizeof line, "Content-Type: multipart/form-data; boundary=%s",
-		         f->boundary);
-		struct curl_slist *l = curl_slist_append(c->headers, line);
-		if (!l)
-			return errf(err, "cannot add the Content-Type header");
-		c->headers = l;
-	}
+	form_boundary(f->boundary, s->workload.seed, RNG_STREAM_IMAGE);
+	if (form_content_type(c, s, f->boundary, err) < 0)
+		return -1;
 	if (im->pool < 1 || im->count != 1)
 		return errf(err, "workload.images: one picture a request, from a pool of at least one");
 	f->seed = s->workload.seed;
@@ -247,14 +218,7 @@ static int edit_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	{
 		if (rc < 0)
 			break;
-		if (json_is_string(v)) {
-			rc = add_field(&rest, f->boundary, key, json_string_value(v),
-			               json_string_length(v));
-		} else {
-			char *text = json_dumps(v, JSON_ENCODE_ANY | JSON_COMPACT);
-			rc = text ? add_field(&rest, f->boundary, key, text, strlen(text)) : -1;
-			free(text);
-		}
+		rc = form_json_field(&rest, f->boundary, key, v);
 	}
 	json_decref(o);
 	if (rc < 0 || dynbuf_printf(&rest, "--%s--\r\n", f->boundary) < 0) {
