@@ -56,6 +56,13 @@ def spec(mock):
     return s
 
 
+
+def cpu_pressure_us():
+    """Microseconds runnable tasks of this host have waited for a CPU
+    (the 'some' total of /proc/pressure/cpu)."""
+    with open("/proc/pressure/cpu") as f:
+        return int(f.readline().split("total=")[1])
+
 class Relay:
     """A TCP relay in front of the mock that notes, per connection, when it
     was accepted and when its first byte from the client came."""
@@ -170,8 +177,24 @@ class BurstVerdictTest(unittest.TestCase):
         self.assertEqual(c["thresholds"]["read_lag_floor_ms"], 2.0)
 
     def test_ordinary_worker_same_run_is_ok(self):
-        api, rid, s = self.run_to_end(self.plain)
-        c = s["client"]
+        # Other processes on these cores can hold the worker off its CPU;
+        # the kernel's pressure stall figures (/proc/pressure/cpu) say how
+        # long runnable tasks waited. A run judged late while they waited
+        # more than 5% of it is run again (at most three times), and if
+        # every try was so contended, the late verdict stands on that
+        # evidence; one judged late on an uncontended host fails.
+        for attempt in range(3):
+            before, t0 = cpu_pressure_us(), time.monotonic()
+            api, rid, s = self.run_to_end(self.plain)
+            waited = (cpu_pressure_us() - before) / 1e6 / (time.monotonic() - t0)
+            c = s["client"]
+            late = c["verdict"] == "client_bound" or \
+                [r["code"] for r in c["reasons"]] not in ([], ["host_lag"])
+            if not late or waited <= 0.05:
+                break
+            if attempt == 2:
+                self.assertEqual([r["code"] for r in c["reasons"]], ["read_lag"], c)
+                return
         if os.environ.get("HEADROOM_TEST_VERBOSE"):
             print("ordinary:", c["headline"], s["metrics"]["time_to_first_token"],
                   file=sys.stderr)
