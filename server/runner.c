@@ -125,6 +125,7 @@ struct run_ctx {
 	int n;
 	struct wk *w;
 	int64_t started, t0, t0_wall;
+	long long psi0; /* the host's CPU pressure total at time zero (us), -1: none */
 	int profiling; /* the profiling phase has started (after any warm-up) */
 	int stopping;          /* STOP sent */
 	int64_t stop_deadline;
@@ -806,6 +807,7 @@ static void maybe_start(struct run_ctx *c)
 	if (all && !c->stopping && !c->t0) {
 		c->t0 = mono_ns() + START_LEAD_NS;
 		c->t0_wall = wall_ns() + START_LEAD_NS;
+		c->psi0 = host_cpu_pressure_us();
 		c->profiling = !c->spec.has_warmup;
 		if (c->profiling)
 			c->prof_start = c->t0;
@@ -1629,6 +1631,14 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 		hlog(LOG_ERROR, "runner", "run %lld: summary failed: %s\n", (long long)id, err);
 	else
 		json_object_set_new(summary, "client", verdict_compute(r->store, id, &c->spec, c->n, summary));
+	if (summary) { /* how long this host's runnable tasks waited for a CPU */
+		long long psi1 = host_cpu_pressure_us();
+		int64_t span = mono_ns() - c->t0;
+		double wait = c->psi0 >= 0 && psi1 >= c->psi0 && c->t0 && span > 0
+				  ? (double)(psi1 - c->psi0) * 1e3 / (double)span
+				  : NAN;
+		verdict_host_wait(json_object_get(summary, "client"), wait);
+	}
 	if (summary) { /* what the schedule asked for but was never sent */
 		long long unsent = 0;
 		for (int i = 0; i < c->n; i++)

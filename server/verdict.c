@@ -630,3 +630,33 @@ const char *verdict_of(json_t *summary)
 	    json_string_value(json_object_get(json_object_get(summary, "client"), "verdict"));
 	return v ? v : "";
 }
+
+void verdict_host_wait(json_t *client, double wait)
+{
+	json_t *head = json_object_get(client, "headline");
+	if (!head)
+		return;
+	json_object_set_new(head, "host_cpu_wait", real_or_null(wait));
+	const char *v = json_string_value(json_object_get(client, "verdict"));
+	if (isfinite(wait) && wait > HOST_WAIT_NOTE && v && strcmp(v, "ok") != 0)
+		reason(json_object_get(client, "notes"), "host_contended", -1, wait, HOST_WAIT_NOTE,
+		       "runnable tasks of this host waited for a CPU %.0f%% of the run "
+		       "(/proc/pressure/cpu): other processes competed with the workers",
+		       wait * 100);
+}
+
+long long host_cpu_pressure_us(void)
+{
+	FILE *f = fopen("/proc/pressure/cpu", "r");
+	if (!f)
+		return -1;
+	char line[256];
+	long long us = -1;
+	if (fgets(line, sizeof line, f) && strncmp(line, "some ", 5) == 0) {
+		const char *t = strstr(line, "total=");
+		if (t)
+			us = strtoll(t + 6, NULL, 10);
+	}
+	fclose(f);
+	return us;
+}

@@ -150,6 +150,13 @@ class BurstVerdictTest(unittest.TestCase):
         self.assertEqual(c["verdict"], "client_bound", c)
         self.assertIn("read_lag", codes, c)
         h = c["headline"]
+        # the host's contention measured (the suite runs where the kernel
+        # keeps pressure figures); named as a cause when it was high
+        wait = h["host_cpu_wait"]
+        self.assertIsNotNone(wait, h)
+        self.assertGreaterEqual(wait, 0)
+        notes = [n["code"] for n in c["notes"]]
+        self.assertEqual("host_contended" in notes, wait > 0.05, (wait, c["notes"]))
         self.assertGreaterEqual(h["reads"], 200)
         # the bucket holding the p99 reaches 5 ms or more (null: over 50 ms)
         self.assertTrue(h["read_lag_p99_ms"] is None or h["read_lag_p99_ms"] >= 5, h)
