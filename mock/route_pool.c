@@ -232,8 +232,8 @@ static int parse_embed(const struct mock_config *cfg, const json_t *root, struct
 
 /* vLLM's chat embeddings: "messages" as chat's route reads them, one
  * embedding; encoding_format and dimensions as OpenAI's. */
-static int parse_chat_embed(const struct mock_config *cfg, const json_t *root,
-                            struct pool_req *pq, uint64_t *tokens, char *err)
+static int parse_chat_embed(const struct mock_config *cfg, const json_t *root, struct pool_req *pq,
+                            uint64_t *tokens, char *err)
 {
 	pq->dim = cfg->embedding_dim;
 	long long dim;
