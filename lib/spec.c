@@ -1184,6 +1184,8 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
                             SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_FILE},
     [SPEC_EP_IMAGE_RETRIEVAL] = {"image_retrieval", "/v1/infer", NULL, {"image_retrieval"},
                                  SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_NEEDED},
+    [SPEC_EP_CHAT_EMBEDDINGS] = {"chat_embeddings", "/v1/embeddings", NULL, {"chat_embeddings"},
+                                 SPEC_EPF_IMAGES},
 };
 
 int spec_endpoint_from_aiperf(const char *name)
@@ -1599,7 +1601,9 @@ static int parse_images(struct vctx *v, json_t *wl, struct spec *s)
 	}
 	if (!o || json_is_null(o) || !(spec_endpoints[ep].flags & SPEC_EPF_IMAGES))
 		return not_for_endpoint(v, wl, "images",
-		                        "the chat, image_edit and image_retrieval endpoints", ep);
+		                        "the chat, image_edit, image_retrieval and chat_embeddings "
+		                        "endpoints",
+		                        ep);
 	if (!json_is_object(o))
 		return fail(v, "wrong_type", "workload.images", "'workload.images' must be an object");
 	static const char *const keys[] = {"count", "width", "height", "format", "quality", "pool",

@@ -55,6 +55,7 @@ enum spec_endpoint {
 	SPEC_EP_IMAGE_GENERATION,    /* OpenAI /v1/images/generations */
 	SPEC_EP_IMAGE_EDIT,          /* OpenAI /v1/images/edits (multipart upload) */
 	SPEC_EP_IMAGE_RETRIEVAL,     /* NVIDIA NIM /v1/infer (pictures as data URLs) */
+	SPEC_EP_CHAT_EMBEDDINGS,     /* vLLM /v1/embeddings with chat messages (multimodal) */
 	SPEC_EP__COUNT
 };
 /* Bounds of the endpoint fields (docs/spec.md). */

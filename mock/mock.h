@@ -137,6 +137,7 @@ enum mock_api {
 	API_IMAGE_GEN,   /* POST /v1/images/generations */
 	API_IMAGE_EDIT,  /* POST /v1/images/edits (multipart upload) */
 	API_IMAGE_RETRIEVAL, /* POST /v1/infer (NVIDIA NIM) */
+	API_CHAT_EMBED,  /* POST /v1/embeddings with "messages" (vLLM chat embeddings) */
 	API__COUNT
 };
 
@@ -490,7 +491,7 @@ const struct mock_handler *mock_handler(unsigned api);
 extern const struct mock_handler mock_chat, mock_completion, mock_tgi, mock_embed, mock_rank_nim,
     mock_rank_cohere, mock_rank_tei, mock_embed_cohere, mock_embed_tei, mock_vllm_gen,
     mock_sglang_gen, mock_responses, mock_messages, mock_transcribe, mock_image_gen,
-    mock_image_edit, mock_image_retrieval;
+    mock_image_edit, mock_image_retrieval, mock_chat_embed;
 /* --media-dir: n bytes of a request's media into DIR/K.KIND (the first
  * 4096 files of the process, K counting them). */
 void api_save_media(const char *dir, const char *kind, const void *p, size_t n);
@@ -499,6 +500,12 @@ void api_save_media(const char *dir, const char *kind, const void *p, size_t n);
 /* A chat (chat) or text completion body read with jansson into g (zeroed
  * by the caller): 0, or -1 with a message in err. */
 int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *g, char *err);
+/* A chat body's "messages", checked (content parts as chat reads them:
+ * image_url and input_audio parts well formed), their text's tokens added
+ * to *n: 0, or -1 with a message in err. */
+int api_chat_prompt(const struct json_t *root, uint64_t *n, char *err);
+/* --media-dir: a chat body's image_url and input_audio parts, saved. */
+void api_save_chat_media(const char *dir, const char *body, size_t len);
 
 /* genreq.c */
 /* The same reading of the usual bodies in one pass, without jansson: true

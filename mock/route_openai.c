@@ -71,7 +71,7 @@ static int content_words(const json_t *content, uint64_t *n, char *err)
 	return 0;
 }
 
-static int chat_prompt(const json_t *root, uint64_t *n, char *err)
+int api_chat_prompt(const json_t *root, uint64_t *n, char *err)
 {
 	const json_t *msgs = json_object_get(root, "messages");
 	if (!json_is_array(msgs) || json_array_size(msgs) == 0)
@@ -159,7 +159,7 @@ int api_parse_gen_json(const char *body, size_t len, bool chat, struct gen_req *
 	if (got)
 		g->min_tokens = v > HR_MAX_OSL ? HR_MAX_OSL + 1 : (uint32_t)v;
 	uint64_t words_in = 0;
-	if ((chat ? chat_prompt(root, &words_in, err) : completion_prompt(root, &words_in, err)) <
+	if ((chat ? api_chat_prompt(root, &words_in, err) : completion_prompt(root, &words_in, err)) <
 	    0)
 		goto out;
 	/* The body is at most HR_MOCK_MAX_REQUEST_BYTES, so this fits. */
@@ -402,7 +402,7 @@ static const char *safe_format(const json_t *f)
 	return s;
 }
 
-static void save_media(const char *dir, const char *body, size_t len)
+void api_save_chat_media(const char *dir, const char *body, size_t len)
 {
 	json_t *root = json_loadb(body, len, 0, NULL);
 	size_t i, k;
@@ -443,7 +443,7 @@ static int openai_parse(struct server *srv, enum mock_api api, bool stream_path,
 	(void)stream_path;
 	int rc = parse_gen(req->body, req->body_len, api == API_CHAT, g, err);
 	if (rc == 0 && api == API_CHAT && srv->cfg->media_dir)
-		save_media(srv->cfg->media_dir, req->body, req->body_len);
+		api_save_chat_media(srv->cfg->media_dir, req->body, req->body_len);
 	return rc;
 }
 

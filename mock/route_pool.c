@@ -24,11 +24,16 @@
  *                        vectors.
  * NVIDIA NIM's embeddings are OpenAI's route with NIM's members checked
  * when given: input_type "query" or "passage", truncate NONE|START|END.
+ * vLLM's chat embeddings are a /v1/embeddings body with "messages" (and
+ * no "input"), read as chat reads them (image_url and input_audio parts
+ * checked, the text parts counted as the prompt): one embedding, answered
+ * as OpenAI's.
  *
  * Everything is deterministic, so that clients can check it:
  *
  * An embedding is a function of its input's text alone (a token-id input's
- * text is its ids in decimal joined by single spaces): with h the 64-bit
+ * text is its ids in decimal joined by single spaces; a chat embedding's,
+ * the "messages" member as jansson writes it compactly): with h the 64-bit
  * FNV-1a hash of the text's bytes and, for i = 1 .. dim,
  *   v_i = 2 * ((splitmix64_i(h) >> 11) * 2^-53) - 1
  * (splitmix64_i: SplitMix64's i-th output from state h, as in fault.c),
@@ -223,6 +228,49 @@ static int parse_embed(const struct mock_config *cfg, const json_t *root, struct
 		return errf(err, "'input' has %u items of %u dimensions: at most %u values in all",
 		            pq->n, pq->dim, (unsigned)MOCK_MAX_EMBED_VALUES);
 	return 0;
+}
+
+/* vLLM's chat embeddings: "messages" as chat's route reads them, one
+ * embedding; encoding_format and dimensions as OpenAI's. */
+static int parse_chat_embed(const struct mock_config *cfg, const json_t *root, struct pool_req *pq,
+                            uint64_t *tokens, char *err)
+{
+	pq->dim = cfg->embedding_dim;
+	long long dim;
+	int got = api_opt_int(root, "dimensions", "dimensions", 1, MOCK_MAX_EMBED_DIM, &dim, err);
+	if (got < 0)
+		return -1;
+	if (got)
+		pq->dim = (uint32_t)dim;
+	const json_t *fmt = json_object_get(root, "encoding_format");
+	if (fmt && !json_is_null(fmt)) {
+		if (json_is_string(fmt) && strcmp(json_string_value(fmt), "base64") == 0)
+			pq->b64 = true;
+		else if (!json_is_string(fmt) || strcmp(json_string_value(fmt), "float") != 0)
+			return errf(err, "'encoding_format' must be \"float\" or \"base64\"");
+	}
+	if (json_object_get(root, "input"))
+		return errf(err, "give 'messages' or 'input', not both");
+	if (api_chat_prompt(root, tokens, err) < 0)
+		return -1;
+	char *text = json_dumps(json_object_get(root, "messages"), JSON_COMPACT);
+	if (!text)
+		return errf(err, "'messages' cannot be read");
+	pq->n = 1;
+	pq->seeds = xmalloc(sizeof(*pq->seeds));
+	pq->seeds[0] = fnv_add(FNV_OFFSET, text, strlen(text));
+	free(text);
+	return 0;
+}
+
+/* A /v1/embeddings body that is chat embeddings': an object with
+ * "messages". Read without parsing: the route's parse checks it whole. */
+static bool chat_embed_claims(const struct http_request *req)
+{
+	json_t *root = json_loadb(req->body, req->body_len, 0, NULL);
+	bool mine = json_is_object(root) && json_object_get(root, "messages");
+	json_decref(root);
+	return mine;
 }
 
 /* Cohere's /v2/embed and TEI's /embed: the texts (texts_key) of one
@@ -763,7 +811,8 @@ static int pool_parse(struct server *srv, enum mock_api api, bool stream_path,
 	uint64_t tokens = 0;
 	int rc = api_check_model(root, err);
 	if (rc == 0)
-		rc = api == API_EMBED ? parse_embed(cfg, root, pq, &tokens, err)
+		rc = api == API_EMBED        ? parse_embed(cfg, root, pq, &tokens, err)
+		     : api == API_CHAT_EMBED ? parse_chat_embed(cfg, root, pq, &tokens, err)
 		     : api == API_EMBED_COHERE || api == API_EMBED_TEI
 		         ? parse_embed_texts(cfg, api, root, pq, &tokens, err)
 		         : parse_rank(api, root, pq, &tokens, err);
@@ -779,6 +828,8 @@ static int pool_parse(struct server *srv, enum mock_api api, bool stream_path,
 		pq->root = root; /* pq->texts, pq->root_texts point into it */
 	else
 		json_decref(root);
+	if (api == API_CHAT_EMBED && srv->cfg->media_dir)
+		api_save_chat_media(srv->cfg->media_dir, body, len);
 	g->pq = pq;
 	g->max_tokens = 1; /* one step: the prefill, then the answer */
 	g->prompt_tokens = (uint32_t)tokens;
@@ -794,7 +845,8 @@ static int pool_body(struct server *srv, const struct stream *s, struct dynbuf *
 	dynbuf_reset(b);
 	if (s->pq->api == API_EMBED_COHERE || s->pq->api == API_EMBED_TEI)
 		return embed_texts_body(s, b);
-	return s->pq->api == API_EMBED ? embed_body(srv, s, b) : rank_body(s, b);
+	return s->pq->api == API_EMBED || s->pq->api == API_CHAT_EMBED ? embed_body(srv, s, b)
+	                                                                : rank_body(s, b);
 }
 
 const struct mock_handler mock_embed = {
@@ -841,6 +893,15 @@ const struct mock_handler mock_embed_tei = {
 	.api = API_EMBED_TEI,
 	.paths = {{"/embed", false}},
 	.pool = true,
+	.parse = pool_parse,
+	.body = pool_body,
+};
+
+const struct mock_handler mock_chat_embed = {
+	.api = API_CHAT_EMBED,
+	.paths = {{"/v1/embeddings", false}},
+	.pool = true,
+	.claims = chat_embed_claims,
 	.parse = pool_parse,
 	.body = pool_body,
 };

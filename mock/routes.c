@@ -20,6 +20,7 @@ static const struct mock_handler *const table[API__COUNT] = {
 	[API_IMAGE_GEN] = &mock_image_gen,
 	[API_IMAGE_EDIT] = &mock_image_edit,
 	[API_IMAGE_RETRIEVAL] = &mock_image_retrieval,
+	[API_CHAT_EMBED] = &mock_chat_embed,
 };
 
 const struct mock_handler *mock_handler(unsigned api)

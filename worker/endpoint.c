@@ -399,6 +399,7 @@ void ep_read_answer(int endpoint, json_t *root, int items, const struct ep_path 
 	facts_init(f);
 	switch (endpoint) {
 	case SPEC_EP_EMBEDDINGS:
+	case SPEC_EP_CHAT_EMBEDDINGS: /* (vLLM's chat-style request, the same answer) */
 		read_embeddings(root, items, f);
 		break;
 	case SPEC_EP_RANKINGS_NIM:

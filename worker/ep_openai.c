@@ -1,5 +1,7 @@
 /* ep_openai.c - the OpenAI chat (/v1/chat/completions) and completions
- * (/v1/completions) endpoint handlers (ephandler.h): a body built around a
+ * (/v1/completions) endpoint handlers (ephandler.h), and vLLM's chat
+ * embeddings (/v1/embeddings with chat messages, its answer an embeddings
+ * answer read by endpoint.c, one piece): a body built around a
  * tail serialised once per run (chat's user message a content array with
  * the run's synthetic pictures and clips when workload.images or
  * workload.audio asks, ep_media.h); streamed chunks read by chunkscan's hand
@@ -89,7 +91,7 @@ static int build_messages(struct req *r, const struct req_params *p, const struc
 	if (c->with_prompt) {
 		/* prompt_synthetic writes JSON-safe text (see prompt.h), the
 		 * history is escaped already */
-		bool chat = c->endpoint == SPEC_EP_CHAT;
+		bool chat = c->endpoint == SPEC_EP_CHAT || c->endpoint == SPEC_EP_CHAT_EMBEDDINGS;
 		if (dynbuf_addstr(b, chat ? "\"messages\":[" : "\"prompt\":\"") < 0 ||
 		    (h && h->len && dynbuf_add(b, h->data, h->len) < 0))
 			return -1;
@@ -274,6 +276,56 @@ static int openai_answer(struct req *r, json_t *j, const json_error_t *je, char 
 	return err;
 }
 
+/* Chat embeddings: the members after the messages ("model",
+ * "encoding_format" float, extra_body merged over them), serialised once;
+ * the user message as chat writes it, with the run's pictures. */
+static int chatemb_cfg(struct req_cfg *c, const struct spec *s, char *err)
+{
+	json_t *fixed = json_object();
+	json_t *extra = s->target.extra_body;
+	if (!fixed)
+		xalloc_die();
+	json_object_set_new(fixed, "model", json_string(s->target.model));
+	json_object_set_new(fixed, "encoding_format", json_string("float"));
+	if (json_is_object(extra) && json_object_update(fixed, extra) < 0) {
+		json_decref(fixed);
+		return errf(err, "target.extra_body cannot be merged");
+	}
+	char *dump = json_dumps(fixed, JSON_COMPACT);
+	json_decref(fixed);
+	if (!dump || dump[0] != '{' || dump[1] == '}') {
+		free(dump);
+		return errf(err, "cannot serialise the request body");
+	}
+	c->body_tail = xstrdup(dump + 1);
+	c->body_tail_len = strlen(c->body_tail);
+	free(dump);
+	c->with_prompt = !json_object_get(extra, "messages");
+	c->items = 1; /* one embedding for the conversation */
+	c->sends_osl = false;
+	if (s->workload.kind == SPEC_WL_DATASET)
+		c->body_extra = HR_MAX_DATASET_LINE; /* an entry's media, as given */
+	if (c->with_prompt) {
+		int failed;
+		struct epm_pool *pool = epm_pool_new(s, EPM_CHAT, err, &failed);
+		if (failed)
+			return -1;
+		c->ep = pool;
+		if (pool)
+			c->body_extra += pool->max_parts_len + 64;
+	}
+	return 0;
+}
+
+static int chatemb_body(struct req *r, const struct req_params *p)
+{
+	struct dynbuf *b = &r->body;
+	r->osl_sent = false;
+	if (dynbuf_add(b, "{", 1) < 0 || build_messages(r, p, NULL) < 0)
+		return -1;
+	return dynbuf_add(b, r->cfg->body_tail, r->cfg->body_tail_len);
+}
+
 static int chat_scan(const char *data, size_t len, struct chunk_info *ci,
                      struct chunkscan_memo *m)
 {
@@ -309,4 +361,14 @@ const struct ep_handler ep_completions = {
 	.scan = completions_scan,
 	.event = openai_event,
 	.answer = openai_answer,
+};
+
+const struct ep_handler ep_chat_embeddings = {
+	.endpoint = SPEC_EP_CHAT_EMBEDDINGS,
+	.content_type = "application/json",
+	.one_piece = true,
+	.cfg_init = chatemb_cfg,
+	.cfg_release = openai_cfg_release,
+	.body = chatemb_body,
+	.answer = rq_ep_answer,
 };

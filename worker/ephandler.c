@@ -23,6 +23,7 @@ static const struct ep_handler *const table[SPEC_EP__COUNT] = {
 	[SPEC_EP_IMAGE_GENERATION] = &ep_image_generation,
 	[SPEC_EP_IMAGE_EDIT] = &ep_image_edit,
 	[SPEC_EP_IMAGE_RETRIEVAL] = &ep_image_retrieval,
+	[SPEC_EP_CHAT_EMBEDDINGS] = &ep_chat_embeddings,
 };
 
 const struct ep_handler *ep_handler(int endpoint)

@@ -96,6 +96,6 @@ extern const struct ep_handler ep_chat, ep_completions, ep_embeddings, ep_rankin
     ep_rankings_cohere, ep_rankings_tei, ep_tgi, ep_template, ep_embeddings_nim,
     ep_embeddings_cohere, ep_embeddings_tei, ep_vllm_generate, ep_sglang_generate, ep_raw,
     ep_responses, ep_messages, ep_audio_transcription, ep_image_generation, ep_image_edit,
-    ep_image_retrieval;
+    ep_image_retrieval, ep_chat_embeddings;
 
 #endif

@@ -163,6 +163,15 @@ static const struct answer_case answers[] = {
      "'data[0].embedding'", -1, -1},
     {SPEC_EP_EMBEDDINGS, "{\"data\":[{\"vector\":[1]}]}", 1, HR_ERR_MALFORMED_STREAM,
      "'data[0].embedding'", -1, -1},
+    /* chat embeddings (vLLM): the embeddings answer, one input */
+    {SPEC_EP_CHAT_EMBEDDINGS,
+     "{\"data\":[{\"index\":0,\"embedding\":[0.25,-0.5]}],\"usage\":{\"prompt_tokens\":7}}", 1,
+     HR_ERR_NONE, NULL, 7, -1},
+    {SPEC_EP_CHAT_EMBEDDINGS, "{\"data\":[{\"embedding\":[1]},{\"embedding\":[2]}]}", 1,
+     HR_ERR_MALFORMED_STREAM, "2 embeddings for 1 inputs", -1, -1},
+    {SPEC_EP_CHAT_EMBEDDINGS, "{\"data\":[]}", 1, HR_ERR_NO_CONTENT, "no embeddings", -1, -1},
+    {SPEC_EP_CHAT_EMBEDDINGS, "{\"choices\":[]}", 1, HR_ERR_MALFORMED_STREAM,
+     "'data' is not an array", -1, -1},
     /* NIM */
     {SPEC_EP_RANKINGS_NIM,
      "{\"rankings\":[{\"index\":1,\"logit\":4},{\"index\":0,\"logit\":-1.5}],"
