@@ -22,8 +22,8 @@ WORKDIR /src
 COPY web/package.json web/package-lock.json web/
 RUN cd web && npm ci --no-audit --no-fund --loglevel=error
 COPY . .
-# as make deb: Debian's hardening flags but fortify (the Makefile says why)
-ENV DEB_BUILD_MAINT_OPTIONS=hardening=+all,-fortify
+# as make deb: Debian's hardening flags
+ENV DEB_BUILD_MAINT_OPTIONS=hardening=+all
 RUN cmake -S . -B /build -DCMAKE_BUILD_TYPE=RelWithDebInfo -DBUILD_TESTING=OFF \
       -DCMAKE_C_FLAGS="$(dpkg-buildflags --get CFLAGS) $(dpkg-buildflags --get CPPFLAGS)" \
       -DCMAKE_EXE_LINKER_FLAGS="$(dpkg-buildflags --get LDFLAGS)" \

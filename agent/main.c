@@ -32,7 +32,7 @@
 
 #include "agentproto.h"
 #include "curvekey.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "proto.h"
 #include "util.h"
 

@@ -17,7 +17,7 @@
 
 #include "dynbuf.h"
 #include "http.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "report.h"
 #include "show.h"
 #include "table.h"

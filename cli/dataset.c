@@ -23,7 +23,7 @@
 #include "dataset.h"
 #include "dynbuf.h"
 #include "http.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "table.h"
 #include "util.h"
 #include "view.h"

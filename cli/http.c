@@ -10,7 +10,7 @@
 #include <strings.h>
 
 #include "cli.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 #define HTTP_CONNECT_TIMEOUT_MS 10000L

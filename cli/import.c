@@ -13,7 +13,7 @@
 
 #include "cli.h"
 #include "http.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 int cmd_import(int argc, char **argv);

@@ -12,7 +12,7 @@
 
 #include "cli.h"
 #include "http.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 #define POLL_MS_DEFAULT 500L

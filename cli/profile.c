@@ -36,7 +36,7 @@
 #include "cli.h"
 #include "dynbuf.h"
 #include "http.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "spec.h"
 #include "util.h"
 #include "view.h"

@@ -3,7 +3,7 @@
 
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 
 int agentproto_chan(const void *s, size_t n, int64_t *run, int *idx)
 {

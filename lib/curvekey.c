@@ -8,7 +8,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 int curvekey_valid(const char *text)

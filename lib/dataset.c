@@ -15,7 +15,7 @@
 #include <unistd.h>
 
 #include "dynbuf.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "trace.h"
 #include "util.h"
 

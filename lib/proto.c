@@ -6,7 +6,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 static const char *const type_names[PROTO__MAX] = {

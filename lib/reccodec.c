@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 #define REC_FIXED_MAX (1 + 3 * 10 + 5 + 4 * 10 + 2 + 10 * 10 + 1 + 6 * 10 + 10 + 10)

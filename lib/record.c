@@ -5,7 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 static const char *const err_names[HR_ERR__COUNT] = {

@@ -9,7 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "media.h"
 #include "metrics.h"
 #include "redact.h"

@@ -28,7 +28,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 
 /* target.endpoint. The numbers are not stored (the spec stores the name);
  * what each one is, its paths and what it accepts are in spec_endpoints[]

@@ -7,7 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 static int get_len(json_t *o, const char *key, uint32_t line, int max, int32_t *out, char *err)

@@ -31,14 +31,14 @@
 #include <stdint.h>
 
 #include "dynbuf.h"
-#include "limits.h"
+#include "hrlimits.h"
 
 struct tok; /* tokenizer.h */
 
 /* The Server header of every answer (a benchmark's card names the server). */
 #define MOCK_SERVER "headroom-mock/" HEADROOM_VERSION
 
-/* Bounds of the mock beyond those in limits.h. */
+/* Bounds of the mock beyond those in hrlimits.h. */
 #define MOCK_MAX_HEADER_BYTES (16u << 10) /* request line + headers -> 431 */
 #define MOCK_MAX_HEADERS 100              /* header lines per request -> 431 */
 #define MOCK_OUT_HIGH_WATER (256u << 10)  /* stop generating while this much output waits */

@@ -17,7 +17,7 @@
 #include <zmq.h>
 
 #include "curvekey.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "log.h"
 #include "proto.h"
 #include "runs.h"

@@ -24,7 +24,7 @@
 #include "dynbuf.h"
 #include "export.h"
 #include "history.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "live.h"
 #include "redact.h"
 #include "runs.h"

@@ -30,7 +30,7 @@ struct api_opts {
 	int default_workers;   /* for specs without "workers" */
 	const char *web_dir;   /* static dashboard files, may be NULL */
 	const struct secrets *secrets; /* declared secrets (secrets.h); may be NULL */
-	/* bounds; 0 takes the default from lib/limits.h */
+	/* bounds; 0 takes the default from lib/hrlimits.h */
 	int reader_wait_ms;            /* HR_READER_WAIT_MS */
 	int max_connections;           /* HR_MAX_CONNECTIONS */
 	int max_connections_per_client; /* HR_MAX_CONNECTIONS_PER_CLIENT */

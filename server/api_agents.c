@@ -6,7 +6,7 @@
 #include "agents.h"
 #include "apiint.h"
 #include "auth.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 enum MHD_Result h_agent_list(struct call *k)

@@ -12,7 +12,7 @@
 #include "api.h"
 #include "apiparse.h"
 #include "datasets.h"
-#include "limits.h"
+#include "hrlimits.h"
 
 
 struct api {

@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 
 /* Strict decimal integer in [lo, hi] (digits only, no sign or spaces): 0,
  * or -1. */

@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "log.h"
 #include "runs.h"
 #include "spec.h"

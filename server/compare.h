@@ -16,7 +16,7 @@
 #include <jansson.h>
 #include <stdint.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "spec.h"
 #include "stats.h"
 #include "store.h"

@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "log.h"
 #include "runs.h"
 #include "util.h"

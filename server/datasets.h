@@ -75,7 +75,7 @@ int datasets_delete(struct store *s, int64_t id, int64_t *run, char *err);
 /* {"datasets": [...]}, newest first, at most limit: 0 or -1 with err. */
 int datasets_list(struct store *s, int limit, json_t **out, char *err);
 /* {"dataset_id", "total", "offset", "entries": [...]}: at most limit
- * entries from the offset-th, texts cut for display (limits.h). 0, -404,
+ * entries from the offset-th, texts cut for display (hrlimits.h). 0, -404,
  * or -1 with err. */
 int datasets_entries(struct store *s, int64_t id, size_t offset, size_t limit, json_t **out,
                      char *err);

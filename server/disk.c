@@ -9,7 +9,7 @@
 #include <sys/statvfs.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 static const char *dir = ".";

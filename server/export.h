@@ -12,7 +12,7 @@
 #include <stdint.h>
 
 #include "dynbuf.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "record.h"
 
 enum export_format { EXPORT_JSONL, EXPORT_CSV };

@@ -14,7 +14,7 @@
 #include <stdint.h>
 
 #include "apiparse.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "store.h"
 
 #define HISTORY_FP_LEN 16      /* hex characters of a fingerprint */

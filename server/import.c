@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "metrics.h"
 #include "util.h"
 #include "yaml2json.h"

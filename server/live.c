@@ -24,7 +24,7 @@
 #include <time.h>
 
 #include "dynbuf.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "metrics.h"
 #include "stats.h"
 #include "util.h"

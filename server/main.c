@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 	const char *agent_listen = NULL, *agent_key = NULL; /* docs/agents.md */
 	char *backup_default = NULL;
 	int log_format = LOG_TEXT, log_level = LOG_INFO, log_access = 0;
-	struct api_opts ao = {.listen = NULL}; /* the bounds: 0 takes limits.h's default */
+	struct api_opts ao = {.listen = NULL}; /* the bounds: 0 takes hrlimits.h's default */
 	struct store_opts so = {0};
 	if (argc > 1 && strcmp(argv[1], "token") == 0)
 		return auth_token_command(argc - 2, argv + 2);

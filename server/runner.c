@@ -35,7 +35,7 @@
 #include "disk.h"
 #include "history.h"
 #include "judge.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "mockproc.h"
 #include "nvml.h"
 #include "proto.h"

@@ -10,7 +10,7 @@
 #include "dynbuf.h"
 #include "history.h"
 #include "imports.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "reccodec.h"
 #include "util.h"
 

@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "log.h"
 #include "migrations.h"
 #include "history.h"

@@ -13,7 +13,7 @@
 
 #include "dynbuf.h"
 #include "log.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "nvml.h"
 #include "prom.h"
 #include "promap.h"

@@ -14,7 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "metrics.h"
 #include "record.h"
 #include "runs.h"

@@ -11,7 +11,7 @@
 #include <string.h>
 #include <yaml.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 /* --- lines by node ------------------------------------------------------------------- */

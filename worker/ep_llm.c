@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "ephandler.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "llmread.h"
 #include "record.h"
 #include "reqpart.h"

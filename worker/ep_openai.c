@@ -15,7 +15,7 @@
 #include "chunkscan.h"
 #include "ep_media.h"
 #include "ephandler.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "record.h"
 #include "reqpart.h"
 #include "request.h"

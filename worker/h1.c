@@ -14,7 +14,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "util.h"
 
 enum { C_NONE, C_CONNECTING, C_SENDING, C_READING, C_IDLE };

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <strings.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 
 enum { S_STATUS, S_HEADER, S_BODY, S_TRAILER, S_DONE, S_ERR };
 

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "record.h"
 #include "rng.h"
 #include "split.h"

@@ -29,7 +29,7 @@
 #include <unistd.h>
 #include <zmq.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "csample.h"
 #include "loop.h"
 #include "outbox.h"

@@ -7,7 +7,7 @@
 #include <string.h>
 #include <zmq.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "proto.h"
 #include "util.h"
 

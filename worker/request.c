@@ -25,7 +25,7 @@
 #include "chunkscan.h"
 #include "ephandler.h"
 #include "jsonesc.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "prompt.h"
 #include "reqpart.h"
 #include "rng.h"

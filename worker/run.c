@@ -11,7 +11,7 @@
 #include "corpus.h"
 #include "ephandler.h"
 #include "jsonesc.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "prompt.h"
 #include "rng.h"
 #include "util.h"

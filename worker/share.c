@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "rng.h"
 #include "sched.h"
 #include "util.h"

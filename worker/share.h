@@ -20,7 +20,7 @@
 #include <stdint.h>
 
 #include "dataset.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "netallow.h"
 #include "spec.h"
 

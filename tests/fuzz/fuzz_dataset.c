@@ -27,7 +27,7 @@
 
 #include "dataset.h"
 #include "fuzz.h"
-#include "limits.h"
+#include "hrlimits.h"
 
 static void check_text(const struct dataset *d, struct ds_str s, size_t max)
 {

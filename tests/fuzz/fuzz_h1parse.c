@@ -23,7 +23,7 @@
 #include "dynbuf.h"
 #include "fuzz.h"
 #include "h1parse.h"
-#include "limits.h"
+#include "hrlimits.h"
 
 struct sink {
 	struct dynbuf body;

@@ -27,7 +27,7 @@
 
 #include "fuzz.h"
 #include "import.h"
-#include "limits.h"
+#include "hrlimits.h"
 
 static void encodable(json_t *v)
 {

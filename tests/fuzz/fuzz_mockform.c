@@ -22,7 +22,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "mock.h"
 #include "util.h"
 

@@ -28,7 +28,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "mock.h"
 
 struct result {

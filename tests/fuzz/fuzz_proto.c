@@ -33,7 +33,7 @@
 
 #include "csample.h"
 #include "fuzz.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "proto.h"
 #include "record.h"
 #include "util.h"

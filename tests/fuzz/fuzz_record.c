@@ -21,7 +21,7 @@
 
 #include "dynbuf.h"
 #include "fuzz.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "record.h"
 #include "util.h"
 

@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "spec.h"
 
 #define DEFAULT_WORKERS 2

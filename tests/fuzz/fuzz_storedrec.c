@@ -20,7 +20,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "reccodec.h"
 #include "record.h"
 #include "util.h"

@@ -15,7 +15,7 @@
 #include <string.h>
 
 #include "fuzz.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "llmread.h"
 #include "sse.h"
 

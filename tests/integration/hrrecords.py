@@ -15,7 +15,7 @@ decodes what a C program encoded checks the two against each other):
 
 A version 0x02 batch lacks the five media counts (read as -1). Every count
 is checked against the remaining bytes and the bounds of
-lib/limits.h; malformed input raises ValueError.
+lib/hrlimits.h; malformed input raises ValueError.
 """
 
 MAX_RECORDS_PER_BATCH = 4096

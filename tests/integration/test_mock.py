@@ -31,7 +31,7 @@ import hrtest  # noqa: E402
 
 BIN = os.environ.get("HEADROOM_BIN") or os.path.join(HERE, "..", "..", "build", "bin")
 MOCK = os.path.join(BIN, "headroom-mock")
-MAX_REQUEST_BYTES = 16 << 20  # HR_MOCK_MAX_REQUEST_BYTES in lib/limits.h
+MAX_REQUEST_BYTES = 16 << 20  # HR_MOCK_MAX_REQUEST_BYTES in lib/hrlimits.h
 START_TIMEOUT_S = 30
 SCALE = hrtest.time_scale()
 

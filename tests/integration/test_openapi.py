@@ -4,7 +4,7 @@
 1. Route coverage: `headroomd --list-routes` and the document's paths must
    name the same (method, path) pairs, both ways; the document is checked
    for well-formedness (every $ref resolves, every schema is a valid JSON
-   Schema 2020-12) and its bounds against lib/limits.h.
+   Schema 2020-12) and its bounds against lib/hrlimits.h.
 2. Response validation: the real headroomd (and headroom-mock) are driven
    over real sockets through every route, and every answer is checked
    against the document: its status must be documented for its route, its
@@ -82,7 +82,7 @@ import yaml  # noqa: E402
 from jsonschema import Draft202012Validator, FormatChecker, RefResolver  # noqa: E402
 
 DOC_PATH = os.path.join(hrtest.SRC, "api", "openapi.yaml")
-LIMITS_H = os.path.join(hrtest.SRC, "lib", "limits.h")
+LIMITS_H = os.path.join(hrtest.SRC, "lib", "hrlimits.h")
 HEADROOMD = os.path.join(hrtest.BIN, "headroomd")
 METHODS = ("get", "put", "post", "delete", "options", "head", "patch", "trace")
 MAX_BODY = 1 << 20
@@ -342,7 +342,7 @@ def chunked(total, size=65536, byte=b" "):
 
 
 def c_limits():
-    """The #defines of lib/limits.h, evaluated."""
+    """The #defines of lib/hrlimits.h, evaluated."""
     out = {}
     with open(LIMITS_H) as f:
         for line in f:

@@ -8,7 +8,7 @@
 
 #include "agentproto.h"
 #include "curvekey.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "tap.h"
 #include "util.h"
 

@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "dataset.h"
-#include "limits.h"
+#include "hrlimits.h"
 #include "tap.h"
 #include "trace.h"
 #include "util.h"

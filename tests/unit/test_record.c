@@ -2,7 +2,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "limits.h"
+#include "hrlimits.h"
 #include "record.h"
 #include "tap.h"
 #include "util.h"

@@ -1,4 +1,4 @@
-/* limits.h - every bound on buffers, queues and outside input, in one place.
+/* hrlimits.h - every bound on buffers, queues and outside input, in one place.
  *
  * A size that comes from outside the process (an API body, a spec field, a
  * streamed response, a worker message, a dataset) is checked against one of
