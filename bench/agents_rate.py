@@ -28,8 +28,10 @@
 #
 # Pinning: headroomd and its local workers on CPU 0 (--daemon-cpu),
 # headroom-mock on CPU 1 (--mock-cpu); the agents and their workers are left
-# to the scheduler (both CPUs). `uptime`'s load averages are recorded before
-# every measurement; a row measured under a 1-minute load above 1.5 says so.
+# to the scheduler (both CPUs). Before every measurement the script records
+# `uptime`'s load averages (which include this script's own previous runs)
+# and the share of both CPUs busy over one second while its own processes
+# are idle (others' use of the machine).
 
 import argparse
 import json
@@ -75,13 +77,15 @@ def spec(rate, duration, placed):
 
 def measure(rate, duration, placed):
     la = load1()
+    busy = hb.machine_load(1.0)  # ours idle: the share of both CPUs others used
     run = ta.E.api.wait(ta.E.api.submit(spec(rate, duration, placed)), 300)
     s = run.get("summary") or {}
     load = s.get("load") or {}
     lag = (s.get("metrics") or {}).get("schedule_lag") or {}
     sent, unsent = load.get("sent", 0), load.get("unsent", 0)
     r = {"rate": rate, "placed": placed, "run": run["id"], "state": run["state"],
-         "reason": run.get("reason"), "uptime": la, "sent": sent, "unsent": unsent,
+         "reason": run.get("reason"), "uptime": la, "busy_before": busy, "sent": sent,
+         "unsent": unsent,
          "own": (sent + unsent) / duration, "achieved": load.get("achieved_rate"),
          "errors": (s.get("counts") or {}).get("errors"),
          "lag_ms": {k: lag.get(k) for k in ("p50", "p99", "max")},
@@ -124,9 +128,10 @@ def row(r):
 
     def f(x, fmt):
         return "-" if x is None else fmt % x
-    return "| %s | %d | %s | %s | %.1f | %s | %d | %s | %s | %s | %s |" % (
-        "3 agents" if r["placed"] else "1 local worker", r["run"], "%.2f" % r["uptime"][0],
-        f(r["achieved"], "%.1f"), r["own"], f(lag["p50"], "%.3f"), r["unsent"],
+    return "| %s | %d | %.2f | %.0f%% | %s | %.1f | %d | %s | %s | %s | %s | %s |" % (
+        "3 agents" if r["placed"] else "1 local worker", r["run"], r["uptime"][0],
+        100 * r["busy_before"],
+        f(r["achieved"], "%.1f"), r["own"], r["unsent"], f(lag["p50"], "%.3f"),
         f(lag["p99"], "%.3f"), f(lag["max"], "%.2f"), r["verdict"],
         "yes" if r["sustained"] else "no")
 
@@ -160,9 +165,9 @@ def main():
               "%d CPUs in all" % (a.daemon_cpu, a.mock_cpu, os.cpu_count()))
         print("\n1. one local worker, %d output tokens, Poisson, %g s per rate\n" % (
             OSL, a.duration))
-        head = ("| placement | run | load 1m | achieved/s | schedule/s | lag p50 ms | unsent "
-                "| lag p99 ms | lag max ms | client verdict | sustained |\n"
-                "|---|---|---|---|---|---|---|---|---|---|---|")
+        head = ("| placement | run | load 1m | CPUs busy before | achieved/s | schedule/s "
+                "| unsent | lag p50 ms | lag p99 ms | lag max ms | client verdict | sustained |\n"
+                "|---|---|---|---|---|---|---|---|---|---|---|---|")
         print(head)
         ceiling = None
         for rate in [float(x) for x in a.rates.split(",")]:
