@@ -147,6 +147,7 @@ def main():
     ap.add_argument("--mock-cpu", type=int, default=1)
     ap.add_argument("--json")
     a = ap.parse_args()
+    subprocess.run(["uptime"])
     hb.bindir()
     if os.geteuid() != 0:
         sys.exit("agents_rate: needs root (network and time namespaces)")
@@ -204,5 +205,4 @@ def main():
 
 
 if __name__ == "__main__":
-    subprocess.run(["uptime"])
     main()
