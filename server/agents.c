@@ -27,6 +27,7 @@
 #define MAX_ENROLLED 1024
 #define ZAP_EP "inproc://zeromq.zap.01"
 #define RELOAD_NS 2000000000LL /* enrolments read again (revocations take effect) */
+#define ZAP_RELOAD_NS 500000000LL /* an unknown key reads them again at most this often */
 
 struct conn {
 	int used, welcomed;
@@ -254,35 +255,48 @@ int agents_revoke(struct store *s, const char *name, char *err)
 	return 0;
 }
 
-/* the enrolments into H.e (hub thread; H.mu held) */
-static void reload(void)
+/* The enrolments into H.e. Called without H.mu: the store is read first
+ * (an API request holds its reader while it takes H.mu, agents_list), then
+ * the table is swapped under H.mu. A reader not free within a second
+ * leaves the table as it was: 0 then, 1 when it was read. */
+static int reload(void)
 {
-	sqlite3 *db = store_reader(H.store);
+	sqlite3 *db = store_reader_timed(H.store, 1000);
+	if (!db)
+		return 0;
+	struct enrolled *ne = xmalloc(sizeof *ne * MAX_ENROLLED);
+	int n = 0;
 	sqlite3_stmt *st = NULL;
-	if (sqlite3_prepare_v2(db, "SELECT name, public_key, labels FROM agents ORDER BY name", -1,
-	                       &st, NULL) == SQLITE_OK) {
-		for (int i = 0; i < H.ne; i++)
-			json_decref(H.e[i].labels);
-		H.ne = 0;
-		while (sqlite3_step(st) == SQLITE_ROW && H.ne < MAX_ENROLLED) {
-			struct enrolled *e = &H.e[H.ne];
-			const char *n = (const char *)sqlite3_column_text(st, 0);
-			const char *k = (const char *)sqlite3_column_text(st, 1);
-			const char *l = (const char *)sqlite3_column_text(st, 2);
-			if (!n || !k || strlen(n) > AGENT_NAME_MAX || strlen(k) != 40)
-				continue;
-			memcpy(e->name, n, strlen(n) + 1);
-			memcpy(e->key, k, 41);
-			e->labels = l ? json_loads(l, 0, NULL) : NULL;
-			if (!json_is_object(e->labels)) {
-				json_decref(e->labels);
-				e->labels = json_object();
-			}
-			H.ne++;
+	int ok = sqlite3_prepare_v2(db, "SELECT name, public_key, labels FROM agents ORDER BY name",
+	                            -1, &st, NULL) == SQLITE_OK;
+	while (ok && sqlite3_step(st) == SQLITE_ROW && n < MAX_ENROLLED) {
+		struct enrolled *e = &ne[n];
+		const char *nm = (const char *)sqlite3_column_text(st, 0);
+		const char *k = (const char *)sqlite3_column_text(st, 1);
+		const char *l = (const char *)sqlite3_column_text(st, 2);
+		if (!nm || !k || strlen(nm) > AGENT_NAME_MAX || strlen(k) != 40)
+			continue;
+		memcpy(e->name, nm, strlen(nm) + 1);
+		memcpy(e->key, k, 41);
+		e->labels = l ? json_loads(l, 0, NULL) : NULL;
+		if (!json_is_object(e->labels)) {
+			json_decref(e->labels);
+			e->labels = json_object();
 		}
+		n++;
 	}
 	sqlite3_finalize(st);
 	store_reader_put(H.store, db);
+	if (ok) {
+		pthread_mutex_lock(&H.mu);
+		for (int i = 0; i < H.ne; i++)
+			json_decref(H.e[i].labels);
+		memcpy(H.e, ne, sizeof *ne * (size_t)n);
+		H.ne = n;
+		pthread_mutex_unlock(&H.mu);
+	}
+	free(ne);
+	return ok;
 }
 
 static const struct enrolled *enrolled_by_key(const char *key)
@@ -364,14 +378,20 @@ out:
 
 /* --- the hub thread ---------------------------------------------------------------------- */
 
-static void send_frames(void *sock, const void *const *p, const size_t *n, int k)
+static void send_frames_f(void *sock, const void *const *p, const size_t *n, int k, int flags)
 {
 	for (int i = 0; i < k; i++)
-		if (zmq_send(sock, p[i], n[i], i + 1 < k ? ZMQ_SNDMORE : 0) < 0)
+		if (zmq_send(sock, p[i], n[i], (i + 1 < k ? ZMQ_SNDMORE : 0) | flags) < 0)
 			return;
 }
 
-static void send_ctl(const struct conn *c, json_t *o)
+static void send_frames(void *sock, const void *const *p, const size_t *n, int k)
+{
+	send_frames_f(sock, p, n, k, 0);
+}
+
+/* flags: ZMQ_DONTWAIT where a message may be dropped rather than wait */
+static void send_ctl_f(const struct conn *c, json_t *o, int flags)
 {
 	char *s = json_dumps(o, JSON_COMPACT);
 	json_decref(o);
@@ -379,8 +399,13 @@ static void send_ctl(const struct conn *c, json_t *o)
 		xalloc_die();
 	const void *p[3] = {c->rid, "c", s};
 	size_t n[3] = {c->ridlen, 1, strlen(s)};
-	send_frames(H.router, p, n, 3);
+	send_frames_f(H.router, p, n, 3, flags);
 	free(s);
+}
+
+static void send_ctl(const struct conn *c, json_t *o)
+{
+	send_ctl_f(c, o, 0);
 }
 
 static void send_ctl_rid(const void *rid, size_t rl, json_t *o)
@@ -417,17 +442,24 @@ static void zap_answer(void)
 		    zmq_msg_size(&f[3]) < sizeof addr - 1 ? zmq_msg_size(&f[3]) : sizeof addr - 1;
 		memcpy(addr, zmq_msg_data(&f[3]), al);
 		pthread_mutex_lock(&H.mu);
-		const struct enrolled *e = enrolled_by_key(key);
-		if (!e) {
-			reload(); /* enrolled a moment ago, perhaps */
-			e = enrolled_by_key(key);
+		int e = enrolled_by_key(key) != NULL;
+		pthread_mutex_unlock(&H.mu);
+		/* enrolled a moment ago, perhaps: read again, but at most every
+		 * ZAP_RELOAD_NS (anyone with the daemon's public key can knock) */
+		static int64_t last_miss;
+		int64_t now = mono_ns();
+		if (!e && (last_miss == 0 || now - last_miss >= ZAP_RELOAD_NS)) {
+			last_miss = now;
+			reload();
+			pthread_mutex_lock(&H.mu);
+			e = enrolled_by_key(key) != NULL;
+			pthread_mutex_unlock(&H.mu);
 		}
 		if (e) { /* the user id is the key: its enrolment is looked up at each hello */
 			status = "200";
 			text = "OK";
 			user = key;
 		}
-		pthread_mutex_unlock(&H.mu);
 		if (!e)
 			hlog(LOG_WARN, "agents",
 			     "refused a connection from %s: its key %.8s... is not "
@@ -759,10 +791,28 @@ static int from_agents(void)
 			        ? w->dealer
 			        : NULL;
 			pthread_mutex_unlock(&H.mu);
-			/* blocking: a runner that cannot keep up slows the agent down
-			 * (back-pressure through the TCP connection to its workers) */
-			if (d && zmq_msg_send(&f[3], d, ZMQ_SNDMORE) >= 0)
-				zmq_msg_send(&f[4], d, 0);
+			/* not waiting: a run's socket that is no longer read (its
+			 * queue full) would hold the hub thread, and every agent,
+			 * for good; that worker is lost instead */
+			int sent = d ? zmq_msg_send(&f[3], d, ZMQ_SNDMORE | ZMQ_DONTWAIT) : -1;
+			if (d && sent < 0 && zmq_errno() == EAGAIN) {
+				pthread_mutex_lock(&H.mu);
+				if (run == H.run && w->dealer == d && w->state == AGENT_W_RUNNING) {
+					w->state = AGENT_W_LOST;
+					snprintf(w->why, sizeof w->why,
+					         "the run's socket did not take its messages (agent "
+					         "'%.64s')",
+					         H.c[ci].name);
+					close_worker(w);
+				}
+				pthread_mutex_unlock(&H.mu);
+				hlog(LOG_WARN, "agents",
+				     "remote worker %d lost: the run's socket did not take its "
+				     "messages\n",
+				     idx);
+			} else if (sent >= 0) {
+				zmq_msg_send(&f[4], d, ZMQ_DONTWAIT);
+			}
 		}
 	next:
 		for (int i = 0; i < n; i++)
@@ -926,23 +976,28 @@ static void run_commands(void)
 	}
 }
 
+/* Heartbeats and refusals are sent after H.mu is released, without
+ * waiting: an agent that does not read its socket neither holds the lock
+ * (the API waits on it) nor the hub thread. */
 static void housekeeping(int64_t now, int drained, int64_t *last_hb, int64_t *last_reload)
 {
-	pthread_mutex_lock(&H.mu);
+	static struct conn out[MAX_CONNS]; /* hub thread only; rid and a kind in used */
+	int nout = 0;
+	int reloaded = 0;
 	if (now - *last_reload > RELOAD_NS) {
-		reload();
+		reloaded = reload();
 		*last_reload = now;
+	}
+	pthread_mutex_lock(&H.mu);
+	if (reloaded) {
 		for (int i = 0; i < MAX_CONNS; i++)
 			if (H.c[i].used && !enrolled_by_key(H.c[i].key)) {
 				hlog(LOG_WARN, "agents",
 				     "agent '%s' dropped: its enrolment '%s' was "
 				     "revoked\n",
 				     H.c[i].name, H.c[i].enrolled);
-				struct conn c = H.c[i];
-				c.labels = NULL;
-				send_ctl(&c, json_pack(
-				                 "{s:s, s:s, s:b}", "type", "refuse", "reason",
-				                 "this agent's enrolment was revoked", "fatal", 0));
+				out[nout] = (struct conn){.used = 'r', .ridlen = H.c[i].ridlen};
+				memcpy(out[nout++].rid, H.c[i].rid, H.c[i].ridlen);
 				drop_conn(i, "was revoked");
 			}
 	}
@@ -957,13 +1012,21 @@ static void housekeeping(int64_t now, int drained, int64_t *last_hb, int64_t *la
 			hlog(LOG_WARN, "agents", "agent '%s' (host %s, %s) %s\n", c->name, c->host,
 			     c->addr, why);
 			drop_conn(i, why);
-		} else if (now - *last_hb > AGENT_HB_NS) {
-			send_ctl(c, json_pack("{s:s}", "type", "hb"));
+		} else if (now - *last_hb > AGENT_HB_NS && nout < MAX_CONNS) {
+			out[nout] = (struct conn){.used = 'h', .ridlen = c->ridlen};
+			memcpy(out[nout++].rid, c->rid, c->ridlen);
 		}
 	}
 	if (now - *last_hb > AGENT_HB_NS)
 		*last_hb = now;
 	pthread_mutex_unlock(&H.mu);
+	for (int i = 0; i < nout; i++)
+		send_ctl_f(&out[i],
+		           out[i].used == 'r'
+		               ? json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason",
+		                           "this agent's enrolment was revoked", "fatal", 0)
+		               : json_pack("{s:s}", "type", "hb"),
+		           ZMQ_DONTWAIT);
 }
 
 static void *hub_main(void *arg)
@@ -1047,9 +1110,7 @@ int agents_start(struct store *s, const struct agents_opts *o, char *err)
 		goto fail;
 	}
 	H.evfd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-	pthread_mutex_lock(&H.mu);
 	reload();
-	pthread_mutex_unlock(&H.mu);
 	if (pthread_create(&H.thread, NULL, hub_main, NULL) != 0) {
 		errf(err, "cannot start the agent hub thread");
 		close(H.evfd);
