@@ -730,11 +730,22 @@ static int from_agents(void)
 		const void *rid = zmq_msg_data(&f[0]);
 		size_t rl = zmq_msg_size(&f[0]);
 		char kind = *(const char *)zmq_msg_data(&f[1]);
+		/* the key the message came with (ZAP's user id): a routing id's
+		 * messages count only with the key that connection said hello with */
+		const char *uid = zmq_msg_gets(&f[1], "User-Id");
 		pthread_mutex_lock(&H.mu);
 		int ci = conn_by_rid(rid, rl);
-		if (ci >= 0)
+		int other = ci >= 0 && strcmp(H.c[ci].key, uid ? uid : "") != 0;
+		if (ci >= 0 && !other)
 			H.c[ci].last_seen = mono_ns();
 		pthread_mutex_unlock(&H.mu);
+		if (other) {
+			hlog(LOG_WARN, "agents",
+			     "dropped a message: its key %.8s... is not the key its connection "
+			     "was welcomed with\n",
+			     uid ? uid : "(none)");
+			goto next;
+		}
 		if (kind == 'c' && n == 3) {
 			json_t *o = json_loadb(zmq_msg_data(&f[2]), zmq_msg_size(&f[2]), 0, NULL);
 			const char *t = json_string_value(json_object_get(o, "type"));
@@ -1104,6 +1115,10 @@ int agents_start(struct store *s, const struct agents_opts *o, char *err)
 	int hb = 1000, hbt = 3000;
 	zmq_setsockopt(H.router, ZMQ_HEARTBEAT_IVL, &hb, sizeof hb);
 	zmq_setsockopt(H.router, ZMQ_HEARTBEAT_TIMEOUT, &hbt, sizeof hbt);
+	/* a connection not through its CURVE handshake in 3 s is closed (libzmq
+	 * waits 30 s): half-open ones hold descriptors no longer */
+	int hs = 3000;
+	zmq_setsockopt(H.router, ZMQ_HANDSHAKE_IVL, &hs, sizeof hs);
 	explicit_bzero(sec, sizeof sec);
 	if (zmq_bind(H.router, o->listen) < 0) {
 		errf(err, "--agent-listen %s: %s", o->listen, zmq_strerror(zmq_errno()));
