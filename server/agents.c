@@ -629,14 +629,20 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 }
 
 /* "fetch": one of the run's files (a dataset, a tokenizer) by its SHA-256,
- * sent in chunks; nothing else is served */
+ * sent in chunks, to a connection with a worker in the run; nothing else
+ * is served */
 static void on_fetch(int ci, json_t *o)
 {
 	const char *sha = json_string_value(json_object_get(o, "sha256"));
 	struct conn *c = &H.c[ci];
 	char path[4200] = "";
 	pthread_mutex_lock(&H.mu);
-	const char *p = sha ? json_string_value(json_object_get(H.files, sha)) : NULL;
+	/* only to an agent with a worker in the current run */
+	int serves = 0;
+	for (int i = 0; i < HR_MAX_WORKERS && !serves; i++)
+		serves = H.rw[i].used && H.rw[i].conn == ci;
+	const char *p =
+	    sha && serves ? json_string_value(json_object_get(H.files, sha)) : NULL;
 	if (p)
 		snprintf(path, sizeof path, "%s", p);
 	pthread_mutex_unlock(&H.mu);
