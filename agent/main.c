@@ -66,7 +66,7 @@ struct agent {
 	char name[AGENT_NAME_MAX + 1], host[256];
 	json_t *labels;
 	char cache[APATH_MAX - 200];
-	char wk_ep[96];
+	char wk_dir[96], wk_ep[128];
 	char *worker_bin;
 	int welcomed;
 	int64_t last_rx, last_hello, last_hb, next_try;
@@ -667,7 +667,9 @@ static void from_workers(struct agent *a)
 		if (rl < sizeof rid)
 			memcpy(rid, zmq_msg_data(&f[0]), rl);
 		char *end;
-		long idx = rid[0] == 'w' ? strtol(rid + 1, &end, 10) : -1;
+		long idx = rid[0] == 'w' && rid[1] >= '0' && rid[1] <= '9'
+		               ? strtol(rid + 1, &end, 10)
+		               : -1;
 		if (idx >= 0 && idx < HR_MAX_WORKERS && *end == 0 && a->w[idx].pid > 0 && a->up &&
 		    a->welcomed) {
 			char chan[48];
@@ -908,12 +910,24 @@ int main(int argc, char **argv)
 	proto_socket_defaults(a.wk);
 	int one = 1, tmo = 2000;
 	zmq_setsockopt(a.wk, ZMQ_ROUTER_MANDATORY, &one, sizeof one);
-	zmq_setsockopt(a.wk, ZMQ_ROUTER_HANDOVER, &one, sizeof one);
 	zmq_setsockopt(a.wk, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
-	snprintf(a.wk_ep, sizeof a.wk_ep, "ipc://@headroom-agent-%d", (int)getpid());
+	/* the workers' socket is a file in a directory of mode 0700 (an
+	 * abstract-namespace one could be reached by any local user), and a
+	 * routing id is not handed over to a second connection */
+	const char *tmp = getenv("TMPDIR");
+	if (!tmp || tmp[0] != '/' || strlen(tmp) > 60)
+		tmp = "/tmp";
+	snprintf(a.wk_dir, sizeof a.wk_dir, "%s/headroom-agent-XXXXXX", tmp);
+	if (!mkdtemp(a.wk_dir)) {
+		fprintf(stderr, "headroom-agent: cannot make a directory in %s: %s\n", tmp,
+		        strerror(errno));
+		return 1;
+	}
+	snprintf(a.wk_ep, sizeof a.wk_ep, "ipc://%s/w", a.wk_dir);
 	if (zmq_bind(a.wk, a.wk_ep) < 0) {
 		fprintf(stderr, "headroom-agent: cannot bind %s: %s\n", a.wk_ep,
 		        zmq_strerror(zmq_errno()));
+		rmdir(a.wk_dir);
 		return 1;
 	}
 	logf_("'%s' on %s, connecting to %s\n", a.name, a.host, a.connect);
@@ -964,6 +978,8 @@ int main(int argc, char **argv)
 	zmq_close(a.mon);
 	zmq_close(a.wk);
 	zmq_ctx_term(a.ctx);
+	unlink(a.wk_ep + 6);
+	rmdir(a.wk_dir);
 	json_decref(a.labels);
 	json_decref(a.files);
 	free(a.worker_bin);
