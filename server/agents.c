@@ -815,11 +815,13 @@ static int from_agents(void)
 			if (d && sent < 0 && zmq_errno() == EAGAIN) {
 				pthread_mutex_lock(&H.mu);
 				if (run == H.run && w->dealer == d && w->state == AGENT_W_RUNNING) {
+					char cn[AGENT_NAME_MAX + 1];
+					memcpy(cn, H.c[ci].name, sizeof cn);
 					w->state = AGENT_W_LOST;
 					snprintf(w->why, sizeof w->why,
 					         "the run's socket did not take its messages (agent "
 					         "'%.64s')",
-					         H.c[ci].name);
+					         cn);
 					close_worker(w);
 				}
 				pthread_mutex_unlock(&H.mu);
