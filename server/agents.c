@@ -27,6 +27,7 @@
 #define MAX_ENROLLED 1024
 #define ZAP_EP "inproc://zeromq.zap.01"
 #define RELOAD_NS 2000000000LL /* enrolments read again (revocations take effect) */
+#define RELAY_STUCK_NS 10000000000LL /* a run's socket taking nothing: that worker is lost */
 #define ZAP_RELOAD_NS 500000000LL /* an unknown key reads them again at most this often */
 
 struct conn {
@@ -702,10 +703,64 @@ int agents_file_sha256(const char *path, char *hex)
 	return 0;
 }
 
+/* A remote worker's message the run's socket did not take yet (its queue
+ * full): the agent socket is not read until it goes, which slows the agents
+ * down through TCP, but the hub thread goes on (hub thread only). */
+static struct {
+	void *d;
+	int idx;
+	int64_t run, since;
+	zmq_msg_t f[2];
+} P;
+
+static void pending_drop(void)
+{
+	zmq_msg_close(&P.f[0]);
+	zmq_msg_close(&P.f[1]);
+	P.d = NULL;
+}
+
+/* 1 when nothing waits any more */
+static int pending_send(void)
+{
+	if (!P.d)
+		return 1;
+	pthread_mutex_lock(&H.mu);
+	struct rwk *w = &H.rw[P.idx];
+	int live = P.run == H.run && w->dealer == P.d && w->state == AGENT_W_RUNNING;
+	pthread_mutex_unlock(&H.mu);
+	if (!live) {
+		pending_drop();
+		return 1;
+	}
+	if (zmq_msg_send(&P.f[0], P.d, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0) {
+		zmq_msg_send(&P.f[1], P.d, ZMQ_DONTWAIT);
+		pending_drop();
+		return 1;
+	}
+	if (zmq_errno() == EAGAIN && mono_ns() - P.since < RELAY_STUCK_NS)
+		return 0;
+	pthread_mutex_lock(&H.mu);
+	if (P.run == H.run && w->dealer == P.d && w->state == AGENT_W_RUNNING) {
+		w->state = AGENT_W_LOST;
+		snprintf(w->why, sizeof w->why,
+		         "the run's socket took none of its messages for %lld s",
+		         RELAY_STUCK_NS / 1000000000LL);
+		close_worker(w);
+	}
+	pthread_mutex_unlock(&H.mu);
+	hlog(LOG_WARN, "agents", "remote worker %d lost: the run's socket took no message\n",
+	     P.idx);
+	pending_drop();
+	return 1;
+}
+
 /* Returns 1 when the socket was drained (a heartbeat may otherwise still
  * wait in its queue: no agent is declared lost then). */
 static int from_agents(void)
 {
+	if (!pending_send())
+		return 0;
 	for (int k = 0; k < 256; k++) {
 		zmq_msg_t f[5];
 		int n = 0, more = 1;
@@ -808,29 +863,24 @@ static int from_agents(void)
 			        ? w->dealer
 			        : NULL;
 			pthread_mutex_unlock(&H.mu);
-			/* not waiting: a run's socket that is no longer read (its
-			 * queue full) would hold the hub thread, and every agent,
-			 * for good; that worker is lost instead */
-			int sent = d ? zmq_msg_send(&f[3], d, ZMQ_SNDMORE | ZMQ_DONTWAIT) : -1;
-			if (d && sent < 0 && zmq_errno() == EAGAIN) {
-				pthread_mutex_lock(&H.mu);
-				if (run == H.run && w->dealer == d && w->state == AGENT_W_RUNNING) {
-					char cn[AGENT_NAME_MAX + 1];
-					memcpy(cn, H.c[ci].name, sizeof cn);
-					w->state = AGENT_W_LOST;
-					snprintf(w->why, sizeof w->why,
-					         "the run's socket did not take its messages (agent "
-					         "'%.64s')",
-					         cn);
-					close_worker(w);
-				}
-				pthread_mutex_unlock(&H.mu);
-				hlog(LOG_WARN, "agents",
-				     "remote worker %d lost: the run's socket did not take its "
-				     "messages\n",
-				     idx);
-			} else if (sent >= 0) {
+			/* not waiting: a run's socket that does not take it now holds
+			 * the message in P, and the agent socket is not read until it
+			 * goes (back-pressure through TCP to the agents and their
+			 * workers); the hub thread goes on */
+			if (d && zmq_msg_send(&f[3], d, ZMQ_SNDMORE | ZMQ_DONTWAIT) >= 0) {
 				zmq_msg_send(&f[4], d, ZMQ_DONTWAIT);
+			} else if (d && zmq_errno() == EAGAIN) {
+				P.d = d;
+				P.idx = idx;
+				P.run = run;
+				P.since = mono_ns();
+				zmq_msg_init(&P.f[0]);
+				zmq_msg_init(&P.f[1]);
+				zmq_msg_move(&P.f[0], &f[3]);
+				zmq_msg_move(&P.f[1], &f[4]);
+				for (int i = 0; i < n; i++)
+					zmq_msg_close(&f[i]);
+				return 0;
 			}
 		}
 	next:
@@ -1075,6 +1125,8 @@ static void *hub_main(void *arg)
 				from_runner(map[k - 3]);
 		housekeeping(mono_ns(), drained, &last_hb, &last_reload);
 	}
+	if (P.d)
+		pending_drop();
 	return NULL;
 }
 
