@@ -407,6 +407,14 @@ class Agents(unittest.TestCase):
         self.assertEqual(a["labels"], {"pool": "a"})
         c = [x for x in a["connections"] if x["name"] == "ag1"][0]
         self.assertEqual(c["labels"], {"pool": "a", "role": "load"})
+        # the workers' socket: a file in a 0700 directory, not abstract
+        unix = sh("ip netns exec %s cat /proc/net/unix" % ns_name(1)).stdout
+        self.assertNotIn("@headroom-agent", unix)
+        paths = [ln.split()[-1] for ln in unix.splitlines()
+                 if "/headroom-agent-" in ln.split()[-1]]
+        self.assertTrue(paths, unix)
+        for path in paths:
+            self.assertEqual(os.stat(os.path.dirname(path)).st_mode & 0o777, 0o700)
         self.assertEqual(c["address"], "10.77.0.11")
         self.assertGreaterEqual(c["cores"], 1)
         self.assertTrue(c["last_heartbeat"])
@@ -508,8 +516,15 @@ class Agents(unittest.TestCase):
             "agents": [{"selector": {"role": "load"}, "workers": 1}]})
         sp["workload"] = {"kind": "dataset", "dataset": {"id": ds["id"]}}
         cached = os.path.join(E.tmp.name, "cache1", "files", ds["sha256"])
-        for _ in range(2):  # asked for once, then taken from the cache
-            run = E.api.wait(E.api.submit(sp), 120)
+        for k in range(2):  # asked for once, then taken from the cache
+            rid = E.api.submit(sp)
+            if k == 0:  # a connection with no worker in the run is not served
+                deadline = time.time() + 10 * hrtest.time_scale()
+                while (E.api.call("GET", "/runs/%d" % rid)[1]["state"] != "running"
+                       and time.time() < deadline):
+                    time.sleep(0.05)
+                self.assertEqual(self.nosy_fetch(ds["sha256"]), "missing")
+            run = E.api.wait(rid, 120)
             self.assertEqual(run["state"], "succeeded", run.get("reason"))
             self.assertTrue(os.path.exists(cached))
             isl = {r["isl"] for r in records(run["id"]) if r["worker"] == 0}
@@ -517,6 +532,30 @@ class Agents(unittest.TestCase):
         with open(os.path.join(E.tmp.name, "agent1.log")) as f:
             log = f.read()
         self.assertEqual(log.count("fetching file %s" % ds["sha256"][:12]), 1, log)
+
+    def nosy_fetch(self, sha):
+        """An enrolled connection without workers asks for a file: the type
+        of the daemon's answer."""
+        s = self.curve_dealer()
+        hello = {"type": "hello", "protocol": 1, "worker_protocol": 2, "version": "x",
+                 "name": "nosy", "host": "h", "cores": 1, "labels": {}, "pid": 1}
+        s.send_multipart([b"c", json.dumps(hello).encode()])
+        deadline = time.time() + 10 * hrtest.time_scale()
+        asked = False
+        while time.time() < deadline:
+            if not s.poll(200):
+                continue
+            m = s.recv_multipart()
+            if m[0] == b"b":
+                return "chunk"
+            o = json.loads(m[1])
+            if o["type"] == "welcome" and not asked:
+                s.send_multipart([b"c", json.dumps({"type": "fetch",
+                                                    "sha256": sha}).encode()])
+                asked = True
+            elif o["type"] in ("missing", "refuse"):
+                return o["type"]
+        return "no answer"
 
     def test_4c_tokenizer_by_content_hash(self):
         enroll()
