@@ -28,6 +28,7 @@
 #define ZAP_EP "inproc://zeromq.zap.01"
 #define RELOAD_NS 2000000000LL /* enrolments read again (revocations take effect) */
 #define RELAY_STUCK_NS 10000000000LL /* a run's socket taking nothing: that worker is lost */
+#define FETCH_WINDOW 4 /* file chunks sent to a connection per pass of the hub loop */
 #define ZAP_RELOAD_NS 500000000LL /* an unknown key reads them again at most this often */
 
 struct conn {
@@ -41,6 +42,9 @@ struct conn {
 	int cores, in_use;
 	json_t *labels; /* enrolled labels, then the announced ones they do not set */
 	int64_t last_seen, last_hb_ms, since_ms;
+	int fetching, ffd; /* a file being sent (hub thread only) */
+	uint64_t foff;
+	char fsha[65];
 };
 
 struct enrolled {
@@ -484,6 +488,13 @@ static int conn_by_rid(const void *rid, size_t rl)
 	return -1;
 }
 
+static void fetch_end(struct conn *c)
+{
+	if (c->fetching)
+		close(c->ffd);
+	c->fetching = 0;
+}
+
 static void close_worker(struct rwk *w)
 {
 	if (w->dealer)
@@ -504,6 +515,7 @@ static void drop_conn(int ci, const char *why)
 			close_worker(w);
 		}
 	}
+	fetch_end(c);
 	json_decref(c->labels);
 	memset(c, 0, sizeof *c);
 }
@@ -652,30 +664,62 @@ static void on_fetch(int ci, json_t *o)
 		send_ctl(c, json_pack("{s:s, s:s}", "type", "missing", "sha256", p ? sha : ""));
 		return;
 	}
+	fetch_end(c); /* an agent asks for one file at a time */
+	c->fetching = 1;
+	c->ffd = fd;
+	c->foff = 0;
+	snprintf(c->fsha, sizeof c->fsha, "%s", sha);
+}
+
+/* The files being sent: at most FETCH_WINDOW chunks a connection per pass
+ * of the hub loop, none while its queue is full (tried again on the next
+ * pass). Returns 1 while a file is still being sent. */
+static int fetch_pump(void)
+{
 	static char buf[AGENT_BLOB_CHUNK];
-	uint64_t off = 0;
-	for (;;) {
-		ssize_t r = read(fd, buf, sizeof buf);
-		if (r < 0) {
-			send_ctl(c, json_pack("{s:s, s:s}", "type", "missing", "sha256", sha));
-			break;
+	int going = 0;
+	for (int ci = 0; ci < MAX_CONNS; ci++) {
+		struct conn *c = &H.c[ci];
+		for (int k = 0; c->used && c->fetching && k < FETCH_WINDOW; k++) {
+			ssize_t r = pread(c->ffd, buf, sizeof buf, (off_t)c->foff);
+			if (r < 0) {
+				send_ctl_f(c,
+				           json_pack("{s:s, s:s}", "type", "missing", "sha256",
+				                     c->fsha),
+				           ZMQ_DONTWAIT);
+				fetch_end(c);
+				break;
+			}
+			int last = r < (ssize_t)sizeof buf;
+			json_t *h = json_pack("{s:s, s:I, s:I, s:b}", "sha256", c->fsha, "offset",
+			                      (json_int_t)c->foff, "size", (json_int_t)r, "last",
+			                      last);
+			char *hs = json_dumps(h, JSON_COMPACT);
+			json_decref(h);
+			if (!hs)
+				xalloc_die();
+			/* ROUTER_MANDATORY: the first frame is refused (EAGAIN) while
+			 * the connection's queue is full, and then nothing is sent */
+			if (zmq_send(H.router, c->rid, c->ridlen, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0) {
+				free(hs);
+				if (zmq_errno() != EAGAIN)
+					fetch_end(c);
+				break;
+			}
+			zmq_send(H.router, "b", 1, ZMQ_SNDMORE | ZMQ_DONTWAIT);
+			zmq_send(H.router, hs, strlen(hs), ZMQ_SNDMORE | ZMQ_DONTWAIT);
+			zmq_send(H.router, buf, (size_t)r, ZMQ_DONTWAIT);
+			free(hs);
+			c->foff += (uint64_t)r;
+			if (last) {
+				hlog(LOG_INFO, "agents", "sent file %.12s... (%llu bytes) to agent '%s'\n",
+				     c->fsha, (unsigned long long)c->foff, c->name);
+				fetch_end(c);
+			}
 		}
-		int last = r < (ssize_t)sizeof buf;
-		json_t *h = json_pack("{s:s, s:I, s:I, s:b}", "sha256", sha, "offset",
-		                      (json_int_t)off, "size", (json_int_t)r, "last", last);
-		char *hs = json_dumps(h, JSON_COMPACT);
-		json_decref(h);
-		const void *pp[4] = {c->rid, "b", hs, buf};
-		size_t n[4] = {c->ridlen, 1, strlen(hs), (size_t)r};
-		send_frames(H.router, pp, n, 4);
-		free(hs);
-		off += (uint64_t)r;
-		if (last)
-			break;
+		going |= c->used && c->fetching;
 	}
-	close(fd);
-	hlog(LOG_INFO, "agents", "sent file %.12s... (%llu bytes) to agent '%s'\n", sha,
-	     (unsigned long long)off, c->name);
+	return going;
 }
 
 int agents_file_sha256(const char *path, char *hex)
@@ -1102,6 +1146,7 @@ static void *hub_main(void *arg)
 {
 	(void)arg;
 	int64_t last_hb = 0, last_reload = 0;
+	int fetching = 0;
 	while (!atomic_load(&H.stop)) {
 		zmq_pollitem_t pi[3 + HR_MAX_WORKERS];
 		int map[HR_MAX_WORKERS];
@@ -1114,7 +1159,7 @@ static void *hub_main(void *arg)
 				map[np - 3] = i;
 				pi[np++] = (zmq_pollitem_t){H.rw[i].dealer, 0, ZMQ_POLLIN, 0};
 			}
-		zmq_poll(pi, np, 100);
+		zmq_poll(pi, np, fetching ? 1 : 100);
 		if (pi[1].revents)
 			zap_answer();
 		if (pi[2].revents)
@@ -1123,8 +1168,11 @@ static void *hub_main(void *arg)
 		for (int k = 3; k < np; k++)
 			if (pi[k].revents)
 				from_runner(map[k - 3]);
+		fetching = fetch_pump();
 		housekeeping(mono_ns(), drained, &last_hb, &last_reload);
 	}
+	for (int i = 0; i < MAX_CONNS; i++)
+		fetch_end(&H.c[i]);
 	if (P.d)
 		pending_drop();
 	return NULL;
