@@ -80,6 +80,13 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hrtest  # noqa: E402
 import yaml  # noqa: E402
 from jsonschema import Draft202012Validator, FormatChecker, RefResolver  # noqa: E402
+from jsonschema.exceptions import best_match  # noqa: E402
+
+
+def jsonschema_best(context):
+    """The deepest error among a oneOf/anyOf failure's branch errors, or None."""
+    return best_match(context) if context else None
+
 
 DOC_PATH = os.path.join(hrtest.SRC, "api", "openapi.yaml")
 LIMITS_H = os.path.join(hrtest.SRC, "lib", "hrlimits.h")
@@ -145,8 +152,14 @@ class Doc:
         v = Draft202012Validator(schema, resolver=self.resolver, format_checker=FormatChecker())
         errors = sorted(v.iter_errors(instance), key=lambda e: list(e.path))
         if errors:
-            msgs = ["%s at %s: %s" % (what, "/".join(str(p) for p in e.path) or "(root)",
-                                      e.message[:300]) for e in errors[:5]]
+            # a oneOf/anyOf failure says little by itself: name the deepest
+            # error of its best-matching branch too
+            msgs = ["%s at %s: %s%s" % (what, "/".join(str(p) for p in e.path) or "(root)",
+                                        e.message[:300],
+                                        " [%s: %s]" % ("/".join(str(p) for p in best.path),
+                                                       best.message[:300])
+                                        if (best := jsonschema_best(e.context)) else "")
+                    for e in errors[:5]]
             raise AssertionError("\n".join(msgs) + "\ninstance: %s" % json.dumps(instance)[:2000])
 
     def schema(self, name):
