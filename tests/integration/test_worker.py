@@ -810,6 +810,81 @@ class WorkerCase(ServersMixin, unittest.TestCase):
         self.assertEqual([r["error_name"] for r in res.records], ["cancelled"] * 2)
         self.assertIn("signal", res.records[0]["error_msg"])
 
+    def test_t_short_slice(self):
+        """The worker asks the scheduler for a 100 us slice (so that its
+        pacer's wake-up preempts whatever runs on its core at once), keeps
+        a niceness chosen for it, leaves another policy alone, and
+        HEADROOM_WORKER_SLICE_US changes or turns it off. Read back with
+        sched_getattr(2)."""
+        import ctypes
+        import platform
+        import struct
+
+        nr_set, nr_get = {"x86_64": (314, 315), "aarch64": (274, 275)}[platform.machine()]
+        libc = ctypes.CDLL(None, use_errno=True)
+        layout = "IIQiIQQQ"  # struct sched_attr up to sched_period (version 0, 48 bytes)
+
+        def attr_of(pid):
+            buf = ctypes.create_string_buffer(struct.calcsize(layout))
+            rc = libc.syscall(nr_get, pid, buf, len(buf), 0)
+            self.assertEqual(rc, 0, os.strerror(ctypes.get_errno()))
+            _, policy, _, nice, _, runtime, _, _ = struct.unpack_from(layout, buf.raw)
+            return policy, nice, runtime
+
+        def start(argv_prefix=(), env=None):
+            e = dict(os.environ)
+            e.update(env or {})
+            err = open(os.path.join(self.tmp, "worker.err"), "w+", errors="replace")
+            p = subprocess.Popen([*argv_prefix, WORKER, "--connect", self.endpoint, "--index",
+                                  "0"], stdout=subprocess.DEVNULL, stderr=err, env=e)
+            self.procs.append(p)
+            self.err = err
+            self.assertEqual(self.recv(5 * SCALE)[0], HELLO)
+            got = attr_of(p.pid)
+            p.kill()
+            p.wait(5 * SCALE)
+            return got, read_stderr(err)
+
+        # does this kernel keep a SCHED_OTHER task's own slice (Linux 6.12
+        # and later)? A child asks for 300 us and reads it back.
+        probe = subprocess.run([sys.executable, "-c", (
+            "import ctypes, struct, sys\n"
+            "libc = ctypes.CDLL(None)\n"
+            "b = ctypes.create_string_buffer(struct.pack('%s', 48, 0, 0, 0, 0, 300000, 0, 0))\n"
+            "if libc.syscall(%d, 0, b, 0) != 0: sys.exit(2)\n"
+            "o = ctypes.create_string_buffer(48)\n"
+            "libc.syscall(%d, 0, o, 48, 0)\n"
+            "sys.exit(0 if struct.unpack_from('%s', o.raw)[5] == 300000 else 1)\n")
+            % (layout, nr_set, nr_get, layout)])
+        self.assertIn(probe.returncode, (0, 1), "sched_setattr refused a plain slice")
+        slices = probe.returncode == 0
+        if not slices:
+            print("test_t_short_slice: this kernel (%s) has no per-task slices; checking that "
+                  "the worker starts and warns of nothing" % platform.release(), file=sys.stderr)
+        cases = [({}, 100_000, ""), ({"HEADROOM_WORKER_SLICE_US": "250"}, 250_000, ""),
+                 ({"HEADROOM_WORKER_SLICE_US": "20"}, 100_000, ""),  # the kernel's floor
+                 ({"HEADROOM_WORKER_SLICE_US": "bogus"}, 100_000,
+                  "HEADROOM_WORKER_SLICE_US=bogus ignored (0 to 100000)"),
+                 ({"HEADROOM_WORKER_SLICE_US": "0"}, None, "")]
+        for env, want, warn in cases:
+            (policy, nice, runtime), err = start(env=env)
+            self.assertEqual((policy, nice), (0, 0), env)
+            if warn:
+                self.assertIn(warn, err)
+            self.assertNotIn("sched_setattr", err)
+            if not slices:
+                continue
+            if want is None:
+                self.assertNotIn(runtime, (100_000, 250_000), env)
+            else:
+                self.assertEqual(runtime, want, env)
+        # a niceness chosen for the worker is kept with the slice
+        (policy, nice, runtime), _ = start(["nice", "-n", "7"])
+        self.assertEqual((policy, nice), (0, 7))
+        if slices:
+            self.assertEqual(runtime, 100_000)
+        # another policy is left as it is
+        self.assertEqual(start(["chrt", "-b", "0"])[0][0], 3)  # SCHED_BATCH
 
 if __name__ == "__main__":
     unittest.main()
