@@ -20,6 +20,10 @@ else
 	src="$(mktemp -d /tmp/hr-bench-src.XXXXXX)"
 	trap 'rm -rf "$src"' EXIT
 	git -C "$root" archive HEAD | tar -x -C "$src"
+	# the dashboard embeds uPlot from web/node_modules (npm, not in git)
+	if [ -d "$root/web/node_modules" ]; then
+		ln -s "$root/web/node_modules" "$src/web/node_modules"
+	fi
 	info="commit $(git -C "$root" rev-parse --short HEAD) (clean export)"
 fi
 rm -rf "$out"
