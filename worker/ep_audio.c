@@ -143,22 +143,12 @@ static int audio_event(struct req *r, const char *name, json_t *j, struct chunk_
 {
 	struct mr_facts f;
 	mr_transcript_event(name, j, &f);
-	memset(ci, 0, sizeof *ci);
-	ci->prompt_tokens = f.in_tokens;
-	ci->completion_tokens = f.out_tokens;
-	ci->reasoning_tokens = -1;
-	if (f.err) {
-		rq_fail(r, f.err, "%s", f.msg);
-		return EV_FAIL;
-	}
-	ci->content = f.chunk;
-	ci->final = f.final;
-	if (f.chunk) {
+	int rc = rq_media_event(r, &f, ci);
+	if (rc == 0 && f.chunk) {
 		rq_capture_json(r, f.text);
 		rq_keep_output(r, f.text);
 	}
-	rq_take_stream_error(r, f.error);
-	return 0;
+	return rc;
 }
 
 static int audio_answer(struct req *r, json_t *j, const json_error_t *je, char **msg)

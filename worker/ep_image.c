@@ -93,20 +93,10 @@ static int gen_event(struct req *r, const char *name, json_t *j, struct chunk_in
 {
 	struct mr_facts f;
 	mr_image_event(name, j, &f);
-	memset(ci, 0, sizeof *ci);
-	ci->prompt_tokens = f.in_tokens;
-	ci->completion_tokens = f.out_tokens;
-	ci->reasoning_tokens = -1;
-	if (f.err) {
-		rq_fail(r, f.err, "%s", f.msg);
-		return EV_FAIL;
-	}
-	ci->content = f.chunk;
-	ci->final = f.final;
-	if (f.chunk) /* the pictures completed (partial ones are progress) */
+	int rc = rq_media_event(r, &f, ci);
+	if (rc == 0 && f.chunk) /* the pictures completed (partial ones are progress) */
 		r->rec.images_out = (r->rec.images_out < 0 ? 0 : r->rec.images_out) + f.images;
-	rq_take_stream_error(r, f.error);
-	return 0;
+	return rc;
 }
 
 /* The whole answer, both endpoints. */

@@ -106,22 +106,7 @@ static int epn_answer(struct req *r, json_t *j, const json_error_t *je, char **m
 		return HR_ERR_MALFORMED_STREAM;
 	}
 	epn_read_answer(r->cfg->endpoint, j, r->cfg->items, &f);
-	if (f.err) {
-		*msg = xstrdup(f.msg);
-		return f.err;
-	}
-	if (f.prompt_tokens >= 0)
-		r->u_prompt = f.prompt_tokens;
-	if (f.completion_tokens >= 0)
-		r->u_completion = f.completion_tokens;
-	rq_capture_json(r, f.text);
-	rq_keep_output(r, f.text);
-	if (r->cfg->one_piece && r->body_ns != HR_NO_TIME &&
-	    record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
-		*msg = xstrdup("cannot record the answer's arrival");
-		return HR_ERR_MALFORMED_STREAM;
-	}
-	return HR_ERR_NONE;
+	return rq_take_answer(r, &f, msg);
 }
 
 const struct ep_handler ep_embeddings_nim = {

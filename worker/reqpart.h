@@ -67,4 +67,16 @@ int rq_cfg_tail(struct req_cfg *c, const struct spec *s, bool model, char *err);
 int rq_ep_event(struct req *r, const char *name, json_t *j, struct chunk_info *ci);
 int rq_ep_answer(struct req *r, json_t *j, const json_error_t *je, char **msg);
 
+/* What a whole answer's reader found (struct ep_facts), applied to r: the
+ * reader's error, the usage, the kept output, and for a one-piece answer
+ * its arrival as the one chunk. Returns an HR_ERR_* (message in *msg). */
+struct ep_facts;
+int rq_take_answer(struct req *r, const struct ep_facts *f, char **msg);
+
+/* What a streamed media event's reader found (struct mr_facts,
+ * mediaread.h) as the event's chunk_info, its failure (EV_FAIL) or its
+ * "error" member taken; the endpoint then keeps what is its own. */
+struct mr_facts;
+int rq_media_event(struct req *r, const struct mr_facts *f, struct chunk_info *ci);
+
 #endif

@@ -26,6 +26,7 @@
 #include "ephandler.h"
 #include "jsonesc.h"
 #include "hrlimits.h"
+#include "mediaread.h"
 #include "prompt.h"
 #include "reqpart.h"
 #include "rng.h"
@@ -1222,6 +1223,43 @@ static long response_code(struct req *r)
 
 /* A whole 200 body of the other endpoints (j: parsed, or NULL). Returns
  * an HR_ERR_* (message in *msg). */
+int rq_take_answer(struct req *r, const struct ep_facts *f, char **msg)
+{
+	if (f->err) {
+		*msg = xstrdup(f->msg);
+		return f->err;
+	}
+	if (f->prompt_tokens >= 0)
+		r->u_prompt = f->prompt_tokens;
+	if (f->completion_tokens >= 0)
+		r->u_completion = f->completion_tokens;
+	rq_capture_json(r, f->text);
+	rq_keep_output(r, f->text);
+	/* embeddings, rankings: the answer is the one chunk, when it arrived */
+	if (r->cfg->one_piece && r->body_ns != HR_NO_TIME &&
+	    record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
+		*msg = xstrdup("cannot record the answer's arrival");
+		return HR_ERR_MALFORMED_STREAM;
+	}
+	return HR_ERR_NONE;
+}
+
+int rq_media_event(struct req *r, const struct mr_facts *f, struct chunk_info *ci)
+{
+	memset(ci, 0, sizeof *ci);
+	ci->prompt_tokens = f->in_tokens;
+	ci->completion_tokens = f->out_tokens;
+	ci->reasoning_tokens = -1;
+	if (f->err) {
+		rq_fail(r, f->err, "%s", f->msg);
+		return EV_FAIL;
+	}
+	ci->content = f->chunk;
+	ci->final = f->final;
+	rq_take_stream_error(r, f->error);
+	return 0;
+}
+
 int rq_ep_answer(struct req *r, json_t *j, const json_error_t *je, char **msg)
 {
 	struct ep_facts f;
@@ -1230,23 +1268,7 @@ int rq_ep_answer(struct req *r, json_t *j, const json_error_t *je, char **msg)
 		return HR_ERR_MALFORMED_STREAM;
 	}
 	ep_read_answer(r->cfg->endpoint, j, r->cfg->items, &r->cfg->resp_path, &f);
-	if (f.err) {
-		*msg = xstrdup(f.msg);
-		return f.err;
-	}
-	if (f.prompt_tokens >= 0)
-		r->u_prompt = f.prompt_tokens;
-	if (f.completion_tokens >= 0)
-		r->u_completion = f.completion_tokens;
-	rq_capture_json(r, f.text);
-	rq_keep_output(r, f.text);
-	/* embeddings, rankings: the answer is the one chunk, when it arrived */
-	if (r->cfg->one_piece && r->body_ns != HR_NO_TIME &&
-	    record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
-		*msg = xstrdup("cannot record the answer's arrival");
-		return HR_ERR_MALFORMED_STREAM;
-	}
-	return HR_ERR_NONE;
+	return rq_take_answer(r, &f, msg);
 }
 
 /* A whole non-streamed 200 body, read by the endpoint's handler. Returns
