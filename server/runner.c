@@ -1974,6 +1974,9 @@ int runner_start(struct store *s, const struct runner_opts *o, struct runner **o
 	pthread_cond_init(&r->cv, NULL);
 	atomic_init(&r->stopping, 0);
 	atomic_init(&r->cancel_id, 0);
+	/* alive from its start: readiness (GET /readyz) is asked as soon as
+	 * the daemon says it is ready, maybe before the thread's first tick */
+	selfmet_runner_tick();
 	if (pthread_create(&r->thread, NULL, runner_main, r) != 0) {
 		zmq_ctx_term(r->zctx);
 		free(r);
