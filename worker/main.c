@@ -15,8 +15,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <jansson.h>
-#include <linux/sched.h>
-#include <linux/sched/types.h>
 #include <limits.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -28,7 +26,6 @@
 #include <sys/prctl.h>
 #include <sys/resource.h>
 #include <sys/signalfd.h>
-#include <sys/syscall.h>
 #include <unistd.h>
 #include <zmq.h>
 
@@ -608,45 +605,6 @@ static int process_alive(pid_t pid)
 	return rp && rp[1] == ' ' && rp[2] != 'Z' && rp[2] != 'X';
 }
 
-/* Asks the scheduler for a short time slice (HEADROOM_WORKER_SLICE_US,
- * default 100 us; 0 leaves the kernel's default). On Linux 6.12 and later
- * (EEVDF with custom slices) a waking task with a shorter slice preempts
- * the running one at once instead of waiting out its slice of ~3 ms, so a
- * pacer timer or a ready socket is handled on time even while headroomd's
- * threads (or anything else) run on the worker's core. The worker runs
- * for microseconds per wake-up, so the short slice costs it nothing. Older
- * kernels accept and ignore it; no privilege is needed. Set before
- * ZeroMQ starts its threads, which inherit it. */
-static void short_slice(void)
-{
-	long us = 100;
-	const char *env = getenv("HEADROOM_WORKER_SLICE_US");
-	if (env && *env) {
-		char *end;
-		us = strtol(env, &end, 10);
-		if (*end || us < 0 || us > 100000) {
-			wlog("HEADROOM_WORKER_SLICE_US=%s ignored (0 to 100000)", env);
-			us = 100;
-		}
-	}
-	if (us == 0)
-		return;
-	if (us < 100)
-		us = 100; /* the kernel's lower bound */
-	struct sched_attr a = {.size = sizeof a, .sched_policy = SCHED_NORMAL};
-	a.sched_runtime = (uint64_t)us * 1000;
-	struct sched_attr cur = {0};
-	/* keep a policy and niceness someone chose (chrt, nice): only a
-	 * SCHED_OTHER task is given the slice, with its niceness kept */
-	if (syscall(SYS_sched_getattr, 0, &cur, sizeof cur, 0) != 0 ||
-	    cur.sched_policy != SCHED_NORMAL)
-		return;
-	a.sched_nice = cur.sched_nice;
-	if (syscall(SYS_sched_setattr, 0, &a, 0) != 0)
-		wlog("sched_setattr (a %ld us slice): %s; the kernel's default slice is kept", us,
-		     strerror(errno));
-}
-
 int main(int argc, char **argv)
 {
 	struct worker w;
@@ -688,7 +646,6 @@ int main(int argc, char **argv)
 	/* the pacer's timerfd is exact; keep the kernel from batching the
 	 * other wake-ups (epoll timeouts) 50 us late */
 	prctl(PR_SET_TIMERSLACK, 1UL);
-	short_slice();
 	raise_fd_limit();
 
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
