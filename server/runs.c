@@ -590,7 +590,25 @@ json_t *runs_row(sqlite3_stmt *st)
 	return o;
 }
 
-int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err)
+/* The stored JSON text of a column, copied, or NULL when it is NULL or
+ * not an object's text (a stored spec or summary is always an object). */
+static char *col_object_text(sqlite3_stmt *st, int col)
+{
+	const char *t = (const char *)sqlite3_column_text(st, col);
+	if (!t)
+		return NULL;
+	size_t n = strlen(t);
+	while (n && (t[n - 1] == ' ' || t[n - 1] == '\n'))
+		n--;
+	if (n < 2 || t[0] != '{' || t[n - 1] != '}')
+		return NULL;
+	return xstrndup(t, n);
+}
+
+/* One run's row; with texts, its spec and summary as stored text instead
+ * of parsed members (NULL: none). */
+static int get_run(struct store *s, int64_t id, int with_spec, json_t **out, char **spec,
+		   char **summary, char *err)
 {
 	sqlite3 *db = store_reader(s);
 	sqlite3_stmt *st = NULL;
@@ -604,11 +622,15 @@ int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err
 	int step = sqlite3_step(st);
 	if (step == SQLITE_ROW) {
 		*out = runs_row(st);
-		if (with_spec) {
+		if (spec) {
+			*spec = col_object_text(st, RUNS_ROW_NCOLS);
+			*summary = col_object_text(st, RUNS_ROW_NCOLS + 1);
+		} else if (with_spec) {
 			json_object_set_new(*out, "spec", runs_col_json(st, RUNS_ROW_NCOLS));
 			json_object_set_new(*out, "summary", runs_col_json(st, RUNS_ROW_NCOLS + 1));
-			imports_attach(db, id, *out); /* an imported run's origin */
 		}
+		if (with_spec || spec)
+			imports_attach(db, id, *out); /* an imported run's origin */
 		rc = 0;
 	} else if (step == SQLITE_DONE) {
 		rc = -404;
@@ -619,6 +641,18 @@ out:
 	sqlite3_finalize(st);
 	store_reader_put(s, db);
 	return rc;
+}
+
+int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err)
+{
+	return get_run(s, id, with_spec, out, NULL, NULL, err);
+}
+
+int runs_get_text(struct store *s, int64_t id, json_t **out, char **spec, char **summary,
+		  char *err)
+{
+	*spec = *summary = NULL;
+	return get_run(s, id, 1, out, spec, summary, err);
 }
 
 char *runs_summary_text(struct store *s, int64_t id, int *rc)

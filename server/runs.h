@@ -86,6 +86,12 @@ json_t *runs_col_bool(sqlite3_stmt *st, int col);
 
 /* Reads. Return 0 and *out, -404 unknown id, -1 on error. */
 int runs_get(struct store *s, int64_t id, int with_spec, json_t **out, char *err);
+/* runs_get with its spec, without the spec and summary members: those come
+ * back as the stored JSON text (NULL: none), for an answer to splice in
+ * without parsing and encoding them again (GET /runs/{id}: most of its
+ * cost). Free both. */
+int runs_get_text(struct store *s, int64_t id, json_t **out, char **spec, char **summary,
+		  char *err);
 /* The stored summary JSON text (caller frees) or NULL with *rc = -404 / -409 (none yet). */
 char *runs_summary_text(struct store *s, int64_t id, int *rc);
 int runs_counts(struct store *s, int *queued, int *running);
