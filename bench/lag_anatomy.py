@@ -98,6 +98,10 @@ def one(api, d, mock, a, wcpu):
     wpid = pin_worker(d.pid, wcpu, a.fifo)
     if wpid is None:
         sys.exit("lag_anatomy: no worker")
+    if a.daemon_policy != "other":  # the daemon's threads only, not its worker
+        pol = {"idle": os.SCHED_IDLE, "batch": os.SCHED_BATCH}[a.daemon_policy]
+        for t in os.listdir("/proc/%d/task" % d.pid):
+            os.sched_setscheduler(int(t), pol, os.sched_param(0))
     # records are relative to the run's t0; its wall time (t0_wall_ns of
     # /runs/{id}/client) maps them onto the sampler's wall-clock windows
     s = Sampler(wpid, wcpu if wcpu is not None else 0, [d.pid, mock.pid])
@@ -166,6 +170,8 @@ def main():
     ap.add_argument("--perf", action="store_true")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--daemon-args", default="")
+    ap.add_argument("--daemon-policy", choices=("other", "batch", "idle"), default="other",
+                    help="the daemon's threads' scheduling policy once the worker runs")
     a = ap.parse_args()
     hb.warn_if_busy()
     dcpus, wcpu = ([1], 0) if a.layout == "alone" else ([0], None)

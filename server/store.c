@@ -3,7 +3,6 @@
 
 #include <errno.h>
 #include <pthread.h>
-#include <sched.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -230,17 +229,7 @@ static void run_batch(struct store *s, struct job *batch)
 	int in_tx = db_exec(s->wdb, "BEGIN IMMEDIATE;", err) == 0;
 	if (!in_tx)
 		hlog(LOG_INFO, "store", "store: %s\n", err);
-	static long yield_ns = -1;
-	if (yield_ns < 0) {
-		const char *e = getenv("HEADROOM_STORE_YIELD_US");
-		yield_ns = e ? atol(e) * 1000 : 0;
-	}
-	int64_t last_yield = t_begin;
 	for (struct job *j = batch; j; j = j->next) {
-		if (yield_ns > 0 && mono_ns() - last_yield > yield_ns) {
-			sched_yield();
-			last_yield = mono_ns();
-		}
 		err[0] = '\0';
 		db_exec(s->wdb, "SAVEPOINT job;", NULL);
 		j->rc = j->fn(&tx, j->arg, err);
