@@ -126,6 +126,7 @@ struct run_ctx {
 	struct wk *w;
 	int64_t started, t0, t0_wall;
 	long long psi0; /* the host's CPU pressure total at time zero (us), -1: none */
+	long long steal0, cpu0; /* the host's steal and CPU time at time zero (ticks), -1: none */
 	int profiling; /* the profiling phase has started (after any warm-up) */
 	int stopping;          /* STOP sent */
 	int64_t stop_deadline;
@@ -808,6 +809,7 @@ static void maybe_start(struct run_ctx *c)
 		c->t0 = mono_ns() + START_LEAD_NS;
 		c->t0_wall = wall_ns() + START_LEAD_NS;
 		c->psi0 = host_cpu_pressure_us();
+		host_cpu_steal(&c->steal0, &c->cpu0);
 		c->profiling = !c->spec.has_warmup;
 		if (c->profiling)
 			c->prof_start = c->t0;
@@ -1631,13 +1633,18 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 		hlog(LOG_ERROR, "runner", "run %lld: summary failed: %s\n", (long long)id, err);
 	else
 		json_object_set_new(summary, "client", verdict_compute(r->store, id, &c->spec, c->n, summary));
-	if (summary) { /* how long this host's runnable tasks waited for a CPU */
+	if (summary) { /* what the host did: tasks waiting for a CPU, the hypervisor's steal */
 		long long psi1 = host_cpu_pressure_us();
 		int64_t span = mono_ns() - c->t0;
 		double wait = c->psi0 >= 0 && psi1 >= c->psi0 && c->t0 && span > 0
 				  ? (double)(psi1 - c->psi0) * 1e3 / (double)span
 				  : NAN;
-		verdict_host_wait(json_object_get(summary, "client"), wait);
+		long long steal1, cpu1;
+		double steal = c->t0 && host_cpu_steal(&steal1, &cpu1) == 0 && c->cpu0 >= 0 &&
+				       cpu1 > c->cpu0 && steal1 >= c->steal0
+				   ? (double)(steal1 - c->steal0) / (double)(cpu1 - c->cpu0)
+				   : NAN;
+		verdict_host(json_object_get(summary, "client"), summary, wait, steal);
 	}
 	if (summary) { /* what the schedule asked for but was never sent */
 		long long unsent = 0;

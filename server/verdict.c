@@ -58,6 +58,7 @@
 
 #include <math.h>
 #include <stdarg.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -631,18 +632,29 @@ const char *verdict_of(json_t *summary)
 	return v ? v : "";
 }
 
-void verdict_host_wait(json_t *client, double wait)
+void verdict_host(json_t *client, json_t *summary, double wait, double steal)
 {
 	json_t *head = json_object_get(client, "headline");
 	if (!head)
 		return;
 	json_object_set_new(head, "host_cpu_wait", real_or_null(wait));
+	json_object_set_new(head, "host_steal", real_or_null(steal));
 	const char *v = json_string_value(json_object_get(client, "verdict"));
-	if (isfinite(wait) && wait > HOST_WAIT_NOTE && v && strcmp(v, "ok") != 0)
-		reason(json_object_get(client, "notes"), "host_contended", -1, wait, HOST_WAIT_NOTE,
+	double lag_p99 = metric(summary, "schedule_lag", "p99");
+	int late = isfinite(lag_p99) && lag_p99 > LATE_NOTE_MS;
+	if (!v || (strcmp(v, "ok") == 0 && !late))
+		return;
+	json_t *notes = json_object_get(client, "notes");
+	if (isfinite(wait) && wait > HOST_WAIT_NOTE)
+		reason(notes, "host_contended", -1, wait, HOST_WAIT_NOTE,
 		       "runnable tasks of this host waited for a CPU %.0f%% of the run "
 		       "(/proc/pressure/cpu): other processes competed with the workers",
 		       wait * 100);
+	if (isfinite(steal) && steal > HOST_STEAL_NOTE)
+		reason(notes, "host_steal", -1, steal, HOST_STEAL_NOTE,
+		       "the hypervisor ran something else on this host's CPUs for %.1f%% of their "
+		       "time during the run (/proc/stat steal): the workers stalled while it did",
+		       steal * 100);
 }
 
 long long host_cpu_pressure_us(void)
@@ -659,4 +671,31 @@ long long host_cpu_pressure_us(void)
 	}
 	fclose(f);
 	return us;
+}
+
+int host_cpu_steal(long long *steal, long long *total)
+{
+	*steal = *total = -1;
+	FILE *f = fopen("/proc/stat", "r");
+	if (!f)
+		return -1;
+	char line[512];
+	int rc = -1;
+	/* cpu  user nice system idle iowait irq softirq steal guest guest_nice;
+	 * guest time is already counted in user and nice */
+	unsigned long long v[8];
+	if (fgets(line, sizeof line, f) && strncmp(line, "cpu ", 4) == 0 &&
+	    sscanf(line + 4, "%llu %llu %llu %llu %llu %llu %llu %llu", &v[0], &v[1], &v[2], &v[3],
+		   &v[4], &v[5], &v[6], &v[7]) == 8) {
+		unsigned long long t = 0;
+		for (int i = 0; i < 8; i++)
+			t += v[i];
+		if (t <= (unsigned long long)LLONG_MAX) {
+			*steal = (long long)v[7];
+			*total = (long long)t;
+			rc = 0;
+		}
+	}
+	fclose(f);
+	return rc;
 }
