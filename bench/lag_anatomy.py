@@ -53,11 +53,13 @@ def schedstat(pid):
 
 
 def cpu_steal(cpu):
+    """Steal time (ns) of one CPU, or of the average CPU when cpu is None."""
+    name, div = ("cpu%d " % cpu, 1) if cpu is not None else ("cpu ", os.cpu_count())
     with open("/proc/stat") as f:
         for line in f:
-            if line.startswith("cpu%d " % cpu):
+            if line.startswith(name):
                 v = line.split()
-                return int(v[8]) * 1e9 / hb.TICK
+                return int(v[8]) * 1e9 / hb.TICK / div
     return 0.0
 
 
@@ -90,10 +92,12 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def one(api, d, mock, a, wcpu):
+def one(api, d, mock, a, wcpu):  # noqa: C901
     settle(d)
     spec = spec_rate(mock.port, a.osl, a.rate, a.duration, a.isl)
     spec["name"] = "lag_anatomy %g/s" % a.rate
+    if a.telemetry:
+        del spec["telemetry"]
     rid = api.submit(spec)
     wpid = pin_worker(d.pid, wcpu, a.fifo)
     if wpid is None:
@@ -104,7 +108,8 @@ def one(api, d, mock, a, wcpu):
             os.sched_setscheduler(int(t), pol, os.sched_param(0))
     # records are relative to the run's t0; its wall time (t0_wall_ns of
     # /runs/{id}/client) maps them onto the sampler's wall-clock windows
-    s = Sampler(wpid, wcpu if wcpu is not None else 0, [d.pid, mock.pid])
+    s = Sampler(wpid, wcpu if wcpu is not None else (0 if a.layout == "shared" else None),
+                [d.pid, mock.pid])
     perf = None
     if a.perf:
         perf = subprocess.Popen(["perf", "record", "-q", "-e", "cpu-clock", "-F", "4999", "-g",
@@ -159,13 +164,19 @@ def attribute(rows, samples, t0):
     return p99, out
 
 
+def fmt3(v):
+    return "%.3f" % v if isinstance(v, (int, float)) else str(v)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__)
     ap.add_argument("--rate", type=float, default=20000)
     ap.add_argument("--osl", type=int, default=64)
     ap.add_argument("--isl", type=int, default=128)
     ap.add_argument("--duration", type=float, default=5.0)
-    ap.add_argument("--layout", choices=("alone", "shared"), default="alone")
+    ap.add_argument("--layout", choices=("alone", "shared", "free"), default="alone")
+    ap.add_argument("--telemetry", action="store_true",
+                    help="the run's default telemetry (scraping the mock's /metrics) instead of none")
     ap.add_argument("--fifo", action="store_true")
     ap.add_argument("--perf", action="store_true")
     ap.add_argument("--runs", type=int, default=1)
@@ -174,10 +185,13 @@ def main():
                     help="the daemon's threads' scheduling policy once the worker runs")
     a = ap.parse_args()
     hb.warn_if_busy()
-    dcpus, wcpu = ([1], 0) if a.layout == "alone" else ([0], None)
-    # this script (its sampler polls every 2 ms) stays off the worker's CPU
-    os.sched_setaffinity(0, {1})
-    mock = hb.start_mock([1])
+    if a.layout == "free":  # as a new user runs it: nothing pinned
+        dcpus, wcpu, mcpus = None, None, None
+    else:
+        dcpus, wcpu, mcpus = ([1], 0, [1]) if a.layout == "alone" else ([0], None, [1])
+        # this script (its sampler polls every 2 ms) stays off the worker's CPU
+        os.sched_setaffinity(0, {1})
+    mock = hb.start_mock(mcpus)
     d = hb.start_daemon(dcpus, extra=("--default-workers", "1", *a.daemon_args.split()))
     api = hb.Api(d.port)
     try:
@@ -185,17 +199,22 @@ def main():
             run, rows, samples, t0 = one(api, d, mock, a, wcpu)
             s = run.get("summary") or {}
             lags = sorted(r["start_ns"] - r["intended_ns"] for r in rows)
-            verdict = (s.get("client") or {}).get("verdict")
+            cl = s.get("client") or {}
+            verdict = "%s%s" % (cl.get("verdict"), "".join(
+                " +" + n["code"] for n in cl.get("notes", [])))
+            hd = cl.get("headline") or {}
             p99, causes = attribute(rows, samples, t0)
             tot = samples[-1][0] - samples[0][0] if len(samples) > 1 else 0
             print("run %d: %d requests, lag p50 %.1f µs p99 %.1f µs max %.2f ms, verdict %s; "
                   "worker on CPU %.2f, waiting %.3f, steal %.3f of the sampled %.1f s; "
+                  "run's own evidence: host_cpu_wait %s, host_steal %s; "
                   "tail causes %s" % (
                       run["id"], len(rows), pct(lags, 0.5) / 1e3, p99 / 1e3,
                       (lags[-1] if lags else 0) / 1e6, verdict,
                       (samples[-1][1] - samples[0][1]) / tot if tot else 0,
                       (samples[-1][2] - samples[0][2]) / tot if tot else 0,
                       (samples[-1][3] - samples[0][3]) / tot if tot else 0, tot / 1e9,
+                      fmt3(hd.get("host_cpu_wait")), fmt3(hd.get("host_steal")),
                       json.dumps(causes)), flush=True)
             if a.perf:
                 rep = subprocess.run(["perf", "report", "-i", "/tmp/lag_anatomy.perf",
