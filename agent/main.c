@@ -456,7 +456,8 @@ static const char *const kept_env[] = {"PATH=",
                                        "UBSAN_OPTIONS=",
                                        "LSAN_OPTIONS=",
                                        "HEADROOM_WORKER_SPIN_US=",
-                                       "HEADROOM_WORKER_TRANSPORT="};
+                                       "HEADROOM_WORKER_TRANSPORT=",
+                                       "HEADROOM_WORKER_TIMERFD_PACER="};
 
 static void spawn(struct agent *a, json_t *o)
 {
