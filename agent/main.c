@@ -456,8 +456,7 @@ static const char *const kept_env[] = {"PATH=",
                                        "UBSAN_OPTIONS=",
                                        "LSAN_OPTIONS=",
                                        "HEADROOM_WORKER_SPIN_US=",
-                                       "HEADROOM_WORKER_TRANSPORT=",
-                                       "HEADROOM_WORKER_TIMERFD_PACER="};
+                                       "HEADROOM_WORKER_TRANSPORT="};
 
 static void spawn(struct agent *a, json_t *o)
 {

@@ -412,7 +412,7 @@ static int env_kept(const char *e)
 					    "LANGUAGE=", "ASAN_OPTIONS=", "UBSAN_OPTIONS=",
 					    "LSAN_OPTIONS=", "HEADROOM_WORKER_JSON=",
 					    "HEADROOM_WORKER_BURN_US=", "HEADROOM_WORKER_SPIN_US=",
-					    "HEADROOM_WORKER_TRANSPORT=", "HEADROOM_WORKER_TIMERFD_PACER=",
+					    "HEADROOM_WORKER_TRANSPORT=",
 					    HR_NVML_ENV_LIB "="};
 	for (size_t i = 0; i < sizeof exact / sizeof *exact; i++)
 		if (strncmp(e, exact[i], strlen(exact[i])) == 0)
