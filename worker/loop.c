@@ -44,13 +44,6 @@ struct loop_timer {
 	struct loop_watch *w;
 	loop_timer_fn fn;
 	void *ud;
-	/* A priority one-shot timer kept in the loop instead of its timerfd:
-	 * the wait itself ends at its deadline (epoll_pwait2), which saves
-	 * arming the timerfd and reading it back - two system calls per paced
-	 * send, ~8% of a worker's CPU at 20,000 sends/s. */
-	int inl;
-	int64_t due; /* absolute monotonic ns; -1: disarmed */
-	struct loop_timer *inl_next;
 };
 
 struct loop {
@@ -75,8 +68,6 @@ struct loop {
 	int rt_off_ok;
 	int64_t win_start, win_busy; /* the current 100 ms window and its busy time */
 	int64_t win[CSAMPLE_WIN_BUCKETS];
-	struct loop_timer *inl;  /* the inline (priority) timers */
-	int pwait2;              /* epoll_pwait2 works here (Linux 5.11+) */
 };
 
 /* --- watches ---------------------------------------------------------- */
@@ -186,18 +177,12 @@ void loop_timer_at(struct loop_timer *t, int64_t at_ns)
 {
 	if (at_ns < 1)
 		at_ns = 1; /* zero would disarm */
-	if (t->inl) {
-		t->due = at_ns;
-		return;
-	}
 	struct itimerspec its = {.it_value = ts_of(at_ns)};
 	timerfd_settime(t->w->fd, TFD_TIMER_ABSTIME, &its, NULL);
 }
 
 void loop_timer_every(struct loop_timer *t, int64_t first_ns, int64_t period_ns)
 {
-	t->due = -1; /* periodic: on its timerfd, always */
-	t->inl = 0;
 	if (first_ns < 1)
 		first_ns = 1;
 	struct itimerspec its = {.it_value = ts_of(first_ns), .it_interval = ts_of(period_ns)};
@@ -206,72 +191,20 @@ void loop_timer_every(struct loop_timer *t, int64_t first_ns, int64_t period_ns)
 
 void loop_timer_stop(struct loop_timer *t)
 {
-	t->due = -1;
 	struct itimerspec its;
 	memset(&its, 0, sizeof its);
 	timerfd_settime(t->w->fd, 0, &its, NULL);
 }
 
-void loop_timer_priority(struct loop *l, struct loop_timer *t)
+void loop_timer_priority(struct loop_timer *t)
 {
 	t->w->prio = 1;
-	if (l->pwait2 && !t->inl) {
-		loop_timer_stop(t);
-		t->inl = 1;
-		t->inl_next = l->inl;
-		l->inl = t;
-	}
-}
-
-/* The earliest deadline of the inline timers, or -1. */
-static int64_t inl_due(const struct loop *l)
-{
-	int64_t d = -1;
-	for (const struct loop_timer *t = l->inl; t; t = t->inl_next)
-		if (t->inl && t->due >= 0 && (d < 0 || t->due < d))
-			d = t->due;
-	return d;
-}
-
-/* Fires the inline timers that were due when the batch began, each once:
- * one re-armed for now by its own callback (the pacer with a backlog)
- * fires in the next batch, after the reads, as a timerfd would. A
- * callback may free a timer: each is looked up again before it fires. */
-static void inl_fire(struct loop *l)
-{
-	struct loop_timer *fire[8];
-	int k = 0;
-	int64_t now = mono_ns();
-	for (struct loop_timer *t = l->inl; t && k < 8; t = t->inl_next)
-		if (t->inl && t->due >= 0 && t->due <= now)
-			fire[k++] = t;
-	for (int i = 0; i < k; i++) {
-		struct loop_timer *t = l->inl;
-		while (t && t != fire[i])
-			t = t->inl_next;
-		if (!t || t->due < 0 || t->due > now || t->w->dead)
-			continue;
-		t->due = -1;
-		l->stats.events++;
-		if (t->fn)
-			t->fn(t->ud, 1);
-	}
-}
-
-static void inl_forget(struct loop *l, struct loop_timer *t)
-{
-	for (struct loop_timer **p = &l->inl; *p; p = &(*p)->inl_next)
-		if (*p == t) {
-			*p = t->inl_next;
-			return;
-		}
 }
 
 void loop_timer_free(struct loop *l, struct loop_timer *t)
 {
 	if (!t)
 		return;
-	inl_forget(l, t);
 	int fd = t->w->fd;
 	t->w->timer = NULL;
 	watch_kill(l, t->w);
@@ -372,14 +305,6 @@ struct loop *loop_new(long maxconnects, char *err)
 	curl_multi_setopt(l->multi, CURLMOPT_TIMERFUNCTION, on_curl_timer);
 	curl_multi_setopt(l->multi, CURLMOPT_TIMERDATA, l);
 	curl_multi_setopt(l->multi, CURLMOPT_MAXCONNECTS, maxconnects > 0 ? maxconnects : 16L);
-	/* a wait with a nanosecond timeout (Linux 5.11): without it priority
-	 * timers stay on their timerfds */
-	struct epoll_event ev;
-	struct timespec zero = {0, 0};
-	l->pwait2 = epoll_pwait2(l->ep, &ev, 1, &zero, NULL) >= 0;
-	const char *env = getenv("HEADROOM_WORKER_TIMERFD_PACER");
-	if (env && strcmp(env, "1") == 0)
-		l->pwait2 = 0;
 	return l;
 }
 
@@ -393,8 +318,6 @@ void loop_free(struct loop *l)
 		struct loop_watch *w = l->live;
 		if (w->kind == W_TIMER) {
 			int fd = w->fd;
-			if (w->timer)
-				inl_forget(l, w->timer);
 			free(w->timer);
 			w->timer = NULL;
 			watch_kill(l, w);
@@ -525,20 +448,6 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 		if (timeout < 0 || ms < timeout)
 			timeout = ms;
 	}
-	/* an inline timer's deadline, to the nanosecond (timeout_ns < 0: as
-	 * long as timeout says) */
-	int64_t timeout_ns = -1;
-	int64_t due = inl_due(l);
-	if (due >= 0) {
-		int64_t left = due - before;
-		timeout_ns = left < 0 ? 0 : left;
-		if (timeout >= 0 && (int64_t)timeout * 1000000 < timeout_ns)
-			timeout_ns = (int64_t)timeout * 1000000;
-		if (timeout_ns == 0)
-			timeout = 0;
-		else if (timeout != 0)
-			timeout = 1; /* a wait: only "not zero" matters below */
-	}
 	/* After a long busy span, look without waiting first: what is ready
 	 * now may have become ready at any moment of that span. */
 	int n = 0;
@@ -550,15 +459,8 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 		else
 			n = 0;
 	}
-	if (!seen) {
-		if (timeout_ns > 0) {
-			struct timespec ts = {.tv_sec = timeout_ns / 1000000000LL,
-					      .tv_nsec = timeout_ns % 1000000000LL};
-			n = epoll_pwait2(l->ep, evs, LOOP_MAX_EVENTS, &ts, NULL);
-		} else {
-			n = epoll_wait(l->ep, evs, LOOP_MAX_EVENTS, timeout_ns == 0 ? 0 : timeout);
-		}
-	}
+	if (!seen)
+		n = epoll_wait(l->ep, evs, LOOP_MAX_EVENTS, timeout);
 	int64_t woke = mono_ns();
 	if (!seen)
 		seen = l->last_woke && timeout == 0 ? l->last_woke : woke;
@@ -586,7 +488,6 @@ int loop_run_once(struct loop *l, int max_wait_ms)
 		dispatch(l, w, evs[i].events);
 	}
 	l->in_reads = 0;
-	inl_fire(l);
 	for (int i = 0; i < n; i++) {
 		struct loop_watch *w = evs[i].data.ptr;
 		if (w->prio && !w->dead) {

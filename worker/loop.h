@@ -69,12 +69,8 @@ void loop_timer_at(struct loop_timer *t, int64_t at_ns);
 void loop_timer_every(struct loop_timer *t, int64_t first_ns, int64_t period_ns);
 void loop_timer_stop(struct loop_timer *t);
 /* Its expirations are dispatched before the other events of the same
- * epoll batch (the rate pacer). Where epoll_pwait2 works (Linux 5.11+)
- * the timer becomes the loop's own: loop_timer_at sets a deadline the
- * wait ends at, with no timerfd to arm or read (loop_timer_every turns it
- * back into a timerfd). HEADROOM_WORKER_TIMERFD_PACER=1 keeps the timerfd
- * (for comparison). */
-void loop_timer_priority(struct loop *l, struct loop_timer *t);
+ * epoll batch (the rate pacer). */
+void loop_timer_priority(struct loop_timer *t);
 void loop_timer_free(struct loop *l, struct loop_timer *t);
 
 /* Waits for events (at most max_wait_ms; -1: as long as nothing is due)

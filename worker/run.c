@@ -587,7 +587,7 @@ int run_init(struct run *r, struct loop *loop, struct outbox *ob, const struct s
 		req_cfg_release(&r->cfg);
 		return -1;
 	}
-	loop_timer_priority(r->loop, r->pacer);
+	loop_timer_priority(r->pacer);
 	/* Burn this much CPU per send: makes a worker slow on purpose, so that
 	 * tests and demonstrations can show a client-bound run. */
 	const char *burn = getenv("HEADROOM_WORKER_BURN_US");
