@@ -102,6 +102,15 @@ def one(api, d, mock, a, wcpu):  # noqa: C901
     wpid = pin_worker(d.pid, wcpu, a.fifo)
     if wpid is None:
         sys.exit("lag_anatomy: no worker")
+    if a.daemon_slice_us:  # a short EEVDF slice for the daemon's threads (Linux 6.12+)
+        import ctypes
+        import struct
+        libc = ctypes.CDLL(None, use_errno=True)
+        for t in os.listdir("/proc/%d/task" % d.pid):
+            b = ctypes.create_string_buffer(struct.pack("IIQiIQQQ", 48, 0, 0, 0, 0,
+                                                        a.daemon_slice_us * 1000, 0, 0))
+            if libc.syscall(314, int(t), b, 0) != 0:
+                hb.log("lag_anatomy: sched_setattr: %s" % os.strerror(ctypes.get_errno()))
     if a.daemon_policy != "other":  # the daemon's threads only, not its worker
         pol = {"idle": os.SCHED_IDLE, "batch": os.SCHED_BATCH}[a.daemon_policy]
         for t in os.listdir("/proc/%d/task" % d.pid):
@@ -181,6 +190,8 @@ def main():
     ap.add_argument("--perf", action="store_true")
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--daemon-args", default="")
+    ap.add_argument("--daemon-slice-us", type=int, default=0,
+                    help="a custom scheduler slice for the daemon's threads once the worker runs")
     ap.add_argument("--daemon-policy", choices=("other", "batch", "idle"), default="other",
                     help="the daemon's threads' scheduling policy once the worker runs")
     a = ap.parse_args()
