@@ -230,9 +230,25 @@ static char *url_join(const char *base, const char *suffix)
 	return xasprintf("%.*s%s", (int)n, base, suffix);
 }
 
+/* Endpoints whose servers list their models at GET /v1/models as
+ * {"data": [{"id": ...}]}: OpenAI's API and its compatible servers (vLLM,
+ * SGLang, TensorRT-LLM, NIM's LLM containers), and Anthropic's. */
 static int openai_style(int ep)
 {
-	return ep == SPEC_EP_CHAT || ep == SPEC_EP_COMPLETIONS || ep == SPEC_EP_EMBEDDINGS;
+	switch (ep) {
+	case SPEC_EP_CHAT:
+	case SPEC_EP_COMPLETIONS:
+	case SPEC_EP_EMBEDDINGS:
+	case SPEC_EP_RESPONSES:
+	case SPEC_EP_MESSAGES:
+	case SPEC_EP_CHAT_EMBEDDINGS:
+	case SPEC_EP_AUDIO_TRANSCRIPTION:
+	case SPEC_EP_IMAGE_GENERATION:
+	case SPEC_EP_IMAGE_EDIT:
+		return 1;
+	default:
+		return 0;
+	}
 }
 
 /* The model ids of an OpenAI /v1/models answer (bounded), or NULL. */
@@ -314,6 +330,13 @@ static json_t *server_identity(const struct spec *spec, const struct netallow *a
 			char *line = xasprintf("%s: %s", name, json_string_value(v));
 			h = curl_slist_append(h, line);
 			free(line);
+		}
+		if (spec->target.endpoint == SPEC_EP_MESSAGES) { /* as the workers send it */
+			int given = 0;
+			json_object_foreach(spec->target.headers, name, v)
+				given = given || strcasecmp(name, "anthropic-version") == 0;
+			if (!given)
+				h = curl_slist_append(h, "anthropic-version: 2023-06-01");
 		}
 		if (key) { /* the way the workers send it (spec.h, target.api_key_header) */
 			const char *hn = spec->target.api_key_header;

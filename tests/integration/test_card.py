@@ -216,6 +216,23 @@ class CardTest(hrtest.ServiceCase):
             doc = json.loads(doc)
         self.assertEqual(doc["headroom_card"]["server"], "headroom-mock/" + ver)
 
+    def test_models_of_other_openai_style_endpoints(self):
+        """The model list is asked of every endpoint whose servers answer
+        GET /v1/models (the mock does, for all of them); a native one
+        (TGI's /generate) says it has none."""
+        for ep, stream in (("responses", True), ("messages", True),
+                           ("image_generation", False), ("tgi", True)):
+            spec = hrtest.spec(self.mock.addr, concurrency=1, requests=2)
+            spec["target"].update({"endpoint": ep, "stream": stream})
+            if ep == "image_generation":
+                spec["workload"]["osl"] = {"mean": 0}
+            rid, run = self.run_spec(spec)
+            items, _ = self.card(rid)
+            if ep == "tgi":
+                self.assertIsNone(items["model"]["value"], items["model"])
+                continue
+            self.assertEqual(items["model"]["value"], ["mock-model"], (ep, items["model"]))
+
     def test_labels_fill_gaps(self):
         spec = hrtest.spec(self.mock.addr, requests=8)
         spec["labels"] = {"precision": "fp8", "gpu": "NVIDIA H100 80GB HBM3",
