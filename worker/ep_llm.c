@@ -43,11 +43,12 @@ static int llm_cfg(struct req_cfg *c, const struct spec *s, char *err)
 		return errf(err, "target.extra_body cannot be merged");
 	}
 	char *dump = json_dumps(fixed, JSON_COMPACT);
-	json_decref(fixed);
 	if (!dump || dump[0] != '{' || dump[1] == '}') {
 		free(dump);
+		json_decref(fixed);
 		return errf(err, "cannot serialise the request body");
 	}
+	c->tail_members = fixed; /* for a dataset entry's extra (rq_add_tail) */
 	c->body_tail = xstrdup(dump + 1);
 	c->body_tail_len = strlen(c->body_tail);
 	free(dump);
@@ -85,10 +86,10 @@ static void split_system(const struct dynbuf *h, const char **sys, size_t *sys_l
 	*rest_len = h->len - i - 3;
 }
 
-/* Responses: {"instructions":SYS,"input":[turns,{"role":"user","content":P}],
- * "max_output_tokens":N,"model":...,"stream":...}; Messages the same with
- * "system", "messages" and "max_tokens". */
-static int llm_body(struct req *r, const struct req_params *p)
+/* The members before the tail: system prompt, turns and prompt, output
+ * length. */
+static int llm_members(struct req *r, const struct req_params *p, bool with_system,
+                       bool with_max, const char *max_key)
 {
 	const struct req_cfg *c = r->cfg;
 	const struct llm_cfg *lc = c->ep;
@@ -100,7 +101,7 @@ static int llm_body(struct req *r, const struct req_params *p)
 		return -1;
 	if (c->with_prompt) {
 		split_system(p->history, &sys, &sys_len, &rest, &rest_len);
-		if (sys && lc->with_system &&
+		if (sys && with_system &&
 		    (dynbuf_addstr(b, lc->messages ? "\"system\":\"" : "\"instructions\":\"") < 0 ||
 		     dynbuf_add(b, sys, sys_len) < 0 || dynbuf_addstr(b, "\",") < 0))
 			return -1;
@@ -115,11 +116,42 @@ static int llm_body(struct req *r, const struct req_params *p)
 		if (dynbuf_addstr(b, "],") < 0)
 			return -1;
 	}
-	if (c->with_max_tokens && rq_add_count(b, lc->messages ? "max_tokens" : "max_output_tokens",
-	                                       r->requested_osl) < 0)
+	if (with_max && rq_add_count(b, max_key, r->requested_osl) < 0)
 		return -1;
-	return dynbuf_add(b, c->body_tail, c->body_tail_len);
+	return 0;
 }
+
+/* Responses: {"instructions":SYS,"input":[turns,{"role":"user","content":P}],
+ * "max_output_tokens":N,"model":...,"stream":...}; Messages the same with
+ * "system", "messages" and "max_tokens". */
+static int llm_body(struct req *r, const struct req_params *p)
+{
+	const struct req_cfg *c = r->cfg;
+	const struct llm_cfg *lc = c->ep;
+
+	/* a dataset entry's extra wins over every member but the prompt and
+	 * streaming, as for chat (ep_openai.c); its own system prompt or
+	 * output length replaces the run's */
+	json_t *extra = p->extra ? json_loadb(p->extra, p->extra_len, 0, NULL) : NULL;
+	if (!json_is_object(extra)) {
+		json_decref(extra);
+		extra = NULL;
+	}
+	if (extra && c->with_prompt)
+		json_object_del(extra, lc->messages ? "messages" : "input");
+	json_object_del(extra, "stream");
+	const char *max_key = lc->messages ? "max_tokens" : "max_output_tokens";
+	bool with_max = c->with_max_tokens && !json_object_get(extra, max_key);
+	bool with_system = lc->with_system &&
+	                   !json_object_get(extra, lc->messages ? "system" : "instructions");
+	r->osl_sent = with_max;
+	int rc = llm_members(r, p, with_system, with_max, max_key) < 0 || rq_add_tail(r, extra) < 0
+	             ? -1
+	             : 0;
+	json_decref(extra);
+	return rc;
+}
+
 
 /* An error event or answer: the request fails with the server's message;
  * no_content when nothing came before it, else malformed_stream (the

@@ -128,43 +128,6 @@ static int build_messages(struct req *r, const struct req_params *p, const struc
 	return 0;
 }
 
-/* The members after the prompt and the counts: the run's fixed ones
- * (c->body_tail, ending the object), or with a dataset entry's `extra`
- * those of them it does not name and then its own. Returns 0 or -1. */
-static int add_tail(struct req *r, json_t *extra)
-{
-	const struct req_cfg *c = r->cfg;
-	struct dynbuf *b = &r->body;
-	if (!extra)
-		return dynbuf_add(b, c->body_tail, c->body_tail_len);
-	json_t *fixed = json_copy(c->tail_members); /* (shallow: only members go) */
-	if (!fixed)
-		return -1;
-	const char *key;
-	json_t *v;
-	json_object_foreach(extra, key, v)
-		json_object_del(fixed, key);
-	char *a = json_dumps(fixed, JSON_COMPACT), *e = json_dumps(extra, JSON_COMPACT);
-	json_decref(fixed);
-	int rc = -1;
-	if (a && e) {
-		size_t al = strlen(a), el = strlen(e); /* "{...}" each */
-		if (al == 2 && el == 2) { /* nothing follows: drop a last ',' */
-			if (b->data[b->len - 1] == ',')
-				b->len--;
-			rc = dynbuf_add(b, "}", 1);
-		} else {
-			rc = dynbuf_add(b, a + 1, al - 2) < 0 ||
-			     (al > 2 && el > 2 && dynbuf_add(b, ",", 1) < 0) ||
-			     dynbuf_add(b, e + 1, el - 1) < 0
-			         ? -1
-			         : 0;
-		}
-	}
-	free(a);
-	free(e);
-	return rc;
-}
 
 /* The body of a chat or completions request. */
 static int openai_body(struct req *r, const struct req_params *p)
@@ -194,7 +157,7 @@ static int openai_body(struct req *r, const struct req_params *p)
 	int rc = dynbuf_add(b, "{", 1) < 0 || build_messages(r, p, h) < 0 ||
 	         (with_max && rq_add_count(b, c->max_tokens_key, r->requested_osl) < 0) ||
 	         (with_min && rq_add_count(b, "min_tokens", r->requested_osl) < 0) ||
-	         add_tail(r, extra) < 0
+	         rq_add_tail(r, extra) < 0
 	             ? -1
 	             : 0;
 	json_decref(extra);

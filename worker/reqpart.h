@@ -67,6 +67,12 @@ int rq_cfg_tail(struct req_cfg *c, const struct spec *s, bool model, char *err);
 int rq_ep_event(struct req *r, const char *name, json_t *j, struct chunk_info *ci);
 int rq_ep_answer(struct req *r, json_t *j, const json_error_t *je, char **msg);
 
+/* The members after the prompt and the counts: the run's fixed ones
+ * (c->body_tail, ending the object), or with a dataset entry's `extra`
+ * those of them (c->tail_members) it does not name and then its own.
+ * Returns 0 or -1. */
+int rq_add_tail(struct req *r, json_t *extra);
+
 /* What a whole answer's reader found (struct ep_facts), applied to r: the
  * reader's error, the usage, the kept output, and for a one-piece answer
  * its arrival as the one chunk. Returns an HR_ERR_* (message in *msg). */

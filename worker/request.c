@@ -1223,6 +1223,41 @@ static long response_code(struct req *r)
 
 /* A whole 200 body of the other endpoints (j: parsed, or NULL). Returns
  * an HR_ERR_* (message in *msg). */
+int rq_add_tail(struct req *r, json_t *extra)
+{
+	const struct req_cfg *c = r->cfg;
+	struct dynbuf *b = &r->body;
+	if (!extra)
+		return dynbuf_add(b, c->body_tail, c->body_tail_len);
+	json_t *fixed = json_copy(c->tail_members); /* (shallow: only members go) */
+	if (!fixed)
+		return -1;
+	const char *key;
+	json_t *v;
+	json_object_foreach(extra, key, v)
+		json_object_del(fixed, key);
+	char *a = json_dumps(fixed, JSON_COMPACT), *e = json_dumps(extra, JSON_COMPACT);
+	json_decref(fixed);
+	int rc = -1;
+	if (a && e) {
+		size_t al = strlen(a), el = strlen(e); /* "{...}" each */
+		if (al == 2 && el == 2) { /* nothing follows: drop a last ',' */
+			if (b->data[b->len - 1] == ',')
+				b->len--;
+			rc = dynbuf_add(b, "}", 1);
+		} else {
+			rc = dynbuf_add(b, a + 1, al - 2) < 0 ||
+			     (al > 2 && el > 2 && dynbuf_add(b, ",", 1) < 0) ||
+			     dynbuf_add(b, e + 1, el - 1) < 0
+			         ? -1
+			         : 0;
+		}
+	}
+	free(a);
+	free(e);
+	return rc;
+}
+
 int rq_take_answer(struct req *r, const struct ep_facts *f, char **msg)
 {
 	if (f->err) {

@@ -211,9 +211,20 @@ class Recorder(http.server.BaseHTTPRequestHandler):
     def do_POST(self):
         n = int(self.headers["Content-Length"])
         Recorder.bodies.append(json.loads(self.rfile.read(n)))
-        out = json.dumps({"choices": [{"index": 0, "finish_reason": "stop",
-                                       "message": {"role": "assistant", "content": "ok"}}],
-                          "usage": {"prompt_tokens": 1, "completion_tokens": 1}}).encode()
+        if self.path.endswith("/responses"):
+            answer = {"object": "response", "status": "completed",
+                      "output": [{"type": "message", "role": "assistant",
+                                  "content": [{"type": "output_text", "text": "ok"}]}],
+                      "usage": {"input_tokens": 1, "output_tokens": 1}}
+        elif self.path.endswith("/messages"):
+            answer = {"type": "message", "role": "assistant", "stop_reason": "end_turn",
+                      "content": [{"type": "text", "text": "ok"}],
+                      "usage": {"input_tokens": 1, "output_tokens": 1}}
+        else:
+            answer = {"choices": [{"index": 0, "finish_reason": "stop",
+                                   "message": {"role": "assistant", "content": "ok"}}],
+                      "usage": {"prompt_tokens": 1, "completion_tokens": 1}}
+        out = json.dumps(answer).encode()
         self.send_response(200)
         self.send_header("Content-Type", "application/json")
         self.send_header("Content-Length", str(len(out)))
@@ -304,6 +315,45 @@ class BodyFieldsTest(unittest.TestCase):
         req = {json.loads(line)["req_id"]: json.loads(line)["requested_osl"]
                for line in text.splitlines()}
         self.assertEqual(req, {0: 5, 1: None, 2: 9})  # 3 came from the entry's extra
+
+    def test_dataset_entry_extra_responses_and_messages(self):
+        """The same merge for the Responses and Messages endpoints: the
+        entry's members win, its system prompt and output length replace
+        the run's, the prompt and streaming stay the run's."""
+        api = self.api
+        for ep, prompt_key, sys_key, max_key in (
+                ("responses", "input", "instructions", "max_output_tokens"),
+                ("messages", "messages", "system", "max_tokens")):
+            lines = [{"text": "plain entry", "output_length": 5},
+                     {"text": "warm entry", "output_length": 5,
+                      "extra": {"temperature": 0.25, "model": "other", max_key: 3,
+                                sys_key: "be brief", prompt_key: "not the prompt",
+                                "stream": True}},
+                     {"text": "empty extra", "extra": {}}]
+            raw = "".join(json.dumps(x) + "\n" for x in lines).encode()
+            st, ds, _ = api.call("POST", "/datasets?format=single_turn&name=" + ep, raw=raw)
+            self.assertEqual(st, 201, ds)
+            Recorder.bodies = []
+            spec = hrtest.spec(self.addr, concurrency=1, requests=3)
+            spec["target"].update(endpoint=ep, stream=False, extra_body={"top_k": 4})
+            spec["workload"] = {"kind": "dataset", "dataset": {"id": ds["id"]},
+                                "osl": {"mean": 9}}
+            run = api.wait(api.submit(spec))
+            self.assertEqual(run["state"], "succeeded", run.get("reason"))
+            bodies = {b[prompt_key][-1]["content"]: b for b in Recorder.bodies}
+            user = [{"role": "user", "content": "plain entry"}]
+            self.assertEqual(bodies["plain entry"],
+                             {prompt_key: user, max_key: 5, "model": "mock-model",
+                              "stream": False, "top_k": 4}, ep)
+            self.assertEqual(bodies["warm entry"],
+                             {prompt_key: [{"role": "user", "content": "warm entry"}],
+                              max_key: 3, "model": "other", "stream": False, "top_k": 4,
+                              "temperature": 0.25, sys_key: "be brief"}, ep)
+            self.assertEqual(bodies["empty extra"][max_key], 9, ep)
+            st, text, _ = api.call("GET", "/runs/%d/records" % run["id"])
+            req = {json.loads(line)["req_id"]: json.loads(line)["requested_osl"]
+                   for line in text.splitlines()}
+            self.assertEqual(req, {0: 5, 1: None, 2: 9}, ep)
 
 
 class LengthDistributionTest(unittest.TestCase):
