@@ -30,6 +30,7 @@ static const struct {
     {"request_throughput", "Request Throughput"},
     {"output_token_throughput", "Output Token Throughput"},
     {"total_token_throughput", "Total Token Throughput"},
+    {"image_throughput", "Image Throughput"},
 };
 
 /* Columns after "Metric", in order. */

@@ -137,6 +137,7 @@ const struct metric_info metric_catalog[] = {
 	{"output_token_throughput", "tokens/sec", METRIC_HIGHER_BETTER, 1},
 	{"total_token_throughput", "tokens/sec", METRIC_HIGHER_BETTER, 1},
 	{"goodput", "requests/sec", METRIC_HIGHER_BETTER, 1},
+	{"image_throughput", "images/sec", METRIC_HIGHER_BETTER, 1},
 	{"error_rate", "fraction", METRIC_LOWER_BETTER, 1},
 };
 const size_t metric_catalog_count = sizeof metric_catalog / sizeof metric_catalog[0];

@@ -62,6 +62,7 @@ int cmp_run_load(struct store *s, int64_t id, const struct spec *spec, struct cm
 	dvec_init(&out->osl);
 	dvec_init(&out->tokens);
 	dvec_init(&out->good);
+	dvec_init(&out->images);
 	out->have_slo = spec && spec->n_slo > 0;
 	int defs[32], gaps = -1;
 	for (size_t i = 0; i < out->n_dist; i++) {
@@ -108,6 +109,7 @@ int cmp_run_load(struct store *s, int64_t id, const struct spec *spec, struct cm
 		dvec_push(&out->osl, osl);
 		dvec_push(&out->tokens, osl + isl);
 		dvec_push(&out->good, out->have_slo && summary_meets_slos(spec, r) ? 1 : 0);
+		dvec_push(&out->images, r->images_out > 0 ? r->images_out : 0);
 	}
 	rec_cursor_free(c);
 	if (rc < 0) {
@@ -127,6 +129,7 @@ void cmp_run_release(struct cmp_run *r)
 	dvec_release(&r->osl);
 	dvec_release(&r->tokens);
 	dvec_release(&r->good);
+	dvec_release(&r->images);
 	r->n_dist = 0;
 }
 
@@ -268,6 +271,8 @@ static void requests_level(json_t *arr, json_t *shifts, const struct cmp_run *a,
 					wa = &a->tokens, wb = &b->tokens;
 				else if (strcmp(mi->tag, "goodput") == 0)
 					wa = &a->good, wb = &b->good;
+				else if (strcmp(mi->tag, "image_throughput") == 0)
+					wa = &a->images, wb = &b->images;
 				double ra[BATCHES], rb[BATCHES];
 				int na, nb;
 				batch_rates(a, wa, ra, &na);

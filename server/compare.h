@@ -44,7 +44,7 @@ struct cmp_run {
 	size_t n_dist;
 	long long requests, valid, errors;
 	int64_t first_start, last_end;
-	struct dvec ends_s, osl, tokens, good; /* per valid request */
+	struct dvec ends_s, osl, tokens, good, images; /* per valid request */
 	int have_slo;
 };
 /* Loads run id's records; spec (borrowed) gives its goodput objectives.

@@ -14,7 +14,7 @@ const METRICS = ['time_to_first_token', 'inter_token_latency', 'request_latency'
 	'output_token_throughput_per_user', 'schedule_lag', 'request_throughput',
 	'output_token_throughput', 'total_token_throughput', 'goodput', 'error_rate'];
 const RUN_LEVEL = new Set(['request_throughput', 'output_token_throughput', 'total_token_throughput',
-	'goodput', 'error_rate']);
+	'goodput', 'image_throughput', 'error_rate']);
 
 function scatter(parent, title, xs, series, xLabel, yLabel) {
 	const box = el('div', { class: 'chart', dataset: { chart: title, points: xs.length } }, el('h3', {}, title));

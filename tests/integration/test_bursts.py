@@ -256,20 +256,30 @@ class BurstVerdictTest(unittest.TestCase):
                      "target.prewarm is the native transport's (libcurl opens its own)")
     def test_prewarm_opens_connections_before_time_zero(self):
         for prewarm in (True, False):
-            relay = Relay(self.mock.addr)
-            try:
-                extra = {"prewarm": True} if prewarm else {}
-                api, rid, s = self.run_to_end(self.plain, relay.addr, **extra)
-            finally:
-                relay.close()
+            # the relay stamps accepts and first bytes from a Python thread:
+            # a host that held it (or the worker) off its CPU blurs the
+            # 50 ms lead, so a run whose margin is lost while runnable tasks
+            # waited for a CPU over 5% of it is tried again (three times
+            # at most); on an uncontended host the margin must hold
+            for attempt in range(3):
+                relay = Relay(self.mock.addr)
+                before, t0 = cpu_pressure_us(), time.monotonic()
+                try:
+                    extra = {"prewarm": True} if prewarm else {}
+                    api, rid, s = self.run_to_end(self.plain, relay.addr, **extra)
+                finally:
+                    relay.close()
+                waited = (cpu_pressure_us() - before) / 1e6 / (time.monotonic() - t0)
+                conns = [c for c in relay.conns if c[2] == b"POST "]
+                gap = (min(c[1] for c in conns) - max(c[0] for c in conns)) if conns else 0
+                if (gap > 0.02) == prewarm or waited <= 0.05:
+                    break
             self.assertEqual(s["counts"]["requests"], 64)
             self.assertEqual(s["counts"].get("errors", 0), 0, s["counts"])
             # the worker's connections (the daemon's own look at the
             # server, GET /v1/models and /metrics, comes through too)
-            conns = [c for c in relay.conns if c[2] == b"POST "]
             # one kept-alive connection per slot (8), whichever way
             self.assertEqual(len(conns), 8, conns)
-            gap = min(c[1] for c in conns) - max(c[0] for c in conns)
             if prewarm:
                 # every connection open before the first request byte, by
                 # most of the 50 ms lead of time zero

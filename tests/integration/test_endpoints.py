@@ -140,7 +140,10 @@ class Endpoints(unittest.TestCase):
         # a stall of ~30 ms can deliver one short stream in a single read
         # (ITL 0: the mock catches up), so not every request need show a gap
         self.assertGreater(itl["max"], 0)
-        self.assertGreaterEqual(itl["p50"], ITL_MS * 0.5)  # (a late first chunk shortens one)
+        # no lower bound on the ITL itself: the mock's chunk times are
+        # absolute, so a late first chunk shortens a request's ITL by any
+        # amount; the pacing is judged by the latency below, which a stall
+        # can only lengthen
         self.assertLess(itl["p50"], ITL_MS * hi)
         self.assertGreater(m["request_latency"]["min"], TTFT_MS + (OSL - 2) * ITL_MS * 0.9)
 

@@ -233,7 +233,8 @@ class LlmEndpoints(hrtest.ServiceCase):
         self.assertGreaterEqual(ttft["min"], TTFT_MS * 0.9)
         self.assertLess(ttft["p50"], TTFT_MS * hi)
         self.assertGreater(itl["max"], 0)
-        self.assertGreaterEqual(itl["p50"], ITL_MS * 0.5)
+        # (no lower bound on the ITL: a late first chunk shortens it by any
+        # amount; the latency below is the pacing's evidence)
         self.assertLess(itl["p50"], ITL_MS * hi)
         self.assertGreater(m["request_latency"]["min"], TTFT_MS + (OSL - 2) * ITL_MS * 0.9)
 

@@ -471,6 +471,28 @@ class Multimodal(unittest.TestCase):
         m = run["summary"]["metrics"]
         self.assertGreaterEqual(m["time_to_first_token"]["min"], (20 + 31 * 4) * 0.9)
         self.assertEqual(self.received(), ([], []))
+        # image_throughput is a figure of the comparison catalogue: a gate
+        # on it, and a comparison with a run of one picture per request
+        # (half the pictures in about half the time per request)
+        one = self.spec(stream=False, endpoint="image_generation")
+        one["target"]["extra_body"] = {"n": 1, "size": "48x32", "quality": "low"}
+        one["gates"] = [{"metric": "image_throughput", "op": ">", "value": 0},
+                        {"metric": "image_throughput", "op": ">", "value": 1e9}]
+        run1, _ = self.run_spec(one, isl=ISL, osl=0)
+        g = run1["summary"]["gates"]
+        self.assertEqual([(r["name"], r["passed"]) for r in g["results"]],
+                         [("image_throughput.value > 0", True),
+                          ("image_throughput.value > 1000000000", False)], g)
+        self.assertEqual(run1["gates"], "failed")
+        st, c, _ = self.api.call("GET", "/compare?base=%d&head=%d&metric=image_throughput"
+                                 % (run["id"], run1["id"]))
+        self.assertEqual(st, 200, c)
+        [e] = [e for e in c["metrics"] if e["metric"] == "image_throughput"]
+        self.assertEqual((e["stat"], e["unit"]), ("value", "images/sec"), e)
+        self.assertEqual((e["base"], e["head"]),
+                         (m["image_throughput"]["avg"],
+                          run1["summary"]["metrics"]["image_throughput"]["avg"]), e)
+        self.assertEqual(e["method"], "batch_means", e)
 
     def test_image_generation_streamed(self):
         """Streamed: two partial pictures and the completed one are the

@@ -265,7 +265,10 @@ class Shapes(unittest.TestCase):
             took = (r["done_ns"] - r["start_ns"]) / 1e9
             self.assertGreaterEqual(took, 0.05)
             if not SANITIZED:  # cancelled on time: judged in the optimised build
-                self.assertAlmostEqual(took, 0.1, delta=0.05)
+                # (never early; late only by what a stalled host adds,
+                # far from the grace period's 1.2 s)
+                self.assertGreaterEqual(took, 0.1 - 0.002)
+                self.assertLess(took, 0.3)
         self.assertGreater(len(grace), 0)  # sends after 0.5 s cannot finish by 1.2 s
         self.assertEqual(len(policy) + len(grace) + len(ok), 40)
         self.assertEqual(run["summary"]["errors"].get("cancelled"), len(policy) + len(grace))

@@ -419,10 +419,12 @@ class ShapeCase(ServersMixin, unittest.TestCase):
         dones = sorted(r["done_ns"] for r in recs)
         for k, r in enumerate(recs[2:]):
             # each waiting arrival goes when a request ends (promptly: judged
-            # in the optimised build)
+            # in the optimised build, with room for a host that stalls the
+            # worker; a wait for a later timer - the next arrival, a
+            # heartbeat - would show as its whole period)
             self.assertGreaterEqual(r["start_ns"], dones[k])
             if not SANITIZED:
-                self.assertLess(r["start_ns"] - dones[k], 20 * MS)
+                self.assertLess(r["start_ns"] - dones[k], 100 * MS)
         lag = [r["start_ns"] - r["intended_ns"] for r in recs]
         self.assertGreater(lag[-1], 300 * MS)  # 20 requests * 25 ms - 19 * 5 ms
 
