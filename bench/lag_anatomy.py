@@ -104,12 +104,14 @@ def one(api, d, mock, a, wcpu):  # noqa: C901
         sys.exit("lag_anatomy: no worker")
     if a.daemon_slice_us:  # a short EEVDF slice for the daemon's threads (Linux 6.12+)
         import ctypes
+        import platform
         import struct
         libc = ctypes.CDLL(None, use_errno=True)
+        nr = {"x86_64": 314, "aarch64": 274}[platform.machine()]  # sched_setattr
         for t in os.listdir("/proc/%d/task" % d.pid):
             b = ctypes.create_string_buffer(struct.pack("IIQiIQQQ", 48, 0, 0, 0, 0,
                                                         a.daemon_slice_us * 1000, 0, 0))
-            if libc.syscall(314, int(t), b, 0) != 0:
+            if libc.syscall(nr, int(t), b, 0) != 0:
                 hb.log("lag_anatomy: sched_setattr: %s" % os.strerror(ctypes.get_errno()))
     if a.daemon_policy != "other":  # the daemon's threads only, not its worker
         pol = {"idle": os.SCHED_IDLE, "batch": os.SCHED_BATCH}[a.daemon_policy]
