@@ -92,7 +92,7 @@ def pct(xs, q):
     return xs[min(len(xs) - 1, int(q * len(xs)))] if xs else float("nan")
 
 
-def one(api, d, mock, a, wcpu):  # noqa: C901
+def one(api, d, mock, a, wcpu):
     settle(d)
     spec = spec_rate(mock.port, a.osl, a.rate, a.duration, a.isl)
     spec["name"] = "lag_anatomy %g/s" % a.rate
