@@ -8,7 +8,9 @@
 # the daemon's and mock's CPU time. Afterwards every request's lag (start_ns
 # - intended_ns, from the run's records) is placed in its 2 ms window, and
 # the requests of the tail (lag over the run's p99, and over 1 ms) are
-# attributed to what their window and the window before it show:
+# attributed to what the windows their lag spans show (steal is
+# accounted in 10 ms ticks, so it is found only in windows where a tick
+# of it fell):
 #
 #   waiting    the worker was runnable but not running (another task had
 #              its CPU: in this guest's scheduler)
@@ -20,9 +22,13 @@
 # run and the top of `perf report` is printed: where its own time goes.
 #
 # Usage: bench/lag_anatomy.py --rate 20000 [--osl 64] [--duration 5]
-#        [--layout alone|shared] [--fifo] [--perf] [--runs N]
+#        [--layout alone|shared|free] [--fifo] [--perf] [--runs N]
+#        [--telemetry] [--daemon-policy idle|batch] [--daemon-slice-us N]
 # alone: the worker on CPU 0, daemon and mock on CPU 1; shared: daemon and
-# worker on CPU 0, the mock on CPU 1 (bench/pacing.py's default layout).
+# worker on CPU 0, the mock on CPU 1 (bench/pacing.py's default layout);
+# free: nothing pinned, as a new user runs it. The run's own headline
+# figures (host_cpu_wait, host_steal) and notes are printed beside the
+# sampler's. Results: docs/performance.md, section 4b.
 # Python 3 standard library (and perf for --perf).
 
 import argparse
