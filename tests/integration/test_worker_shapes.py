@@ -535,13 +535,16 @@ class ShapeCase(ServersMixin, unittest.TestCase):
                 for r in res.records:
                     self.assertEqual(r["error_name"], "cancelled")
                     self.assertEqual(r["error_msg"], "grace period over")
-                    # nothing starts at or after the end; a paced arrival
-                    # (due by 450 ms) that the worker is late for still goes:
-                    # that it goes by 500 ms is judged in the optimised build
-                    if mode == "concurrency" or not SANITIZED:
+                    # nothing is due at or after the end; a paced arrival
+                    # (due by 450 ms) that the worker is late for still goes,
+                    # however late (its lag says so)
+                    self.assertLess(r["intended_ns"], 500 * MS)
+                    if mode == "concurrency":
                         self.assertLess(r["start_ns"], 500 * MS)
+                    # cancelled when the grace period ends (1 s), not
+                    # before; late only by what a stalled host adds
                     self.assertGreaterEqual(r["done_ns"], 1000 * MS)
-                    self.assertLess(r["done_ns"], 1300 * MS)
+                    self.assertLess(r["done_ns"], 1600 * MS)
 
     def test_h_cancel_policy(self):
         m = self.mock("--ttft-ms", "200")
@@ -560,8 +563,8 @@ class ShapeCase(ServersMixin, unittest.TestCase):
             if r["req_id"] in want:
                 self.assertEqual(r["error_msg"], "cancelled by policy after 0.05 s")
                 self.assertGreaterEqual(took, 50 * MS)
-                if not SANITIZED:  # promptness: judged in the optimised build
-                    self.assertLess(took, 150 * MS)
+                if not SANITIZED:  # before the answer was due (200 ms)
+                    self.assertLess(took, 200 * MS)
                 self.assertEqual(r["chunks"], [])
             else:
                 self.assertEqual(r["error_name"], "", r["error_msg"])
