@@ -1221,8 +1221,6 @@ static long response_code(struct req *r)
 	return code >= 0 && code <= 999 ? code : 0;
 }
 
-/* A whole 200 body of the other endpoints (j: parsed, or NULL). Returns
- * an HR_ERR_* (message in *msg). */
 int rq_add_tail(struct req *r, json_t *extra)
 {
 	const struct req_cfg *c = r->cfg;
@@ -1295,6 +1293,8 @@ int rq_media_event(struct req *r, const struct mr_facts *f, struct chunk_info *c
 	return 0;
 }
 
+/* A whole 200 body of the other endpoints (j: parsed, or NULL). Returns
+ * an HR_ERR_* (message in *msg). */
 int rq_ep_answer(struct req *r, json_t *j, const json_error_t *je, char **msg)
 {
 	struct ep_facts f;
