@@ -3,6 +3,8 @@
  * value. */
 #include "mediaread.h"
 
+#include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -42,25 +44,51 @@ static void take_error(json_t *j, struct mr_facts *f)
 	f->error = e && !json_is_null(e) ? e : NULL;
 }
 
-void mr_transcript_event(const char *name, json_t *j, struct mr_facts *f)
+static void fail(struct mr_facts *f, int err, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* f's error: err with its message. */
+static void fail(struct mr_facts *f, int err, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	f->err = err;
+	vsnprintf(f->msg, sizeof f->msg, fmt, ap);
+	va_end(ap);
+}
+
+/* Every reader's start: f reset, then j must be an object (else
+ * malformed: "<what> is not a JSON object"), whose usage is taken.
+ * Returns whether j is an object. */
+static bool begin(json_t *j, const char *what, struct mr_facts *f)
 {
 	facts_init(f);
 	if (!json_is_object(j)) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "stream event is not a JSON object");
-		return;
+		fail(f, HR_ERR_MALFORMED_STREAM, "%s is not a JSON object", what);
+		return false;
 	}
-	take_error(j, f);
 	take_usage(json_object_get(j, "usage"), f);
+	return true;
+}
+
+/* A stream event's type: its JSON "type" member, else its SSE name. */
+static const char *event_type(json_t *j, const char *name)
+{
 	const char *type = json_string_value(json_object_get(j, "type"));
-	if (!type)
-		type = name ? name : "";
+	return type ? type : name ? name : "";
+}
+
+void mr_transcript_event(const char *name, json_t *j, struct mr_facts *f)
+{
+	if (!begin(j, "stream event", f))
+		return;
+	take_error(j, f);
+	const char *type = event_type(j, name);
 	if (strcmp(type, "transcript.text.delta") == 0) {
 		json_t *d = json_object_get(j, "delta");
 		if (!json_is_string(d)) {
-			f->err = HR_ERR_MALFORMED_STREAM;
-			snprintf(f->msg, sizeof f->msg,
-			         "transcript.text.delta event: 'delta' is not a string");
+			fail(f, HR_ERR_MALFORMED_STREAM,
+			     "transcript.text.delta event: 'delta' is not a string");
 			return;
 		}
 		f->chunk = json_string_length(d) > 0;
@@ -70,9 +98,8 @@ void mr_transcript_event(const char *name, json_t *j, struct mr_facts *f)
 	if (strcmp(type, "transcript.text.done") == 0) {
 		json_t *t = json_object_get(j, "text");
 		if (t && !json_is_string(t)) {
-			f->err = HR_ERR_MALFORMED_STREAM;
-			snprintf(f->msg, sizeof f->msg,
-			         "transcript.text.done event: 'text' is not a string");
+			fail(f, HR_ERR_MALFORMED_STREAM,
+			     "transcript.text.done event: 'text' is not a string");
 			return;
 		}
 		f->final = true;
@@ -83,9 +110,8 @@ void mr_transcript_event(const char *name, json_t *j, struct mr_facts *f)
 		json_t *c = json_object_get(json_object_get(json_array_get(choices, 0), "delta"),
 		                            "content");
 		if (c && !json_is_null(c) && !json_is_string(c)) {
-			f->err = HR_ERR_MALFORMED_STREAM;
-			snprintf(f->msg, sizeof f->msg,
-			         "transcription chunk: 'choices[0].delta.content' is not a string");
+			fail(f, HR_ERR_MALFORMED_STREAM,
+			     "transcription chunk: 'choices[0].delta.content' is not a string");
 			return;
 		}
 		f->chunk = json_is_string(c) && json_string_length(c) > 0;
@@ -95,22 +121,15 @@ void mr_transcript_event(const char *name, json_t *j, struct mr_facts *f)
 
 void mr_transcript_answer(json_t *j, struct mr_facts *f)
 {
-	facts_init(f);
-	if (!json_is_object(j)) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "response body is not a JSON object");
+	if (!begin(j, "response body", f))
 		return;
-	}
-	take_usage(json_object_get(j, "usage"), f);
 	json_t *t = json_object_get(j, "text");
 	if (!json_is_string(t)) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "'text' is not a string");
+		fail(f, HR_ERR_MALFORMED_STREAM, "'text' is not a string");
 		return;
 	}
 	if (json_string_length(t) == 0) {
-		f->err = HR_ERR_NO_CONTENT;
-		snprintf(f->msg, sizeof f->msg, "empty transcript");
+		fail(f, HR_ERR_NO_CONTENT, "empty transcript");
 		return;
 	}
 	f->chunk = true;
@@ -119,17 +138,11 @@ void mr_transcript_answer(json_t *j, struct mr_facts *f)
 
 void mr_image_answer(json_t *j, struct mr_facts *f)
 {
-	facts_init(f);
-	if (!json_is_object(j)) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "response body is not a JSON object");
+	if (!begin(j, "response body", f))
 		return;
-	}
-	take_usage(json_object_get(j, "usage"), f);
 	json_t *data = json_object_get(j, "data");
 	if (!json_is_array(data)) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "'data' is not an array");
+		fail(f, HR_ERR_MALFORMED_STREAM, "'data' is not an array");
 		return;
 	}
 	size_t i;
@@ -139,15 +152,13 @@ void mr_image_answer(json_t *j, struct mr_facts *f)
 		json_t *b = json_object_get(it, "b64_json"), *u = json_object_get(it, "url");
 		if (!(json_is_string(b) && json_string_length(b) > 0) &&
 		    !(json_is_string(u) && json_string_length(u) > 0)) {
-			f->err = HR_ERR_MALFORMED_STREAM;
-			snprintf(f->msg, sizeof f->msg,
-			         "'data[%zu]' has no non-empty 'b64_json' or 'url'", i);
+			fail(f, HR_ERR_MALFORMED_STREAM,
+			     "'data[%zu]' has no non-empty 'b64_json' or 'url'", i);
 			return;
 		}
 	}
 	if (json_array_size(data) == 0) {
-		f->err = HR_ERR_NO_CONTENT;
-		snprintf(f->msg, sizeof f->msg, "no picture in 'data'");
+		fail(f, HR_ERR_NO_CONTENT, "no picture in 'data'");
 		return;
 	}
 	f->images = json_array_size(data) > INT32_MAX ? INT32_MAX : (int)json_array_size(data);
@@ -156,22 +167,15 @@ void mr_image_answer(json_t *j, struct mr_facts *f)
 
 void mr_retrieval_answer(json_t *j, struct mr_facts *f)
 {
-	facts_init(f);
-	if (!json_is_object(j)) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "response body is not a JSON object");
+	if (!begin(j, "response body", f))
 		return;
-	}
-	take_usage(json_object_get(j, "usage"), f);
 	json_t *data = json_object_get(j, "data");
 	if (!json_is_array(data)) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "'data' is not an array");
+		fail(f, HR_ERR_MALFORMED_STREAM, "'data' is not an array");
 		return;
 	}
 	if (json_array_size(data) == 0) {
-		f->err = HR_ERR_NO_CONTENT;
-		snprintf(f->msg, sizeof f->msg, "empty 'data'");
+		fail(f, HR_ERR_NO_CONTENT, "empty 'data'");
 		return;
 	}
 	f->chunk = true;
@@ -179,26 +183,18 @@ void mr_retrieval_answer(json_t *j, struct mr_facts *f)
 
 void mr_image_event(const char *name, json_t *j, struct mr_facts *f)
 {
-	facts_init(f);
-	if (!json_is_object(j)) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "stream event is not a JSON object");
+	if (!begin(j, "stream event", f))
 		return;
-	}
 	take_error(j, f);
-	take_usage(json_object_get(j, "usage"), f);
-	const char *type = json_string_value(json_object_get(j, "type"));
-	if (!type)
-		type = name ? name : "";
+	const char *type = event_type(j, name);
 	bool partial = strcmp(type, "image_generation.partial_image") == 0;
 	bool done = strcmp(type, "image_generation.completed") == 0;
 	if (!partial && !done)
 		return;
 	json_t *b = json_object_get(j, "b64_json");
 	if (!json_is_string(b) || json_string_length(b) == 0) {
-		f->err = HR_ERR_MALFORMED_STREAM;
-		snprintf(f->msg, sizeof f->msg, "%s event: 'b64_json' is not a non-empty string",
-		         type);
+		fail(f, HR_ERR_MALFORMED_STREAM, "%s event: 'b64_json' is not a non-empty string",
+		     type);
 		return;
 	}
 	f->chunk = true;
