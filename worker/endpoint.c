@@ -196,17 +196,13 @@ void ep_template_release(struct ep_template *t)
 
 /* --- answers and events --------------------------------------------------- */
 
-static void facts_init(struct ep_facts *f)
+void ep_facts_init(struct ep_facts *f)
 {
 	memset(f, 0, sizeof *f);
 	f->prompt_tokens = f->completion_tokens = -1;
 }
 
-static int bad(struct ep_facts *f, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-/* Notes what was wrong (the first thing only); returns -1. */
-static int bad(struct ep_facts *f, int err, const char *fmt, ...)
+int ep_bad(struct ep_facts *f, int err, const char *fmt, ...)
 {
 	if (f->err)
 		return -1;
@@ -239,7 +235,7 @@ static const char *type_name(json_t *v)
 }
 
 /* A token count: an integer in [0, INT32_MAX], else -1. */
-static int64_t count_of(json_t *obj, const char *key)
+int64_t ep_count(json_t *obj, const char *key)
 {
 	json_t *v = json_object_get(obj, key);
 	if (!json_is_integer(v))
@@ -255,24 +251,24 @@ static void input_usage(json_t *root, struct ep_facts *f)
 	json_t *u = json_object_get(root, "usage");
 	if (!json_is_object(u))
 		return;
-	f->prompt_tokens = count_of(u, "prompt_tokens");
+	f->prompt_tokens = ep_count(u, "prompt_tokens");
 	if (f->prompt_tokens < 0)
-		f->prompt_tokens = count_of(u, "total_tokens");
+		f->prompt_tokens = ep_count(u, "total_tokens");
 }
 
 static int read_embeddings(json_t *root, int items, struct ep_facts *f)
 {
 	if (!json_is_object(root))
-		return bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
 	json_t *data = json_object_get(root, "data");
 	if (!json_is_array(data))
-		return bad(f, HR_ERR_MALFORMED_STREAM, "'data' is not an array");
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "'data' is not an array");
 	size_t n = json_array_size(data);
 	if (n == 0)
-		return bad(f, HR_ERR_NO_CONTENT, "'data' has no embeddings");
+		return ep_bad(f, HR_ERR_NO_CONTENT, "'data' has no embeddings");
 	if (items > 0 && n != (size_t)items)
-		return bad(f, HR_ERR_MALFORMED_STREAM, "'data' has %zu embeddings for %d inputs", n,
-		           items);
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "'data' has %zu embeddings for %d inputs",
+		              n, items);
 	size_t i;
 	json_t *e;
 	json_array_foreach(data, i, e)
@@ -289,10 +285,11 @@ static int read_embeddings(json_t *root, int items, struct ep_facts *f)
 			}
 		}
 		if (!ok)
-			return bad(f, HR_ERR_MALFORMED_STREAM,
-			           "'data[%zu].embedding' is not a non-empty array of numbers or a "
-			           "base64 string",
-			           i);
+			return ep_bad(
+			    f, HR_ERR_MALFORMED_STREAM,
+			    "'data[%zu].embedding' is not a non-empty array of numbers or a "
+			    "base64 string",
+			    i);
 	}
 	input_usage(root, f);
 	return 0;
@@ -307,20 +304,20 @@ static int read_rankings(json_t *root, const char *member, const char *score, in
 	const char *what = member ? member : "response body";
 	if (member) {
 		if (!json_is_object(root))
-			return bad(f, HR_ERR_MALFORMED_STREAM,
-			           "response body is not a JSON object");
+			return ep_bad(f, HR_ERR_MALFORMED_STREAM,
+			              "response body is not a JSON object");
 		a = json_object_get(root, member);
 	}
 	if (!json_is_array(a))
-		return bad(f, HR_ERR_MALFORMED_STREAM,
-		           member ? "'%s' is not an array" : "%s is not a JSON array", what);
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM,
+		              member ? "'%s' is not an array" : "%s is not a JSON array", what);
 	size_t n = json_array_size(a);
 	if (n == 0)
-		return bad(f, HR_ERR_NO_CONTENT,
-		           member ? "'%s' has no results" : "%s has no results", what);
+		return ep_bad(f, HR_ERR_NO_CONTENT,
+		              member ? "'%s' has no results" : "%s has no results", what);
 	if (items > 0 && n > (size_t)items)
-		return bad(f, HR_ERR_MALFORMED_STREAM, "%s%s%s has %zu results for %d passages",
-		           member ? "'" : "", what, member ? "'" : "", n, items);
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "%s%s%s has %zu results for %d passages",
+		              member ? "'" : "", what, member ? "'" : "", n, items);
 	size_t i;
 	json_t *e;
 	json_array_foreach(a, i, e)
@@ -330,7 +327,7 @@ static int read_rankings(json_t *root, const char *member, const char *score, in
 		          (items <= 0 || json_integer_value(ix) < items) &&
 		          json_is_number(json_object_get(e, score));
 		if (!ok)
-			return bad(
+			return ep_bad(
 			    f, HR_ERR_MALFORMED_STREAM,
 			    "'%s[%zu]' is not an object with the integer 'index' of a passage "
 			    "and a number '%s'",
@@ -344,18 +341,18 @@ static int read_rankings(json_t *root, const char *member, const char *score, in
 static int read_tgi(json_t *root, struct ep_facts *f)
 {
 	if (!json_is_object(root))
-		return bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
 	json_t *gt = json_object_get(root, "generated_text");
 	if (!json_is_string(gt))
-		return bad(f, HR_ERR_MALFORMED_STREAM, "'generated_text' is %s, not a string",
-		           gt ? type_name(gt) : "missing");
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "'generated_text' is %s, not a string",
+		              gt ? type_name(gt) : "missing");
 	if (json_string_length(gt) == 0)
-		return bad(f, HR_ERR_NO_CONTENT, "empty 'generated_text'");
+		return ep_bad(f, HR_ERR_NO_CONTENT, "empty 'generated_text'");
 	f->text = gt;
 	json_t *d = json_object_get(root, "details");
 	if (json_is_object(d)) {
-		f->completion_tokens = count_of(d, "generated_tokens");
-		f->prompt_tokens = count_of(d, "input_length");
+		f->completion_tokens = ep_count(d, "generated_tokens");
+		f->prompt_tokens = ep_count(d, "input_length");
 	}
 	return 0;
 }
@@ -368,17 +365,17 @@ static json_t *template_text(json_t *root, const struct ep_path *path, const cha
 	json_t *v = ep_path_get(path, root);
 	if (!v || json_is_null(v)) {
 		if (strict_absent)
-			bad(f, HR_ERR_NO_CONTENT, "'%s' is not in the %s", path->text, where);
+			ep_bad(f, HR_ERR_NO_CONTENT, "'%s' is not in the %s", path->text, where);
 		return NULL;
 	}
 	if (!json_is_string(v)) {
-		bad(f, HR_ERR_MALFORMED_STREAM, "'%s' in the %s is %s, not a string", path->text,
-		    where, type_name(v));
+		ep_bad(f, HR_ERR_MALFORMED_STREAM, "'%s' in the %s is %s, not a string", path->text,
+		       where, type_name(v));
 		return NULL;
 	}
 	if (json_string_length(v) == 0) {
 		if (strict_absent)
-			bad(f, HR_ERR_NO_CONTENT, "'%s' in the %s is empty", path->text, where);
+			ep_bad(f, HR_ERR_NO_CONTENT, "'%s' in the %s is empty", path->text, where);
 		return NULL;
 	}
 	return v;
@@ -389,14 +386,14 @@ static void template_usage(json_t *root, struct ep_facts *f)
 	json_t *u = json_object_get(root, "usage");
 	if (!json_is_object(u))
 		return;
-	f->prompt_tokens = count_of(u, "prompt_tokens");
-	f->completion_tokens = count_of(u, "completion_tokens");
+	f->prompt_tokens = ep_count(u, "prompt_tokens");
+	f->completion_tokens = ep_count(u, "completion_tokens");
 }
 
 void ep_read_answer(int endpoint, json_t *root, int items, const struct ep_path *path,
                     struct ep_facts *f)
 {
-	facts_init(f);
+	ep_facts_init(f);
 	switch (endpoint) {
 	case SPEC_EP_EMBEDDINGS:
 	case SPEC_EP_CHAT_EMBEDDINGS: /* (vLLM's chat-style request, the same answer) */
@@ -419,7 +416,7 @@ void ep_read_answer(int endpoint, json_t *root, int items, const struct ep_path 
 		template_usage(root, f);
 		break;
 	default:
-		bad(f, HR_ERR_MALFORMED_STREAM, "no reader for this endpoint");
+		ep_bad(f, HR_ERR_MALFORMED_STREAM, "no reader for this endpoint");
 		break;
 	}
 	if (f->err)
@@ -428,7 +425,7 @@ void ep_read_answer(int endpoint, json_t *root, int items, const struct ep_path 
 
 void ep_read_event(int endpoint, json_t *root, const struct ep_path *path, struct ep_facts *f)
 {
-	facts_init(f);
+	ep_facts_init(f);
 	json_t *e = json_object_get(root, "error"); /* NULL unless root is an object */
 	if (e && !json_is_null(e))
 		f->error = e;
@@ -446,8 +443,8 @@ void ep_read_event(int endpoint, json_t *root, const struct ep_path *path, struc
 			f->final = true;
 		json_t *d = json_object_get(root, "details");
 		if (json_is_object(d)) {
-			f->completion_tokens = count_of(d, "generated_tokens");
-			f->prompt_tokens = count_of(d, "input_length");
+			f->completion_tokens = ep_count(d, "generated_tokens");
+			f->prompt_tokens = ep_count(d, "input_length");
 		}
 		return;
 	}
@@ -457,5 +454,5 @@ void ep_read_event(int endpoint, json_t *root, const struct ep_path *path, struc
 		template_usage(root, f);
 		return;
 	}
-	bad(f, HR_ERR_MALFORMED_STREAM, "no stream reader for this endpoint");
+	ep_bad(f, HR_ERR_MALFORMED_STREAM, "no stream reader for this endpoint");
 }

@@ -78,6 +78,14 @@ struct ep_facts {
 	json_t *error; /* borrowed: a stream event's non-null "error" member, or NULL */
 };
 
+/* Reader helpers shared by endpoint.c and epnread.c: f reset (no usage
+ * known); f's error err with its message, the first one only (returns
+ * -1); a usage count at key of obj, -1 when it is not an integer in
+ * 0..INT32_MAX. */
+void ep_facts_init(struct ep_facts *f);
+int ep_bad(struct ep_facts *f, int err, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+int64_t ep_count(json_t *obj, const char *key);
+
 /* A whole 200 answer, parsed (root may be any JSON value). items: the
  * inputs (embeddings) or passages (rankings) sent, 0 when not known;
  * path: the template's response_path. */

@@ -20,43 +20,12 @@
  */
 #include "epnread.h"
 
-#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 
 #include "record.h"
 #include "spec.h"
-
-static void epn_facts_init(struct ep_facts *f)
-{
-	memset(f, 0, sizeof *f);
-	f->prompt_tokens = f->completion_tokens = -1;
-}
-
-static int epn_bad(struct ep_facts *f, int err, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
-
-static int epn_bad(struct ep_facts *f, int err, const char *fmt, ...)
-{
-	if (f->err)
-		return -1;
-	f->err = err;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(f->msg, sizeof f->msg, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
-static int64_t epn_count(json_t *obj, const char *key)
-{
-	json_t *v = json_object_get(obj, key);
-	if (!json_is_integer(v))
-		return -1;
-	json_int_t n = json_integer_value(v);
-	return n >= 0 && n <= INT32_MAX ? (int64_t)n : -1;
-}
 
 /* A vector: a non-empty array of numbers, or (strings allowed) a
  * non-empty base64 string. */
@@ -80,21 +49,21 @@ static bool vector_ok(json_t *v, bool strings)
 static int vectors(json_t *a, const char *what, int items, bool strings, struct ep_facts *f)
 {
 	if (!json_is_array(a))
-		return epn_bad(f, HR_ERR_MALFORMED_STREAM, "%s is not an array", what);
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "%s is not an array", what);
 	size_t n = json_array_size(a);
 	if (n == 0)
-		return epn_bad(f, HR_ERR_NO_CONTENT, "%s has no embeddings", what);
+		return ep_bad(f, HR_ERR_NO_CONTENT, "%s has no embeddings", what);
 	if (items > 0 && n != (size_t)items)
-		return epn_bad(f, HR_ERR_MALFORMED_STREAM, "%s has %zu embeddings for %d inputs",
-		               what, n, items);
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "%s has %zu embeddings for %d inputs",
+		              what, n, items);
 	size_t i;
 	json_t *e;
 	json_array_foreach(a, i, e)
 	{
 		if (!vector_ok(e, strings))
-			return epn_bad(f, HR_ERR_MALFORMED_STREAM,
-			               "%s[%zu] is not a non-empty array of numbers%s", what, i,
-			               strings ? " or a base64 string" : "");
+			return ep_bad(f, HR_ERR_MALFORMED_STREAM,
+			              "%s[%zu] is not a non-empty array of numbers%s", what, i,
+			              strings ? " or a base64 string" : "");
 	}
 	return 0;
 }
@@ -102,17 +71,17 @@ static int vectors(json_t *a, const char *what, int items, bool strings, struct 
 static void read_cohere(json_t *root, int items, struct ep_facts *f)
 {
 	if (!json_is_object(root)) {
-		epn_bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
+		ep_bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
 		return;
 	}
 	json_t *emb = json_object_get(root, "embeddings");
 	if (!json_is_object(emb)) {
-		epn_bad(f, HR_ERR_MALFORMED_STREAM,
-		        "'embeddings' is not an object (by embedding type)");
+		ep_bad(f, HR_ERR_MALFORMED_STREAM,
+		       "'embeddings' is not an object (by embedding type)");
 		return;
 	}
 	if (json_object_size(emb) == 0) {
-		epn_bad(f, HR_ERR_NO_CONTENT, "'embeddings' has no embedding type");
+		ep_bad(f, HR_ERR_NO_CONTENT, "'embeddings' has no embedding type");
 		return;
 	}
 	const char *k;
@@ -126,7 +95,7 @@ static void read_cohere(json_t *root, int items, struct ep_facts *f)
 	}
 	json_t *bu = json_object_get(json_object_get(root, "meta"), "billed_units");
 	if (json_is_object(bu))
-		f->prompt_tokens = epn_count(bu, "input_tokens");
+		f->prompt_tokens = ep_count(bu, "input_tokens");
 }
 
 /* An array of integers (token ids); false when it is not one. */
@@ -147,33 +116,33 @@ static bool ids_ok(json_t *a)
 static void read_vllm(json_t *root, struct ep_facts *f)
 {
 	if (!json_is_object(root)) {
-		epn_bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
+		ep_bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
 		return;
 	}
 	json_t *ch = json_object_get(root, "choices");
 	if (!json_is_array(ch)) {
-		epn_bad(f, HR_ERR_MALFORMED_STREAM, "'choices' is not an array");
+		ep_bad(f, HR_ERR_MALFORMED_STREAM, "'choices' is not an array");
 		return;
 	}
 	if (json_array_size(ch) == 0) {
-		epn_bad(f, HR_ERR_NO_CONTENT, "'choices' is empty");
+		ep_bad(f, HR_ERR_NO_CONTENT, "'choices' is empty");
 		return;
 	}
 	json_t *ids = json_object_get(json_array_get(ch, 0), "token_ids");
 	if (!ids_ok(ids)) {
-		epn_bad(f, HR_ERR_MALFORMED_STREAM,
-		        "'choices[0].token_ids' is not an array of token ids (integers)");
+		ep_bad(f, HR_ERR_MALFORMED_STREAM,
+		       "'choices[0].token_ids' is not an array of token ids (integers)");
 		return;
 	}
 	if (json_array_size(ids) == 0) {
-		epn_bad(f, HR_ERR_NO_CONTENT, "'choices[0].token_ids' is empty");
+		ep_bad(f, HR_ERR_NO_CONTENT, "'choices[0].token_ids' is empty");
 		return;
 	}
 	size_t n = json_array_size(ids);
 	f->completion_tokens = n > INT32_MAX ? INT32_MAX : (int64_t)n;
 	json_t *u = json_object_get(root, "usage");
 	if (json_is_object(u))
-		f->prompt_tokens = epn_count(u, "prompt_tokens");
+		f->prompt_tokens = ep_count(u, "prompt_tokens");
 }
 
 /* meta_info's counts (an SGLang answer or event). */
@@ -182,8 +151,8 @@ static void sglang_meta(json_t *root, struct ep_facts *f)
 	json_t *mi = json_object_get(root, "meta_info");
 	if (!json_is_object(mi))
 		return;
-	f->prompt_tokens = epn_count(mi, "prompt_tokens");
-	f->completion_tokens = epn_count(mi, "completion_tokens");
+	f->prompt_tokens = ep_count(mi, "prompt_tokens");
+	f->completion_tokens = ep_count(mi, "completion_tokens");
 }
 
 /* The members an SGLang answer or event has: "text" a string (or absent
@@ -192,17 +161,17 @@ static void sglang_meta(json_t *root, struct ep_facts *f)
 static int sglang_shape(json_t *root, bool text_needed, struct ep_facts *f)
 {
 	if (!json_is_object(root))
-		return epn_bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "response body is not a JSON object");
 	json_t *t = json_object_get(root, "text");
 	if ((t || text_needed) && !json_is_string(t))
-		return epn_bad(f, HR_ERR_MALFORMED_STREAM, "'text' is not a string");
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "'text' is not a string");
 	json_t *ids = json_object_get(root, "output_ids");
 	if (ids && !json_is_null(ids) && !ids_ok(ids))
-		return epn_bad(f, HR_ERR_MALFORMED_STREAM,
-		               "'output_ids' is not an array of token ids (integers)");
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM,
+		              "'output_ids' is not an array of token ids (integers)");
 	json_t *mi = json_object_get(root, "meta_info");
 	if (mi && !json_is_null(mi) && !json_is_object(mi))
-		return epn_bad(f, HR_ERR_MALFORMED_STREAM, "'meta_info' is not an object");
+		return ep_bad(f, HR_ERR_MALFORMED_STREAM, "'meta_info' is not an object");
 	return 0;
 }
 
@@ -213,7 +182,7 @@ static void read_sglang(json_t *root, struct ep_facts *f)
 	json_t *t = json_object_get(root, "text");
 	json_t *ids = json_object_get(root, "output_ids");
 	if (json_string_length(t) == 0 && json_array_size(ids) == 0) {
-		epn_bad(f, HR_ERR_NO_CONTENT, "empty 'text' and no 'output_ids'");
+		ep_bad(f, HR_ERR_NO_CONTENT, "empty 'text' and no 'output_ids'");
 		return;
 	}
 	if (json_string_length(t) > 0)
@@ -223,7 +192,7 @@ static void read_sglang(json_t *root, struct ep_facts *f)
 
 void epn_read_answer(int ep, json_t *root, int items, struct ep_facts *f)
 {
-	epn_facts_init(f);
+	ep_facts_init(f);
 	switch (ep) {
 	case SPEC_EP_EMBEDDINGS_NIM:
 		ep_read_answer(SPEC_EP_EMBEDDINGS, root, items, NULL, f);
@@ -241,7 +210,7 @@ void epn_read_answer(int ep, json_t *root, int items, struct ep_facts *f)
 		read_sglang(root, f);
 		break;
 	default:
-		epn_bad(f, HR_ERR_MALFORMED_STREAM, "no reader for this endpoint");
+		ep_bad(f, HR_ERR_MALFORMED_STREAM, "no reader for this endpoint");
 		break;
 	}
 	if (f->err)
@@ -252,7 +221,7 @@ void epn_read_answer(int ep, json_t *root, int items, struct ep_facts *f)
  * that count, when it has output ids (or, without them, text). */
 void epn_read_sglang_event(json_t *root, int64_t prev_completion, struct ep_facts *f)
 {
-	epn_facts_init(f);
+	ep_facts_init(f);
 	json_t *e = json_object_get(root, "error");
 	if (e && !json_is_null(e))
 		f->error = e;
