@@ -48,6 +48,8 @@ struct slot {
 	char *hold_json;  /* the SCHEDULE, paths already rewritten */
 	char need[2][65]; /* the files it waits for (SHA-256) */
 	int nneed;
+	int exit_pending; /* reaped; "exited" goes once its messages are relayed */
+	int exit_status;
 };
 
 struct fetch { /* the dataset being fetched, one at a time */
@@ -75,6 +77,15 @@ struct agent {
 	struct fetch f;
 	int sfd;
 	int quit;
+	int queue;       /* --queue: messages the link holds before the workers wait */
+	int drained;     /* the workers' socket was read empty on the last pass */
+	int64_t stalled; /* since when the link has taken no more (0: it takes them) */
+	struct {         /* a worker's message the link did not take: it goes first */
+		int held;
+		long idx;
+		int64_t run;
+		zmq_msg_t hdr, body;
+	} pend;
 };
 
 static void logf_(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -92,7 +103,7 @@ static void usage(FILE *f)
 	fputs("usage: headroom-agent keygen PREFIX\n"
 	      "       headroom-agent --connect tcp://HOST:PORT --key PREFIX --server-key FILE\n"
 	      "                      [--name NAME] [--labels k=v,k=v] [--cache DIR]\n"
-	      "                      [--worker-bin PATH]\n"
+	      "                      [--worker-bin PATH] [--queue N]\n"
 	      "\n"
 	      "A load host's agent for headroomd (docs/agents.md): it keeps one ZeroMQ\n"
 	      "CURVE connection to the daemon's --agent-listen address, and starts\n"
@@ -108,6 +119,8 @@ static void usage(FILE *f)
 	      "  --cache DIR        files by SHA-256 (default $XDG_CACHE_HOME/headroom-agent,\n"
 	      "                     else /var/cache/headroom-agent)\n"
 	      "  --worker-bin PATH  the headroom-worker to start (default: beside this program)\n"
+	      "  --queue N          workers' messages held for a slow link before the agent\n"
+	      "                     stops reading them (default 10000; none is dropped)\n"
 	      "  --help             this text\n"
 	      "  --version          print the version\n",
 	      f);
@@ -173,7 +186,7 @@ static void kill_workers(struct agent *a, int64_t run)
 static void link_open(struct agent *a)
 {
 	a->up = zmq_socket(a->ctx, ZMQ_DEALER);
-	int one = 1, zero = 0, hwm = HR_ZMQ_HWM, tmo = 2000;
+	int one = 1, zero = 0, hwm = a->queue, tmo = 2000;
 	int64_t maxmsg = HR_MAX_PROTO_MSG + AGENT_BLOB_CHUNK + 4096;
 	zmq_setsockopt(a->up, ZMQ_LINGER, &zero, sizeof zero);
 	zmq_setsockopt(a->up, ZMQ_SNDHWM, &hwm, sizeof hwm);
@@ -209,6 +222,8 @@ static void link_open(struct agent *a)
 	send_hello(a);
 }
 
+static void drop_pending(struct agent *a);
+
 /* The daemon is gone (silent, or it no longer knows this connection): the
  * workers of its run go too, and a new connection starts over. */
 static void link_reset(struct agent *a, const char *why)
@@ -220,6 +235,8 @@ static void link_reset(struct agent *a, const char *why)
 		unlink(a->f.tmp);
 		a->f.active = 0;
 	}
+	drop_pending(a);
+	a->stalled = 0;
 	zmq_close(a->up);
 	a->up = NULL;
 	link_open(a);
@@ -504,6 +521,7 @@ static void spawn(struct agent *a, json_t *o)
 			waitpid(s->pid, NULL, 0);
 			free_hold(s);
 		}
+		s->exit_pending = 0; /* an earlier run's: that run is over */
 		char ix[16];
 		snprintf(ix, sizeof ix, "%d", idx);
 		char *argv[] = {(char *)"headroom-worker",
@@ -649,14 +667,87 @@ static void from_daemon(struct agent *a)
 	}
 }
 
-/* worker -> daemon: [w<i>][header][payload] relayed as w, RUN:I, header, payload */
+/* --- workers -> daemon ------------------------------------------------------------- */
+
+static void drop_pending(struct agent *a)
+{
+	if (!a->pend.held)
+		return;
+	zmq_msg_close(&a->pend.hdr);
+	zmq_msg_close(&a->pend.body);
+	a->pend.held = 0;
+}
+
+/* Whether the link takes a message now (ZeroMQ's queue below --queue). */
+static int link_takes(struct agent *a)
+{
+	int ev = 0;
+	size_t l = sizeof ev;
+	return a->up && zmq_getsockopt(a->up, ZMQ_EVENTS, &ev, &l) == 0 && (ev & ZMQ_POLLOUT);
+}
+
+/* Relays worker idx's message (of the given run) as w, RUN:I, header, payload without waiting:
+ * 1 sent, 0 not taken now (the frames untouched: the caller holds them), -1
+ * failed otherwise. Once the first frame is taken ZeroMQ takes the rest. */
+static int relay_up(struct agent *a, int64_t run, long idx, zmq_msg_t *hdr, zmq_msg_t *body)
+{
+	char chan[48];
+	int l = snprintf(chan, sizeof chan, "%lld:%ld", (long long)run, idx);
+	if (zmq_send(a->up, "w", 1, ZMQ_SNDMORE | ZMQ_DONTWAIT) < 0)
+		return zmq_errno() == EAGAIN ? 0 : -1;
+	if (zmq_send(a->up, chan, (size_t)l, ZMQ_SNDMORE) < 0 ||
+	    zmq_msg_send(hdr, a->up, ZMQ_SNDMORE) < 0 || zmq_msg_send(body, a->up, 0) < 0)
+		return -1;
+	return 1;
+}
+
+/* The link stopped taking messages, or takes them again: a stall of 200 ms
+ * or more is logged when it ends (the workers' messages waited, none lost). */
+static void note_stall(struct agent *a, int takes)
+{
+	int64_t now = mono_ns();
+	if (!takes && !a->stalled)
+		a->stalled = now;
+	else if (takes && a->stalled) {
+		if (now - a->stalled >= 200 * 1000000LL)
+			logf_("the link to the daemon took no messages for %lld ms; the workers' "
+			      "messages waited\n",
+			      (long long)((now - a->stalled) / 1000000));
+		a->stalled = 0;
+	}
+}
+
+/* worker -> daemon: [w<i>][header][payload] relayed as w, RUN:I, header, payload.
+ * Back-pressure: a message is read from the workers only while the link takes
+ * one (its queue holds at most --queue); otherwise they wait in the workers'
+ * socket and outboxes, and a slow link slows the workers' record flow instead
+ * of losing records. */
 static void from_workers(struct agent *a)
 {
+	int live = a->up && a->welcomed;
+	a->drained = 0;
+	if (live && a->pend.held) {
+		int rc = relay_up(a, a->pend.run, a->pend.idx, &a->pend.hdr, &a->pend.body);
+		if (rc == 0) {
+			note_stall(a, 0);
+			return;
+		}
+		if (rc < 0)
+			logf_("cannot relay worker %ld's message: %s\n", a->pend.idx,
+			      zmq_strerror(zmq_errno()));
+		drop_pending(a);
+	}
 	for (int k = 0; k < 256; k++) {
+		if (live && !link_takes(a)) {
+			note_stall(a, 0);
+			return;
+		}
 		zmq_msg_t f[3];
 		int n = recv_frames(a->wk, f, 3);
-		if (n == 0)
-			return;
+		if (n == 0) {
+			a->drained = 1;
+			break;
+		}
 		if (n != 3) {
 			if (n > 0)
 				close_frames(f, n);
@@ -670,22 +761,34 @@ static void from_workers(struct agent *a)
 		long idx = rid[0] == 'w' && rid[1] >= '0' && rid[1] <= '9'
 		               ? strtol(rid + 1, &end, 10)
 		               : -1;
-		if (idx >= 0 && idx < HR_MAX_WORKERS && *end == 0 && a->w[idx].pid > 0 && a->up &&
-		    a->welcomed) {
-			char chan[48];
-			int l =
-			    snprintf(chan, sizeof chan, "%lld:%ld", (long long)a->w[idx].run, idx);
-			if (zmq_send(a->up, "w", 1, ZMQ_SNDMORE) < 0 ||
-			    zmq_send(a->up, chan, (size_t)l, ZMQ_SNDMORE) < 0 ||
-			    zmq_msg_send(&f[1], a->up, ZMQ_SNDMORE) < 0 ||
-			    zmq_msg_send(&f[2], a->up, 0) < 0)
+		/* a worker that has exited may still have messages here: its
+		 * slot keeps its run until the next spawn */
+		if (idx >= 0 && idx < HR_MAX_WORKERS && *end == 0 && a->w[idx].run > 0 && live) {
+			int64_t run = a->w[idx].run;
+			int rc = relay_up(a, run, idx, &f[1], &f[2]);
+			if (rc == 0) { /* hold it: it goes before any other */
+				a->pend.held = 1;
+				a->pend.idx = idx;
+				a->pend.run = run;
+				a->pend.hdr = f[1];
+				a->pend.body = f[2];
+				zmq_msg_close(&f[0]);
+				note_stall(a, 0);
+				return;
+			}
+			if (rc < 0)
 				logf_("cannot relay worker %ld's message: %s\n", idx,
 				      zmq_strerror(zmq_errno()));
 		}
 		close_frames(f, 3);
 	}
+	if (live)
+		note_stall(a, 1);
 }
 
+/* Reaps exited workers; each one's "exited" goes once the messages it sent
+ * before exiting have been relayed (the workers' socket read empty after
+ * the reaping), so the daemon sees its DONE first. */
 static void reap(struct agent *a)
 {
 	int status;
@@ -697,13 +800,28 @@ static void reap(struct agent *a)
 				continue;
 			s->pid = 0;
 			free_hold(s);
-			if (a->up && a->welcomed)
-				send_ctl(a,
-				         json_pack("{s:s, s:I, s:i, s:i}", "type", "exited", "run",
-				                   (json_int_t)s->run, "worker", i, "status",
-				                   status),
-				         0);
+			s->exit_pending = 1;
+			s->exit_status = status;
 		}
+	}
+}
+
+static void send_exits(struct agent *a)
+{
+	int live = a->up && a->welcomed;
+	if (live && (!a->drained || a->pend.held))
+		return;
+	for (int i = 0; i < HR_MAX_WORKERS; i++) {
+		struct slot *s = &a->w[i];
+		if (!s->exit_pending)
+			continue;
+		s->exit_pending = 0;
+		if (live)
+			send_ctl(a,
+			         json_pack("{s:s, s:I, s:i, s:i}", "type", "exited", "run",
+			                   (json_int_t)s->run, "worker", i, "status",
+			                   s->exit_status),
+			         0);
 	}
 }
 
@@ -797,13 +915,19 @@ int main(int argc, char **argv)
 		return 0;
 	}
 	static struct agent a;
+	a.queue = HR_ZMQ_HWM;
 	const char *key = NULL, *server_key = NULL, *name = NULL, *labels = NULL, *cache = NULL;
-	static const struct option opts[] = {
-	    {"connect", required_argument, NULL, 'c'},    {"key", required_argument, NULL, 'k'},
-	    {"server-key", required_argument, NULL, 's'}, {"name", required_argument, NULL, 'n'},
-	    {"labels", required_argument, NULL, 'l'},     {"cache", required_argument, NULL, 'd'},
-	    {"worker-bin", required_argument, NULL, 'b'}, {"help", no_argument, NULL, 'h'},
-	    {"version", no_argument, NULL, 'V'},          {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {{"connect", required_argument, NULL, 'c'},
+	                                     {"key", required_argument, NULL, 'k'},
+	                                     {"server-key", required_argument, NULL, 's'},
+	                                     {"name", required_argument, NULL, 'n'},
+	                                     {"labels", required_argument, NULL, 'l'},
+	                                     {"cache", required_argument, NULL, 'd'},
+	                                     {"worker-bin", required_argument, NULL, 'b'},
+	                                     {"help", no_argument, NULL, 'h'},
+	                                     {"version", no_argument, NULL, 'V'},
+	                                     {"queue", required_argument, NULL, 'q'},
+	                                     {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -829,6 +953,17 @@ int main(int argc, char **argv)
 			free(a.worker_bin);
 			a.worker_bin = xstrdup(optarg);
 			break;
+		case 'q': {
+			char *e;
+			errno = 0;
+			long q = strtol(optarg, &e, 10);
+			if (errno || e == optarg || *e || q < 1 || q > 1000000) {
+				fprintf(stderr, "headroom-agent: --queue must be 1 to 1000000\n");
+				return 2;
+			}
+			a.queue = (int)q;
+			break;
+		}
 		case 'h':
 			usage(stdout);
 			return 0;
@@ -933,10 +1068,14 @@ int main(int argc, char **argv)
 	logf_("'%s' on %s, connecting to %s\n", a.name, a.host, a.connect);
 	link_open(&a);
 	while (!a.quit) {
-		zmq_pollitem_t pi[4] = {{a.up, 0, ZMQ_POLLIN, 0},
-		                        {a.wk, 0, ZMQ_POLLIN, 0},
-		                        {NULL, a.sfd, ZMQ_POLLIN, 0},
-		                        {a.mon, 0, ZMQ_POLLIN, 0}};
+		/* the workers are read while the link takes messages; else the
+		 * loop waits for the link to take one */
+		int takes = !a.welcomed || (!a.pend.held && link_takes(&a));
+		zmq_pollitem_t pi[4] = {
+		    {a.up, 0, (short)(ZMQ_POLLIN | (takes ? 0 : ZMQ_POLLOUT)), 0},
+		    {a.wk, 0, (short)(takes ? ZMQ_POLLIN : 0), 0},
+		    {NULL, a.sfd, ZMQ_POLLIN, 0},
+		    {a.mon, 0, ZMQ_POLLIN, 0}};
 		zmq_poll(pi, 4, 100);
 		if (pi[3].revents)
 			link_events(&a);
@@ -948,8 +1087,9 @@ int main(int argc, char **argv)
 			}
 		}
 		from_daemon(&a);
-		from_workers(&a);
 		reap(&a);
+		from_workers(&a);
+		send_exits(&a);
 		int64_t now = mono_ns();
 		if (a.relink && now > a.next_try) {
 			a.relink = 0;
@@ -970,6 +1110,7 @@ int main(int argc, char **argv)
 	kill_workers(&a, 0);
 	while (waitpid(-1, NULL, 0) > 0)
 		;
+	drop_pending(&a);
 	if (a.f.active) {
 		close(a.f.fd);
 		unlink(a.f.tmp);

@@ -17,7 +17,8 @@ and the same achieved rate within 1%; each remote worker's measured clock
 offset holds the truth within its bound (within 100 us through the
 delaying relay); an agent killed mid-run fails the run (policy fail) or is
 recorded as lost while the run finishes (policy degrade), the records
-received kept and none counted twice; a cut link (its veth deleted) is
+received kept and none counted twice; a link that stalls mid-run slows
+the agent's relay (back-pressure) and loses no record; a cut link (its veth deleted) is
 detected within seconds.
 
 Namespaces need CAP_SYS_ADMIN (the suite runs as root). Where they cannot
@@ -45,7 +46,7 @@ NS = 1_000_000_000
 CLONE_NEWNET = 0x40000000
 PORT = 17717            # the daemon's agent socket, inside the test's namespace
 RELAY_PORT = 17718
-SHIFT = {1: 7, 2: 11, 3: 3}  # each agent's monotonic clock offset, s
+SHIFT = {1: 7, 2: 11, 3: 3, 4: 5}  # each agent's monotonic clock offset, s
 TAG = "hrt%d" % os.getpid()
 
 
@@ -86,10 +87,14 @@ class Relay:
     passing it on, keeping the order, in both directions; one thread, one
     select loop."""
 
-    def __init__(self, listen, target, delay=0.001, jitter=0.0002):
+    def __init__(self, listen, target, delay=0.001, jitter=0.0002, rcvbuf=None):
         self.target, self.delay, self.jitter = target, delay, jitter
+        self.hold_up_until = 0.0  # until then nothing goes from an agent to the daemon
+        self.up = set()           # the agents' ends (accepted)
         self.ls = socket.socket()
         self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        if rcvbuf:  # inherited by the accepted sockets: a stall fills it soon
+            self.ls.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
         self.ls.bind(listen)
         self.ls.listen(8)
         self.stop = False
@@ -103,7 +108,9 @@ class Relay:
             now = time.monotonic()
             due = [q[0][0] for q in queue.values() if q]
             timeout = max(0.0, min(due) - now) if due else 0.05
-            r, _, _ = select.select([self.ls] + list(peer), [], [], min(timeout, 0.05))
+            held = now < self.hold_up_until
+            readable = [x for x in peer if not (held and x in self.up)]
+            r, _, _ = select.select([self.ls] + readable, [], [], min(timeout, 0.05))
             for s in r:
                 if s is self.ls:
                     a, _ = self.ls.accept()
@@ -112,6 +119,7 @@ class Relay:
                         x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
                     peer[a], peer[b] = b, a
                     queue[a], queue[b] = [], []
+                    self.up.add(a)
                     continue
                 try:
                     data = s.recv(65536)
@@ -121,6 +129,7 @@ class Relay:
                     for x in (s, peer[s]):
                         peer.pop(x, None)
                         queue.pop(x, None)
+                        self.up.discard(x)
                         x.close()
                     continue
                 out = queue[peer[s]]
@@ -129,12 +138,20 @@ class Relay:
                     t = out[-1][0]  # in order
                 out.append((t, data))
             now = time.monotonic()
+            held = now < self.hold_up_until
             for s, q in list(queue.items()):
+                if held and peer.get(s) in self.up:
+                    continue  # the daemon's end waits too
                 while q and q[0][0] <= now:
                     try:
                         s.sendall(q.pop(0)[1])
                     except OSError:
                         q.clear()
+
+    def stall_up(self, seconds):
+        """Nothing from the agents reaches the daemon for that long (the
+        agents' bytes stay in their sockets' buffers)."""
+        self.hold_up_until = time.monotonic() + seconds
 
     def close(self):
         self.stop = True
@@ -149,7 +166,7 @@ class Env:
 E = Env()
 
 
-def start_agent(k, name, key, labels, via=None):
+def start_agent(k, name, key, labels, via=None, extra=()):
     log = open(os.path.join(E.tmp.name, "agent%d.log" % k), "a")
     p = subprocess.Popen(
         ["ip", "netns", "exec", ns_name(k), "unshare", "--time",
@@ -157,7 +174,7 @@ def start_agent(k, name, key, labels, via=None):
          os.path.join(hrtest.BIN, "headroom-agent"), "--connect",
          "tcp://%s" % (via or "10.77.0.1:%d" % PORT), "--key", key, "--server-key",
          E.dkey + ".pub", "--name", name, "--labels", labels, "--cache",
-         os.path.join(E.tmp.name, "cache%d" % k)], stdout=log, stderr=log)
+         os.path.join(E.tmp.name, "cache%d" % k)] + list(extra), stdout=log, stderr=log)
     log.close()
     return p
 
@@ -174,7 +191,13 @@ def wait_connected(names, timeout=20):
         if set(names) <= set(connected()):
             return
         time.sleep(0.1)
-    raise AssertionError("agents %s not connected: %s" % (names, connected()))
+    logs = ""
+    for k in range(1, 5):
+        path = os.path.join(E.tmp.name, "agent%d.log" % k)
+        if os.path.exists(path) and any(n == "ag%d" % k for n in names):
+            with open(path) as f:
+                logs += "\nagent%d.log:\n%s" % (k, f.read()[-1500:])
+    raise AssertionError("agents %s not connected: %s%s" % (names, connected(), logs))
 
 
 def ensure_agent(k):
@@ -206,7 +229,7 @@ def setUpModule():
     sh("ip addr add 10.77.0.1/24 dev hrbr")
     sh("ip link set hrbr up")
     E.tmp = hrtest.tempdir()
-    for k in (1, 2, 3):
+    for k in (1, 2, 3, 4):
         make_agent_ns(k)
     d = E.tmp.name
     E.dkey = os.path.join(d, "daemon")
@@ -256,7 +279,7 @@ def tearDownModule():
             rc = p.stop()
             if rc != 0:
                 bad.append("%s exited %s" % (name, rc))
-    for k in (1, 2, 3):
+    for k in (1, 2, 3, 4):
         sh("ip netns del %s" % ns_name(k), check=False)
     if getattr(E, "tmp", None):
         E.tmp.cleanup()
@@ -578,6 +601,48 @@ class Agents(unittest.TestCase):
             self.assertIn("fetching file %s" % sha[:12], f.read())
         # exact token lengths by the tokenizer, on the agent too
         self.assertEqual({r["isl"] for r in records(run["id"])}, {8})
+
+    def test_4d_back_pressure_over_a_stalling_link(self):
+        """A link that stops taking the agent's bytes for 1.5 s mid-run: the
+        agent (its queue cut to 2 messages) stops reading its worker rather
+        than dropping anything, and every record arrives afterwards."""
+        enroll()
+        relay = Relay(("10.77.0.1", RELAY_PORT + 1), ("10.77.0.1", PORT), delay=0,
+                      jitter=0, rcvbuf=16384)
+        log = os.path.join(E.tmp.name, "agent4.log")
+        p = start_agent(4, "ag4", E.akey, "role=stall", via="10.77.0.1:%d" % (RELAY_PORT + 1),
+                        extra=("--queue", "2"))
+        try:
+            wait_connected(["ag4"])
+            sp = spec(duration=5, rate=800, placement={
+                "agents": [{"selector": {"role": "stall"}, "workers": 1}]})
+            sp["workload"]["osl"] = {"mean": 48, "stddev": 0}
+            sp["workload"]["isl"] = {"mean": 32, "stddev": 0}
+            rid = E.api.submit(sp)
+            deadline = time.time() + 60 * hrtest.time_scale()
+            while time.time() < deadline:
+                st, run, _ = E.api.call("GET", "/runs/%d" % rid)
+                if run["state"] != "queued" and (run.get("progress") or {}).get("sent", 0) > 400:
+                    break
+                time.sleep(0.05)
+            relay.stall_up(1.5)
+            run = E.api.wait(rid, 120)
+            self.assertEqual(run["state"], "succeeded", run.get("reason"))
+            with open(log) as f:
+                text = f.read()
+            # the stall reached the agent: its link stopped taking messages
+            self.assertRegex(text, r"the link to the daemon took no messages for \d+ ms")
+            self.assertNotIn("cannot relay", text)
+            # nothing lost: every request of the schedule is there, once,
+            # to its end (the runner also checks each worker's DONE count)
+            recs = records(rid)
+            self.assertEqual(sorted(r["req_id"] for r in recs), list(range(len(recs))))
+            self.assertGreater(len(recs), 3000)
+            self.assertGreater(max(r["intended_ns"] for r in recs), 4.9 * NS)
+        finally:
+            p.kill()
+            p.wait(10)
+            relay.close()
 
     def lose_agent_mid_run(self, policy, how):
         enroll()
