@@ -78,6 +78,7 @@ struct agent {
 	int sfd;
 	int quit;
 	int queue;       /* --queue: messages the link holds before the workers wait */
+	int sndbuf;      /* --send-buffer: the link's kernel send buffer (0: the system's) */
 	int drained;     /* the workers' socket was read empty on the last pass */
 	int64_t stalled; /* since when the link has taken no more (0: it takes them) */
 	struct {         /* a worker's message the link did not take: it goes first */
@@ -103,7 +104,7 @@ static void usage(FILE *f)
 	fputs("usage: headroom-agent keygen PREFIX\n"
 	      "       headroom-agent --connect tcp://HOST:PORT --key PREFIX --server-key FILE\n"
 	      "                      [--name NAME] [--labels k=v,k=v] [--cache DIR]\n"
-	      "                      [--worker-bin PATH] [--queue N]\n"
+	      "                      [--worker-bin PATH] [--queue N] [--send-buffer BYTES]\n"
 	      "\n"
 	      "A load host's agent for headroomd (docs/agents.md): it keeps one ZeroMQ\n"
 	      "CURVE connection to the daemon's --agent-listen address, and starts\n"
@@ -121,6 +122,8 @@ static void usage(FILE *f)
 	      "  --worker-bin PATH  the headroom-worker to start (default: beside this program)\n"
 	      "  --queue N          workers' messages held for a slow link before the agent\n"
 	      "                     stops reading them (default 10000; none is dropped)\n"
+	      "  --send-buffer BYTES  the link's socket send buffer (default: the system's);\n"
+	      "                     smaller keeps heartbeats from waiting behind records\n"
 	      "  --help             this text\n"
 	      "  --version          print the version\n",
 	      f);
@@ -193,6 +196,8 @@ static void link_open(struct agent *a)
 	zmq_setsockopt(a->up, ZMQ_RCVHWM, &hwm, sizeof hwm);
 	zmq_setsockopt(a->up, ZMQ_MAXMSGSIZE, &maxmsg, sizeof maxmsg);
 	zmq_setsockopt(a->up, ZMQ_SNDTIMEO, &tmo, sizeof tmo);
+	if (a->sndbuf)
+		zmq_setsockopt(a->up, ZMQ_SNDBUF, &a->sndbuf, sizeof a->sndbuf);
 	zmq_setsockopt(a->up, ZMQ_IMMEDIATE, &one, sizeof one);
 	zmq_setsockopt(a->up, ZMQ_CURVE_SERVERKEY, a->srv, 40);
 	zmq_setsockopt(a->up, ZMQ_CURVE_PUBLICKEY, a->pub, 40);
@@ -917,17 +922,13 @@ int main(int argc, char **argv)
 	static struct agent a;
 	a.queue = HR_ZMQ_HWM;
 	const char *key = NULL, *server_key = NULL, *name = NULL, *labels = NULL, *cache = NULL;
-	static const struct option opts[] = {{"connect", required_argument, NULL, 'c'},
-	                                     {"key", required_argument, NULL, 'k'},
-	                                     {"server-key", required_argument, NULL, 's'},
-	                                     {"name", required_argument, NULL, 'n'},
-	                                     {"labels", required_argument, NULL, 'l'},
-	                                     {"cache", required_argument, NULL, 'd'},
-	                                     {"worker-bin", required_argument, NULL, 'b'},
-	                                     {"help", no_argument, NULL, 'h'},
-	                                     {"version", no_argument, NULL, 'V'},
-	                                     {"queue", required_argument, NULL, 'q'},
-	                                     {NULL, 0, NULL, 0}};
+	static const struct option opts[] = {
+	    {"connect", required_argument, NULL, 'c'},     {"key", required_argument, NULL, 'k'},
+	    {"server-key", required_argument, NULL, 's'},  {"name", required_argument, NULL, 'n'},
+	    {"labels", required_argument, NULL, 'l'},      {"cache", required_argument, NULL, 'd'},
+	    {"worker-bin", required_argument, NULL, 'b'},  {"help", no_argument, NULL, 'h'},
+	    {"version", no_argument, NULL, 'V'},           {"queue", required_argument, NULL, 'q'},
+	    {"send-buffer", required_argument, NULL, 'B'}, {NULL, 0, NULL, 0}};
 	int c;
 	while ((c = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (c) {
@@ -962,6 +963,18 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			a.queue = (int)q;
+			break;
+		}
+		case 'B': {
+			char *e;
+			errno = 0;
+			long b = strtol(optarg, &e, 10);
+			if (errno || e == optarg || *e || b < 4096 || b > (1L << 30)) {
+				fprintf(stderr, "headroom-agent: --send-buffer must be 4096 to "
+				                "1073741824 bytes\n");
+				return 2;
+			}
+			a.sndbuf = (int)b;
 			break;
 		}
 		case 'h':

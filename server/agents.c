@@ -26,10 +26,10 @@
 #define MAX_CONNS 256
 #define MAX_ENROLLED 1024
 #define ZAP_EP "inproc://zeromq.zap.01"
-#define RELOAD_NS 2000000000LL /* enrolments read again (revocations take effect) */
+#define RELOAD_NS 2000000000LL       /* enrolments read again (revocations take effect) */
 #define RELAY_STUCK_NS 10000000000LL /* a run's socket taking nothing: that worker is lost */
-#define FETCH_WINDOW 4 /* file chunks sent to a connection per pass of the hub loop */
-#define ZAP_RELOAD_NS 500000000LL /* an unknown key reads them again at most this often */
+#define FETCH_WINDOW 4               /* file chunks sent to a connection per pass of the hub loop */
+#define ZAP_RELOAD_NS 500000000LL    /* an unknown key reads them again at most this often */
 
 struct conn {
 	int used, welcomed;
@@ -546,6 +546,23 @@ static void on_hello(const void *rid, size_t rl, json_t *o, const char *user, co
 		    json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason", why, "fatal", 1));
 		return;
 	}
+	/* the same release on both sides: the schedule a worker draws (lib/sched.c,
+	 * lib/split.c) and its measurements must be the daemon's own, which the
+	 * protocol numbers alone do not promise */
+	if (ver && strcmp(ver, HEADROOM_VERSION) != 0) {
+		char why[300];
+		snprintf(why, sizeof why,
+		         "version mismatch: this daemon is headroom " HEADROOM_VERSION
+		         ", the agent is headroom %.40s: run the same headroom version on both "
+		         "(a worker's schedule and measurements must be the daemon's own)",
+		         ver);
+		hlog(LOG_WARN, "agents", "refused agent '%.64s' from %s: %s\n", name ? name : "?",
+		     addr, why);
+		send_ctl_rid(
+		    rid, rl,
+		    json_pack("{s:s, s:s, s:b}", "type", "refuse", "reason", why, "fatal", 1));
+		return;
+	}
 	if (!name || !name_ok(name) || !host || !agentproto_name_ok(host, 255) || !ver ||
 	    !agentproto_name_ok(ver, 63) || !json_is_integer(cores) ||
 	    json_integer_value(cores) < 1 || json_integer_value(cores) > 1000000 ||
@@ -654,8 +671,7 @@ static void on_fetch(int ci, json_t *o)
 	int serves = 0;
 	for (int i = 0; i < HR_MAX_WORKERS && !serves; i++)
 		serves = H.rw[i].used && H.rw[i].conn == ci;
-	const char *p =
-	    sha && serves ? json_string_value(json_object_get(H.files, sha)) : NULL;
+	const char *p = sha && serves ? json_string_value(json_object_get(H.files, sha)) : NULL;
 	if (p)
 		snprintf(path, sizeof path, "%s", p);
 	pthread_mutex_unlock(&H.mu);
@@ -683,17 +699,17 @@ static int fetch_pump(void)
 		for (int k = 0; c->used && c->fetching && k < FETCH_WINDOW; k++) {
 			ssize_t r = pread(c->ffd, buf, sizeof buf, (off_t)c->foff);
 			if (r < 0) {
-				send_ctl_f(c,
-				           json_pack("{s:s, s:s}", "type", "missing", "sha256",
-				                     c->fsha),
-				           ZMQ_DONTWAIT);
+				send_ctl_f(
+				    c,
+				    json_pack("{s:s, s:s}", "type", "missing", "sha256", c->fsha),
+				    ZMQ_DONTWAIT);
 				fetch_end(c);
 				break;
 			}
 			int last = r < (ssize_t)sizeof buf;
-			json_t *h = json_pack("{s:s, s:I, s:I, s:b}", "sha256", c->fsha, "offset",
-			                      (json_int_t)c->foff, "size", (json_int_t)r, "last",
-			                      last);
+			json_t *h =
+			    json_pack("{s:s, s:I, s:I, s:b}", "sha256", c->fsha, "offset",
+			              (json_int_t)c->foff, "size", (json_int_t)r, "last", last);
 			char *hs = json_dumps(h, JSON_COMPACT);
 			json_decref(h);
 			if (!hs)
@@ -712,8 +728,9 @@ static int fetch_pump(void)
 			free(hs);
 			c->foff += (uint64_t)r;
 			if (last) {
-				hlog(LOG_INFO, "agents", "sent file %.12s... (%llu bytes) to agent '%s'\n",
-				     c->fsha, (unsigned long long)c->foff, c->name);
+				hlog(LOG_INFO, "agents",
+				     "sent file %.12s... (%llu bytes) to agent '%s'\n", c->fsha,
+				     (unsigned long long)c->foff, c->name);
 				fetch_end(c);
 			}
 		}

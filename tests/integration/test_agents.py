@@ -48,6 +48,9 @@ PORT = 17717            # the daemon's agent socket, inside the test's namespace
 RELAY_PORT = 17718
 SHIFT = {1: 7, 2: 11, 3: 3, 4: 5}  # each agent's monotonic clock offset, s
 TAG = "hrt%d" % os.getpid()
+# the release the programs under test say they are (an agent must be the daemon's)
+VERSION = subprocess.run([os.path.join(hrtest.BIN, "headroomd"), "--version"],
+                         capture_output=True, text=True).stdout.split()[1]
 
 
 def sh(cmd, check=True):
@@ -366,7 +369,7 @@ class Agents(unittest.TestCase):
                        [b"c", b'{"type":"exited","run":1,"worker":5,"status":0}'],
                        [b"c", b'{"type":"fetch","sha256":"../../etc/passwd"}'],
                        [b"c", json.dumps({"type": "hello", "protocol": 1,
-                                          "worker_protocol": 2, "version": "x",
+                                          "worker_protocol": 2, "version": VERSION,
                                           "name": "bad name!", "host": "h", "cores": 1,
                                           "labels": {}}).encode()]):
             s.send_multipart(frames)
@@ -386,6 +389,21 @@ class Agents(unittest.TestCase):
         self.assertTrue(mismatch, refusals)
         self.assertIn("protocol mismatch", mismatch[0]["reason"])
         self.assertTrue(mismatch[0]["fatal"])
+        # the same protocols from another release: refused too, saying both
+        hello.update(protocol=1, version="0.0.1-other", name="other")
+        s.send_multipart([b"c", json.dumps(hello).encode()])
+        other = None
+        deadline = time.time() + 10 * hrtest.time_scale()
+        while time.time() < deadline and other is None:
+            if s.poll(200):
+                m = s.recv_multipart()
+                o = json.loads(m[1]) if m[0] == b"c" else {}
+                if o.get("type") == "refuse" and "0.0.1-other" in o["reason"]:
+                    other = o
+        self.assertIsNotNone(other, "no refusal of another release")
+        self.assertIn("version mismatch: this daemon is headroom %s" % VERSION, other["reason"])
+        self.assertTrue(other["fatal"])
+        self.assertNotIn("other", connected())
         self.assertTrue(any("malformed hello" in r["reason"] for r in refusals), refusals)
         self.assertNotIn("old", connected())  # and the daemon still answers
 
@@ -560,7 +578,7 @@ class Agents(unittest.TestCase):
         """An enrolled connection without workers asks for a file: the type
         of the daemon's answer."""
         s = self.curve_dealer()
-        hello = {"type": "hello", "protocol": 1, "worker_protocol": 2, "version": "x",
+        hello = {"type": "hello", "protocol": 1, "worker_protocol": 2, "version": VERSION,
                  "name": "nosy", "host": "h", "cores": 1, "labels": {}, "pid": 1}
         s.send_multipart([b"c", json.dumps(hello).encode()])
         deadline = time.time() + 10 * hrtest.time_scale()
@@ -604,14 +622,14 @@ class Agents(unittest.TestCase):
 
     def test_4d_back_pressure_over_a_stalling_link(self):
         """A link that stops taking the agent's bytes for 1.5 s mid-run: the
-        agent (its queue cut to 2 messages) stops reading its worker rather
+        agent (its queue cut to 2 messages, its send buffer to 8 KiB) stops reading its worker rather
         than dropping anything, and every record arrives afterwards."""
         enroll()
         relay = Relay(("10.77.0.1", RELAY_PORT + 1), ("10.77.0.1", PORT), delay=0,
                       jitter=0, rcvbuf=16384)
         log = os.path.join(E.tmp.name, "agent4.log")
         p = start_agent(4, "ag4", E.akey, "role=stall", via="10.77.0.1:%d" % (RELAY_PORT + 1),
-                        extra=("--queue", "2"))
+                        extra=("--queue", "2", "--send-buffer", "8192"))
         try:
             wait_connected(["ag4"])
             sp = spec(duration=5, rate=800, placement={
