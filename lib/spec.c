@@ -1174,7 +1174,8 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
                                  GEN_STREAMED},
     [SPEC_EP_RAW] = {"raw", "/", NULL, {"raw"}, SPEC_EPF_STREAMS | SPEC_EPF_RAW},
     [SPEC_EP_RESPONSES] = {"responses", "/v1/responses", NULL, {"responses"}, GEN_STREAMED},
-    [SPEC_EP_MESSAGES] = {"messages", "/v1/messages", NULL, {"messages"}, GEN_STREAMED},
+    [SPEC_EP_MESSAGES] = {"messages", "/v1/messages", NULL, {"messages", "anthropic_messages"},
+                          GEN_STREAMED},
     [SPEC_EP_AUDIO_TRANSCRIPTION] = {"audio_transcription", "/v1/audio/transcriptions", NULL,
                                      {"audio_transcription"},
                                      SPEC_EPF_STREAMS | SPEC_EPF_AUDIO | SPEC_EPF_AUDIO_FILE},
@@ -1188,12 +1189,17 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
                                  SPEC_EPF_IMAGES},
 };
 
+/* An AIPerf endpoint type name, or headroom's own name for a type (the
+ * template endpoint excepted: it needs a spec's template). */
 int spec_endpoint_from_aiperf(const char *name)
 {
 	for (int i = 0; i < SPEC_EP__COUNT; i++)
 		for (int k = 0; k < 3 && spec_endpoints[i].aiperf[k]; k++)
 			if (strcmp(name, spec_endpoints[i].aiperf[k]) == 0)
 				return i;
+	for (int i = 0; i < SPEC_EP__COUNT; i++)
+		if (i != SPEC_EP_TEMPLATE && strcmp(name, spec_endpoints[i].name) == 0)
+			return i;
 	return -1;
 }
 

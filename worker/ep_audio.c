@@ -71,7 +71,8 @@ static int audio_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	c->with_prompt = false;
 	c->with_max_tokens = false;
 	c->sends_osl = false;
-	c->one_piece = !s->target.stream; /* a whole transcript: its arrival is the answer */
+	/* a whole transcript is a whole answer, as chat's: no first token, its
+	 * output length from usage (else the tokenizer's count of its text) */
 	if (form_content_type(c, s, boundary, err) < 0)
 		return -1;
 	if (au->pool < 1 || au->count != 1)
@@ -165,12 +166,6 @@ static int audio_answer(struct req *r, json_t *j, const json_error_t *je, char *
 		return f.err;
 	}
 	rq_keep_output(r, f.text);
-	/* the whole transcript is the one chunk, when it arrived */
-	if (r->cfg->one_piece && r->body_ns != HR_NO_TIME &&
-	    record_add_chunk(&r->rec, r->body_ns, &r->chunk_cap) < 0) {
-		*msg = xstrdup("cannot record the answer's arrival");
-		return HR_ERR_MALFORMED_STREAM;
-	}
 	return HR_ERR_NONE;
 }
 

@@ -12,7 +12,8 @@
  * and the answer's bytes (bytes_out); mediaread.c reads them. A streamed
  * generation (OpenAI's image_generation.partial_image events, then
  * image_generation.completed) has a chunk per picture event, the first
- * the first token; images_out counts the completed ones.
+ * the first token; images_out counts the completed ones, bytes_out the
+ * stream's body bytes.
  *
  * NVIDIA NIM image retrieval (/v1/infer): {"input":[{"type":"image_url",
  * "url":"data:..."},...]} with workload.images' pictures of the run's pool
@@ -324,6 +325,7 @@ const struct ep_handler ep_image_generation = {
 	.endpoint = SPEC_EP_IMAGE_GENERATION,
 	.content_type = "application/json",
 	.one_piece = true,
+	.stream_bytes = true,
 	.history = EP_HIST_TEXT,
 	.cfg_init = gen_cfg,
 	.body = gen_body,

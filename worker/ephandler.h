@@ -60,6 +60,9 @@ struct ep_handler {
 	 * the body is a chunk, the first the first token, and no output
 	 * length is known. Its bytes go to the record's bytes_out. */
 	bool raw;
+	/* stream_bytes: a streamed answer's body bytes go to bytes_out (the
+	 * pictures of a streamed image generation) */
+	bool stream_bytes;
 	bool reasoning_chunks;
 	bool any_json_event;
 	bool end_event;

@@ -602,8 +602,8 @@ static int on_body(void *ud, const char *p, size_t len)
 
 	switch (r->mode) {
 	case RB_SSE:
+		r->raw_bytes += len;
 		if (r->cfg->h->raw) { /* not SSE: each read is a chunk */
-			r->raw_bytes += len;
 			if (r->rec.n_chunks && r->rec.end_ns == r->cb_ns)
 				return 0; /* the same read, framed as several HTTP chunks */
 			struct chunk_info ci = {.content = true,
@@ -1155,6 +1155,8 @@ static void fill_tokens(struct req *r)
 		rec->tok_osl = n < 0 ? -1 : n > INT32_MAX ? INT32_MAX : (int32_t)n;
 	}
 
+	if (c->h->stream_bytes && r->mode == RB_SSE) /* streamed pictures: the stream's bytes */
+		rec->bytes_out = r->raw_bytes > INT32_MAX ? INT32_MAX : (int32_t)r->raw_bytes;
 	if (c->h->raw) { /* a raw answer: read, not counted */
 		rec->osl = -1;
 		rec->osl_src = HR_TOKSRC_NONE;

@@ -169,7 +169,7 @@ class Multimodal(unittest.TestCase):
         tags = ("time_to_first_token", "inter_token_latency", "request_latency")
         streamed = sp["target"]["stream"]
         one_piece = not streamed and sp["target"]["endpoint"] in (
-            "audio_transcription", "image_generation", "image_edit", "image_retrieval")
+            "image_generation", "image_edit", "image_retrieval")
         for tag in tags if streamed else tags[::2] if one_piece else tags[2:]:
             vals = [r[tag] for r in rows]
             self.assertEqual(m[tag]["count"], N, tag)
@@ -375,21 +375,26 @@ class Multimodal(unittest.TestCase):
         self.assertGreater(m["request_latency"]["min"], 20 + 4 * 4 * 0.9)
 
     def test_transcription_whole_curl(self):
-        """Not streamed: one piece, timed at the answer's arrival; the
-        clip described by defaults when the spec gives none."""
+        """Not streamed: a whole answer, as chat's (no first token), its
+        transcript the output; the clip described by defaults when the spec
+        gives none."""
         sp = self.spec(stream=False, endpoint="audio_transcription")
         sp["workload"]["seed"] = 3
         sp["target"]["transport"] = "curl"
-        run, rows = self.run_spec(sp, isl=250, osl=0)
+        run, rows = self.run_spec(sp, isl=250, osl=15)
         self.assertEqual(run["spec"]["workload"]["audio"], {
             "count": 1, "duration_s": 5, "sample_rate": 16000, "format": "wav", "pool": 8})
         self.check_uploads(rows, 5, 16000, 8)
         for r in rows:
-            self.assertEqual((r["osl_source"], r["n_chunks"]), ("requested", 1), r)
-            self.assertEqual(r["end_ns"], r["done_ns"], r)
+            # the transcript is the output: its length from the answer's
+            # usage (the mock writes 3 words a second of audio)
+            self.assertEqual((r["osl_source"], r["osl"], r["n_chunks"]),
+                             ("server_usage", 15, 0), r)
+            self.assertIsNone(r["time_to_first_token"], r)
         m = run["summary"]["metrics"]
         self.assertEqual(m["inter_token_latency"]["count"], 0)
-        self.assertGreaterEqual(m["time_to_first_token"]["min"], 20 * 0.9)
+        self.assertEqual(m["time_to_first_token"]["count"], 0)
+        self.assertGreaterEqual(m["request_latency"]["min"], 20 * 0.9)
 
     def test_transcription_faults(self):
         """Injected 500s and malformed events (streamed) or bodies (whole):
@@ -511,6 +516,19 @@ class Multimodal(unittest.TestCase):
             steps = [5, 10, 16]
             for off, step in zip(r["chunk_offsets_ns"], steps):
                 self.assertGreaterEqual(off / 1e6, 20 + (step - 1) * 4 - 0.5, (step, r))
+        # bytes_out: the stream's body bytes; the same stream asked for
+        # directly (another prompt of the same length: only the digits of
+        # its numbers may differ)
+        body = dict(sp["target"]["extra_body"], model="m", stream=True, n=1,
+                    response_format="b64_json", prompt=" ".join(["word"] * ISL))
+        req = urllib.request.Request("http://%s/v1/images/generations" % self.mock.addr,
+                                     data=json.dumps(body).encode(),
+                                     headers={"Content-Type": "application/json"})
+        with urllib.request.urlopen(req, timeout=30) as resp:
+            direct = len(resp.read())
+        self.assertGreater(direct, 3 * 100)  # three pictures' base64 and their events
+        for r in rows:
+            self.assertLessEqual(abs(r["bytes_out"] - direct), 32, (direct, r))
         m = run["summary"]["metrics"]
         self.assertEqual(m["image_throughput"]["avg"],
                          N / ((max(r["end_ns"] for r in rows) -

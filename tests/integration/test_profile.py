@@ -178,9 +178,24 @@ class FlagsTest(unittest.TestCase):
         for aiperf, ours in (("embeddings", "embeddings"), ("rankings", "rankings_nim"),
                              ("cohere_rankings", "rankings_cohere"),
                              ("hf_tei_rankings", "rankings_tei"),
-                             ("huggingface_generate", "tgi")):
+                             ("huggingface_generate", "tgi"),
+                             ("anthropic_messages", "messages"), ("messages", "messages"),
+                             # headroom's own names are taken too
+                             ("tei_embeddings", "tei_embeddings"),
+                             ("rankings_nim", "rankings_nim")):
             s = spec_of("-m", "m", "--endpoint-type", aiperf)
             self.assertEqual(s["target"]["endpoint"], ours)
+        # every type but the template (it needs a spec) is listed by --help
+        r = profile("--help")
+        listed = r.stdout.split("--endpoint-type TYPE", 1)[1].split("--endpoint PATH", 1)[0]
+        for ours in ("chat", "completions", "embeddings", "responses", "messages", "raw",
+                     "audio_transcription", "image_generation", "image_edit", "image_retrieval",
+                     "chat_embeddings", "tei_embeddings", "rankings_nim", "nim_embeddings",
+                     "cohere_embeddings", "vllm_generate", "sglang_generate"):
+            self.assertIn(ours, listed)
+        r = profile("--print-spec", "-m", "m", "--endpoint-type", "template")
+        self.assertNotEqual(r.returncode, 0)
+        self.assertIn("template endpoint needs a spec", r.stderr)
 
     def test_custom_endpoint_path(self):
         s = spec_of("-m", "m", "--endpoint", "/openai/deployments/d1/chat/completions?api-version=1")
