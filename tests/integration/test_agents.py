@@ -10,8 +10,9 @@ made. The daemon listens for agents with CURVE on 10.77.0.1; a third
 agent reaches it through a delaying TCP relay of the test's own (1 ms +-
 0.2 ms each way; the kernel here has no netem).
 
-Checked: a key that is not enrolled is refused; an enrolled agent is
-listed with its labels; a Poisson run over the daemon and two agents has
+Checked: a key that is not enrolled is refused, and an agent of another
+release; enrolment from the API and from `headroomd agent` (enroll, list,
+revoke); an enrolled agent is listed with its labels; a Poisson run over the daemon and two agents has
 exactly the intended schedule of a one-host run of the same spec and seed
 and the same achieved rate within 1%; each remote worker's measured clock
 offset holds the truth within its bound (within 100 us through the
@@ -722,6 +723,57 @@ class Agents(unittest.TestCase):
         finally:
             kill_agent(2)
             make_agent_ns(2)
+
+    def test_9_enrolment_from_the_command_line(self):
+        """headroomd agent enroll / list / revoke on the running daemon's
+        data directory: an agent enrolled so connects, is listed, and a
+        revoked one is dropped; bad input is refused naming the option."""
+        d = os.path.join(E.tmp.name, "data")
+        prog = os.path.join(hrtest.BIN, "headroomd")
+        prefix = os.path.join(E.tmp.name, "cli")
+        sh("%s keygen %s" % (os.path.join(hrtest.BIN, "headroom-agent"), prefix))
+        with open(prefix + ".pub") as f:
+            pub = f.read().strip()
+
+        def cli(*args):
+            return subprocess.run([prog, "agent"] + list(args), capture_output=True,
+                                  text=True, timeout=60)
+        r = cli("enroll", "--data", d, "--name", "clipool", "--key", pub, "--labels",
+                "role=cli,zone=z1")
+        self.assertEqual(r.returncode, 0, r.stderr)
+        for bad, word in ((["--name", "clipool2", "--key", "short"], "key"),
+                          (["--name", "bad name!", "--key", pub], "name"),
+                          (["--name", "clipool", "--key", pub], "clipool"),
+                          (["--name", "clipool3", "--key", pub, "--labels", "nokey"],
+                           "labels")):
+            r = cli("enroll", "--data", d, *bad)
+            self.assertNotEqual(r.returncode, 0, bad)
+            self.assertIn(word, r.stderr, (bad, r.stderr))
+        r = cli("list", "--data", d)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        self.assertIn("clipool", r.stdout)
+        self.assertIn(pub, r.stdout)
+        p = start_agent(1, "agcli", prefix, "role=cli")
+        try:
+            wait_connected(["agcli"])
+            st, body, _ = E.api.call("GET", "/agents")
+            pool = [a for a in body["agents"] if a["name"] == "clipool"]
+            self.assertEqual(len(pool), 1, body)
+            self.assertEqual(pool[0]["labels"], {"role": "cli", "zone": "z1"})
+            r = cli("revoke", "--data", d, "clipool")
+            self.assertEqual(r.returncode, 0, r.stderr)
+            r = cli("revoke", "--data", d, "clipool")
+            self.assertNotEqual(r.returncode, 0)
+            self.assertIn("clipool", r.stderr)
+            self.assertNotIn("clipool", cli("list", "--data", d).stdout)
+            # the running daemon drops the revoked key's connection
+            deadline = time.time() + 15 * hrtest.time_scale()
+            while time.time() < deadline and "agcli" in connected():
+                time.sleep(0.2)
+            self.assertNotIn("agcli", connected())
+        finally:
+            p.kill()
+            p.wait(10)
 
     def test_8_revoked_agent_dropped(self):
         enroll()
