@@ -138,6 +138,14 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 void cli_catch_signals(void);
 /* A decimal long in [min, max] into *out: 0, or -1 (main.c). */
 int cli_parse_long(const char *s, long min, long max, long *out);
+/* A dataset's local media files inlined (inline.c): the JSONL text of file
+ * (its directory resolves relative paths) rewritten into out with each
+ * local picture as a data: URL and each local clip as "FORMAT,BASE64".
+ * Returns 1 (out holds the text to upload), 0 (nothing to inline; out
+ * unused) or -1 with err naming the line and field. */
+struct dynbuf;
+int dataset_inline_files(const char *text, size_t len, const char *file, const char *format,
+                         struct dynbuf *out, char *err);
 /* `headroom profile`: AIPerf's flags to a run spec (profile.c). */
 int cmd_profile(int argc, char **argv);
 

@@ -1,5 +1,6 @@
 /* dataset.c - `headroom dataset`: upload a dataset file to the daemon
- * (streamed from disk, never held in memory), list the stored datasets,
+ * (streamed from disk, never held in memory, unless its entries name local
+ * pictures or clips: then inlined first, inline.c), list the stored datasets,
  * show one with its statistics and a preview of its entries
  * (docs/datasets.md, docs/cli.md). Answers are hostile input, read with
  * type checks (view.h).
@@ -43,7 +44,9 @@ static const char dataset_help[] =
     "at fault. See docs/datasets.md.\n"
     "\n"
     "  upload FILE        send FILE (at most 256 MiB) and print the dataset's id;\n"
-    "                     the same bytes sent again give the same dataset\n"
+    "                     the same bytes sent again give the same dataset;\n"
+    "                     pictures and clips its entries name by a local path\n"
+    "                     are inlined (data: URLs, \"wav,BASE64\") first\n"
     "  --format F         single_turn, multi_turn, random_pool, mooncake_trace or\n"
     "                     sharegpt (required)\n"
     "  --name N           a name for it (default: the file's name)\n"
@@ -242,6 +245,38 @@ static int upload(struct http_client *c, const struct args *a)
 		fclose(f);
 		return EXIT_USAGE;
 	}
+	/* local pictures and clips named by the entries go inlined: the file is
+	 * read once for them, and the rewritten text is sent instead */
+	struct dynbuf inl;
+	dynbuf_init(&inl, HR_MAX_DATASET_BYTES);
+	long long size = (long long)st.st_size;
+	if (a->format && st.st_size > 0) {
+		char ierr[HR_ERRLEN];
+		char *text = xmalloc((size_t)st.st_size);
+		int k = fread(text, 1, (size_t)st.st_size, f) == (size_t)st.st_size
+		            ? dataset_inline_files(text, (size_t)st.st_size, a->pos, a->format, &inl,
+		                                   ierr)
+		            : (snprintf(ierr, sizeof ierr, "cannot read it"), -1);
+		free(text);
+		if (k < 0) {
+			fprintf(stderr, "headroom: %s: %s\n", a->pos, ierr);
+			fclose(f);
+			dynbuf_release(&inl);
+			return EXIT_USAGE;
+		}
+		if (k > 0) {
+			fclose(f);
+			f = fmemopen(inl.data, inl.len, "rb");
+			size = (long long)inl.len;
+		} else {
+			rewind(f);
+		}
+		if (!f) {
+			fprintf(stderr, "headroom: %s: %s\n", a->pos, strerror(errno));
+			dynbuf_release(&inl);
+			return EXIT_USAGE;
+		}
+	}
 	struct dynbuf q;
 	dynbuf_init(&q, 64 * 1024);
 	http_query_add(&q, c, "format", a->format);
@@ -260,8 +295,9 @@ static int upload(struct http_client *c, const struct args *a)
 	char err[HR_ERRLEN];
 	struct http_resp r;
 	http_resp_init(&r);
-	int rc = http_upload(c, path, f, (long long)st.st_size, &r, err);
+	int rc = http_upload(c, path, f, size, &r, err);
 	fclose(f);
+	dynbuf_release(&inl);
 	free(path);
 
 	int ex = EXIT_OK;

@@ -797,6 +797,17 @@ static int upload_dataset(const struct pflags *p, const char *daemon, json_t *sp
 		body = cut.data;
 		len = cut.len;
 	}
+	/* local pictures and clips named by the entries go inlined */
+	int k = dataset_inline_files(body, len, path, p->dataset_format, &cut, err);
+	if (k < 0) {
+		fprintf(stderr, "headroom profile: %s: %s: %s\n", flag, path, err);
+		rc = EXIT_USAGE;
+		goto out;
+	}
+	if (k > 0) {
+		body = cut.data;
+		len = cut.len;
+	}
 
 	struct http_client c;
 	if (http_client_init(&c, daemon, err) < 0) {

@@ -277,6 +277,21 @@ static int add_part(struct dynbuf *parts, json_t *part)
 	return rc;
 }
 
+/* "scheme:..." (a URL or data: URL), not a file path: the daemon never
+ * reads files of the client's machine (the CLI inlines them). */
+static int url_like(const char *s)
+{
+	size_t i = 0;
+	while ((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= 'A' && s[i] <= 'Z') ||
+	       (i > 0 && ((s[i] >= '0' && s[i] <= '9') || s[i] == '+' || s[i] == '-' || s[i] == '.')))
+		i++;
+	return i > 1 && s[i] == ':';
+}
+
+#define NOT_URL_HINT                                                                               \
+	"must be a URL (http://, https://, data:...); a local file is inlined by `headroom "       \
+	"dataset upload`"
+
 /* 'image' (a URL or data URL), 'images' (an array of them) and 'audio'
  * ("FORMAT,BASE64" as AIPerf writes it, or bare base64: wav) as the chat
  * content parts they become, sent as given. */
@@ -292,6 +307,8 @@ static int parse_media(struct build *b, json_t *o, const char *pre, uint32_t lin
 		snprintf(path, sizeof path, "%simage", pre);
 		if (!json_is_string(v) || json_string_length(v) == 0)
 			return fail(b, line, path, "'%s' must be a non-empty string (a URL)", path);
+		if (!url_like(json_string_value(v)))
+			return fail(b, line, path, "'%s' " NOT_URL_HINT, path);
 		url[n] = json_string_value(v);
 		url_len[n++] = json_string_length(v);
 	}
@@ -308,6 +325,8 @@ static int parse_media(struct build *b, json_t *o, const char *pre, uint32_t lin
 			if (!json_is_string(u) || json_string_length(u) == 0)
 				return fail(b, line, path, "'%s[%zu]' must be a non-empty string (a URL)",
 				            path, i);
+			if (!url_like(json_string_value(u)))
+				return fail(b, line, path, "'%s[%zu]' " NOT_URL_HINT, path, i);
 			url[n] = json_string_value(u);
 			url_len[n++] = json_string_length(u);
 		}
@@ -337,6 +356,11 @@ static int parse_media(struct build *b, json_t *o, const char *pre, uint32_t lin
 				            "wav) or base64 alone",
 				            path);
 		}
+		if (memchr(audio, '.', audio_len)) /* base64 has none: a file's name */
+			return fail(b, line, path,
+			            "'%s' must be \"FORMAT,BASE64\" or base64 alone; a local file is "
+			            "inlined by `headroom dataset upload`",
+			            path);
 	}
 	if (n == 0 && !audio)
 		return 0;

@@ -34,6 +34,7 @@ import glob
 import json
 import os
 import struct
+import subprocess
 import unittest
 import urllib.error
 import urllib.request
@@ -341,6 +342,84 @@ class Multimodal(unittest.TestCase):
                                         raw=json.dumps(bad).encode())
             self.assertEqual(st, 400, (bad, body))
             self.assertIn(field, body["error"]["message"], body)
+
+    def test_dataset_media_files(self):
+        """A dataset naming local pictures and clips: `headroom dataset
+        upload` inlines them (data: URLs, "wav,BASE64"), relative paths from
+        the dataset file's directory, so the server gets the files' bytes; the
+        daemon itself refuses a path, naming the field; a file that is not a
+        picture is refused by the CLI, naming the line and field."""
+        d = hrtest.tempdir()
+        self.addCleanup(d.cleanup)
+        os.makedirs(os.path.join(d.name, "pics"))
+        pic = b"\x89PNG\r\n\x1a\n" + bytes(range(50))
+        jpg = b"\xff\xd8\xff\xe0" + bytes(range(30))
+        clip = b"RIFF\x00\x00\x00\x00WAVE" + bytes(range(20))
+        for name, data in (("pics/a.png", pic), ("pics/b.jpg", jpg), ("c.wav", clip),
+                           ("notes.txt", b"just words")):
+            with open(os.path.join(d.name, name), "wb") as f:
+                f.write(data)
+        lines = [{"text": "describe this", "image": "pics/a.png"},
+                 {"text": "two", "images": ["https://example.invalid/x.png",
+                                            os.path.join(d.name, "pics/b.jpg")]},
+                 {"text": "listen", "audio": "c.wav"},
+                 {"text": "plain words only"}]
+        path = os.path.join(d.name, "media.jsonl")
+        with open(path, "w") as f:
+            f.write("\n".join(json.dumps(x) for x in lines) + "\n")
+        cli = [os.path.join(hrtest.BIN, "headroom"), "--url",
+               self.api.base.rsplit("/api/v1", 1)[0], "dataset", "upload"]
+        r = subprocess.run(cli + [path, "--format", "single_turn", "--json"],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        ds = json.loads(r.stdout)
+        sp = self.spec()
+        sp["workload"] = {"kind": "dataset", "dataset": {"id": ds["id"],
+                                                         "sampling": "sequential"},
+                          "osl": {"mean": OSL, "stddev": 0}}
+        sp["load"] = {"mode": "concurrency", "concurrency": 1, "requests": 4}
+        self.clear()
+        run = self.api.wait(self.api.submit(sp), timeout=120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl" % run["id"])
+        rows = sorted((json.loads(x) for x in text.splitlines()), key=lambda r: r["req_id"])
+        self.assertEqual([(r["images_in"], r["audio_in"], r["media_bytes_in"]) for r in rows],
+                         [(1, 0, len(pic)), (2, 0, len(jpg)), (0, 1, len(clip)),
+                          (None, None, None)])
+        images, clips = self.received()
+        self.assertEqual(images, [("data:image/png;base64", pic),
+                                  ("https://example.invalid/x.png", b""),
+                                  ("data:image/jpeg;base64", jpg)])
+        self.assertEqual(clips, [clip])
+        # headroom profile --input-file inlines them the same way
+        r = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "profile", "--print-spec",
+                            "-m", "m", "--url", self.mock.addr, "--input-file", path,
+                            "--custom-dataset-type", "single_turn", "--daemon",
+                            self.api.base.rsplit("/api/v1", 1)[0]],
+                           capture_output=True, text=True, timeout=60)
+        self.assertEqual(r.returncode, 0, r.stderr)
+        # (the same inlined bytes: the daemon finds the dataset already stored)
+        self.assertEqual(json.loads(r.stdout)["workload"]["dataset"]["id"], ds["id"])
+        # the daemon never reads a path of the client's machine
+        for bad, field in (({"text": "x", "image": "pics/a.png"}, "image"),
+                           ({"text": "x", "images": ["https://a.invalid/x", "/etc/x.png"]},
+                            "images"),
+                           ({"text": "x", "audio": "c.wav"}, "audio")):
+            st, body, _ = self.api.call("POST", "/datasets?format=single_turn&name=bad",
+                                        raw=json.dumps(bad).encode())
+            self.assertEqual(st, 400, (bad, body))
+            self.assertIn(field, body["error"]["message"], body)
+            self.assertIn("headroom dataset upload", body["error"]["message"], body)
+        # a file that is not a picture, or not there, is refused by the CLI
+        for bad, word in (({"text": "x", "image": "notes.txt"}, "not a PNG, JPEG, GIF or WebP"),
+                          ({"text": "x", "audio": "missing.wav"}, "cannot read the file")):
+            with open(path, "w") as f:
+                f.write(json.dumps({"text": "fine"}) + "\n" + json.dumps(bad) + "\n")
+            r = subprocess.run(cli + [path, "--format", "single_turn"], capture_output=True,
+                               text=True, timeout=60)
+            self.assertEqual(r.returncode, 2, r.stderr)
+            self.assertIn("line 2: '%s'" % list(bad)[1], r.stderr)
+            self.assertIn(word, r.stderr)
 
     # --- audio_transcription ------------------------------------------------------------
 
