@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 
 #include "cli.h"
@@ -252,12 +253,15 @@ static int upload(struct http_client *c, const struct args *a)
 	long long size = (long long)st.st_size;
 	if (a->format && st.st_size > 0) {
 		char ierr[HR_ERRLEN];
-		char *text = xmalloc((size_t)st.st_size);
-		int k = fread(text, 1, (size_t)st.st_size, f) == (size_t)st.st_size
-		            ? dataset_inline_files(text, (size_t)st.st_size, a->pos, a->format, &inl,
-		                                   ierr)
-		            : (snprintf(ierr, sizeof ierr, "cannot read it"), -1);
-		free(text);
+		/* mapped, not read into memory: the pages are the file's */
+		char *text = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fileno(f), 0);
+		int k = text != MAP_FAILED ? dataset_inline_files(text, (size_t)st.st_size, a->pos,
+		                                                  a->format, &inl, ierr)
+		                           : (snprintf(ierr, sizeof ierr, "cannot read it: %s",
+		                                       strerror(errno)),
+		                              -1);
+		if (text != MAP_FAILED)
+			munmap(text, (size_t)st.st_size);
 		if (k < 0) {
 			fprintf(stderr, "headroom: %s: %s\n", a->pos, ierr);
 			fclose(f);
@@ -268,8 +272,6 @@ static int upload(struct http_client *c, const struct args *a)
 			fclose(f);
 			f = fmemopen(inl.data, inl.len, "rb");
 			size = (long long)inl.len;
-		} else {
-			rewind(f);
 		}
 		if (!f) {
 			fprintf(stderr, "headroom: %s: %s\n", a->pos, strerror(errno));
