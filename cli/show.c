@@ -433,6 +433,33 @@ static void tokens_lines(FILE *out, json_t *t)
 		        view_scalar(e, sizeof e, json_object_get(m, "longer")));
 }
 
+/* What the valid requests carried and got back (summary.media, docs/metrics.md,
+ * "Media"): the counts the run has, summed. */
+static void media_line(FILE *out, json_t *m)
+{
+	static const char *const f[][2] = {{"images_in", "images in"},
+	                                   {"audio_in", "audio clips in"},
+	                                   {"media_bytes_in", "media bytes in"},
+	                                   {"images_out", "images out"},
+	                                   {"bytes_out", "bytes out"}};
+	if (!json_is_object(m) || !json_is_integer(json_object_get(m, "requests")))
+		return;
+	char line[512], a[32];
+	int k =
+	    snprintf(line, sizeof line,
+	             "%s request(s):", view_scalar(a, sizeof a, json_object_get(m, "requests")));
+	const char *sep = " ";
+	for (size_t i = 0; i < HR_ARRAY_LEN(f); i++) {
+		json_t *v = json_object_get(m, f[i][0]);
+		if (!json_is_integer(v) || k < 0 || (size_t)k >= sizeof line)
+			continue;
+		k += snprintf(line + k, sizeof line - (size_t)k, "%s%s %s", sep,
+		              view_scalar(a, sizeof a, v), f[i][1]);
+		sep = ", ";
+	}
+	kv_line(out, "media", line);
+}
+
 /* A placed run (docs/agents.md): where its workers ran, what was lost. */
 static void placement_line(FILE *out, json_t *pl)
 {
@@ -493,6 +520,76 @@ static void clock_line(FILE *out, json_t *clk)
 				 view_fmt_num(c, drift_max));
 	}
 	kv_line(out, "clock", line);
+}
+
+/* Where worker i ran: "local", or its agent's name (cleaned, cut) and
+ * " (lost)" when it was lost with that agent. buf holds n bytes. */
+static const char *worker_host(char *buf, size_t n, json_t *pl, long long i)
+{
+	snprintf(buf, n, "local");
+	size_t k, j;
+	json_t *a, *w;
+	json_array_foreach(json_object_get(pl, "agents"), k, a)
+	{
+		json_array_foreach(json_object_get(a, "workers"), j, w)
+		{
+			if (!json_is_integer(w) || json_integer_value(w) != i)
+				continue;
+			view_scalar(buf, n < 25 ? n : 25, json_object_get(a, "name"));
+		}
+	}
+	json_array_foreach(json_object_get(pl, "lost"), k, a)
+	{
+		double wi;
+		size_t len = strlen(buf);
+		if (view_num(a, "worker", &wi) && (long long)wi == i && len + 8 < n)
+			snprintf(buf + len, n - len, " (lost)");
+	}
+	return buf;
+}
+
+#define CLOCK_ROWS 32 /* rows of the per-worker clock table shown at most */
+
+/* Each worker's clock under the clock line (docs/cli.md, "show"): where it
+ * ran, its offset, the bound on it and the drift, one row a worker, for a
+ * run of more than one worker or a placed one (one local worker has
+ * nothing the clock line does not say). */
+static void clock_table(FILE *out, json_t *clk, json_t *pl)
+{
+	json_t *ws = json_object_get(clk, "workers");
+	size_t n = json_array_size(ws);
+	if (!json_is_object(clk) || n == 0 || (n < 2 && !json_is_object(pl)))
+		return;
+	fprintf(out, "  %-9s %-6s  %-24s  %12s  %13s  %11s\n", "", "worker", "ran on",
+	        "offset (ms)", "+- bound (ms)", "drift (ppm)");
+	size_t i;
+	json_t *w;
+	json_array_foreach(ws, i, w)
+	{
+		if (i == CLOCK_ROWS) {
+			fprintf(out,
+			        "  %-9s ... %zu more worker(s): GET /api/v1/runs/ID/summary, "
+			        "\"clock\"\n",
+			        "", n - CLOCK_ROWS);
+			break;
+		}
+		double idx = (double)i, off, bound, drift;
+		view_num(w, "worker", &idx);
+		char host[40], o[32] = "-", b[32] = "-", d[32] = "-";
+		worker_host(host, sizeof host, pl, (long long)idx);
+		if (!json_is_true(json_object_get(w, "measured"))) {
+			fprintf(out, "  %-9s %-6.0f  %-24s  %12s\n", "", idx, host,
+			        "not measured (taken as 0)");
+			continue;
+		}
+		if (view_num(w, "offset_ns", &off))
+			snprintf(o, sizeof o, "%.3f", off / 1e6);
+		if (view_num(w, "bound_ns", &bound))
+			snprintf(b, sizeof b, "%.3f", bound / 1e6);
+		if (view_num(w, "drift_ppm", &drift))
+			snprintf(d, sizeof d, "%.2f", drift);
+		fprintf(out, "  %-9s %-6.0f  %-24s  %12s  %13s  %11s\n", "", idx, host, o, b, d);
+	}
 }
 
 /* GPU and server telemetry: which sources answered, and the headline
@@ -857,8 +954,10 @@ void show_run(FILE *out, json_t *run)
 	}
 	load_line(out, json_object_get(summary, "load"));
 	tokens_lines(out, json_object_get(summary, "tokens"));
+	media_line(out, json_object_get(summary, "media"));
 	clock_line(out, json_object_get(summary, "clock"));
 	placement_line(out, json_object_get(summary, "placement"));
+	clock_table(out, json_object_get(summary, "clock"), json_object_get(summary, "placement"));
 	show_classes(out, run);
 	errors_table(out, json_object_get(summary, "errors"));
 	telemetry_block(out, json_object_get(summary, "telemetry"));

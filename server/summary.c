@@ -306,6 +306,10 @@ struct firstpass {
 	long long sum_isl, sum_osl, good;
 	long long sum_images; /* pictures answered (images_out), when any record has them */
 	bool images;
+	/* the valid requests' media counts (docs/metrics.md, "Media"): their
+	 * sums, how many records had each (0: the field is null throughout),
+	 * and how many had any */
+	long long media_sum[5], media_n[5], media_requests;
 	int64_t first_start, last_end;
 };
 
@@ -336,11 +340,35 @@ static int first_pass_add(struct firstpass *f, const struct spec *spec,
 		f->images = true;
 		f->sum_images += r->images_out;
 	}
+	const int32_t media[5] = {r->images_in, r->audio_in, r->media_bytes_in, r->images_out,
+	                          r->bytes_out};
+	bool any = false;
+	for (int k = 0; k < 5; k++)
+		if (media[k] >= 0) {
+			f->media_sum[k] += media[k];
+			f->media_n[k]++;
+			any = true;
+		}
+	f->media_requests += any;
 	if (r->start_ns < f->first_start)
 		f->first_start = r->start_ns;
 	if (r->end_ns > f->last_end)
 		f->last_end = r->end_ns;
 	return 0;
+}
+
+/* The valid requests' media counts: each field's sum over the records
+ * that have it (null when none has), and how many requests had any. */
+static json_t *media_json(const struct firstpass *f)
+{
+	static const char *const names[5] = {"images_in", "audio_in", "media_bytes_in",
+	                                     "images_out", "bytes_out"};
+	json_t *o = json_pack("{s:I}", "requests", (json_int_t)f->media_requests);
+	for (int k = 0; k < 5; k++)
+		json_object_set_new(o, names[k],
+		                    f->media_n[k] ? json_integer((json_int_t)f->media_sum[k])
+		                                  : json_null());
+	return o;
 }
 
 /* The records a summary covers: the run's, or one class's workers
@@ -511,6 +539,8 @@ static json_t *compute(struct store *s, int64_t run_id, const struct spec *spec,
 	if (out)
 		json_object_set_new(out, "tokens",
 				    tokacc_json(&f.tok, &sm, spec->workload.discrepancy_pct));
+	if (out && whole && f.media_requests) /* media endpoints only: others unchanged */
+		json_object_set_new(out, "media", media_json(&f));
 	if (valid_out)
 		*valid_out = valid;
 done:

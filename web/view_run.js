@@ -1,7 +1,9 @@
 // view_run.js - one run in depth: the spec in words, labels, client verdict
 // with its evidence, validity and gates, the summary table, charts of the
 // run's time series on one shared time axis (GET /runs/{id}/timeseries),
-// CDFs (GET /runs/{id}/distribution), and a drill-down into any request:
+// CDFs (GET /runs/{id}/distribution), what media requests carried (the
+// summary's media), each worker's clock and where it ran (its clock and
+// placement), and a drill-down into any request:
 // the slowest, the failed, and every one a page at a time (GET
 // /runs/{id}/requests); the live view of a running run follows its
 // server-sent events (GET /runs/{id}/live). Nothing downloads every record.
@@ -63,6 +65,74 @@ function evidence(s) {
 		g.passed ? 'passed' : 'failed')), el('ul', {}, g.results.map((r) =>
 		el('li', { class: r.passed ? 'passed' : 'failed' }, r.message))));
 	return out;
+}
+
+// The fields of summary.media and of a record that count media
+// (docs/metrics.md, "Media"), with their words.
+const MEDIA = [['images_in', 'images in'], ['audio_in', 'audio clips in'],
+	['media_bytes_in', 'media bytes in (as files)'], ['images_out', 'images out'],
+	['bytes_out', 'answer bytes out']];
+
+// What the valid requests carried and got back: each count the run has,
+// in all and per request, and the pictures answered per second.
+function mediaTable(s) {
+	const m = s.media, it = s.metrics && s.metrics.image_throughput;
+	const body = el('tbody');
+	for (const [k, words] of MEDIA) {
+		if (m[k] === null || m[k] === undefined) continue;
+		body.append(el('tr', { dataset: { media: k } }, el('th', {}, words),
+			el('td', { class: 'num', dataset: { col: 'total', value: m[k] } }, num(m[k])),
+			el('td', { class: 'num', dataset: { col: 'per_request' } }, num(m.requests ? m[k] / m.requests : null))));
+	}
+	if (it) body.append(el('tr', { dataset: { media: 'image_throughput' } }, el('th', {}, 'image throughput'),
+		el('td', { class: 'num', dataset: { col: 'total', value: it.avg } }, withUnit(it.avg, it.unit)),
+		el('td', {})));
+	return el('div', {}, el('p', { class: 'muted' }, `Over the ${num(m.requests)} valid requests that carry media counts.`),
+		el('div', { class: 'scroll' }, el('table', { id: 'media' }, el('thead', {}, el('tr', {}, el('th', {}, 'count'),
+			el('th', { class: 'num' }, 'total'), el('th', { class: 'num' }, 'per request'))), body)));
+}
+
+// Where each worker ran (summary.placement): 'local' or its agent's name.
+function hostOf(pl) {
+	const where = new Map(), lost = new Set();
+	for (const a of (pl && pl.agents) || []) for (const w of a.workers || []) where.set(w, a.name);
+	for (const x of (pl && pl.lost) || []) lost.add(x.worker);
+	return (w) => `${where.get(w) ?? 'local'}${lost.has(w) ? ' (lost)' : ''}`;
+}
+
+function placementText(pl) {
+	const parts = [`${pl.local} here`, ...(pl.agents || []).map((a) => `${a.workers.length} on ${a.name}`)];
+	const lost = (pl.lost || []).map((x) => `worker ${x.worker} on ${x.agent} at ${num(x.at_s)} s (${x.reason})`);
+	return `Placement: ${pl.workers} workers, ${parts.join(', ')}; on an agent's loss: ${pl.on_agent_loss}` +
+		(lost.length ? `; lost: ${lost.join('; ')}` : '; none lost');
+}
+
+// Each worker's clock against the daemon's (docs/client.md, "One clock"):
+// where it ran, its offset, the bound on it, the exchange's delay, bursts
+// and drift; the placement above it for a placed run.
+function clockTable(s) {
+	const c = s.clock, pl = s.placement, host = hostOf(pl);
+	const ms = (ns) => (typeof ns === 'number' ? num(ns / 1e6) : '-');
+	const body = el('tbody');
+	for (const w of c.workers || []) {
+		const cells = w.measured ? [
+			el('td', { class: 'num', dataset: { col: 'offset', value: w.offset_ns } }, ms(w.offset_ns)),
+			el('td', { class: 'num', dataset: { col: 'bound', value: w.bound_ns } }, ms(w.bound_ns)),
+			el('td', { class: 'num', dataset: { col: 'delay', value: w.delay_ns } }, ms(w.delay_ns)),
+			el('td', { class: 'num' }, num(w.bursts)), el('td', { class: 'num' }, num(w.drift_ppm))]
+			: [el('td', { class: 'muted', colspan: 5 }, 'not measured (its offset taken as 0)')];
+		body.append(el('tr', { dataset: { worker: w.worker } }, el('td', { class: 'num' }, w.worker),
+			el('td', { dataset: { col: 'host' } }, host(w.worker)), cells));
+	}
+	const bound = c.max_bound_ns === null ? 'none measured' : `largest bound ±${ms(c.max_bound_ns)} ms`;
+	return el('div', {},
+		pl ? el('p', { id: 'placement' }, placementText(pl)) : null,
+		el('p', { class: 'muted' }, `${num(c.measured)} of ${num((c.workers || []).length)} workers measured (${c.method}), ${bound}; ` +
+			'the true offset (worker clock − daemon clock) lies within offset ± bound.'),
+		el('div', { class: 'scroll' }, el('table', { id: 'clock' }, el('thead', {}, el('tr', {},
+			el('th', { class: 'num' }, 'worker'), el('th', {}, 'ran on'), el('th', { class: 'num' }, 'offset (ms)'),
+			el('th', { class: 'num' }, '± bound (ms)'), el('th', { class: 'num' }, 'delay (ms)'),
+			el('th', { class: 'num' }, 'bursts'), el('th', { class: 'num' }, 'drift (ppm)'))), body)));
 }
 
 function charts(ts) {
@@ -201,7 +271,8 @@ export function requestDetail(r) {
 		['TTFT', withUnit(r.time_to_first_token, 'ms')], ['latency', withUnit(r.request_latency, 'ms')],
 		['ITL', withUnit(r.inter_token_latency, 'ms')], ['schedule lag', withUnit(r.schedule_lag, 'ms')],
 		['input', withUnit(r.isl, 'tokens')], ['output', withUnit(r.osl, 'tokens')],
-		['chunks', r.n_chunks]];
+		['chunks', r.n_chunks], ...MEDIA.filter(([k]) => r[k] !== null && r[k] !== undefined)
+			.map(([k, words]) => [words, num(r[k])])];
 	return el('div', { class: 'detail', id: 'request-detail', tabindex: '-1' },
 		el('h3', {}, `Request ${r.worker}/${r.seq}`), cards(f),
 		r.error_message ? el('p', { class: 'error' }, 'Error: ', r.error_message) : null,
@@ -209,19 +280,32 @@ export function requestDetail(r) {
 		line);
 }
 
-const REQ_HEAD = () => el('thead', {}, el('tr', {},
+// A record's media counts in short ('2 images, 1 clip, 41,230 B in; 1 image, 2,088 B out'), '' for none.
+function mediaText(r) {
+	const has = (k) => r[k] !== null && r[k] !== undefined;
+	const part = (pairs) => pairs.filter(([k]) => has(k)).map(([k, one, many]) =>
+		`${num(r[k])}${one === 'B' ? ' B' : ` ${r[k] === 1 ? one : many}`}`).join(', ');
+	const i = part([['images_in', 'image', 'images'], ['audio_in', 'clip', 'clips'], ['media_bytes_in', 'B']]);
+	const o = part([['images_out', 'image', 'images'], ['bytes_out', 'B']]);
+	return [i && `${i} in`, o && `${o} out`].filter(Boolean).join('; ');
+}
+
+const REQ_HEAD = (media) => el('thead', {}, el('tr', {},
 	el('th', { class: 'num' }, 'worker/seq'), el('th', {}, 'phase'), el('th', { class: 'num' }, 'status'),
 	el('th', {}, 'error'), el('th', { class: 'num' }, 'TTFT (ms)'), el('th', { class: 'num' }, 'latency (ms)'),
-	el('th', { class: 'num' }, 'output (tokens)'), el('th', { class: 'num' }, 'chunks')));
+	el('th', { class: 'num' }, 'output (tokens)'), el('th', { class: 'num' }, 'chunks'),
+	media ? el('th', {}, 'media') : null));
 
-// Rows of requests in body; selecting one (click, Enter) shows it in detail.
-function requestRows(body, list, detail) {
+// Rows of requests in body (with a media column when media); selecting
+// one (click, Enter) shows it in detail.
+function requestRows(body, list, detail, media) {
 	for (const r of list) {
 		const tr = el('tr', { class: 'click', tabindex: '0', dataset: { req: `${r.worker}/${r.seq}` } },
 			el('td', { class: 'num' }, `${r.worker}/${r.seq}`), el('td', {}, r.phase),
 			el('td', { class: 'num' }, r.status), el('td', { class: r.valid ? '' : 'failed' }, r.error || ''),
 			el('td', { class: 'num' }, num(r.time_to_first_token)), el('td', { class: 'num' }, num(r.request_latency)),
-			el('td', { class: 'num' }, num(r.osl)), el('td', { class: 'num' }, num(r.n_chunks)));
+			el('td', { class: 'num' }, num(r.osl)), el('td', { class: 'num' }, num(r.n_chunks)),
+			media ? el('td', { dataset: { col: 'media' } }, mediaText(r)) : null);
 		const open = () => {
 			document.querySelectorAll('tr.sel').forEach((x) => x.classList.remove('sel'));
 			tr.classList.add('sel');
@@ -233,23 +317,23 @@ function requestRows(body, list, detail) {
 	}
 }
 
-function requestTable(parent, slow, bad, detail) {
+function requestTable(parent, slow, bad, detail, media) {
 	const body = el('tbody');
-	requestRows(body, [...slow, ...bad], detail);
+	requestRows(body, [...slow, ...bad], detail, media);
 	parent.append(el('p', { class: 'muted' }, 'The slowest valid requests and the first failed ones; pick one (click or Enter) to see its record.'),
-		el('div', { class: 'scroll' }, el('table', { id: 'requests' }, REQ_HEAD(), body)));
+		el('div', { class: 'scroll' }, el('table', { id: 'requests' }, REQ_HEAD(media), body)));
 }
 
 // Every request of the run, PAGE at a time in (worker, seq) order
 // (GET /runs/{id}/requests?order=seq&from=W/S): any one can be opened.
 const PAGE = 25;
-function allRequests(parent, id, detail) {
+function allRequests(parent, id, detail, media) {
 	const body = el('tbody');
 	const where = el('span', { class: 'muted', id: 'all-requests-page' });
 	const prev = el('button', { type: 'button', id: 'requests-prev' }, '‹ Previous');
 	const next = el('button', { type: 'button', id: 'requests-next' }, 'Next ›');
 	const msg = el('span', { class: 'error', role: 'alert' });
-	const table = el('table', { id: 'all-requests' }, REQ_HEAD(), body);
+	const table = el('table', { id: 'all-requests' }, REQ_HEAD(media), body);
 	const starts = []; // the from= of each page shown before this one
 	let from = '0/0', nextFrom = null, index = 0;
 	const load = async () => {
@@ -257,7 +341,7 @@ function allRequests(parent, id, detail) {
 		try {
 			const d = await get(`/runs/${id}/requests?order=seq&limit=${PAGE}&from=${from}`);
 			body.replaceChildren();
-			requestRows(body, d.requests, detail);
+			requestRows(body, d.requests, detail, media);
 			nextFrom = d.next;
 			table.dataset.from = from;
 			where.textContent = d.requests.length ? `requests ${num(index * PAGE + 1)}–${num(index * PAGE + d.requests.length)} of ${num(d.total)}` : 'no requests';
@@ -470,8 +554,13 @@ export async function runView(out, id, show) {
 	}
 	out.append(exportsBar(run));
 	const cdfBox = el('div', { class: 'charts', id: 'cdfs' });
-	if (s) out.append(el('h2', {}, 'Verdict, validity and gates'), evidence(s), el('h2', {}, 'Summary'), summaryTable(s));
-	else out.append(stateBox('This run has no summary.'));
+	if (s) {
+		out.append(el('h2', {}, 'Verdict, validity and gates'), evidence(s), el('h2', {}, 'Summary'), summaryTable(s));
+		if (s.media) out.append(el('h2', {}, 'Media'), mediaTable(s));
+		if (s.clock) out.append(el('h2', {}, s.placement ? 'Workers: placement and clocks' : "Workers' clocks"), clockTable(s));
+	} else out.append(stateBox('This run has no summary.'));
+	// a media column in the request tables: the summary says the run has media
+	const media = Boolean(s && s.media);
 	const none = { samples: [] };
 	const [ts, slow, bad, tele, cl, drawCdfs] = await Promise.all([get(`/runs/${id}/timeseries?buckets=200`),
 		get(`/runs/${id}/requests?order=slowest&limit=15`), get(`/runs/${id}/requests?order=failed&limit=15`),
@@ -490,10 +579,10 @@ export async function runView(out, id, show) {
 	const reqBox = el('div');
 	const detail = el('div');
 	out.append(reqBox);
-	requestTable(reqBox, slow.requests, bad.requests, detail);
+	requestTable(reqBox, slow.requests, bad.requests, detail, media);
 	const allBox = el('div');
 	out.append(allBox, detail);
-	const allLoaded = allRequests(allBox, id, detail);
+	const allLoaded = allRequests(allBox, id, detail, media);
 	// charts measure their container: draw them once the page is in the document
 	show();
 	resetGroup('run');

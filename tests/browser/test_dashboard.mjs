@@ -554,3 +554,56 @@ test('a daemon that needs a token: the page says so, then works with one typed i
 		fs.rmSync(dir, { recursive: true, force: true });
 	}
 });
+
+test('media and clocks: a placed image_generation run shows its media counts, clocks and placement', async () => {
+	// two pictures a request from the mock, two local workers placed
+	const sp = spec(mockA, 'dash-media', { branch: 'media' });
+	sp.target.endpoint = 'image_generation';
+	sp.target.stream = false;
+	sp.target.extra_body = { n: 2, size: '48x32', quality: 'low' };
+	sp.load = { mode: 'concurrency', concurrency: 2, requests: 20 };
+	delete sp.workers;
+	sp.placement = { local: 2 };
+	const { run, recs } = await api.runToEnd(sp);
+	const summary = await json(`/runs/${run.id}/summary`);
+	const valid = recs.filter((r) => r.valid && r.phase === 'profiling');
+	const sum = (k) => valid.reduce((a, r) => a + r[k], 0);
+	assert.deepEqual(summary.media, { requests: valid.length, images_in: null, audio_in: null,
+		media_bytes_in: null, images_out: 2 * valid.length, bytes_out: sum('bytes_out') });
+	await page.goto(`${base}/runs/${run.id}`);
+	await page.waitForSelector('#cdfs canvas');
+	await page.waitForSelector('#all-requests tbody tr');
+	// the media rows: the counts the run has (null ones left out), and the pictures per second
+	const media = await page.$$eval('#media tbody tr', (trs) => trs.map((tr) =>
+		[tr.dataset.media, Number(tr.querySelector('[data-col=total]').dataset.value)]));
+	assert.deepEqual(media, [['images_out', summary.media.images_out], ['bytes_out', summary.media.bytes_out],
+		['image_throughput', summary.metrics.image_throughput.avg]]);
+	assert.match(await page.textContent('#media tr[data-media=images_out] [data-col=per_request]'), /^2$/);
+	// the clocks: a row per worker, where it ran and the summary's offset and bound
+	const clock = await page.$$eval('#clock tbody tr', (trs) => trs.map((tr) => [Number(tr.dataset.worker),
+		tr.querySelector('[data-col=host]').textContent, Number(tr.querySelector('[data-col=offset]').dataset.value),
+		Number(tr.querySelector('[data-col=bound]').dataset.value)]));
+	assert.deepEqual(clock, summary.clock.workers.map((w) => [w.worker, 'local', w.offset_ns, w.bound_ns]));
+	assert.equal(clock.length, 2);
+	assert.match(await page.textContent('#placement'), /^Placement: 2 workers, 2 here; on an agent's loss: fail; none lost$/);
+	// the requests: a media column, and the counts in a request's detail
+	const first = recs[0];
+	assert.equal(await page.textContent(`#all-requests tr[data-req="${first.worker}/${first.seq}"] [data-col=media]`),
+		`2 images, ${first.bytes_out.toLocaleString('en-US')} B out`);
+	await page.click(`#all-requests tr[data-req="${first.worker}/${first.seq}"]`);
+	await page.waitForSelector(`#request-detail h3:text("Request ${first.worker}/${first.seq}")`);
+	const cards = Object.fromEntries(await page.$$eval('#request-detail .cards div', (ds) => ds.map((d) =>
+		[d.querySelector('b').textContent, d.lastChild.textContent])));
+	assert.equal(cards['images out'], '2');
+	assert.equal(cards['answer bytes out'], first.bytes_out.toLocaleString('en-US'));
+	assert.equal(cards['images in'], undefined, 'a count the record lacks is not shown');
+	await shot('run-media');
+	// a chat run: no media section or column, its one worker's clock, no placement
+	await page.goto(`${base}/runs/${runs.main.run.id}`);
+	await page.waitForSelector('#cdfs canvas');
+	assert.equal(await page.$('#media'), null);
+	assert.equal(await page.$('#placement'), null);
+	assert.equal(await page.$$eval('#requests thead th', (ths) => ths.filter((t) => t.textContent === 'media').length), 0);
+	assert.deepEqual(await page.$$eval('#clock tbody tr', (trs) => trs.map((tr) => Number(tr.dataset.worker))), [0]);
+	noProblems();
+});

@@ -519,6 +519,15 @@ class Agents(unittest.TestCase):
                              capture_output=True, text=True, timeout=60)
         self.assertEqual(out.returncode, 0, out.stderr)
         self.assertIn("placement 1 here, 1 on ag1, 1 on ag2", out.stdout)
+        # a row per worker: where it ran, and its offset (ms) near the agent's shift
+        rows = [line.split() for line in out.stdout.splitlines()
+                if line.startswith(" " * 12) and line.split()[:1] in (["0"], ["1"], ["2"])]
+        self.assertEqual([(r[0], r[1]) for r in rows], [("0", "local"), ("1", "ag1"), ("2", "ag2")],
+                         out.stdout)
+        for r in rows:
+            w = clock["workers"][int(r[0])]
+            self.assertLessEqual(abs(float(r[2]) - truth[w["worker"]] / 1e6),
+                                 float(r[3]) + 0.001, r)
 
     def test_4_offset_through_a_delaying_relay(self):
         enroll()

@@ -17,12 +17,26 @@ test fails and says so: it never skips in silence.
 """
 
 import os
+import re
 import subprocess
 import unittest
 
 import hrtest
 
 NS = 1_000_000_000
+
+# A --worker-prefix giving each worker its own clock: the shift of worker
+# --index I is the I-th word of SHIFTS (0 past the end). The shifts are
+# written into the script: the runner hands workers an environment of its own.
+PER_WORKER = """#!/bin/sh
+# gives the worker of --index I the clock shift of the I-th word of SHIFTS
+SHIFTS="%s"
+i=0; prev=
+for a in "$@"; do [ "$prev" = --index ] && i=$a; prev=$a; done
+s=0; n=0
+for x in $SHIFTS; do [ "$n" = "$i" ] && s=$x; n=$((n + 1)); done
+exec unshare --time --monotonic="$s" "$@"
+"""
 
 
 def namespaces_work():
@@ -41,17 +55,34 @@ def spec(url, duration=3.0, rate=40, **validity):
     return s
 
 
+def show(api, run_id):
+    out = subprocess.run([os.path.join(hrtest.BIN, "headroom"), "--url",
+                          api.base.rsplit("/api/v1", 1)[0], "show", str(run_id)],
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    return out.stdout
+
+
+# a row of show's per-worker clock table: worker, ran on, offset, bound, drift
+CLOCK_ROW = re.compile(r"^ {12}(\d+) +(\S+) +(-?\d+\.\d{3}) +(\d+\.\d{3}) +(-?\d+\.\d{2}|-)$")
+
+
 class ClockOffsets(unittest.TestCase):
-    def service(self, shift_s, env=None):
+    def service(self, shift_s, env=None, shifts=None):
         ok, why = namespaces_work()
         self.assertTrue(ok, "cannot create a time namespace here (unshare --time): %s" % why)
         tmp = hrtest.tempdir()
         self.addCleanup(tmp.cleanup)
         mock = hrtest.start_mock("--quiet", "--ttft-ms", "1", "--itl-ms", "1")
         self.addCleanup(lambda: self.assertEqual(mock.stop(), 0))
+        prefix = "unshare --time --monotonic=%d" % shift_s
+        if shifts is not None:  # one shift per worker index
+            prefix = os.path.join(tmp.name, "per-worker-clock.sh")
+            with open(prefix, "w") as f:
+                f.write(PER_WORKER % " ".join(str(x) for x in shifts))
+            os.chmod(prefix, 0o755)
         d = hrtest.Proc([os.path.join(hrtest.BIN, "headroomd"), "--listen", "127.0.0.1:0",
-                         "--data", tmp.name, "--worker-prefix",
-                         "unshare --time --monotonic=%d" % shift_s], "listening on", env=env)
+                         "--data", tmp.name, "--worker-prefix", prefix], "listening on", env=env)
         self.addCleanup(lambda: self.assertEqual(d.stop(), 0))
         return mock, hrtest.Api(d.addr)
 
@@ -88,6 +119,47 @@ class ClockOffsets(unittest.TestCase):
             self.assertGreaterEqual(w["bursts"], 2, w)
             self.assertIsNotNone(w["drift_ppm"], w)
             self.assertLess(abs(w["drift_ppm"]), 200, w)
+
+    def test_each_worker_its_own_offset_in_show(self):
+        """Three workers 7 s ahead, 3 s behind and on the daemon's clock:
+        each one's offset is found within its bound, and `headroom show`
+        has a row per worker with that offset (ms, to the microsecond),
+        its bound and drift, and where it ran (here: every one local)."""
+        truth = [7, -3, 0]
+        mock, api = self.service(0, shifts=truth)
+        sp = spec(mock.addr)
+        sp["workers"] = 3
+        run = api.wait(api.submit(sp), timeout=120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        clock = run["summary"]["clock"]
+        self.assertEqual(clock["measured"], 3)
+        for w in clock["workers"]:
+            self.assertLessEqual(abs(w["offset_ns"] - truth[w["worker"]] * NS), w["bound_ns"], w)
+        text = show(api, run["id"])
+        self.assertRegex(text, r"clock +3 of 3 worker\(s\) measured: "
+                               r"largest offset (7,000|6,999)\.\d\d ms")
+        lines = text.splitlines()
+        head = [i for i, line in enumerate(lines) if re.match(
+            r"^ {12}worker +ran on +offset \(ms\) +\+- bound \(ms\) +drift \(ppm\)$", line)]
+        self.assertEqual(len(head), 1, text)
+        rows = [CLOCK_ROW.match(l) for l in lines[head[0] + 1:head[0] + 4]]
+        self.assertTrue(all(rows), text)
+        by = {w["worker"]: w for w in clock["workers"]}
+        self.assertEqual([int(r.group(1)) for r in rows], [0, 1, 2])
+        for r in rows:
+            w = by[int(r.group(1))]
+            off, bound = float(r.group(3)), float(r.group(4))
+            self.assertEqual(r.group(2), "local")
+            # the summary's figures, to the printed microsecond...
+            self.assertAlmostEqual(off, w["offset_ns"] / 1e6, delta=0.0006)
+            self.assertAlmostEqual(bound, w["bound_ns"] / 1e6, delta=0.0006)
+            # ...and so the known shift within the stated bound
+            self.assertLessEqual(abs(off - truth[w["worker"]] * 1e3), bound + 0.001, r.group(0))
+        # one worker alone on the daemon's host: the clock line says it all
+        sp["workers"] = 1
+        one = api.wait(api.submit(sp), timeout=120)
+        self.assertEqual(one["state"], "succeeded", one.get("reason"))
+        self.assertNotIn("ran on", show(api, one["id"]))
 
     def test_worker_behind_and_the_validity_limit(self):
         mock, api = self.service(-3)

@@ -177,7 +177,22 @@ class Multimodal(unittest.TestCase):
             for name, pct in PCTS.items():
                 self.assertEqual(hrtest.numpy_percentile(vals, pct), m[tag][name], tag)
             self.assertEqual((min(vals), max(vals)), (m[tag]["min"], m[tag]["max"]))
+        self.check_media_totals(s, rows)
         return run, rows
+
+    def check_media_totals(self, s, rows):
+        """summary.media: each count summed over the (all valid) records
+        having it, null when none has; absent when no record has any."""
+        keys = ("images_in", "audio_in", "media_bytes_in", "images_out", "bytes_out")
+        have = [r for r in rows if any(r[k] is not None for k in keys)]
+        if not have:
+            self.assertNotIn("media", s)
+            return
+        want = {"requests": len(have)}
+        for k in keys:
+            vals = [r[k] for r in rows if r[k] is not None]
+            want[k] = sum(vals) if vals else None
+        self.assertEqual(s["media"], want)
 
     def check_counts(self, rows, images, clips, n_img, n_aud, pool_img, pool_aud,
                      rec_aud=0):
