@@ -1182,7 +1182,7 @@ const struct spec_endpoint_info spec_endpoints[SPEC_EP__COUNT] = {
     [SPEC_EP_IMAGE_GENERATION] = {"image_generation", "/v1/images/generations", NULL,
                                   {"image_generation"}, SPEC_EPF_STREAMS},
     [SPEC_EP_IMAGE_EDIT] = {"image_edit", "/v1/images/edits", NULL, {"image_edit"},
-                            SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_FILE},
+                            SPEC_EPF_STREAMS | SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_FILE},
     [SPEC_EP_IMAGE_RETRIEVAL] = {"image_retrieval", "/v1/infer", NULL, {"image_retrieval"},
                                  SPEC_EPF_IMAGES | SPEC_EPF_IMAGE_NEEDED},
     [SPEC_EP_CHAT_EMBEDDINGS] = {"chat_embeddings", "/v1/embeddings", NULL, {"chat_embeddings"},

@@ -6,9 +6,8 @@
  * Request: `prompt` (required, non-empty; its words are the prompt
  * tokens), `n` (1 to 10, default 1), `size` ("WxH", each side 1 to 4096, or
  * "auto"), `response_format` ("b64_json", the default; the mock serves no
- * URLs), `model`, and for generations `stream` (then `n` 1) with
- * `partial_images` (0 to 3); an edit's `stream` must be false; other
- * fields are ignored. An edit also needs `image`, a PNG
+ * URLs), `model`, and `stream` (then `n` 1) with `partial_images` (0 to
+ * 3); other fields are ignored. An edit also needs `image`, a PNG
  * or JPEG file (checked by its signature); `mask` and further `image`
  * parts are accepted.
  *
@@ -27,7 +26,8 @@
  * ({"type":"image_generation.partial_image","b64_json",...,
  * "partial_image_index":k}) once step (k + 1) x 16 / (partial_images + 1)
  * is done, then {"type":"image_generation.completed","b64_json",...,
- * "usage"} after the last step.
+ * "usage"} after the last step; a streamed edit the same events typed
+ * image_edit.partial_image and image_edit.completed.
  * With --media-dir an edit's uploaded picture is written there
  * (K.edit.png or K.edit.jpg).
  *
@@ -151,7 +151,8 @@ static int edit_parse(struct server *srv, enum mock_api api, bool stream_path,
 		return -1;
 	const struct form_part *image = NULL, *prompt = NULL;
 	long long n = 1;
-	int uploads = 0;
+	int uploads = 0, partial = 0;
+	bool stream = false;
 	g->img_w = g->img_h = IMAGE_DEFAULT_SIDE;
 	for (int i = 0; i < np; i++) {
 		const struct form_part *p = &parts[i];
@@ -179,11 +180,18 @@ static int edit_parse(struct server *srv, enum mock_api api, bool stream_path,
 			if (!mock_form_value_is(p, "b64_json"))
 				return errf(err, "headroom-mock writes 'response_format' b64_json only");
 		} else if (mock_form_part_is(p, "stream")) {
-			if (!mock_form_value_is(p, "false"))
-				return errf(err, "headroom-mock does not stream pictures ('stream' must "
-				                 "be false)");
+			if (mock_form_value_is(p, "true"))
+				stream = true;
+			else if (!mock_form_value_is(p, "false"))
+				return errf(err, "'stream' must be true or false");
+		} else if (mock_form_part_is(p, "partial_images")) {
+			if (p->len != 1 || p->data[0] < '0' || p->data[0] > '3')
+				return errf(err, "'partial_images' must be an integer from 0 to 3");
+			partial = p->data[0] - '0';
 		}
 	}
+	if (stream && n != 1)
+		return errf(err, "'n' must be 1 when streaming");
 	if (!image)
 		return errf(err, "'image' is required (a multipart part named image)");
 	if (!prompt || prompt->len == 0)
@@ -191,9 +199,11 @@ static int edit_parse(struct server *srv, enum mock_api api, bool stream_path,
 	if (srv->cfg->media_dir)
 		api_save_media(srv->cfg->media_dir, image->data[0] == '\x89' ? "edit.png" : "edit.jpg",
 		               image->data, image->len);
-	return finish(g, n,
-	              api_text_tokens(prompt->data, prompt->len) +
-	                  (uint64_t)uploads * IMAGE_UPLOAD_TOKENS);
+	finish(g, n, api_text_tokens(prompt->data, prompt->len) +
+	                 (uint64_t)uploads * IMAGE_UPLOAD_TOKENS);
+	g->stream = stream;
+	g->img_partial = (uint16_t)partial;
+	return 0;
 }
 
 /* ,"b64_json":"..." of picture `index` of response s. */
@@ -214,6 +224,12 @@ static int add_picture(const struct stream *s, unsigned index, struct dynbuf *b)
 	return rc;
 }
 
+/* The streamed events' type prefix: generations and edits have their own. */
+static const char *event_prefix(const struct stream *s)
+{
+	return s->api == API_IMAGE_EDIT ? "{\"type\":\"image_edit." : "{\"type\":\"image_generation.";
+}
+
 /* Streamed (n 1): partial picture k once step (k + 1) x steps /
  * (partial_images + 1) is done, then the completed one (events_end). */
 static void image_events(struct server *srv, struct conn *c, uint32_t n)
@@ -227,7 +243,8 @@ static void image_events(struct server *srv, struct conn *c, uint32_t n)
 		if (at <= s->sent || at > s->sent + n)
 			continue;
 		dynbuf_reset(b);
-		ADD_LIT(b, "{\"type\":\"image_generation.partial_image\"");
+		dynbuf_addstr(b, event_prefix(s));
+		ADD_LIT(b, "partial_image\"");
 		if (add_picture(s, 100 + k, b) < 0)
 			continue;
 		ADD_LIT(b, ",\"partial_image_index\":");
@@ -258,7 +275,8 @@ static void image_events_end(struct server *srv, struct conn *c)
 	const struct stream *s = &c->st;
 	struct dynbuf *b = &srv->scratch;
 	dynbuf_reset(b);
-	ADD_LIT(b, "{\"type\":\"image_generation.completed\"");
+	dynbuf_addstr(b, event_prefix(s));
+	ADD_LIT(b, "completed\"");
 	if (add_picture(s, 0, b) < 0)
 		return;
 	ADD_LIT(b, ",\"created_at\":");
@@ -275,7 +293,8 @@ static void image_malformed(struct server *srv, struct conn *c)
 {
 	struct dynbuf *b = &srv->scratch;
 	dynbuf_reset(b);
-	ADD_LIT(b, "{\"type\":\"image_generation.partial_image\",\"b64_json\":\"iVBORw0K");
+	dynbuf_addstr(b, event_prefix(&c->st));
+	ADD_LIT(b, "partial_image\",\"b64_json\":\"iVBORw0K");
 	api_send_event(srv, c, true);
 }
 
@@ -400,5 +419,8 @@ const struct mock_handler mock_image_edit = {
 	.api = API_IMAGE_EDIT,
 	.paths = {{"/v1/images/edits", false}},
 	.parse = edit_parse,
+	.events = image_events,
+	.malformed = image_malformed,
+	.events_end = image_events_end,
 	.body = image_body,
 };

@@ -10,8 +10,9 @@
  * fields after the prompt are built once per run. Both answers are timed
  * as one piece (their arrival), with the pictures counted (images_out)
  * and the answer's bytes (bytes_out); mediaread.c reads them. A streamed
- * generation (OpenAI's image_generation.partial_image events, then
- * image_generation.completed) has a chunk per picture event, the first
+ * generation or edit (OpenAI's image_generation.partial_image events, then
+ * image_generation.completed; image_edit.* for an edit) has a chunk per
+ * picture event, the first
  * the first token; images_out counts the completed ones, bytes_out the
  * stream's body bytes.
  *
@@ -89,7 +90,8 @@ static int gen_body(struct req *r, const struct req_params *p)
 	return rq_end_body(r, r->cfg->with_prompt);
 }
 
-/* A streamed generation's event: partial pictures, then the completed one. */
+/* A streamed generation's or edit's event: partial pictures, then the
+ * completed one. */
 static int gen_event(struct req *r, const char *name, json_t *j, struct chunk_info *ci)
 {
 	struct mr_facts f;
@@ -159,6 +161,7 @@ static int edit_cfg(struct req_cfg *c, const struct spec *s, char *err)
 	c->with_prompt = true;
 	c->with_max_tokens = false;
 	c->sends_osl = false;
+	c->one_piece = !s->target.stream; /* streamed: every picture event is a chunk */
 	form_boundary(f->boundary, s->workload.seed, RNG_STREAM_IMAGE);
 	if (form_content_type(c, s, f->boundary, err) < 0)
 		return -1;
@@ -337,9 +340,11 @@ const struct ep_handler ep_image_edit = {
 	.endpoint = SPEC_EP_IMAGE_EDIT,
 	.content_type = NULL, /* cfg_init: multipart/form-data with its boundary */
 	.one_piece = true,
+	.stream_bytes = true,
 	.history = EP_HIST_TEXT,
 	.cfg_init = edit_cfg,
 	.cfg_release = edit_release,
 	.body = edit_body,
+	.event = gen_event,
 	.answer = image_answer,
 };

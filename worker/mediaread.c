@@ -187,8 +187,10 @@ void mr_image_event(const char *name, json_t *j, struct mr_facts *f)
 		return;
 	take_error(j, f);
 	const char *type = event_type(j, name);
-	bool partial = strcmp(type, "image_generation.partial_image") == 0;
-	bool done = strcmp(type, "image_generation.completed") == 0;
+	bool partial = strcmp(type, "image_generation.partial_image") == 0 ||
+	               strcmp(type, "image_edit.partial_image") == 0;
+	bool done = strcmp(type, "image_generation.completed") == 0 ||
+	            strcmp(type, "image_edit.completed") == 0;
 	if (!partial && !done)
 		return;
 	json_t *b = json_object_get(j, "b64_json");

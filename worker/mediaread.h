@@ -45,9 +45,10 @@ void mr_transcript_answer(json_t *j, struct mr_facts *f);
  * with an optional usage as above. chunk is set when it is valid. */
 void mr_image_answer(json_t *j, struct mr_facts *f);
 
-/* One streamed image generation event (the JSON "type", else the SSE
- * event name): image_generation.partial_image (a chunk) and
- * image_generation.completed (a chunk, final, images 1, usage), each with
+/* One streamed image generation or edit event (the JSON "type", else the
+ * SSE event name): image_generation.partial_image / image_edit.partial_image
+ * (a chunk) and image_generation.completed / image_edit.completed (a
+ * chunk, final, images 1, usage), each with
  * a non-empty string "b64_json" (else malformed); other types carry
  * nothing. */
 void mr_image_event(const char *name, json_t *j, struct mr_facts *f);

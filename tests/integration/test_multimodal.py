@@ -659,6 +659,33 @@ class Multimodal(unittest.TestCase):
         for r in rows:
             self.assertEqual((r["images_in"], r["audio_in"]), (1, None), r)
 
+    def test_image_edit_streamed(self):
+        """A streamed edit: image_edit.partial_image events and the
+        completed one are the chunks (as a streamed generation), the upload
+        counted as for a whole edit, bytes_out the stream's bytes; a
+        malformed partial picture is malformed_stream."""
+        sp = self.spec(stream=True, endpoint="image_edit",
+                       images={"width": 24, "height": 24, "pool": 1})
+        sp["target"]["extra_body"] = {"size": "16x16", "partial_images": 1}
+        run, rows = self.run_spec(sp, isl=ISL + 256, osl=16)
+        ups = glob.glob(os.path.join(self.media, "*.edit.png"))
+        self.clear()
+        self.assertEqual(len(ups), N)
+        for r in rows:
+            self.assertEqual((r["n_chunks"], r["images_out"], r["osl_source"], r["images_in"]),
+                             (2, 1, "server_usage", 1), r)
+            self.assertGreater(r["bytes_out"], 2 * 100, r)
+            # the partial picture after step 8, the completed one after 16
+            for off, step in zip(r["chunk_offsets_ns"], [8, 16]):
+                self.assertGreaterEqual(off / 1e6, 20 + (step - 1) * 4 - 0.5, (step, r))
+        mock = hrtest.start_mock("--fail-malformed", "1", "--quiet")
+        try:
+            sp["target"]["url"] = "http://" + mock.addr
+            run = self.api.wait(self.api.submit(sp), timeout=120)
+        finally:
+            self.assertEqual(mock.stop(), 0)
+        self.assertEqual(run["summary"]["errors"], {"malformed_stream": N})
+
     def test_image_faults(self):
         probs = {"500": 0.25, "malformed": 0.25}
         seed = 11

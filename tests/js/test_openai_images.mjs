@@ -1,5 +1,5 @@
 // test_openai_images.mjs - the official `openai` npm client's image methods
-// (client.images.generate, whole and streamed, client.images.edit) against
+// (client.images.generate and client.images.edit, whole and streamed) against
 // headroom-mock's
 // /v1/images/generations and /v1/images/edits: the pictures come back as
 // real PNGs of the size asked, with usage, as the client reads them; the
@@ -150,6 +150,35 @@ test('images.edit: the picture uploaded, a picture back', async () => {
 	const files = fs.readdirSync(media);
 	assert.equal(files.length, 1);
 	assert.match(files[0], /\.edit\.png$/);
+	assert.deepEqual(fs.readFileSync(path.join(media, files[0])), upload);
+	fs.unlinkSync(path.join(media, files[0]));
+});
+
+test('images.edit streamed: partial pictures, then the completed one', async () => {
+	const upload = png(12, 12);
+	const stream = await client.images.edit({
+		model: MODEL,
+		image: await toFile(upload, 'image.png', { type: 'image/png' }),
+		prompt: 'make it blue',
+		size: '16x16',
+		stream: true,
+		partial_images: 1,
+	});
+	const types = [];
+	let done = null;
+	for await (const ev of stream) {
+		types.push(ev.type);
+		assert.deepEqual(pngSize(Buffer.from(ev.b64_json, 'base64')), [16, 16]);
+		if (ev.type === 'image_edit.completed')
+			done = ev;
+		else
+			assert.equal(ev.partial_image_index, 0);
+	}
+	assert.deepEqual(types, ['image_edit.partial_image', 'image_edit.completed']);
+	assert.equal(done.usage.output_tokens, 16);
+	assert.equal(done.usage.input_tokens, 3 + 256); // the prompt's words and the picture
+	const files = fs.readdirSync(media);
+	assert.equal(files.length, 1);
 	assert.deepEqual(fs.readFileSync(path.join(media, files[0])), upload);
 	fs.unlinkSync(path.join(media, files[0]));
 });
