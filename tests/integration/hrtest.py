@@ -196,6 +196,47 @@ def numpy_percentile(values, pct):
     return float(numpy.percentile(numpy.array(values, dtype=numpy.float64), pct))
 
 
+# The per-record metrics of a summary (lib/metrics.c's metric_defs, each a
+# column of the records export): schedule_lag is over every record sent,
+# the others over the valid ones; and inter_chunk_latency, the gaps between
+# the chunks (the export's chunk_offsets_ns) of the valid records.
+RECORD_METRICS = ("time_to_first_token", "time_to_second_token", "time_to_first_output_token",
+                  "request_latency", "inter_token_latency", "output_token_throughput_per_user",
+                  "input_sequence_length", "output_sequence_length", "schedule_lag",
+                  "scheduled_time_to_first_token", "scheduled_request_latency",
+                  "inter_chunk_latency")
+SUMMARY_PCTS = (1, 5, 10, 25, 50, 75, 90, 95, 99)
+
+
+def check_exact(test, run, rows, tags=RECORD_METRICS):
+    """The stored summary's statistics of each per-record metric are numpy's
+    over the exported records (rows: the JSONL export, profiling phase
+    only counted): the count, min, max and every percentile exactly
+    (numpy's linear method), the mean to 1e-12 (its summation order is the
+    store's). A metric no record has must have count 0."""
+    import numpy
+    m = run["summary"]["metrics"]
+    prof = [r for r in rows if r.get("phase", "profiling") == "profiling"]
+    for tag in tags:
+        sent = tag == "schedule_lag"
+        if tag == "inter_chunk_latency":  # every gap between a valid record's chunks
+            vals = [(b - a) / 1e6 for r in prof if r["valid"]
+                    for a, b in zip(r["chunk_offsets_ns"], r["chunk_offsets_ns"][1:])]
+        else:
+            vals = [r[tag] for r in prof
+                    if (r["start_ns"] is not None if sent else r["valid"]) and r[tag] is not None]
+        st = m[tag]
+        test.assertEqual(st["count"], len(vals), tag)
+        if not vals:
+            continue
+        for pct in SUMMARY_PCTS:
+            test.assertEqual(numpy_percentile(vals, pct), st["p%d" % pct], "%s p%d" % (tag, pct))
+        test.assertEqual((min(vals), max(vals)), (st["min"], st["max"]), tag)
+        want = float(numpy.mean(numpy.array(vals, dtype=numpy.float64)))
+        test.assertTrue(abs(want - st["avg"]) <= 1e-12 * max(1.0, abs(want)),
+                        "%s avg %r, numpy %r" % (tag, st["avg"], want))
+
+
 def service(test, *mock_args):
     """A headroom-mock (started with mock_args) and a headroomd for one
     test: both stopped when it ends, and each must exit 0. Returns (mock,

@@ -1,5 +1,7 @@
 """test_e2e.py - a whole run over real processes: REST submit -> workers ->
-records in SQLite -> exact summary, and exports that reproduce it."""
+records in SQLite -> exact summary, and exports that reproduce it
+(hrtest.check_exact: every per-record metric's count, min, max and numpy
+percentiles), streamed and for whole (non-streamed) completions."""
 
 import csv
 import io
@@ -7,8 +9,6 @@ import json
 import unittest
 
 import hrtest
-
-PCTS = {"p50": 50, "p90": 90, "p99": 99}
 
 
 class EndToEnd(unittest.TestCase):
@@ -70,14 +70,8 @@ class EndToEnd(unittest.TestCase):
             self.assertEqual(r["time_to_first_token"], r["chunk_offsets_ns"][0] / 1e6)
             self.assertEqual(r["request_latency"], (r["end_ns"] - r["start_ns"]) / 1e6)
 
-        # the exported values reproduce the stored percentiles exactly (numpy linear)
-        for tag in ("time_to_first_token", "request_latency"):
-            vals = [r[tag] for r in rows]
-            for name, pct in PCTS.items():
-                self.assertEqual(hrtest.numpy_percentile(vals, pct), m[tag][name],
-                                 "%s %s" % (tag, name))
-            self.assertEqual(min(vals), m[tag]["min"])
-            self.assertEqual(max(vals), m[tag]["max"])
+        # the exported values reproduce the stored statistics exactly (numpy linear)
+        hrtest.check_exact(self, run, rows)
 
         # concurrency never exceeded 64: sweep the [start, done] intervals
         events = sorted([(r["start_ns"], 1) for r in rows] + [(r["done_ns"], -1) for r in rows],
@@ -118,6 +112,15 @@ class EndToEnd(unittest.TestCase):
         self.assertEqual(m["request_latency"]["count"], 100)
         self.assertEqual(m["time_to_first_token"]["count"], 0)  # not streamed: no TTFT
         self.assertEqual(m["output_sequence_length"]["avg"], 8)
+        rows = self.export_jsonl(run["id"])
+        self.assertEqual(len(rows), 100)
+        for r in rows:
+            self.assertEqual((r["status"], r["error"], r["valid"]), (200, "", True), r)
+            self.assertEqual((r["osl"], r["osl_source"]), (8, "server_usage"), r)
+            self.assertEqual(r["n_chunks"], 0, r)
+            self.assertIsNone(r["time_to_first_token"], r)
+        # the whole answers' statistics are the exported values', exactly
+        hrtest.check_exact(self, run, rows)
 
     def test_duration_bound_run(self):
         spec = hrtest.spec(self.mock.addr, concurrency=4)

@@ -9,8 +9,9 @@ vLLM's token-in/token-out /inference/v1/generate, SGLang's native
 
 Each run must count every request valid with status 200, its input and
 output lengths what the mock defines (docs/mock.md) with the sources
-docs/metrics.md gives for the type, and the summary's percentiles must be
-the exported records' values exactly (numpy's linear percentiles). Timing
+docs/metrics.md gives for the type, and the summary's statistics must be
+the exported records' exactly (hrtest.check_exact: numpy's linear
+percentiles, min, max and count of every per-record metric). Timing
 comes from a mock with a fixed TTFT and ITL: TTFT and ITL of the streamed
 types are judged against them with wide margins.
 
@@ -43,7 +44,6 @@ ISL, OSL = 16, 8
 TTFT_MS, ITL_MS = 20, 4
 N = 12
 TRANSPORTS = ("native", "curl")
-PCTS = {"p50": 50, "p90": 90, "p99": 99}
 
 
 def metric_value(text, name):
@@ -101,19 +101,6 @@ class NativeEndpoints(unittest.TestCase):
         rows = [json.loads(line) for line in text.splitlines()]
         return run, rows
 
-    def check_exact(self, run, rows):
-        """The summary's statistics are the exported values', exactly."""
-        m = run["summary"]["metrics"]
-        for tag in ("request_latency", "time_to_first_token"):
-            vals = [r[tag] for r in rows if r["valid"] and r.get(tag) is not None]
-            if not vals:
-                continue
-            for name, pct in PCTS.items():
-                self.assertEqual(hrtest.numpy_percentile(vals, pct), m[tag][name],
-                                 "%s %s" % (tag, name))
-            self.assertEqual(min(vals), m[tag]["min"])
-            self.assertEqual(max(vals), m[tag]["max"])
-
     def check_valid(self, run, rows, isl, osl, isl_source, osl_source, n_chunks):
         self.assertEqual(run["state"], "succeeded", run.get("reason"))
         s = run["summary"]
@@ -140,7 +127,7 @@ class NativeEndpoints(unittest.TestCase):
         else:
             self.assertEqual(m["output_sequence_length"]["avg"], osl)
         self.assertEqual(m["request_latency"]["count"], N)
-        self.check_exact(run, rows)
+        hrtest.check_exact(self, run, rows)
         return m
 
     def check_streamed_timing(self, m):
@@ -375,6 +362,7 @@ class NativeEndpoints(unittest.TestCase):
                         self.assertIn("not JSON", r["error_message"])
                     else:
                         self.assertEqual(r["error"], "", r)
+                hrtest.check_exact(self, run, rows)
 
     def test_bad_specs(self):
         def raw(t):

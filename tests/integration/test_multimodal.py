@@ -19,7 +19,9 @@ Transcription: every upload the mock received is a WAV of the asked
 length and rate; ISL and OSL are the mock's usage (50 audio tokens a
 second, 3 words a second), a streamed record has one chunk per word, a
 whole one is one piece (OSL 0); injected 500s and malformed events are
-counted exactly as the mock draws them.
+counted exactly as the mock draws them. image_retrieval (NIM's /v1/infer):
+the pictures it sends, and injected 500s and malformed bodies counted
+exactly as the mock draws them, on both transports.
 
 Specs: workload.images and workload.audio are stored only when given, with
 every member filled; wrong fields are 400s naming the field; the fields are
@@ -52,7 +54,6 @@ except ImportError:  # test_openapi.py reports what is missing
 
 ISL, OSL = 16, 8
 N = 12
-PCTS = {"p50": 50, "p90": 90, "p99": 99}
 
 
 def png_size(data):
@@ -172,11 +173,8 @@ class Multimodal(unittest.TestCase):
         one_piece = not streamed and sp["target"]["endpoint"] in (
             "image_generation", "image_edit", "image_retrieval")
         for tag in tags if streamed else tags[::2] if one_piece else tags[2:]:
-            vals = [r[tag] for r in rows]
             self.assertEqual(m[tag]["count"], N, tag)
-            for name, pct in PCTS.items():
-                self.assertEqual(hrtest.numpy_percentile(vals, pct), m[tag][name], tag)
-            self.assertEqual((min(vals), max(vals)), (m[tag]["min"], m[tag]["max"]))
+        hrtest.check_exact(self, run, rows)
         self.check_media_totals(s, rows)
         return run, rows
 
@@ -753,6 +751,55 @@ class Multimodal(unittest.TestCase):
         st, body, _ = self.api.call("POST", "/runs", self.spec(
             stream=False, endpoint="image_retrieval", images={"count": 0}))
         self.assertEqual((st, body["error"]["field"]), (400, "workload.images.count"), body)
+
+    def test_image_retrieval_faults(self):
+        """Injected 500s and malformed bodies on image_retrieval: http_5xx and
+        malformed_stream, exactly as the mock draws them; every request
+        still carried its pictures; the valid rest's statistics are its
+        records', exactly."""
+        probs = {"500": 0.25, "malformed": 0.25}
+        seed = 11
+        expected = collections.Counter(fault_draw(seed, n, probs) for n in range(1, N + 1))
+        self.assertTrue(expected["500"] and expected["malformed"] and expected[None])
+        for tr in ("native", "curl"):
+            with self.subTest(transport=tr):
+                mock = hrtest.start_mock("--fail-500", "0.25", "--fail-malformed", "0.25",
+                                         "--fail-seed", str(seed), "--quiet")
+                try:
+                    sp = self.spec(stream=False, endpoint="image_retrieval",
+                                   images={"count": 2, "width": 16, "height": 16,
+                                           "format": "png", "pool": 2})
+                    sp["target"]["url"] = "http://" + mock.addr
+                    sp["target"]["transport"] = tr
+                    sp["load"]["concurrency"] = 1  # the mock numbers requests in order
+                    self.check_schema(sp)
+                    run = self.api.wait(self.api.submit(sp), timeout=120)
+                    st, text, _ = self.api.call("GET", "/runs/%d/records?format=jsonl"
+                                                % run["id"])
+                    self.assertEqual(st, 200)
+                    rows = [json.loads(line) for line in text.splitlines()]
+                finally:
+                    self.assertEqual(mock.stop(), 0)
+                self.assertEqual(run["state"], "succeeded", run.get("reason"))
+                s = run["summary"]
+                self.assertEqual((s["counts"]["requests"], s["counts"]["valid"]),
+                                 (N, expected[None]))
+                self.assertEqual(s["errors"], {"http_5xx": expected["500"],
+                                               "malformed_stream": expected["malformed"]})
+                self.assertEqual(len(rows), N)
+                for r in rows:
+                    self.assertEqual(r["images_in"], 2, r)  # sent whatever came back
+                    if r["error"] == "http_5xx":
+                        self.assertEqual(r["status"], 500, r)
+                        self.assertFalse(r["valid"], r)
+                    elif r["error"] == "malformed_stream":
+                        self.assertEqual(r["status"], 200, r)
+                        self.assertIn("not JSON", r["error_message"])
+                    else:
+                        self.assertEqual((r["status"], r["error"], r["valid"]), (200, "", True),
+                                         r)
+                        self.assertEqual((r["n_chunks"], r["osl"]), (1, 0), r)
+                hrtest.check_exact(self, run, rows)
 
     def test_mock_refuses_malformed_parts(self):
         def post(content):
