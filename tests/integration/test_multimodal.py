@@ -713,7 +713,7 @@ class Multimodal(unittest.TestCase):
              "workload.images.count", "invalid_value"),
             (self.spec(endpoint="image_generation", stream=False, images={}),
              "workload.images", "invalid_value"),
-            (self.spec(endpoint="image_edit", stream=True), "target.stream",
+            (self.spec(endpoint="image_retrieval", stream=True), "target.stream",
              "invalid_value"),
         ]
         sp = self.spec(endpoint="image_edit", stream=False)
