@@ -73,7 +73,8 @@ struct agent {
 	int welcomed;
 	int64_t last_rx, last_hello, last_hb, next_try;
 	struct slot w[HR_MAX_WORKERS];
-	json_t *files; /* the run's files: daemon path -> SHA-256 (spawn order) */
+	json_t *files;    /* the run's files: daemon path -> SHA-256 (spawn order) */
+	json_t *verified; /* cached files hashed by this process: SHA-256 -> true */
 	struct fetch f;
 	int sfd;
 	int quit;
@@ -264,12 +265,28 @@ static void cache_path(const struct agent *a, const char *sha, char *out, size_t
 	snprintf(out, n, "%s/files/%s", a->cache, sha);
 }
 
-static int cached(const struct agent *a, const char *sha)
+static int file_sha256(const char *path, char *hex);
+
+/* Whether the cache holds the file: the first time this process uses a
+ * cached copy it is hashed again (a file damaged on disk, or put there by
+ * hand, is removed and fetched anew, never sent to a worker). */
+static int cached(struct agent *a, const char *sha)
 {
-	char p[APATH_MAX];
+	char p[APATH_MAX], hex[65] = "";
 	struct stat st;
 	cache_path(a, sha, p, sizeof p);
-	return stat(p, &st) == 0;
+	if (stat(p, &st) != 0)
+		return 0;
+	if (json_object_get(a->verified, sha))
+		return 1;
+	if (file_sha256(p, hex) == 0 && strcmp(hex, sha) == 0) {
+		json_object_set_new(a->verified, sha, json_true());
+		return 1;
+	}
+	logf_("the cached file %.12s... does not have its SHA-256: removed, to be fetched anew\n",
+	      sha);
+	unlink(p);
+	return 0;
 }
 
 /* The SHA-256 of a file, in hex; 0 or -1. */
@@ -388,6 +405,8 @@ static void fetch_end(struct agent *a, int ok, const char *why)
 	}
 	if (!good)
 		unlink(a->f.tmp);
+	else
+		json_object_set_new(a->verified, sha, json_true()); /* hashed on arrival */
 	logf_("file %.12s... %s%s\n", sha, good ? "cached" : "not cached: ", good ? "" : why);
 	release_held(a, sha, good, why);
 	fetch_next(a);
@@ -1019,6 +1038,7 @@ int main(int argc, char **argv)
 		        AGENT_NAME_MAX);
 		return 2;
 	}
+	a.verified = json_object();
 	a.labels = json_object();
 	if (labels && parse_labels(labels, a.labels) < 0) {
 		fprintf(stderr, "headroom-agent: --labels must be k=v,k=v (keys and values of "
@@ -1124,6 +1144,11 @@ int main(int argc, char **argv)
 	while (waitpid(-1, NULL, 0) > 0)
 		;
 	drop_pending(&a);
+	if (a.up && a.welcomed) { /* the daemon forgets this connection at once */
+		int linger = 500;
+		zmq_setsockopt(a.up, ZMQ_LINGER, &linger, sizeof linger);
+		send_ctl(&a, json_pack("{s:s}", "type", "bye"), ZMQ_DONTWAIT);
+	}
 	if (a.f.active) {
 		close(a.f.fd);
 		unlink(a.f.tmp);
@@ -1136,6 +1161,7 @@ int main(int argc, char **argv)
 	rmdir(a.wk_dir);
 	json_decref(a.labels);
 	json_decref(a.files);
+	json_decref(a.verified);
 	free(a.worker_bin);
 	close(a.sfd);
 	explicit_bzero(a.sec, sizeof a.sec);

@@ -909,6 +909,13 @@ static int from_agents(void)
 				pthread_mutex_unlock(&H.mu);
 			} else if (strcmp(t, "fetch") == 0) {
 				on_fetch(ci, o);
+			} else if (strcmp(t, "bye") == 0) {
+				/* a clean stop: gone now, not after 3 s of silence */
+				pthread_mutex_lock(&H.mu);
+				hlog(LOG_INFO, "agents", "agent '%s' (host %s, %s) stopped\n",
+				     H.c[ci].name, H.c[ci].host, H.c[ci].addr);
+				drop_conn(ci, "stopped");
+				pthread_mutex_unlock(&H.mu);
 			}
 			json_decref(o);
 		} else if (kind == 'w' && n == 5 && ci >= 0) {

@@ -583,6 +583,27 @@ class Agents(unittest.TestCase):
         with open(os.path.join(E.tmp.name, "agent1.log")) as f:
             log = f.read()
         self.assertEqual(log.count("fetching file %s" % ds["sha256"][:12]), 1, log)
+        # a cached copy damaged on disk: an agent (a new process) hashes it
+        # before its first use, removes it and fetches it anew
+        with open(cached, "r+b") as f:
+            f.write(b"#")
+        self.assertEqual(stop_agent(1), 0)
+        # a stopped agent says bye: the daemon forgets it without waiting out
+        # the 3 s of silence that declare a lost one
+        deadline = time.time() + 10 * hrtest.time_scale()
+        while time.time() < deadline and "ag1" in connected():
+            time.sleep(0.05)
+        self.assertNotIn("ag1", connected())
+        ensure_agent(1)
+        run = E.api.wait(E.api.submit(sp), 120)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        import hashlib
+        with open(cached, "rb") as f:
+            self.assertEqual(hashlib.sha256(f.read()).hexdigest(), ds["sha256"])
+        with open(os.path.join(E.tmp.name, "agent1.log")) as f:
+            log = f.read()
+        self.assertIn("the cached file %s... does not have its SHA-256" % ds["sha256"][:12], log)
+        self.assertEqual(log.count("fetching file %s" % ds["sha256"][:12]), 2, log)
 
     def nosy_fetch(self, sha):
         """An enrolled connection without workers asks for a file: the type
