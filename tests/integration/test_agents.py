@@ -18,7 +18,9 @@ and the same achieved rate within 1%; each remote worker's measured clock
 offset holds the truth within its bound (within 100 us through the
 delaying relay); an agent killed mid-run fails the run (policy fail) or is
 recorded as lost while the run finishes (policy degrade), the records
-received kept and none counted twice; a link that stalls mid-run slows
+received kept and none counted twice, the agent back on a new connection
+while the run goes on; a link down for half a second mid-run loses
+nothing; a link that stalls mid-run slows
 the agent's relay (back-pressure) and loses no record; a cut link (its veth deleted) is
 detected within seconds.
 
@@ -721,9 +723,19 @@ class Agents(unittest.TestCase):
         self.assertEqual(len(recs), len({(r["worker"], r["req_id"]) for r in recs}))
 
     def test_6_agent_killed_run_degrades(self):
-        rid, t_lost = self.lose_agent_mid_run("degrade", lambda: kill_agent(2))
-        # the agent comes back during the run: nothing of it is counted twice
+        enroll()
         ensure_agent(2)
+        old = connected()["ag2"]["connected_at"]
+        rid, t_lost = self.lose_agent_mid_run("degrade", lambda: kill_agent(2))
+        # the agent comes back during the run (a new connection, once the
+        # lost one is dropped): nothing of it is counted twice
+        deadline = time.time() + 20 * hrtest.time_scale()
+        while time.time() < deadline and "ag2" in connected():
+            time.sleep(0.1)
+        ensure_agent(2)
+        self.assertNotEqual(connected()["ag2"]["connected_at"], old)
+        self.assertEqual(E.api.call("GET", "/runs/%d" % rid)[1]["state"], "running",
+                         "the agent came back while the run went on")
         run = E.api.wait(rid, 90)
         self.assertEqual(run["state"], "succeeded", run.get("reason"))
         check_schema("PlacementSummary", run["summary"]["placement"])
@@ -741,6 +753,17 @@ class Agents(unittest.TestCase):
         last = max(r["intended_ns"] for r in recs if r["worker"] == 1)
         self.assertGreater(last, 10 * NS)
         self.assertLess(max(r["intended_ns"] for r in w2), 8 * NS)
+
+    def test_6b_link_flap_rides_through(self):
+        """A link down for half a second mid-run (TCP retransmits; no
+        connection is lost): the run finishes with every record, once."""
+        rid, _ = self.lose_agent_mid_run(None, lambda: (
+            sh("ip link set hv2 down"), time.sleep(0.5), sh("ip link set hv2 up")))
+        run = E.api.wait(rid, 90)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        recs = records(rid)
+        self.assertEqual(sorted(r["req_id"] for r in recs), list(range(len(recs))))
+        self.assertGreater(max(r["intended_ns"] for r in recs if r["worker"] == 2), 11 * NS)
 
     def test_7_cut_link_detected(self):
         rid, t_lost = self.lose_agent_mid_run(None, lambda: sh("ip link del hv2"))
