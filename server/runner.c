@@ -1,6 +1,7 @@
 /* runner.c - executes runs one at a time: the runner thread, and a run's
- * life (prepare, start, drive, conclude). The parts it drives are listed
- * in runner_int.h. */
+ * life (prepare, launch, drive, and one way out: its workers stopped, what
+ * it took given back, then its end recorded by conclude). The parts it
+ * drives are listed in runner_int.h. */
 #include "runner.h"
 
 #include <dirent.h>
@@ -146,15 +147,16 @@ static int baseline_give_up(void *ud)
 	return atomic_load(&c->r->cancel_id) == c->id || atomic_load(&c->r->stopping);
 }
 
-/* --- a run's life: prepare, start, drive, conclude ------------------------------ */
+/* --- a run's life: prepare, launch, drive, end (conclude) ---------------------- */
 
 /* Everything a run needs before its workers: room on the disk, its own
  * headroom-mock (target.mock, the run's or a class's) with the address put
  * in the spec the workers get, that spec parsed, the datasets referenced
  * and the API key resolved. 0, or -1 with why; what was taken is given
- * back by start_failed. */
-static int prepare(struct run_ctx *c, json_t *spec_json, struct mockproc *mock, char *why)
+ * back by end_run. */
+static int prepare(struct run_ctx *c, json_t *spec_json, char *why)
 {
+	struct mockproc *mock = &c->mock;
 	struct runner *r = c->r;
 	struct spec_error serr;
 	char err[HR_ERRLEN];
@@ -234,18 +236,59 @@ static int prepare(struct run_ctx *c, json_t *spec_json, struct mockproc *mock, 
 	return 0;
 }
 
-/* A run that could not start: failed with why, and everything prepare
- * took given back (the one clean-up path of a start). */
-static void start_failed(struct run_ctx *c, json_t *spec_json, struct mockproc *mock,
-                         const char *why)
+/* Its workers: as many as the spec says (fewer when they would have
+ * nothing to send), or as its placement asks (pool_remote.c), which then
+ * supervises them. 0, or -1 with why. */
+static int size_pool(struct run_ctx *c, char *why)
 {
-	hlog(LOG_ERROR, "runner", "run %lld failed: %s\n", (long long)c->id, why);
-	finish_run(c->r, c->id, RUN_FAILED, why, NULL);
-	run_ended(c->r, c->id, spec_json);
-	mockproc_stop(mock);
-	release_datasets(c);
-	wenv_forget(c); /* the workers' environment (placement fails after prepare) */
-	spec_release(&c->spec);
+	c->n = c->spec.workers; /* with classes, spec parsing already dropped idle workers */
+	if (!c->spec.n_classes && c->spec.load.mode == SPEC_LOAD_CONCURRENCY &&
+	    c->spec.load.requests > 0 && c->spec.load.requests < c->n)
+		c->n = (int)c->spec.load.requests; /* a worker with nothing to send is useless */
+	if (c->spec.placement.given) {
+		c->pool = &placed_pool;
+		if (pool_place(c, why) < 0)
+			return -1;
+	}
+	c->w = xcalloc((size_t)c->n, sizeof *c->w);
+	for (int k = 0, i = c->spec.placement.local; k < c->n_picks; k++)
+		for (int j = 0; j < c->picks[k].workers; j++, i++) {
+			c->w[i].remote = 1;
+			snprintf(c->w[i].agent, sizeof c->w[i].agent, "%s", c->picks[k].conn);
+		}
+	return 0;
+}
+
+/* The run begins: its card and telemetry, its socket, its workers started,
+ * and the telemetry baseline waited for. A failure here (a worker that
+ * cannot start, the socket) fails the run, and drive ends it. */
+static void launch(struct run_ctx *c)
+{
+	struct runner *r = c->r;
+	c->launched = 1;
+	c->stored_base = atomic_load(&r->stored);
+	store_commit_status(r->store, &c->commit_fails0, NULL, 0);
+	c->record_fails0 = runs_record_failures(NULL, 0);
+	c->started = mono_ns();
+	live_begin(c->id);
+	hlog(LOG_INFO, "runner", "run %lld started with %d worker(s)\n", (long long)c->id, c->n);
+
+	/* the credibility card: the client host and the server's identity */
+	c->card = card_begin(r->store, c->id, c->spec.json, &c->spec, &c->net, wenv_key(c));
+	/* telemetry from before the first request (the baseline) to after the last */
+	c->tele = collector_start(r->store, c->id, &c->spec, r->o.nvml_lib, &c->net);
+	if (open_socket(c) == 0) {
+		for (int i = 0; i < c->n; i++)
+			if (c->pool->start(c, i) < 0) {
+				for (int k = i; k < c->n; k++)
+					c->w[k].exited = 1; /* never started */
+				break;
+			}
+	}
+	/* START is sent from drive's loop, so no request (warm-up included)
+	 * precedes the baseline; the workers start up meanwhile */
+	if (c->sock)
+		collector_wait_baseline(c->tele, baseline_give_up, c);
 }
 
 /* The run's loop, until every worker has finished or the stop deadline
@@ -298,7 +341,7 @@ static void drive(struct run_ctx *c)
 /* After the workers: every record received checked against the store, the
  * summary with the client verdict, its judgement and card, and the run's
  * final state. */
-static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
+static void conclude(struct run_ctx *c, json_t *spec_json)
 {
 	struct runner *r = c->r;
 	int64_t id = c->id;
@@ -368,7 +411,7 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 			hlog(LOG_ERROR, "runner", "run %lld: cannot index the summary: %s\n",
 			     (long long)id, err);
 	}
-	card_end(r->store, id, card, summary); /* lengths sent, verdict, GPUs */
+	card_end(r->store, id, c->card, summary); /* lengths sent, verdict, GPUs */
 	const char *state = RUN_SUCCEEDED;
 	char reason[600] = "";
 	if (c->interrupted) {
@@ -410,85 +453,67 @@ static void conclude(struct run_ctx *c, json_t *spec_json, json_t *card)
 	json_decref(summary);
 }
 
+/* The one way out of a run, however far it got (why: it could not start):
+ * its workers stopped and judged, what the run took given back (the
+ * workers' environment, the datasets, the telemetry, its mock, its
+ * socket), then its end recorded: the summary and final state (conclude),
+ * or the failure to start. */
+static void end_run(struct run_ctx *c, json_t *spec_json, const char *why)
+{
+	struct runner *r = c->r;
+	if (c->launched) {
+		c->pool->stop(c);
+		c->pool->reap(c);
+		selfmet_workers(0); /* before the run's end is written: none left */
+		supervise_late_exits(c, mono_ns(), 1);
+	}
+	wenv_forget(c);
+	release_datasets(c);
+	if (c->launched) {
+		watch_progress(c);
+		collector_stop(c->tele, c->cancelled || c->interrupted);
+	}
+	mockproc_stop(&c->mock);
+	if (c->launched) {
+		/* the daemon's last sample once every record is stored: its
+		 * backlog then says whether ingestion kept up to the end */
+		runs_sync(r->store);
+		watch_daemon_sample(c, mono_ns(), 1);
+	}
+	if (c->sock)
+		zmq_close(c->sock);
+	if (c->sockpath[0])
+		unlink(c->sockpath);
+
+	if (c->launched) {
+		conclude(c, spec_json);
+	} else {
+		hlog(LOG_ERROR, "runner", "run %lld failed: %s\n", (long long)c->id, why);
+		finish_run(r, c->id, RUN_FAILED, why, NULL);
+		run_ended(r, c->id, spec_json);
+	}
+	free(c->fail_reason);
+	free(c->store_error);
+	free(c->saturated);
+	free(c->sat);
+	json_decref(c->lost);
+	json_decref(c->files);
+	if (c->w)
+		for (int i = 0; i < c->n; i++)
+			free(c->w[i].bursts);
+	free(c->w);
+	spec_release(&c->spec);
+}
+
 static void execute(struct runner *r, int64_t id, json_t *spec_json)
 {
-	struct run_ctx c = {.r = r, .id = id, .pool = &local_pool};
-	struct mockproc mock = {.pid = -1, .out = -1};
+	struct run_ctx c = {.r = r, .id = id, .pool = &local_pool, .mock = {.pid = -1, .out = -1}};
 	char why[HR_ERRLEN];
-	if (prepare(&c, spec_json, &mock, why) < 0) {
-		start_failed(&c, spec_json, &mock, why);
-		return;
+	if (prepare(&c, spec_json, why) == 0 && size_pool(&c, why) == 0) {
+		launch(&c);
+		drive(&c);
 	}
-	c.stored_base = atomic_load(&r->stored);
-	store_commit_status(r->store, &c.commit_fails0, NULL, 0);
-	c.record_fails0 = runs_record_failures(NULL, 0);
-	c.n = c.spec.workers; /* with classes, spec parsing already dropped idle workers */
-	if (!c.spec.n_classes && c.spec.load.mode == SPEC_LOAD_CONCURRENCY &&
-	    c.spec.load.requests > 0 && c.spec.load.requests < c.n)
-		c.n = (int)c.spec.load.requests; /* a worker with nothing to send is useless */
-	if (c.spec.placement.given) {
-		c.pool = &placed_pool;
-		if (pool_place(&c, why) < 0) {
-			start_failed(&c, spec_json, &mock, why);
-			return;
-		}
-	}
-	c.w = xcalloc((size_t)c.n, sizeof *c.w);
-	for (int k = 0, i = c.spec.placement.local; k < c.n_picks; k++)
-		for (int j = 0; j < c.picks[k].workers; j++, i++) {
-			c.w[i].remote = 1;
-			snprintf(c.w[i].agent, sizeof c.w[i].agent, "%s", c.picks[k].conn);
-		}
-	c.started = mono_ns();
-	live_begin(id);
-	hlog(LOG_INFO, "runner", "run %lld started with %d worker(s)\n", (long long)id, c.n);
-
-	/* the credibility card: the client host and the server's identity */
-	json_t *card = card_begin(r->store, id, c.spec.json, &c.spec, &c.net, wenv_key(&c));
-	/* telemetry from before the first request (the baseline) to after the last */
-	struct collector *tele = collector_start(r->store, id, &c.spec, r->o.nvml_lib, &c.net);
-	if (open_socket(&c) == 0) {
-		for (int i = 0; i < c.n; i++)
-			if (c.pool->start(&c, i) < 0) {
-				for (int k = i; k < c.n; k++)
-					c.w[k].exited = 1; /* never started */
-				break;
-			}
-	}
-	/* START is sent from the loop below, so no request (warm-up included)
-	 * precedes the baseline; the workers start up meanwhile */
-	if (c.sock)
-		collector_wait_baseline(tele, baseline_give_up, &c);
-	drive(&c);
-	c.pool->stop(&c);
-	c.pool->reap(&c);
-	selfmet_workers(0); /* before the run's end is written: none left */
-	supervise_late_exits(&c, mono_ns(), 1);
-	wenv_forget(&c);
-	release_datasets(&c);
-	watch_progress(&c);
-	collector_stop(tele, c.cancelled || c.interrupted);
-	mockproc_stop(&mock);
-	/* the daemon's last sample once every record is stored: its backlog
-	 * then says whether ingestion kept up to the end */
-	runs_sync(r->store);
-	watch_daemon_sample(&c, mono_ns(), 1);
-	if (c.sock)
-		zmq_close(c.sock);
-	if (c.sockpath[0])
-		unlink(c.sockpath);
-
-	conclude(&c, spec_json, card);
-	free(c.fail_reason);
-	free(c.store_error);
-	free(c.saturated);
-	free(c.sat);
-	json_decref(c.lost);
-	json_decref(c.files);
-	for (int i = 0; i < c.n; i++)
-		free(c.w[i].bursts);
-	free(c.w);
-	spec_release(&c.spec);
+	end_run(&c, spec_json, why);
 }
 
 /* Retention after a run (runner_opts.retain_*). */

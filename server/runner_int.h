@@ -5,8 +5,9 @@
  * the daemon uses runner.h.
  *
  * The parts, each one concern:
- *   runner.c      a run's life: prepare, start, drive, conclude; the
- *                 runner thread
+ *   runner.c      a run's life: prepare, launch, drive, and one way out
+ *                 (stop, give back, conclude or record the failed start);
+ *                 the runner thread
  *   runproto.c    the worker protocol: what is sent, one handler per
  *                 message type received
  *   wclock.c      each worker's clock exchanges (bursts, estimates, drift)
@@ -120,6 +121,8 @@ struct pool_ops {
 
 extern const struct pool_ops local_pool, placed_pool;
 
+struct collector;
+
 struct run_ctx {
 	struct runner *r;
 	int64_t id;
@@ -130,6 +133,7 @@ struct run_ctx {
 	char sockpath[256]; /* ipc file to unlink, "" for tcp */
 	int n;
 	struct wk *w;
+	int launched; /* its workers were started (launch): they are stopped at the end */
 	int64_t started, t0, t0_wall;
 	long long psi0;         /* the host's CPU pressure total at time zero (us), -1: none */
 	long long steal0, cpu0; /* the host's steal and CPU time at time zero (ticks), -1: none */
@@ -166,6 +170,10 @@ struct run_ctx {
 	int n_picks;
 	json_t *lost;
 	json_t *files; /* what agents may fetch: {path: SHA-256} (datasets, tokenizer) */
+	/* what a run holds until its end (runner.c, end_run) */
+	struct mockproc mock;   /* target.mock's headroom-mock, pid -1 when none */
+	json_t *card;           /* the credibility card begun (card.h) */
+	struct collector *tele; /* its telemetry (telemetry.h) */
 };
 
 /* runner.c: the run's first failure (later ones are dropped). */
