@@ -1,7 +1,7 @@
 /* split.h - how one phase's work is divided among a pool of workers.
  *
  * The one definition both sides use: the daemon, which tells each worker
- * its share (server/runner.c), and the workers, which take their part of
+ * its share (server/share.c), and the workers, which take their part of
  * the global schedule (worker/load.c). Pure functions of their arguments,
  * so that a run's merged traffic is the requested one however many
  * workers share it (api/protocol.md, "SCHEDULE payload"; the unit test
