@@ -237,6 +237,15 @@ static void on_done(struct run_ctx *c, struct wk *w, int i, struct proto_msg *m)
 	w->in_flight = 0;
 	w->state = W_DONE;
 	runs_worker_update(c->r->store, c->id, i, 0, 0, 0, "done", -1, NULL);
+	/* every record it sent came before its DONE (one ordered connection, or
+	 * an agent's relay): fewer means some were lost on the way, and the run
+	 * says so rather than summarising what is left */
+	json_t *sent_recs = json_object_get(j, "records");
+	if (json_is_integer(sent_recs) && json_integer_value(sent_recs) != w->records)
+		fail_run(c,
+		         "worker %d sent %lld records but %lld arrived: records were lost on the "
+		         "way to the daemon",
+		         i, (long long)json_integer_value(sent_recs), w->records);
 }
 
 /* FAIL: the worker's fatal error fails the run. */

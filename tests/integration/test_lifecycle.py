@@ -241,7 +241,7 @@ LATE_DONE_WORKER = textwrap.dedent("""\
                    end_ns=t0 + 5 * ms, done_ns=t0 + 5 * ms, isl=16, osl=3,
                    reasoning_tokens=0, chunks=[t0 + 3 * ms, t0 + 4 * ms, t0 + 5 * ms])
         send(6, hrrecords.encode_batch([rec]))
-        send(8, {"sent": 1, "completed": 1, "errors": 0})
+        send(8, {"sent": 1, "completed": 1, "errors": 0, "records": {claim}})
         s.close(linger=5000)
         sys.exit(0)
     send(1, {"index": int(idx), "pid": os.getpid(), "protocol": 2, "version": "fake",
@@ -258,23 +258,38 @@ LATE_DONE_WORKER = textwrap.dedent("""\
 
 
 class LateDoneTest(unittest.TestCase):
-    def test_done_arriving_after_a_clean_exit_still_counts(self):
+    def run_fake(self, claim):
+        """A run of LATE_DONE_WORKER whose DONE says it sent `claim` records
+        (it sends one)."""
         with tempfile.TemporaryDirectory(prefix="headroom-test-") as tmp:
             fake = os.path.join(tmp, "fake-worker")
             with open(fake, "w") as f:
                 f.write(LATE_DONE_WORKER.replace("{python}", sys.executable).replace(
-                    "{testdir!r}", repr(os.path.dirname(os.path.abspath(__file__)))))
+                    "{testdir!r}", repr(os.path.dirname(os.path.abspath(__file__)))).replace(
+                    "{claim}", str(claim)))
             os.chmod(fake, 0o755)
             d = hrtest.start_daemon(os.path.join(tmp, "d"), "--worker-bin", fake)
             try:
                 api = hrtest.Api(d.addr)
                 rid = api.submit(hrtest.spec("127.0.0.1:%d" % hrtest.closed_port(),
                                              concurrency=1, requests=1))
-                run = api.wait(rid, timeout=30)
-                self.assertEqual(run["state"], "succeeded", run.get("reason"))
-                self.assertEqual(run["summary"]["counts"]["valid"], 1, run["summary"])
+                return api.wait(rid, timeout=30), api.call(
+                    "GET", "/runs/%d/records?format=jsonl" % rid)[1]
             finally:
                 self.assertEqual(d.stop(), 0)
+
+    def test_done_arriving_after_a_clean_exit_still_counts(self):
+        run, _ = self.run_fake(1)
+        self.assertEqual(run["state"], "succeeded", run.get("reason"))
+        self.assertEqual(run["summary"]["counts"]["valid"], 1, run["summary"])
+
+    def test_records_lost_on_the_way_fail_the_run(self):
+        """DONE counts the records its worker sent: fewer arrived (lost on
+        the way) fails the run, saying so, and keeps those that did."""
+        run, text = self.run_fake(3)
+        self.assertEqual(run["state"], "failed")
+        self.assertIn("worker 0 sent 3 records but 1 arrived", run["reason"])
+        self.assertEqual(len(text.splitlines()), 1)
 
 
 if __name__ == "__main__":
