@@ -69,3 +69,20 @@ double clock_drift_ppm(const struct clock_est *e, size_t n)
 	}
 	return sxx > 0 ? sxy / sxx * 1e6 : NAN;
 }
+
+int64_t clock_timeline_bound(const struct clock_est *used, const struct clock_est *e, size_t n)
+{
+	int64_t b = used->bound_ns, best = INT64_MAX;
+	for (size_t k = 0; k < n; k++)
+		if (e[k].ok && e[k].bound_ns < best)
+			best = e[k].bound_ns;
+	for (size_t k = 0; k < n; k++) {
+		if (!e[k].ok || e[k].at_ns <= used->at_ns || e[k].bound_ns > 4 * best)
+			continue;
+		int64_t d = e[k].offset_ns - used->offset_ns;
+		int64_t at = (d < 0 ? -d : d) + e[k].bound_ns;
+		if (at > b)
+			b = at;
+	}
+	return b;
+}

@@ -40,5 +40,13 @@ void clock_estimate(const struct clock_sample *s, size_t n, struct clock_est *ou
 /* The least-squares drift, in ppm, of n estimates (their at_ns and
  * offset_ns); NaN with fewer than two, or when they span under 1 s. */
 double clock_drift_ppm(const struct clock_est *e, size_t n);
+/* The error bound over a run of a timeline that maps a worker's times with
+ * one estimate, used (the one its START used): at used's time its own
+ * bound; at each later tight estimate k (bound within 4x the tightest of
+ * the n: a loose one, from a busy worker, says little and a tight
+ * neighbour covers its time) |e_k.offset - used.offset| + e_k.bound. The
+ * largest of these: a clock that drifts, or a first estimate that was
+ * poor, widens it. */
+int64_t clock_timeline_bound(const struct clock_est *used, const struct clock_est *e, size_t n);
 
 #endif

@@ -99,6 +99,8 @@ struct wk {
 	int64_t last_at;          /* daemon time of the last burst's estimate */
 	int nb;
 	int64_t t0_sent; /* the time zero its first START carried, on its clock */
+	struct clock_est t0_est; /* the estimate t0_sent used: the run's timeline maps
+	                          * its records with it (ok 0: none measured) */
 	/* placement (docs/agents.md): a worker on an agent (pid 0 here) */
 	int remote, lost;
 	char agent[AGENT_NAME_MAX + 1];

@@ -51,8 +51,10 @@ static void send_start(struct run_ctx *c, int64_t phase_start)
 		struct wk *w = &c->w[k];
 		if (w->exited || w->state == W_DONE)
 			continue;
-		if (!w->t0_sent)
+		if (!w->t0_sent) {
 			w->t0_sent = c->t0 + (w->est.ok ? w->est.offset_ns : 0);
+			w->t0_est = w->est;
+		}
 		json_t *st = json_pack("{s:I, s:I, s:s, s:I}", "t0_mono_ns", (json_int_t)w->t0_sent,
 		                       "t0_wall_ns", (json_int_t)c->t0_wall, "phase",
 		                       c->profiling ? "profiling" : "warmup", "phase_start_ns",

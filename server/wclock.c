@@ -144,16 +144,20 @@ json_t *wclock_json(const struct run_ctx *c)
 		}
 		measured++;
 		double drift = clock_drift_ppm(w->bursts, (size_t)w->nb);
-		/* the kept estimate's bound as of the last burst */
-		int64_t bound = w->est.bound_ns + clock_stale_ns(w, w->last_at);
+		/* the timeline's offset (the one its START used) and its bound over
+		 * the run; a worker stopped before START: the kept estimate's */
+		const struct clock_est *e = w->t0_est.ok ? &w->t0_est : &w->est;
+		int64_t bound = w->t0_est.ok
+		                    ? clock_timeline_bound(&w->t0_est, w->bursts, (size_t)w->nb)
+		                    : w->est.bound_ns + clock_stale_ns(w, w->last_at);
 		if (bound > max_bound)
 			max_bound = bound;
 		json_array_append_new(
 		    ws,
 		    json_pack("{s:i, s:b, s:I, s:I, s:I, s:i, s:o}", "worker", i, "measured", 1,
-		              "offset_ns", (json_int_t)w->est.offset_ns, "bound_ns",
-		              (json_int_t)bound, "delay_ns", (json_int_t)w->est.delay_ns, "bursts",
-		              w->nb, "drift_ppm", isnan(drift) ? json_null() : json_real(drift)));
+		              "offset_ns", (json_int_t)e->offset_ns, "bound_ns", (json_int_t)bound,
+		              "delay_ns", (json_int_t)e->delay_ns, "bursts", w->nb, "drift_ppm",
+		              isnan(drift) ? json_null() : json_real(drift)));
 	}
 	return json_pack("{s:s, s:i, s:i, s:f, s:o, s:i, s:o}", "method", "minimum delay",
 	                 "exchanges_first", CLOCK_FIRST, "exchanges_later", CLOCK_BURST, "every_s",

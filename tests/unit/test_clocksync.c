@@ -69,8 +69,8 @@ static void test_drift(void)
 	struct clock_est e[10];
 	for (int i = 0; i < 10; i++) {
 		int64_t t = (int64_t)i * 2000000000LL; /* every 2 s */
-		e[i] = (struct clock_est){.ok = 1, .at_ns = 1000 + t,
-					  .offset_ns = 42000 + t / 1000000 * 25};
+		e[i] = (struct clock_est){
+		    .ok = 1, .at_ns = 1000 + t, .offset_ns = 42000 + t / 1000000 * 25};
 	}
 	/* 25 ns per ms of daemon time: 25 ppm */
 	CHECK_NEAR(clock_drift_ppm(e, 10), 25.0, 1e-6);
@@ -81,10 +81,37 @@ static void test_drift(void)
 	CHECK(!isnan(clock_drift_ppm(e, 10)));
 }
 
+/* A timeline mapped with its first estimate: the bound holds the truth at
+ * every later burst of a drifting clock, loose bursts are passed over. */
+static void test_timeline(void)
+{
+	struct clock_est e[4] = {
+	    {1, 1000000, 50000, 100000, 0},                    /* START's: offset 1 ms +- 50 us */
+	    {1, 1000000 + 300000, 40000, 80000, 5000000000LL}, /* 5 s on: drifted 300 us */
+	    {1, 1000000 + 9000000, 900000, 1800000, 7000000000LL}, /* a busy, loose burst */
+	    {1, 1000000 + 600000, 60000, 120000, 10000000000LL},   /* 10 s on: 600 us */
+	};
+	CHECK_EQ_INT(clock_timeline_bound(&e[0], e, 1), 50000);
+	CHECK_EQ_INT(clock_timeline_bound(&e[0], e, 2), 340000);
+	/* the loose one (bound over 4x the tightest) does not widen it */
+	CHECK_EQ_INT(clock_timeline_bound(&e[0], e, 4), 660000);
+	/* the truth at each tight burst is within the bound of the timeline */
+	for (int k = 1; k < 4; k += 2) {
+		int64_t truth_lo = e[k].offset_ns - e[k].bound_ns,
+		        truth_hi = e[k].offset_ns + e[k].bound_ns;
+		CHECK(llabs(truth_lo - e[0].offset_ns) <= clock_timeline_bound(&e[0], e, 4));
+		CHECK(llabs(truth_hi - e[0].offset_ns) <= clock_timeline_bound(&e[0], e, 4));
+	}
+	/* estimates from before the one used, and unusable ones, count for nothing */
+	struct clock_est early[2] = {{1, 0, 10, 20, -1}, {0, 99999999, 1, 2, 9}};
+	CHECK_EQ_INT(clock_timeline_bound(&e[0], early, 2), 50000);
+}
+
 int main(void)
 {
 	test_exact();
 	test_min_delay();
 	test_drift();
+	test_timeline();
 	return tap_done();
 }
