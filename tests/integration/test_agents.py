@@ -538,20 +538,32 @@ class Agents(unittest.TestCase):
         p = start_agent(3, "ag3", E.akey, "role=relay", via="10.77.0.1:%d" % RELAY_PORT)
         try:
             wait_connected(["ag3"])
-            run = E.api.wait(E.api.submit(spec(duration=3, rate=20, placement={
-                "agents": [{"selector": {"role": "relay"}, "workers": 1}]})), 120)
-            self.assertEqual(run["state"], "succeeded", run.get("reason"))
-            w = run["summary"]["clock"]["workers"][0]
-            self.assertTrue(w["measured"], w)
-            # the added 2 ms round trip is in the delay, not in the offset
-            self.assertGreater(w["delay_ns"], 1_600_000, w)
-            self.assertLessEqual(abs(w["offset_ns"] - SHIFT[3] * NS), w["bound_ns"], w)
-            # within 100 us of the truth when the best exchange had the
-            # relay's own delay (0.8 to 1.2 ms each way) and little more:
-            # a machine too busy to give one such exchange in 16 proves
-            # nothing about the estimate, only about the machine
-            if w["delay_ns"] < 2_600_000:
-                self.assertLess(abs(w["offset_ns"] - SHIFT[3] * NS), 100_000, w)
+            seen = []
+            for attempt in range(4):
+                run = E.api.wait(E.api.submit(spec(duration=3, rate=20, placement={
+                    "agents": [{"selector": {"role": "relay"}, "workers": 1}]})), 120)
+                self.assertEqual(run["state"], "succeeded", run.get("reason"))
+                w = run["summary"]["clock"]["workers"][0]
+                self.assertTrue(w["measured"], w)
+                # the added 2 ms round trip is in the delay, not in the offset
+                self.assertGreater(w["delay_ns"], 1_600_000, w)
+                self.assertLessEqual(abs(w["offset_ns"] - SHIFT[3] * NS), w["bound_ns"], w)
+                seen.append((w["delay_ns"], w["offset_ns"] - SHIFT[3] * NS))
+                # the stated claim: within 200 us of the truth, for an
+                # estimate whose best exchange had the relay's delay (0.8 to
+                # 1.2 ms each way) plus the daemon's and agent's own relaying
+                # (about 1 ms here) and no more; a run whose 16 exchanges were
+                # all slowed further by a busy machine is made again, and
+                # four such fail the test. (Measured here: 8-115 us; the
+                # relaying's own asymmetry, not the relay's jitter, is most
+                # of it: docs/agents.md "Clocks".)
+                if w["delay_ns"] < 4_000_000:
+                    self.assertLess(abs(w["offset_ns"] - SHIFT[3] * NS), 200_000, w)
+                    break
+            else:
+                self.fail("no run's best clock exchange came within 4 ms through the relay "
+                          "(delay, error: %s): the machine was too busy to judge the claim"
+                          % seen)
         finally:
             p.kill()
             p.wait(10)
@@ -764,6 +776,12 @@ class Agents(unittest.TestCase):
         recs = records(rid)
         self.assertEqual(sorted(r["req_id"] for r in recs), list(range(len(recs))))
         self.assertGreater(max(r["intended_ns"] for r in recs if r["worker"] == 2), 11 * NS)
+        # through a 12 s run the agent's clock was measured again (a burst
+        # every 5 s): the drift is known, the timeline's bound holds the truth
+        w = [x for x in run["summary"]["clock"]["workers"] if x["worker"] == 2][0]
+        self.assertGreaterEqual(w["bursts"], 2, w)
+        self.assertIsNotNone(w["drift_ppm"], w)
+        self.assertLessEqual(abs(w["offset_ns"] - SHIFT[2] * NS), w["bound_ns"], w)
 
     def test_7_cut_link_detected(self):
         rid, t_lost = self.lose_agent_mid_run(None, lambda: sh("ip link del hv2"))
