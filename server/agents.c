@@ -1354,6 +1354,9 @@ int agents_place(const struct spec_placement *pl, struct agent_pick *out, int ma
 					            max);
 				}
 				snprintf(out[n].conn, sizeof out[n].conn, "%s", c->name);
+				snprintf(out[n].host, sizeof out[n].host, "%s", c->host);
+				snprintf(out[n].version, sizeof out[n].version, "%s", c->version);
+				out[n].cores = c->cores;
 				out[n++].workers = 0;
 			}
 			out[k].workers += pl->agents[e].workers;

@@ -50,6 +50,8 @@ int agents_parse_labels(const char *text, json_t *out, char *err);
 struct agent_pick {
 	char conn[AGENT_NAME_MAX + 1]; /* the connection's announced name */
 	int workers;
+	char host[256], version[64]; /* as it announced them */
+	int cores;
 };
 
 /* The connected agents a placement selects, in name order, with the

@@ -59,8 +59,10 @@ json_t *pool_placement_json(const struct run_ctx *c)
 		json_t *ws = json_array();
 		for (int j = 0; j < c->picks[k].workers; j++)
 			json_array_append_new(ws, json_integer(i++));
-		json_array_append_new(
-		    ag, json_pack("{s:s, s:o}", "name", c->picks[k].conn, "workers", ws));
+		const struct agent_pick *p = &c->picks[k];
+		json_array_append_new(ag, json_pack("{s:s, s:o, s:s, s:i, s:s}", "name", p->conn,
+		                                    "workers", ws, "host", p->host, "cores",
+		                                    p->cores, "version", p->version));
 	}
 	return json_pack("{s:i, s:o, s:s, s:o, s:i}", "local", c->spec.placement.local, "agents",
 	                 ag, "on_agent_loss", c->spec.placement.degrade ? "degrade" : "fail",

@@ -492,6 +492,9 @@ class Agents(unittest.TestCase):
         check_schema("RunSpec", placed["spec"])
         self.assertEqual(pl["workers"], 3)
         self.assertEqual([a["name"] for a in pl["agents"]], ["ag1", "ag2"])
+        for a in pl["agents"]:  # who ran them, as they announced themselves
+            self.assertEqual((a["host"], a["version"]), (socket.gethostname(), VERSION), a)
+            self.assertEqual(a["cores"], os.cpu_count(), a)
         self.assertEqual(pl["lost"], [])
         # the merged intended schedule is the one-host run's, request by request
         a = sorted((r["req_id"], r["intended_ns"]) for r in records(placed["id"]))
