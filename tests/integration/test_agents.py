@@ -559,7 +559,11 @@ class Agents(unittest.TestCase):
                 # all slowed further by a busy machine is made again, and
                 # four such fail the test. (Measured here: 8-115 us; the
                 # relaying's own asymmetry, not the relay's jitter, is most
-                # of it: docs/agents.md "Clocks".)
+                # of it: docs/agents.md "Clocks".) A sanitizer build's
+                # relaying is several times slower, and so more lopsided: it
+                # is held to the bound only.
+                if hrtest.sanitized():
+                    break
                 if w["delay_ns"] < 4_000_000:
                     self.assertLess(abs(w["offset_ns"] - SHIFT[3] * NS), 200_000, w)
                     break
