@@ -46,6 +46,10 @@ class Cli(unittest.TestCase):
     def test_submit_wait_success_show_and_exports(self):
         spec = hrtest.spec(self.mock.addr, concurrency=8, requests=200)
         spec["validity"] = {"percentile": "p90"}  # 200 requests support p90, not p99
+        # a zero-delay mock at concurrency 8 may well make the client the
+        # limit (a sanitizer build, a loaded machine): the verdict is not
+        # what this test judges, the command's plumbing is
+        spec["client"] = {"allow_client_bound": True}
         path = self.spec_file(spec)
         r = self.cli("submit", path, "--wait")
         self.assertEqual(r.returncode, 0, r.stderr)
