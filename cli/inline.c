@@ -64,8 +64,8 @@ static int has_scheme(const char *s)
 /* The file at path (relative to x->dir) read whole into *data. */
 static int read_file(struct inl *x, const char *field, const char *path, struct dynbuf *data)
 {
-	char *full = path[0] == '/' || !x->dir[0] ? xstrdup(path)
-	                                          : xasprintf("%s/%s", x->dir, path);
+	char *full =
+	    path[0] == '/' || !x->dir[0] ? xstrdup(path) : xasprintf("%s/%s", x->dir, path);
 	FILE *f = fopen(full, "rb");
 	struct stat st;
 	int rc = 0;
@@ -106,7 +106,8 @@ static const char *clip_type(const unsigned char *p, size_t n)
 {
 	if (n >= 12 && memcmp(p, "RIFF", 4) == 0 && memcmp(p + 8, "WAVE", 4) == 0)
 		return "wav";
-	if ((n >= 3 && memcmp(p, "ID3", 3) == 0) || (n >= 2 && p[0] == 0xff && (p[1] & 0xe0) == 0xe0))
+	if ((n >= 3 && memcmp(p, "ID3", 3) == 0) ||
+	    (n >= 2 && p[0] == 0xff && (p[1] & 0xe0) == 0xe0))
 		return "mp3";
 	return NULL;
 }
@@ -115,8 +116,8 @@ static const char *clip_type(const unsigned char *p, size_t n)
 static int inline_one(struct inl *x, json_t *holder, const char *key, size_t index, int audio,
                       const char *field)
 {
-	json_t *v = json_is_array(holder) ? json_array_get(holder, index)
-	                                  : json_object_get(holder, key);
+	json_t *v =
+	    json_is_array(holder) ? json_array_get(holder, index) : json_object_get(holder, key);
 	const char *s = json_string_value(v);
 	/* a path: a picture without a URL scheme; a clip with a '.' (which
 	 * neither "FORMAT,BASE64" nor bare base64 has) */
@@ -127,7 +128,9 @@ static int inline_one(struct inl *x, json_t *holder, const char *key, size_t ind
 	dynbuf_init(&text, HR_MAX_DATASET_BYTES);
 	int rc = read_file(x, field, s, &data);
 	const unsigned char *d = (const unsigned char *)(data.data ? data.data : "");
-	const char *type = rc < 0 ? NULL : audio ? clip_type(d, data.len) : picture_type(d, data.len);
+	const char *type = rc < 0  ? NULL
+	                   : audio ? clip_type(d, data.len)
+	                           : picture_type(d, data.len);
 	if (rc == 0 && !type)
 		rc = inl_fail(x, "'%s': %s is not %s", field, s,
 		              audio ? "a WAV or MP3 clip" : "a PNG, JPEG, GIF or WebP picture");
@@ -198,8 +201,8 @@ int dataset_inline_files(const char *text, size_t len, const char *file, const c
 			rc = inline_entry(&x, o, "");
 			json_t *turns = json_object_get(o, "turns");
 			char pre[32];
-			for (size_t i = 0; rc == 0 && json_is_array(turns) && i < json_array_size(turns);
-			     i++) {
+			for (size_t i = 0;
+			     rc == 0 && json_is_array(turns) && i < json_array_size(turns); i++) {
 				snprintf(pre, sizeof pre, "turns[%zu].", i);
 				rc = inline_entry(&x, json_array_get(turns, i), pre);
 			}
@@ -207,13 +210,17 @@ int dataset_inline_files(const char *text, size_t len, const char *file, const c
 		if (rc == 0 && x.done > before) {
 			char *s = json_dumps(o, JSON_COMPACT);
 			if (!s || dynbuf_addstr(out, s) < 0 || dynbuf_add(out, "\n", 1) < 0)
-				rc = inl_fail(&x, "the dataset is larger than %u MiB once its files are "
-				                  "inlined",
-				              HR_MAX_DATASET_BYTES >> 20);
+				rc =
+				    inl_fail(&x,
+				             "the dataset is larger than %u MiB once its files are "
+				             "inlined",
+				             HR_MAX_DATASET_BYTES >> 20);
 			free(s);
-		} else if (rc == 0 && (dynbuf_add(out, start, n) < 0 || dynbuf_add(out, "\n", 1) < 0))
-			rc = inl_fail(&x, "the dataset is larger than %u MiB once its files are inlined",
-			              HR_MAX_DATASET_BYTES >> 20);
+		} else if (rc == 0 &&
+		           (dynbuf_add(out, start, n) < 0 || dynbuf_add(out, "\n", 1) < 0))
+			rc = inl_fail(
+			    &x, "the dataset is larger than %u MiB once its files are inlined",
+			    HR_MAX_DATASET_BYTES >> 20);
 		json_decref(o);
 	}
 	free(dir);
